@@ -1,0 +1,175 @@
+/*
+ * smelt.h — the one public header of smelt, a tensor compiler and runtime.
+ *
+ * A short tour:
+ *
+ *     smelt_model *m;
+ *     if (smelt_model_load_file("model.onnx", &m) != SMELT_OK)
+ *         fprintf(stderr, "%s\n", smelt_last_error());
+ *
+ *     smelt_options opt;
+ *     smelt_options_init(&opt);           // devices "cpu", threads = online cores
+ *     smelt_tensor x = { .name = "x", .dtype = SMELT_F32, .rank = 2,
+ *                        .shape = {1, 64}, .data = pixels };
+ *     smelt_program *p;
+ *     smelt_program_compile(m, &opt, 1, &x, &p);   // binds symbolic dims from x
+ *     smelt_program_run(p, 1, &x);
+ *     smelt_tensor y;
+ *     smelt_program_output(p, 0, &y);              // view, valid until the next run
+ *     smelt_program_free(p);
+ *     smelt_model_free(m);
+ *
+ * Every function that can fail returns a smelt_status; on failure the message
+ * (naming the model node and the rule it broke) is read with smelt_last_error(),
+ * which is per thread.
+ *
+ * Thread safety: models are immutable after loading and may be shared between
+ * threads. A smelt_program is NOT safe for concurrent smelt_program_run calls
+ * (it owns one activation arena); compile one program per thread instead — the
+ * compiled kernels are shared through the on-disk compile cache, so the second
+ * compile costs no compiler invocation.
+ */
+#ifndef SMELT_H
+#define SMELT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes. SMELT_OK is zero so `if (st)` tests for failure. */
+typedef enum smelt_status {
+    SMELT_OK = 0,
+    SMELT_ERR_INVALID_ARG,  /* a caller passed something malformed            */
+    SMELT_ERR_MODEL,        /* the model file is malformed or inconsistent    */
+    SMELT_ERR_UNSUPPORTED,  /* valid ONNX that smelt does not implement       */
+    SMELT_ERR_SHAPE,        /* shapes or dtypes that do not fit together      */
+    SMELT_ERR_IO,           /* a file could not be read or written            */
+    SMELT_ERR_NOMEM,        /* an allocation failed                           */
+    SMELT_ERR_COMPILE,      /* the system compiler rejected generated code    */
+    SMELT_ERR_DEVICE,       /* a device is missing or failed                  */
+    SMELT_ERR_INTERNAL      /* a bug in smelt: please report it               */
+} smelt_status;
+
+/* A short name for a status ("model", "unsupported", ...). */
+const char *smelt_status_name(smelt_status st);
+
+/* The message of the last failing call made by this thread ("" if none). */
+const char *smelt_last_error(void);
+
+/* Element types; the numbers are ONNX's TensorProto.DataType values. */
+typedef enum smelt_dtype {
+    SMELT_UNDEFINED = 0,
+    SMELT_F32 = 1,
+    SMELT_U8 = 2,
+    SMELT_I8 = 3,
+    SMELT_U16 = 4,
+    SMELT_I16 = 5,
+    SMELT_I32 = 6,
+    SMELT_I64 = 7,
+    SMELT_STRING = 8, /* import only: rejected by every op */
+    SMELT_BOOL = 9,   /* one byte per element, 0 or 1 */
+    SMELT_F16 = 10,   /* import only */
+    SMELT_F64 = 11,
+    SMELT_U32 = 12,
+    SMELT_U64 = 13
+} smelt_dtype;
+
+/* Bytes per element (0 for types smelt cannot hold in memory). */
+size_t smelt_dtype_size(smelt_dtype dt);
+/* "float32", "int64", ... */
+const char *smelt_dtype_name(smelt_dtype dt);
+
+#define SMELT_MAX_RANK 8
+
+/* A tensor as the caller sees it: dense, row-major, caller- or program-owned. */
+typedef struct smelt_tensor {
+    const char *name;            /* graph input/output name (NULL: by position) */
+    smelt_dtype dtype;
+    int rank;
+    int64_t shape[SMELT_MAX_RANK];
+    void *data;
+} smelt_tensor;
+
+/* Number of elements of t (1 for a scalar). */
+int64_t smelt_tensor_numel(const smelt_tensor *t);
+
+/* ---- models ------------------------------------------------------------- */
+
+typedef struct smelt_model smelt_model;
+
+/* Load an ONNX model. External data files are resolved next to `path`. */
+smelt_status smelt_model_load_file(const char *path, smelt_model **out);
+
+/* Load from memory; `base_dir` (may be NULL) is where external data lives. */
+smelt_status smelt_model_load_memory(const void *data, size_t size,
+                                     const char *base_dir, smelt_model **out);
+void smelt_model_free(smelt_model *m);
+
+/* Graph inputs (initializers excluded) and outputs. In `info`, a symbolic
+ * dimension has shape[i] == -1 and its name in dim_names[i]. */
+typedef struct smelt_value_info {
+    const char *name;
+    smelt_dtype dtype;
+    int rank;
+    int64_t shape[SMELT_MAX_RANK];
+    const char *dim_names[SMELT_MAX_RANK];
+} smelt_value_info;
+
+int smelt_model_input_count(const smelt_model *m);
+int smelt_model_output_count(const smelt_model *m);
+smelt_status smelt_model_input_info(const smelt_model *m, int i, smelt_value_info *out);
+smelt_status smelt_model_output_info(const smelt_model *m, int i, smelt_value_info *out);
+
+/* ---- compiling ---------------------------------------------------------- */
+
+/* How kernel SSA values become locals in emitted source (see kernel/locals.h). */
+typedef enum smelt_locals {
+    SMELT_LOCALS_DEFAULT = 0, /* the target's choice */
+    SMELT_LOCALS_REUSE,       /* recycle dead locals */
+    SMELT_LOCALS_HYBRID       /* const single-assignment intermediates */
+} smelt_locals;
+
+typedef struct smelt_options {
+    const char *devices;     /* comma list: "cpu", "cpu,opencl", "cuda:0,cuda:1" */
+    int threads;             /* worker threads for cpu; 0 = online cores      */
+    smelt_locals locals;
+    int no_fuse;             /* 1: one kernel per op (for comparison/debug)   */
+    int64_t max_memory;      /* fail compilation if the plan exceeds it; 0=off */
+    int verbose;             /* 1: print stage timings to stderr              */
+} smelt_options;
+
+void smelt_options_init(smelt_options *opt);
+
+typedef struct smelt_program smelt_program;
+
+/* Compile `m` for the devices in `opt`. `inputs` (may be NULL) fixes the shapes
+ * of inputs with symbolic dimensions; for inputs that decide shapes (e.g. the
+ * `shape` operand of a Reshape fed by a graph input) their values are folded in
+ * as constants too, so a program is specialised on them. Inputs with fully
+ * static shapes need not be given; data pointers may be NULL when only the
+ * shape is known, except for those shape-deciding inputs. */
+smelt_status smelt_program_compile(const smelt_model *m, const smelt_options *opt,
+                                   int n_inputs, const smelt_tensor *inputs,
+                                   smelt_program **out);
+void smelt_program_free(smelt_program *p);
+
+/* Run once. Inputs are matched by name (or by position when name is NULL) and
+ * must have the shapes the program was compiled for. */
+smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tensor *inputs);
+
+/* A view of output i after a run, valid until the next run or free. */
+int smelt_program_output_count(const smelt_program *p);
+smelt_status smelt_program_output(const smelt_program *p, int i, smelt_tensor *out);
+
+/* What `smelt compile --emit KIND` prints: "ir", "regions", "c", "plan", ... */
+smelt_status smelt_program_dump(const smelt_program *p, const char *what, char **text);
+/* Free a string returned by smelt. */
+void smelt_free(void *ptr);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

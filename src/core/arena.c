@@ -1,0 +1,86 @@
+#include "core/arena.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ARENA_ALIGN 64
+#define ARENA_BLOCK (64 * 1024)
+
+struct arena_block {
+    arena_block *next;
+    size_t cap, used;
+    _Alignas(ARENA_ALIGN) unsigned char data[];
+};
+
+void arena_init(arena *a) { a->head = NULL; a->bytes = 0; }
+
+void arena_free(arena *a)
+{
+    for (arena_block *b = a->head, *n; b; b = n) {
+        n = b->next;
+        free(b);
+    }
+    a->head = NULL;
+    a->bytes = 0;
+}
+
+static arena_block *block_new(size_t cap)
+{
+    arena_block *b = aligned_alloc(ARENA_ALIGN, (sizeof *b + cap + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1));
+    if (!b) return NULL;
+    b->next = NULL;
+    b->cap = cap;
+    b->used = 0;
+    return b;
+}
+
+void *arena_alloc(arena *a, size_t size)
+{
+    size = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    if (size == 0) size = ARENA_ALIGN;
+    arena_block *b = a->head;
+    if (!b || b->cap - b->used < size) {
+        if (size > ARENA_BLOCK / 4) {
+            /* A big request gets its own block behind the head so the head's
+             * remaining space is not wasted. */
+            arena_block *big = block_new(size);
+            if (!big) return NULL;
+            big->used = size;
+            if (b) {
+                big->next = b->next;
+                b->next = big;
+            } else {
+                a->head = big;
+            }
+            a->bytes += size;
+            memset(big->data, 0, size);
+            return big->data;
+        }
+        b = block_new(ARENA_BLOCK);
+        if (!b) return NULL;
+        b->next = a->head;
+        a->head = b;
+    }
+    void *p = b->data + b->used;
+    b->used += size;
+    a->bytes += size;
+    memset(p, 0, size);
+    return p;
+}
+
+char *arena_strdup(arena *a, const char *s)
+{
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = arena_alloc(a, n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+void *arena_memdup(arena *a, const void *p, size_t size)
+{
+    void *d = arena_alloc(a, size);
+    if (d && size) memcpy(d, p, size);
+    return d;
+}

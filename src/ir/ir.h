@@ -1,0 +1,157 @@
+/*
+ * ir.h — the graph IR: tensors with static dtypes and shapes, nodes, attributes.
+ *
+ * A graph owns everything it points to: names, attributes and constant data
+ * live in its arena; the tensor and node arrays grow with realloc. Tensors and
+ * nodes are named by index (`int`), never by pointer, because the arrays move.
+ *
+ * A tensor is one of:
+ *   - a graph input              (is_input, producer == -1, data == NULL)
+ *   - a constant                 (data != NULL: initializer, Constant, folded)
+ *   - a node output              (producer >= 0)
+ * Shapes are concrete once the compiler has bound the model's inputs; an
+ * imported model's inputs may carry symbolic dims (dim == -1, dim_param set).
+ *
+ * Ops are identified by `op_id` from ops.h; the importer rejects op types that
+ * are not in the table, so every node of a graph has a known op.
+ */
+#ifndef SMELT_IR_IR_H
+#define SMELT_IR_IR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/arena.h"
+#include "core/diag.h"
+#include "ir/ops.h"
+#include "smelt.h"
+
+#define IR_MAX_RANK SMELT_MAX_RANK
+
+typedef struct ir_shape {
+    int rank;
+    int64_t dim[IR_MAX_RANK]; /* -1: unknown (symbolic) */
+} ir_shape;
+
+typedef struct ir_tensor {
+    const char *name;
+    smelt_dtype dtype;
+    ir_shape shape;
+    const char *dim_param[IR_MAX_RANK]; /* symbolic dim names (inputs only) */
+    void *data;                         /* constant value, row-major; else NULL */
+    int producer;                       /* node index, or -1 */
+    bool is_input, is_output;
+} ir_tensor;
+
+typedef enum ir_attr_type {
+    IR_ATTR_FLOAT,
+    IR_ATTR_INT,
+    IR_ATTR_STRING,
+    IR_ATTR_TENSOR, /* value in a constant tensor of the graph (`tensor`) */
+    IR_ATTR_FLOATS,
+    IR_ATTR_INTS,
+    IR_ATTR_STRINGS,
+    IR_ATTR_OTHER /* graphs, sparse tensors, type protos: kept to be rejected by name */
+} ir_attr_type;
+
+typedef struct ir_attr {
+    const char *name;
+    ir_attr_type type;
+    int64_t i;
+    float f;
+    const char *s;
+    int n;                /* element count of ints/floats/strings */
+    int64_t *ints;
+    float *floats;
+    const char **strings;
+    int tensor;           /* IR_ATTR_TENSOR: tensor index */
+} ir_attr;
+
+typedef struct ir_node {
+    const char *name;     /* model's name, or a generated "<op>_<index>" */
+    op_id op;
+    int n_in, n_out;
+    int *in;              /* tensor indices; -1 for an omitted optional input */
+    int *out;
+    int n_attr;
+    ir_attr *attr;
+    bool dead;            /* removed by a pass; compacted by ir_graph_compact */
+} ir_node;
+
+typedef struct ir_graph {
+    arena arena;
+    ir_tensor *tensors;
+    int n_tensors, cap_tensors;
+    ir_node *nodes;
+    int n_nodes, cap_nodes;
+    int *inputs, n_inputs;   /* graph inputs in model order (no initializers) */
+    int *outputs, n_outputs; /* graph outputs in model order */
+    int opset;               /* default-domain opset the model imports */
+} ir_graph;
+
+ir_graph *ir_graph_new(void);
+void ir_graph_free(ir_graph *g);
+/* Deep copy (constant data included). NULL on OOM. */
+ir_graph *ir_graph_clone(const ir_graph *g);
+
+/* Add a tensor; returns its index or -1 on OOM. `shape` may be NULL (rank 0,
+ * filled in later by shape inference). The name is copied. */
+int ir_tensor_add(ir_graph *g, const char *name, smelt_dtype dt, const ir_shape *shape);
+/* Allocate zeroed constant storage for tensor t from its dtype and shape. */
+void *ir_tensor_alloc_data(ir_graph *g, int t);
+/* Add a node; arrays and name are copied. Returns its index or -1 on OOM. */
+int ir_node_add(ir_graph *g, const char *name, op_id op, int n_in, const int *in,
+                int n_out, const int *out);
+/* Append a copy of `a` (name/strings/arrays copied) to node n. 0 on OOM. */
+int ir_node_attr_add(ir_graph *g, int n, const ir_attr *a);
+/* Record graph inputs/outputs (copied). 0 on OOM. */
+int ir_graph_set_io(ir_graph *g, int n_in, const int *in, int n_out, const int *out);
+/* Drop dead nodes and unreferenced tensors, renumbering everything. */
+smelt_status ir_graph_compact(ir_graph *g);
+
+/* Attribute lookup; the typed getters return `def` when absent. */
+const ir_attr *ir_attr_find(const ir_node *n, const char *name);
+int64_t ir_attr_int(const ir_node *n, const char *name, int64_t def);
+float ir_attr_float(const ir_node *n, const char *name, float def);
+const char *ir_attr_string(const ir_node *n, const char *name, const char *def);
+/* Returns the count (or -1 when absent) and the array through `vals`. */
+int ir_attr_ints(const ir_node *n, const char *name, const int64_t **vals);
+int ir_attr_floats(const ir_node *n, const char *name, const float **vals);
+
+/* Shapes. */
+int64_t ir_shape_numel(const ir_shape *s);
+bool ir_shape_eq(const ir_shape *a, const ir_shape *b);
+/* "[1,3,224,224]" into buf (returns buf). */
+const char *ir_shape_str(const ir_shape *s, char *buf, size_t cap);
+/* Row-major strides in elements. */
+void ir_shape_strides(const ir_shape *s, int64_t *strides);
+/* Numpy-style broadcast of a and b into out; false if incompatible. */
+bool ir_shape_broadcast(const ir_shape *a, const ir_shape *b, ir_shape *out);
+
+static inline const ir_tensor *ir_in(const ir_graph *g, const ir_node *n, int i)
+{
+    return (i < n->n_in && n->in[i] >= 0) ? &g->tensors[n->in[i]] : NULL;
+}
+static inline ir_tensor *ir_out(ir_graph *g, const ir_node *n, int i)
+{
+    return &g->tensors[n->out[i]];
+}
+static inline int64_t ir_tensor_numel(const ir_tensor *t) { return ir_shape_numel(&t->shape); }
+
+/* Read element i of a constant int tensor (int32/int64/bool/uint8...) as int64;
+ * or of any numeric constant as double. */
+int64_t ir_const_int(const ir_tensor *t, int64_t i);
+double ir_const_double(const ir_tensor *t, int64_t i);
+
+/* Structural checks: indices in range, every non-input tensor has one producer
+ * or data, nodes topologically ordered, arities within the op table's. */
+smelt_status ir_verify(const ir_graph *g);
+
+/* Human-readable listing (`smelt compile --emit ir`). */
+void ir_dump(const ir_graph *g, FILE *f);
+
+/* A diagnostic naming node n: "node 'conv3' (Conv): <message>". */
+smelt_status ir_node_fail(const ir_node *n, smelt_status st, const char *fmt, ...) DIAG_PRINTF(3, 4);
+
+#endif

@@ -1,0 +1,185 @@
+/*
+ * kir.h — Kernel IR: the target-neutral form of one kernel.
+ *
+ * A kernel is a function over one workgroup index `wg` in [0, n_workgroups).
+ * Its body is a flat list of statements with structured begin/end markers:
+ *
+ *     DEF v            define SSA value v (loads, arithmetic, var reads)
+ *     STORE buf[i] = v
+ *     LOOP_BEGIN v lo hi step   ... LOOP_END    (v: the i64 induction value)
+ *     IF_BEGIN c  ... [ELSE ...] IF_END
+ *     VAR_SET var = v           mutable variables, for accumulators
+ *     BARRIER                   (workgroup targets; reserved)
+ *
+ * Values are SSA: each is defined once (constants and the workgroup index are
+ * not in the statement list — they are printed inline). Every value has a
+ * dtype from smelt.h (indices are SMELT_I64, predicates SMELT_BOOL). A value
+ * may be used only after its definition and inside the block that defines it
+ * (or a nested one); kir_verify checks this.
+ *
+ * Buffers are the kernel's parameters: each names a graph tensor (or a scratch
+ * buffer) and says whether the kernel reads and/or writes it. Loads and stores
+ * index a buffer with a linear element index.
+ *
+ * Building: kir_* functions append to the kernel being built. Arithmetic on
+ * constants folds (x*1, x+0, c1+c2), so index expressions stay readable.
+ * Builders never fail: kernels live in an arena and an allocation failure sets
+ * k->oom, checked once by the lowering driver.
+ */
+#ifndef SMELT_KERNEL_KIR_H
+#define SMELT_KERNEL_KIR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/arena.h"
+#include "core/diag.h"
+#include "smelt.h"
+
+typedef int32_t kir_val; /* value id; 0 means "no value" */
+
+typedef enum kir_op {
+    KIR_CONST,   /* imm                                       */
+    KIR_WG,      /* workgroup index (i64)                     */
+    KIR_LOOPVAR, /* induction value of a LOOP_BEGIN           */
+    KIR_VARGET,  /* current value of mutable var `var`        */
+    KIR_LOAD,    /* buf[a]                                    */
+    /* unary: a */
+    KIR_NEG, KIR_ABS, KIR_NOT, KIR_EXP, KIR_LOG, KIR_SQRT, KIR_SIN, KIR_COS,
+    KIR_TAN, KIR_TANH, KIR_ERF, KIR_FLOOR, KIR_CEIL, KIR_ROUND /* half to even */,
+    KIR_ASIN, KIR_ACOS, KIR_ATAN, KIR_SINH, KIR_COSH, KIR_ASINH, KIR_ACOSH, KIR_ATANH,
+    KIR_ISNAN, KIR_ISINF,
+    KIR_CAST,    /* a converted to the value's dtype (bool: a != 0)   */
+    /* binary: a, b (same dtype; comparisons yield bool) */
+    KIR_ADD, KIR_SUB, KIR_MUL, KIR_DIV /* ints: truncating */, KIR_MOD /* C % / fmod */,
+    KIR_POW, KIR_MIN, KIR_MAX, KIR_AND, KIR_OR, KIR_XOR /* bitwise on ints, logical on bool */,
+    KIR_SHL, KIR_SHR,
+    KIR_EQ, KIR_NE, KIR_LT, KIR_LE, KIR_GT, KIR_GE,
+    /* ternary */
+    KIR_SELECT,  /* a ? b : c */
+    KIR_OP_COUNT
+} kir_op;
+
+typedef enum kir_stmt_kind {
+    KS_DEF,
+    KS_STORE,
+    KS_LOOP_BEGIN,
+    KS_LOOP_END,
+    KS_IF_BEGIN,
+    KS_ELSE,
+    KS_IF_END,
+    KS_VAR_SET,
+    KS_BARRIER,
+    KS_COUNT
+} kir_stmt_kind;
+
+typedef struct kir_value {
+    kir_op op;
+    smelt_dtype type;
+    kir_val a, b, c;  /* operands */
+    int buf;          /* LOAD */
+    int var;          /* VARGET */
+    int def;          /* index of the defining statement; -1 for CONST/WG */
+    union {
+        double f;
+        int64_t i;
+    } imm;            /* CONST: f for float types, i otherwise */
+} kir_value;
+
+typedef struct kir_stmt {
+    kir_stmt_kind kind;
+    kir_val val;          /* DEF: the value; LOOP_BEGIN: induction value; STORE/VAR_SET: value */
+    kir_val idx;          /* STORE: index */
+    kir_val lo, hi, step; /* LOOP_BEGIN */
+    kir_val cond;         /* IF_BEGIN */
+    int buf;              /* STORE */
+    int var;              /* VAR_SET */
+} kir_stmt;
+
+typedef struct kir_buffer {
+    smelt_dtype type;
+    int64_t numel;
+    int tensor;           /* graph tensor it binds to; -1 for scratch */
+    bool read, written;
+} kir_buffer;
+
+typedef struct kir_var {
+    smelt_dtype type;
+} kir_var;
+
+typedef struct kir_kernel {
+    arena *arena;         /* owner of all arrays below */
+    int id;               /* index in the program: the emitted name is smelt_k<id> */
+    const char *comment;  /* what it computes, e.g. "Conv 'conv1' + Relu"; sanitized by emitters */
+    int64_t n_workgroups;
+    kir_buffer *bufs;
+    int n_bufs, cap_bufs;
+    kir_value *vals;      /* vals[0] unused: kir_val 0 is "none" */
+    int n_vals, cap_vals;
+    kir_stmt *stmts;
+    int n_stmts, cap_stmts;
+    kir_var *vars;
+    int n_vars, cap_vars;
+    int depth;            /* open LOOP/IF blocks while building */
+    bool oom;
+} kir_kernel;
+
+/* ---- building ----------------------------------------------------------- */
+
+kir_kernel *kir_kernel_new(arena *a, int id, int64_t n_workgroups, const char *comment);
+
+/* Add a parameter buffer; returns its index. */
+int kir_buffer_add(kir_kernel *k, smelt_dtype type, int64_t numel, int tensor, bool read, bool written);
+
+kir_val kir_const_f(kir_kernel *k, smelt_dtype type, double v);
+kir_val kir_const_i(kir_kernel *k, smelt_dtype type, int64_t v);
+static inline kir_val kir_idx(kir_kernel *k, int64_t v) { return kir_const_i(k, SMELT_I64, v); }
+kir_val kir_wg(kir_kernel *k);
+
+kir_val kir_load(kir_kernel *k, int buf, kir_val idx);
+void kir_store(kir_kernel *k, int buf, kir_val idx, kir_val v);
+
+kir_val kir_unary(kir_kernel *k, kir_op op, kir_val a);
+kir_val kir_binary(kir_kernel *k, kir_op op, kir_val a, kir_val b);
+kir_val kir_select(kir_kernel *k, kir_val cond, kir_val a, kir_val b);
+kir_val kir_cast(kir_kernel *k, smelt_dtype to, kir_val a);
+
+/* for (v = lo; v < hi; v += step): returns v; close with kir_loop_end. */
+kir_val kir_loop_begin(kir_kernel *k, kir_val lo, kir_val hi, kir_val step);
+void kir_loop_end(kir_kernel *k);
+void kir_if_begin(kir_kernel *k, kir_val cond);
+void kir_else(kir_kernel *k);
+void kir_if_end(kir_kernel *k);
+
+/* Mutable variable initialised to `init` at this point; returns its index. */
+int kir_var_new(kir_kernel *k, smelt_dtype type, kir_val init);
+kir_val kir_var_get(kir_kernel *k, int var);
+void kir_var_set(kir_kernel *k, int var, kir_val v);
+
+/* Shorthands for index arithmetic (i64). */
+static inline kir_val kir_add(kir_kernel *k, kir_val a, kir_val b) { return kir_binary(k, KIR_ADD, a, b); }
+static inline kir_val kir_mul(kir_kernel *k, kir_val a, kir_val b) { return kir_binary(k, KIR_MUL, a, b); }
+
+/* ---- inspecting --------------------------------------------------------- */
+
+static inline const kir_value *kir_v(const kir_kernel *k, kir_val v) { return &k->vals[v]; }
+static inline bool kir_is_const(const kir_kernel *k, kir_val v) { return k->vals[v].op == KIR_CONST; }
+bool kir_is_float(smelt_dtype t);
+int kir_op_arity(kir_op op);        /* operands among a, b, c */
+const char *kir_op_name(kir_op op); /* "add", "exp", ... */
+
+/* Well-formedness: SSA (use after def, in scope), types of operands, blocks
+ * balanced, buffer indices in range, stores only to written buffers. */
+smelt_status kir_verify(const kir_kernel *k);
+
+/* A textual dump for tests and `--emit kir`. */
+void kir_dump(const kir_kernel *k, FILE *f);
+
+/* ---- executing ---------------------------------------------------------- */
+
+/* Run every workgroup of k on the host, interpreting the IR. bufs[i] points to
+ * buffer i's storage. Used for constant folding and as the reference backend. */
+smelt_status kir_interpret(const kir_kernel *k, void *const *bufs);
+
+#endif

@@ -1,0 +1,74 @@
+/*
+ * lower.h — lowering of graph nodes (regions) to Kernel IR.
+ *
+ * An op's lowering never touches buffers directly: it reads input elements with
+ * lower_load() and writes output elements with lower_store(). The context
+ * decides what a load is — a load from the tensor's buffer, or, when the
+ * producer is fused into this kernel, the producer's own element function
+ * evaluated at that index (index-map composition) — and what a store is — a
+ * store, or an elementwise epilogue first. That is how fusion reuses every
+ * op's lowering unchanged.
+ *
+ * Element functions (op_elem_fn, injective ops) and lowerings (op_lower_fn)
+ * see the node being computed in c->n. A lowering starts each kernel it needs
+ * with lower_kernel_begin(), usually through lower_parallel_for(), which also
+ * picks the workgroup split.
+ */
+#ifndef SMELT_KERNEL_LOWER_H
+#define SMELT_KERNEL_LOWER_H
+
+#include "ir/ir.h"
+#include "kernel/kir.h"
+
+struct lower_state;
+
+typedef struct lower_ctx {
+    const ir_graph *g;
+    const ir_node *n;         /* node whose element/kernel is being built */
+    kir_kernel *k;            /* kernel being built                        */
+    struct lower_state *st;   /* private to lower.c                       */
+} lower_ctx;
+
+/* Start a new kernel with `n_workgroups` workgroups; becomes c->k. */
+kir_kernel *lower_kernel_begin(lower_ctx *c, int64_t n_workgroups);
+
+/* Element of input `i` of c->n at multi-index idx (idx has the input's rank;
+ * NULL for a scalar). The result has the input's dtype. */
+kir_val lower_load(lower_ctx *c, int i, const kir_val *idx);
+
+/* Element of input `i`, numpy-broadcast from an index of `rank` dims: leading
+ * dims beyond the input's rank are dropped, size-1 dims read index 0. */
+kir_val lower_load_bcast(lower_ctx *c, int i, int rank, const kir_val *idx);
+
+/* Store v (of output o's dtype) as element idx of output o of c->n. */
+void lower_store(lower_ctx *c, int o, const kir_val *idx, kir_val v);
+
+/* Row-major linear index of idx in shape s, and the inverse. */
+kir_val lower_linear(kir_kernel *k, const ir_shape *s, const kir_val *idx);
+void lower_unravel(kir_kernel *k, const ir_shape *s, kir_val linear, kir_val *idx);
+
+/* Clamp an i64 value into [0, hi) — for guarded reads such as Pad's borders. */
+kir_val lower_clamp(kir_kernel *k, kir_val v, int64_t hi);
+
+/* Begin a kernel that visits every index of `shape`: workgroups take slices
+ * of the outer dims (sized so each does at least ~`work_per_elem` x 16K
+ * operations of work), the innermost dim is an inner loop. body() is called
+ * once, inside the loop nest, with the full index (shape->rank entries), and
+ * emits the work for one element. */
+typedef void (*lower_body_fn)(lower_ctx *c, const kir_val *idx, void *user);
+void lower_parallel_for(lower_ctx *c, const ir_shape *shape, int64_t work_per_elem,
+                        lower_body_fn body, void *user);
+
+/* A scratch buffer private to this node's kernels (e.g. a reduction's partial
+ * results between two kernels). Returns a pseudo-tensor usable with
+ * lower_scratch_load/store in every kernel begun after this call. */
+int lower_scratch(lower_ctx *c, smelt_dtype type, int64_t numel);
+kir_val lower_scratch_load(lower_ctx *c, int scratch, kir_val linear);
+void lower_scratch_store(lower_ctx *c, int scratch, kir_val linear, kir_val v);
+
+/* Generic lowering of an elementwise/broadcast/injective node: one kernel over
+ * its output shape (for each output), computing elements with the op's scalar
+ * or element function. */
+smelt_status lower_elementwise(lower_ctx *c);
+
+#endif

@@ -1,0 +1,44 @@
+/*
+ * rt.h — the CPU runtime: the system compiler, the compile cache, and the
+ * thread pool that runs a kernel's workgroups.
+ *
+ * Compiling: rt_cc_load() writes the source to the cache directory and runs
+ *     $SMELT_CC (default "cc") -O3 -march=native -fPIC -shared -std=c11 ...
+ * producing a shared object named by a hash of (source, flags, compiler
+ * version string); a later call with the same source finds the object and
+ * only dlopens it. The cache lives in $SMELT_CACHE_DIR, else
+ * $XDG_CACHE_HOME/smelt, else ~/.cache/smelt. Writes are atomic (temporary
+ * name + rename), so concurrent processes sharing a cache are safe.
+ *
+ * Running: kernels have the signature of target/emit.h; rt_pool_run calls
+ * fn(wg, bufs) for every wg in [0, n) across the pool's threads and returns
+ * when all are done. A pool runs one kernel at a time (callers serialize).
+ */
+#ifndef SMELT_RT_RT_H
+#define SMELT_RT_RT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "smelt.h"
+
+typedef struct rt_so rt_so;
+
+/* Compile (or find in the cache) and dlopen. *cached tells which (may be NULL). */
+smelt_status rt_cc_load(const char *source, rt_so **out, bool *cached);
+void *rt_so_sym(rt_so *so, const char *name);
+void rt_so_close(rt_so *so);
+/* The directory used for the cache (for messages and tests). */
+const char *rt_cache_dir(char *buf, size_t cap);
+
+typedef void (*rt_kernel_fn)(int64_t wg, void *const *bufs);
+
+typedef struct rt_pool rt_pool;
+
+/* n_threads <= 0: one per online core. Returns NULL on failure. */
+rt_pool *rt_pool_new(int n_threads);
+void rt_pool_free(rt_pool *p);
+int rt_pool_threads(const rt_pool *p);
+void rt_pool_run(rt_pool *p, rt_kernel_fn fn, int64_t n_workgroups, void *const *bufs);
+
+#endif

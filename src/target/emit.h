@@ -1,0 +1,40 @@
+/*
+ * emit.h — source emitters: Kernel IR → C-like source text.
+ *
+ * One emitter serves every C-like target; targets differ only in a small
+ * dialect table (qualifiers, address spaces, builtins, how a kernel gets its
+ * workgroup index). The emitter knows nothing about ONNX: it prints Kernel IR.
+ * Names of locals come from kernel/locals.h; names from the model appear only
+ * in comments, sanitized to [A-Za-z0-9_ .,:'+-] so no model text can end a
+ * comment or reach code.
+ *
+ * Every kernel of the C dialect has the signature
+ *     void smelt_k<id>(int64_t wg, void *const *bufs)
+ * with buffer i at bufs[i]; the runtime calls it once per workgroup.
+ */
+#ifndef SMELT_TARGET_EMIT_H
+#define SMELT_TARGET_EMIT_H
+
+#include "core/strbuf.h"
+#include "kernel/kir.h"
+#include "kernel/locals.h"
+
+typedef enum emit_lang {
+    EMIT_C,
+    EMIT_OPENCL,
+    EMIT_CUDA,
+    EMIT_LANG_COUNT
+} emit_lang;
+
+/* Append kernel k to sb. */
+smelt_status emit_kernel(strbuf *sb, const kir_kernel *k, emit_lang lang, locals_strategy s);
+
+/* A whole translation unit: prelude (includes, helpers such as erf and
+ * round-half-even) and every kernel in order. Returns malloc'd text in *out. */
+smelt_status emit_program(kir_kernel *const *kernels, int n, emit_lang lang, locals_strategy s,
+                          char **out);
+
+/* Name of kernel k's function ("smelt_k3") into buf. */
+const char *emit_kernel_name(const kir_kernel *k, char *buf, size_t cap);
+
+#endif
