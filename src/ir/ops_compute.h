@@ -7,7 +7,32 @@
 #define SMELT_IR_OPS_COMPUTE_H
 
 struct ir_graph;
+struct ir_node;
 struct lower_ctx;
+
+/* Sliding-window geometry shared by Conv, MaxPool and AveragePool: the shape
+ * rule computes it and the lowerings read it back, so both agree on pads after
+ * auto_pad and on ceil_mode. Spatial dims are those after [N, C]. */
+#define WINDOW_MAX_SPATIAL 6
+typedef struct window_geom {
+    int nsp;                                   /* spatial dims (1..6)        */
+    int64_t in[WINDOW_MAX_SPATIAL];            /* input spatial sizes         */
+    int64_t out[WINDOW_MAX_SPATIAL];           /* output spatial sizes        */
+    int64_t kernel[WINDOW_MAX_SPATIAL];
+    int64_t stride[WINDOW_MAX_SPATIAL];
+    int64_t dilation[WINDOW_MAX_SPATIAL];
+    int64_t pad_lo[WINDOW_MAX_SPATIAL];        /* after auto_pad resolution   */
+    int64_t pad_hi[WINDOW_MAX_SPATIAL];
+} window_geom;
+
+/* Window geometry of a Conv/MaxPool/AveragePool node from its input shapes
+ * and attributes; validates them, failing with a message naming the node. */
+smelt_status window_geom_get(const struct ir_graph *g, const struct ir_node *n, window_geom *w);
+
+/* The axes a Reduce* node reduces, as a bitmask over its input's dims (from
+ * the `axes` attribute or, from opset 13/18, the constant `axes` input; empty
+ * means all, or none with noop_with_empty_axes). */
+smelt_status reduce_axes_get(const struct ir_graph *g, const struct ir_node *n, uint32_t *mask);
 
 smelt_status infer_MatMul(struct ir_graph *g, int node) OP_FN;
 smelt_status infer_Gemm(struct ir_graph *g, int node) OP_FN;
