@@ -72,3 +72,23 @@ void lower_scratch_store(lower_ctx *c, int scratch, kir_val linear, kir_val v);
 smelt_status lower_elementwise(lower_ctx *c);
 
 #endif
+
+/* ---- the driver's side ---------------------------------------------------- */
+
+/* All kernels lowered for a graph, in execution order. Scratch buffers are
+ * numbered after the graph's tensors: buffer.tensor == g->n_tensors + s. */
+typedef struct lower_program {
+    arena *arena;
+    kir_kernel **kernels;
+    int *kernel_node;         /* the graph node each kernel computes */
+    int n_kernels, cap_kernels;
+    smelt_dtype *scratch_type;
+    int64_t *scratch_numel;
+    int n_scratch, cap_scratch;
+} lower_program;
+
+void lower_program_init(lower_program *p, arena *a);
+void lower_program_free(lower_program *p);
+
+/* Lower node `node` of g, appending its kernels to p; each is verified. */
+smelt_status lower_node(lower_program *p, const ir_graph *g, int node);

@@ -1,0 +1,280 @@
+/*
+ * lower.c — the lowering context: loads, stores, loop nests, and the driver
+ * that turns one graph node into verified kernels.
+ *
+ * requires: a graph with inferred shapes and dtypes.
+ * guarantees: every kernel appended to the program passes kir_verify; every
+ *             buffer of a kernel names the graph tensor (or scratch) it binds.
+ */
+#include "kernel/lower.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct lower_state {
+    lower_program *p;
+    int *tensor_buf;   /* per tensor (and scratch): buffer index in c->k, or -1 */
+    int n_slots;
+};
+
+/* Elements per workgroup that amortize a thread-pool hand-off. */
+#define LOWER_WG_WORK 16384
+
+void lower_program_init(lower_program *p, arena *a)
+{
+    memset(p, 0, sizeof *p);
+    p->arena = a;
+}
+
+void lower_program_free(lower_program *p)
+{
+    free(p->kernels);
+    free(p->kernel_node);
+    free(p->scratch_type);
+    free(p->scratch_numel);
+    memset(p, 0, sizeof *p);
+}
+
+static int slot_count(const lower_ctx *c) { return c->g->n_tensors + c->st->p->n_scratch; }
+
+static int ensure_slots(lower_ctx *c)
+{
+    int need = slot_count(c);
+    if (need <= c->st->n_slots) return 1;
+    int *m = realloc(c->st->tensor_buf, sizeof(int) * (size_t)need);
+    if (!m) return 0;
+    for (int i = c->st->n_slots; i < need; i++) m[i] = -1;
+    c->st->tensor_buf = m;
+    c->st->n_slots = need;
+    return 1;
+}
+
+kir_kernel *lower_kernel_begin(lower_ctx *c, int64_t n_workgroups)
+{
+    lower_program *p = c->st->p;
+    char comment[256];
+    snprintf(comment, sizeof comment, "%s '%s'", op_get(c->n->op)->name, c->n->name);
+    kir_kernel *k = kir_kernel_new(p->arena, p->n_kernels, n_workgroups, comment);
+    if (!k || !ensure_slots(c)) return NULL;
+    if (p->n_kernels == p->cap_kernels) {
+        int cap = p->cap_kernels ? p->cap_kernels * 2 : 64;
+        kir_kernel **ks = realloc(p->kernels, sizeof(*ks) * (size_t)cap);
+        if (!ks) return NULL;
+        p->kernels = ks;
+        int *kn = realloc(p->kernel_node, sizeof(int) * (size_t)cap);
+        if (!kn) return NULL;
+        p->kernel_node = kn;
+        p->cap_kernels = cap;
+    }
+    p->kernels[p->n_kernels] = k;
+    p->kernel_node[p->n_kernels] = (int)(c->n - c->g->nodes);
+    p->n_kernels++;
+    for (int i = 0; i < c->st->n_slots; i++) c->st->tensor_buf[i] = -1;
+    c->k = k;
+    return k;
+}
+
+static int buffer_for(lower_ctx *c, int slot, smelt_dtype type, int64_t numel, bool write)
+{
+    int b = c->st->tensor_buf[slot];
+    if (b < 0) {
+        b = kir_buffer_add(c->k, type, numel, slot, !write, write);
+        c->st->tensor_buf[slot] = b;
+    } else if (write) {
+        c->k->bufs[b].written = true;
+    } else {
+        c->k->bufs[b].read = true;
+    }
+    return b;
+}
+
+kir_val lower_linear(kir_kernel *k, const ir_shape *s, const kir_val *idx)
+{
+    kir_val lin = kir_idx(k, 0);
+    int64_t stride = 1;
+    for (int d = s->rank - 1; d >= 0; d--) {
+        if (s->dim[d] != 1) lin = kir_add(k, kir_mul(k, idx[d], kir_idx(k, stride)), lin);
+        stride *= s->dim[d];
+    }
+    return lin;
+}
+
+void lower_unravel(kir_kernel *k, const ir_shape *s, kir_val linear, kir_val *idx)
+{
+    for (int d = s->rank - 1; d >= 0; d--) {
+        if (s->dim[d] == 1) {
+            idx[d] = kir_idx(k, 0);
+        } else if (d == 0) {
+            idx[d] = linear;
+        } else {
+            idx[d] = kir_binary(k, KIR_MOD, linear, kir_idx(k, s->dim[d]));
+            linear = kir_binary(k, KIR_DIV, linear, kir_idx(k, s->dim[d]));
+        }
+    }
+}
+
+kir_val lower_clamp(kir_kernel *k, kir_val v, int64_t hi)
+{
+    v = kir_binary(k, KIR_MIN, v, kir_idx(k, hi > 0 ? hi - 1 : 0));
+    return kir_binary(k, KIR_MAX, v, kir_idx(k, 0));
+}
+
+/* A one-element constant is printed inline instead of being loaded. */
+static kir_val inline_scalar(kir_kernel *k, const ir_tensor *t)
+{
+    if (kir_is_float(t->dtype)) return kir_const_f(k, t->dtype, ir_const_double(t, 0));
+    return kir_const_i(k, t->dtype, ir_const_int(t, 0));
+}
+
+kir_val lower_load(lower_ctx *c, int i, const kir_val *idx)
+{
+    if (i >= c->n->n_in || c->n->in[i] < 0) return 0;
+    int t = c->n->in[i];
+    const ir_tensor *x = &c->g->tensors[t];
+    if (x->data && ir_tensor_numel(x) == 1) return inline_scalar(c->k, x);
+    int b = buffer_for(c, t, x->dtype, ir_tensor_numel(x), false);
+    return kir_load(c->k, b, lower_linear(c->k, &x->shape, idx));
+}
+
+kir_val lower_load_bcast(lower_ctx *c, int i, int rank, const kir_val *idx)
+{
+    if (i >= c->n->n_in || c->n->in[i] < 0) return 0;
+    const ir_tensor *x = &c->g->tensors[c->n->in[i]];
+    kir_val in_idx[IR_MAX_RANK];
+    for (int d = 0; d < x->shape.rank; d++) {
+        int od = d + rank - x->shape.rank;
+        in_idx[d] = (x->shape.dim[d] == 1 || od < 0) ? kir_idx(c->k, 0) : idx[od];
+    }
+    return lower_load(c, i, in_idx);
+}
+
+void lower_store(lower_ctx *c, int o, const kir_val *idx, kir_val v)
+{
+    int t = c->n->out[o];
+    const ir_tensor *x = &c->g->tensors[t];
+    int b = buffer_for(c, t, x->dtype, ir_tensor_numel(x), true);
+    kir_store(c->k, b, lower_linear(c->k, &x->shape, idx), v);
+}
+
+int lower_scratch(lower_ctx *c, smelt_dtype type, int64_t numel)
+{
+    lower_program *p = c->st->p;
+    if (p->n_scratch == p->cap_scratch) {
+        int cap = p->cap_scratch ? p->cap_scratch * 2 : 16;
+        smelt_dtype *t = realloc(p->scratch_type, sizeof(*t) * (size_t)cap);
+        if (!t) return -1;
+        p->scratch_type = t;
+        int64_t *n = realloc(p->scratch_numel, sizeof(*n) * (size_t)cap);
+        if (!n) return -1;
+        p->scratch_numel = n;
+        p->cap_scratch = cap;
+    }
+    p->scratch_type[p->n_scratch] = type;
+    p->scratch_numel[p->n_scratch] = numel;
+    return p->n_scratch++;
+}
+
+kir_val lower_scratch_load(lower_ctx *c, int s, kir_val linear)
+{
+    lower_program *p = c->st->p;
+    if (!ensure_slots(c)) return 0;
+    int b = buffer_for(c, c->g->n_tensors + s, p->scratch_type[s], p->scratch_numel[s], false);
+    return kir_load(c->k, b, linear);
+}
+
+void lower_scratch_store(lower_ctx *c, int s, kir_val linear, kir_val v)
+{
+    lower_program *p = c->st->p;
+    if (!ensure_slots(c)) return;
+    int b = buffer_for(c, c->g->n_tensors + s, p->scratch_type[s], p->scratch_numel[s], true);
+    kir_store(c->k, b, linear, v);
+}
+
+void lower_parallel_for(lower_ctx *c, const ir_shape *shape, int64_t work_per_elem,
+                        lower_body_fn body, void *user)
+{
+    int r = shape->rank;
+    int64_t numel = ir_shape_numel(shape);
+    if (r == 0) {
+        if (!lower_kernel_begin(c, 1)) return;
+        body(c, NULL, user);
+        return;
+    }
+    int64_t inner = shape->dim[r - 1];
+    int64_t outer = inner ? numel / inner : 0;
+    int64_t per_row = inner * (work_per_elem > 0 ? work_per_elem : 1);
+    int64_t rows = per_row >= LOWER_WG_WORK ? 1 : (LOWER_WG_WORK + per_row - 1) / per_row;
+    if (rows > outer) rows = outer > 0 ? outer : 1;
+    int64_t n_wg = outer ? (outer + rows - 1) / rows : 0;
+    kir_kernel *k = lower_kernel_begin(c, n_wg);
+    if (!k) return;
+    kir_val idx[IR_MAX_RANK];
+    ir_shape outer_shape = *shape;
+    outer_shape.rank = r - 1;
+    bool row_loop = rows > 1;
+    kir_val row;
+    if (n_wg == 1 && rows >= outer) {
+        row = row_loop ? kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, outer), kir_idx(k, 1)) : kir_idx(k, 0);
+    } else if (row_loop) {
+        kir_val lo = kir_mul(k, kir_wg(k), kir_idx(k, rows));
+        kir_val hi = kir_binary(k, KIR_MIN, kir_add(k, lo, kir_idx(k, rows)), kir_idx(k, outer));
+        row = kir_loop_begin(k, lo, hi, kir_idx(k, 1));
+    } else {
+        row = kir_wg(k);
+    }
+    lower_unravel(k, &outer_shape, row, idx);
+    idx[r - 1] = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, inner), kir_idx(k, 1));
+    body(c, idx, user);
+    kir_loop_end(k);
+    if (row_loop) kir_loop_end(k);
+}
+
+typedef struct elem_job {
+    int out;
+} elem_job;
+
+static void elem_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const elem_job *job = user;
+    const op_info *oi = op_get(c->n->op);
+    kir_val v;
+    if (oi->scalar) {
+        kir_val in[64] = {0};
+        int rank = c->g->tensors[c->n->out[job->out]].shape.rank;
+        for (int i = 0; i < c->n->n_in && i < 64; i++) in[i] = lower_load_bcast(c, i, rank, idx);
+        v = oi->scalar(c->k, c->n, in);
+    } else {
+        v = oi->elem(c, job->out, idx);
+    }
+    if (v) lower_store(c, job->out, idx, v);
+}
+
+smelt_status lower_elementwise(lower_ctx *c)
+{
+    for (int o = 0; o < c->n->n_out; o++) {
+        if (c->n->out[o] < 0) continue;
+        elem_job job = {o};
+        lower_parallel_for(c, &c->g->tensors[c->n->out[o]].shape, 1, elem_body, &job);
+    }
+    return SMELT_OK;
+}
+
+smelt_status lower_node(lower_program *p, const ir_graph *g, int node)
+{
+    struct lower_state st = {p, NULL, 0};
+    lower_ctx c = {g, &g->nodes[node], NULL, &st};
+    const op_info *oi = op_get(c.n->op);
+    int first = p->n_kernels;
+    smelt_status s;
+    if (oi->lower) s = oi->lower(&c);
+    else if (oi->scalar || oi->elem) s = lower_elementwise(&c);
+    else s = ir_node_fail(c.n, SMELT_ERR_UNSUPPORTED, "op has no lowering (only folded at compile time), but its inputs are not constant");
+    free(st.tensor_buf);
+    if (s) return s;
+    for (int i = first; i < p->n_kernels; i++) {
+        if (p->kernels[i]->oom) return diag_fail(SMELT_ERR_NOMEM, "out of memory lowering node '%s'", c.n->name);
+        s = kir_verify(p->kernels[i]);
+        if (s) return diag_context(s, "lowering node '%s' (%s)", c.n->name, oi->name);
+    }
+    return SMELT_OK;
+}
