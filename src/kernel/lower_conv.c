@@ -1,0 +1,169 @@
+/*
+ * lower_conv.c — direct convolution (1-D/2-D/3-D..., groups, strides,
+ * dilations, pads, auto_pad, bias).
+ *
+ * requires: shapes inferred by infer_Conv (window_geom_get gives the pads).
+ * guarantees: one kernel whose work unit is one output row (all of the last
+ *             spatial dim) for MB output channels of one group. Per input
+ *             channel and kernel tap, the innermost loop runs unit-stride over
+ *             the output width,
+ *                 acc[r][ow] += W[m0+r][c][kh][kw] * X[n][c][ih][ow*s + kw*d - p]
+ *             over exactly the ow range whose input is in bounds (computed at
+ *             compile time for each unrolled kw), so it needs no per-element
+ *             guard and vectorizes; an out-of-range row ih skips the tap with
+ *             one branch. Depthwise convolution is the Cg == 1 case of the same
+ *             loop nest.
+ */
+#include "kernel/lower.h"
+
+#define CONV_MB 4       /* output channels per unit: each X element feeds MB FMAs */
+#define CONV_KW_UNROLL 16
+
+typedef struct conv_job {
+    window_geom w;
+    int ns;
+    int64_t cg, mg, mb, ow, units;
+    int acc;
+    smelt_dtype dt;
+    bool bias;
+} conv_job;
+
+static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+static void conv_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const conv_job *j = user;
+    kir_kernel *K = c->k;
+    const window_geom *w = &j->w;
+    int ns = j->ns, last = ns - 1;
+    kir_val one = kir_idx(K, 1), zero_i = kir_idx(K, 0);
+    kir_val n = idx[0], m0 = kir_mul(K, idx[1], kir_idx(K, j->mb));
+    kir_val cbase = kir_mul(K, kir_binary(K, KIR_DIV, m0, kir_idx(K, j->mg)), kir_idx(K, j->cg));
+    /* unit id over [N, M/MB, out spatial dims but the last] */
+    ir_shape ushape = {.rank = ns + 1};
+    ushape.dim[0] = c->g->tensors[c->n->in[0]].shape.dim[0];
+    ushape.dim[1] = j->units;
+    for (int d = 0; d < last; d++) ushape.dim[2 + d] = w->out[d];
+    kir_val unit = lower_linear(K, &ushape, idx);
+    kir_val base = kir_mul(K, unit, kir_idx(K, j->mb * j->ow));
+    kir_val rowbase[CONV_MB], m[CONV_MB];
+    for (int r = 0; r < j->mb; r++) {
+        rowbase[r] = kir_add(K, base, kir_idx(K, r * j->ow));
+        m[r] = kir_add(K, m0, kir_idx(K, r));
+    }
+    kir_val fzero = kir_const_f(K, j->dt, 0);
+    kir_val init[CONV_MB];
+    for (int r = 0; r < j->mb; r++) init[r] = j->bias ? lower_load(c, 2, &m[r]) : fzero;
+    kir_val ow = kir_loop_begin(K, zero_i, kir_idx(K, j->ow), one);
+    for (int r = 0; r < j->mb; r++) lower_scratch_store(c, j->acc, kir_add(K, rowbase[r], ow), init[r]);
+    kir_loop_end(K);
+
+    kir_val ci = kir_loop_begin(K, zero_i, kir_idx(K, j->cg), one);
+    kir_val xi[IR_MAX_RANK], wi[IR_MAX_RANK];
+    xi[0] = n;
+    xi[1] = kir_add(K, cbase, ci);
+    wi[1] = ci;
+    /* outer kernel taps: loops, with one in-bounds test per input row */
+    kir_val inb = 0;
+    for (int d = 0; d < last; d++) {
+        kir_val kd = kir_loop_begin(K, zero_i, kir_idx(K, w->kernel[d]), one);
+        wi[2 + d] = kd;
+        kir_val pos = kir_add(K, kir_mul(K, idx[2 + d], kir_idx(K, w->stride[d])),
+                              kir_binary(K, KIR_SUB, kir_mul(K, kd, kir_idx(K, w->dilation[d])), kir_idx(K, w->pad_lo[d])));
+        xi[2 + d] = pos;
+        if (w->pad_lo[d] || w->pad_hi[d]) {
+            kir_val ok = kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, pos, zero_i), kir_binary(K, KIR_LT, pos, kir_idx(K, w->in[d])));
+            inb = inb ? kir_binary(K, KIR_AND, inb, ok) : ok;
+        }
+    }
+    if (inb) kir_if_begin(K, inb);
+    int64_t s = w->stride[last], dl = w->dilation[last], pl = w->pad_lo[last], in_w = w->in[last];
+    if (w->kernel[last] <= CONV_KW_UNROLL) {
+        for (int64_t kw = 0; kw < w->kernel[last]; kw++) {
+            /* ow with 0 <= ow*s + kw*dl - pl < in_w */
+            int64_t lo = -floor_div(-(pl - kw * dl), s), hi = floor_div(in_w - 1 + pl - kw * dl, s) + 1;
+            if (lo < 0) lo = 0;
+            if (hi > j->ow) hi = j->ow;
+            if (lo >= hi) continue;
+            wi[2 + last] = kir_idx(K, kw);
+            kir_val wv[CONV_MB];
+            for (int r = 0; r < j->mb; r++) {
+                wi[0] = m[r];
+                wv[r] = lower_load(c, 1, wi);
+            }
+            ow = kir_loop_begin(K, kir_idx(K, lo), kir_idx(K, hi), one);
+            xi[2 + last] = kir_add(K, kir_mul(K, ow, kir_idx(K, s)), kir_idx(K, kw * dl - pl));
+            kir_val x = lower_load(c, 0, xi);
+            for (int r = 0; r < j->mb; r++) {
+                kir_val at = kir_add(K, rowbase[r], ow);
+                kir_val a = lower_scratch_load(c, j->acc, at);
+                lower_scratch_store(c, j->acc, at, kir_binary(K, KIR_ADD, a, kir_binary(K, KIR_MUL, wv[r], x)));
+            }
+            kir_loop_end(K);
+        }
+    } else {
+        kir_val kw = kir_loop_begin(K, zero_i, kir_idx(K, w->kernel[last]), one);
+        wi[2 + last] = kw;
+        kir_val wv[CONV_MB];
+        for (int r = 0; r < j->mb; r++) {
+            wi[0] = m[r];
+            wv[r] = lower_load(c, 1, wi);
+        }
+        ow = kir_loop_begin(K, zero_i, kir_idx(K, j->ow), one);
+        kir_val pos = kir_add(K, kir_mul(K, ow, kir_idx(K, s)), kir_binary(K, KIR_SUB, kir_mul(K, kw, kir_idx(K, dl)), kir_idx(K, pl)));
+        kir_val ok = kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, pos, zero_i), kir_binary(K, KIR_LT, pos, kir_idx(K, in_w)));
+        xi[2 + last] = lower_clamp(K, pos, in_w);
+        kir_val x = kir_select(K, ok, lower_load(c, 0, xi), fzero);
+        for (int r = 0; r < j->mb; r++) {
+            kir_val at = kir_add(K, rowbase[r], ow);
+            kir_val a = lower_scratch_load(c, j->acc, at);
+            lower_scratch_store(c, j->acc, at, kir_binary(K, KIR_ADD, a, kir_binary(K, KIR_MUL, wv[r], x)));
+        }
+        kir_loop_end(K);
+        kir_loop_end(K);
+    }
+    if (inb) kir_if_end(K);
+    for (int d = 0; d < last; d++) kir_loop_end(K);
+    kir_loop_end(K); /* ci */
+
+    kir_val yi[IR_MAX_RANK];
+    yi[0] = n;
+    for (int d = 0; d < last; d++) yi[2 + d] = idx[2 + d];
+    for (int r = 0; r < j->mb; r++) {
+        yi[1] = m[r];
+        ow = kir_loop_begin(K, zero_i, kir_idx(K, j->ow), one);
+        yi[2 + last] = ow;
+        lower_store(c, 0, yi, lower_scratch_load(c, j->acc, kir_add(K, rowbase[r], ow)));
+        kir_loop_end(K);
+    }
+}
+
+smelt_status lower_Conv(lower_ctx *c)
+{
+    conv_job j = {.acc = -1};
+    TRY(window_geom_get(c->g, c->n, &j.w));
+    const ir_tensor *x = ir_in(c->g, c->n, 0), *wt = ir_in(c->g, c->n, 1);
+    const ir_tensor *y = &c->g->tensors[c->n->out[0]];
+    int64_t group = ir_attr_int(c->n, "group", 1);
+    j.ns = j.w.nsp;
+    j.dt = x->dtype;
+    j.bias = ir_in(c->g, c->n, 2) != NULL;
+    j.cg = wt->shape.dim[1];
+    int64_t m = wt->shape.dim[0];
+    j.mg = m / group;
+    j.mb = j.mg % 4 == 0 ? 4 : j.mg % 2 == 0 ? 2 : 1;
+    j.units = m / j.mb;
+    j.ow = j.w.out[j.ns - 1];
+    if (ir_tensor_numel(y) == 0) return SMELT_OK;
+    j.acc = lower_scratch(c, j.dt, ir_tensor_numel(y));
+    if (j.acc < 0) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    ir_shape units = {.rank = j.ns + 2};
+    units.dim[0] = x->shape.dim[0];
+    units.dim[1] = j.units;
+    for (int d = 0; d < j.ns - 1; d++) units.dim[2 + d] = j.w.out[d];
+    units.dim[j.ns + 1] = 1;
+    int64_t taps = 1;
+    for (int d = 0; d < j.ns; d++) taps *= j.w.kernel[d];
+    lower_parallel_for(c, &units, 2 * j.mb * j.ow * j.cg * taps, conv_body, &j);
+    return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+}

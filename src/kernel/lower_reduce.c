@@ -1,0 +1,266 @@
+/*
+ * lower_reduce.c — ReduceSum/Mean/Max/Min, ArgMax, Softmax/LogSoftmax and
+ * the global pools.
+ *
+ * requires: shapes inferred by infer_Reduce / infer_ArgMax / infer_Softmax /
+ *           infer_GlobalPool.
+ * guarantees: one kernel per node, one output element (or one softmax row)
+ *             per iteration of lower_parallel_for; the reduced dims are inner
+ *             loops, accumulating in a variable of the input's dtype. Softmax
+ *             makes three passes over its row (max, sum of exp(x - max),
+ *             store), so it is stable for large inputs.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "kernel/lower.h"
+
+typedef void (*reduce_fn)(lower_ctx *c, const kir_val *in_idx, void *user);
+
+/* Loops over the dims of `shape` in `mask`; the other dims take their index
+ * from `fixed`. Calls fn with the full index inside the innermost loop. */
+static void reduce_loops(lower_ctx *c, const ir_shape *shape, uint32_t mask, const kir_val *fixed, reduce_fn fn,
+                         void *user)
+{
+    kir_kernel *K = c->k;
+    kir_val idx[IR_MAX_RANK] = {0};
+    int open = 0;
+    for (int d = 0; d < shape->rank; d++) {
+        if (mask & (1u << d)) {
+            idx[d] = shape->dim[d] == 1 ? kir_idx(K, 0)
+                                         : kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, shape->dim[d]), kir_idx(K, 1));
+            open += shape->dim[d] != 1;
+        } else {
+            idx[d] = fixed[d];
+        }
+    }
+    fn(c, idx, user);
+    while (open--) kir_loop_end(K);
+}
+
+static int64_t masked_numel(const ir_shape *s, uint32_t mask)
+{
+    int64_t n = 1;
+    for (int d = 0; d < s->rank; d++)
+        if (mask & (1u << d)) n *= s->dim[d];
+    return n;
+}
+
+/* The most negative (or positive) value of dtype dt, as a constant. */
+static kir_val extreme(kir_kernel *K, smelt_dtype dt, bool lowest)
+{
+    switch (dt) {
+    case SMELT_F32: case SMELT_F64: return kir_const_f(K, dt, lowest ? -INFINITY : INFINITY);
+    case SMELT_I64: return kir_const_i(K, dt, lowest ? INT64_MIN : INT64_MAX);
+    case SMELT_I32: return kir_const_i(K, dt, lowest ? INT32_MIN : INT32_MAX);
+    case SMELT_I16: return kir_const_i(K, dt, lowest ? INT16_MIN : INT16_MAX);
+    case SMELT_I8: return kir_const_i(K, dt, lowest ? INT8_MIN : INT8_MAX);
+    case SMELT_U8: return kir_const_i(K, dt, lowest ? 0 : UINT8_MAX);
+    case SMELT_U16: return kir_const_i(K, dt, lowest ? 0 : UINT16_MAX);
+    case SMELT_U32: return kir_const_i(K, dt, lowest ? 0 : UINT32_MAX);
+    case SMELT_U64: return kir_const_i(K, dt, lowest ? 0 : -1);
+    case SMELT_BOOL: return kir_const_i(K, dt, lowest ? 0 : 1);
+    default: return kir_const_i(K, dt, 0);
+    }
+}
+
+/* ---- Reduce* and global pools -------------------------------------------- */
+
+typedef enum red_kind { RED_SUM, RED_MEAN, RED_MAX, RED_MIN } red_kind;
+
+typedef struct red_job {
+    red_kind kind;
+    uint32_t mask;
+    bool keep;
+    const ir_shape *in;
+    smelt_dtype dt;
+    int var;
+} red_job;
+
+static void red_step(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const red_job *j = user;
+    kir_kernel *K = c->k;
+    kir_val x = lower_load(c, 0, idx), a = kir_var_get(K, j->var), v;
+    bool b = j->dt == SMELT_BOOL;
+    switch (j->kind) {
+    case RED_MAX: v = kir_binary(K, b ? KIR_OR : KIR_MAX, a, x); break;
+    case RED_MIN: v = kir_binary(K, b ? KIR_AND : KIR_MIN, a, x); break;
+    default: v = kir_binary(K, KIR_ADD, a, x); break;
+    }
+    kir_var_set(K, j->var, v);
+}
+
+static void red_body(lower_ctx *c, const kir_val *oidx, void *user)
+{
+    red_job *j = user;
+    kir_kernel *K = c->k;
+    kir_val fixed[IR_MAX_RANK];
+    int o = 0;
+    for (int d = 0; d < j->in->rank; d++) {
+        bool red = j->mask & (1u << d);
+        fixed[d] = red ? 0 : oidx[o];
+        if (!red || j->keep) o++;
+    }
+    kir_val init = j->kind == RED_MAX ? extreme(K, j->dt, true)
+                 : j->kind == RED_MIN ? extreme(K, j->dt, false)
+                                      : kir_const_f(K, j->dt, 0);
+    j->var = kir_var_new(K, j->dt, init);
+    reduce_loops(c, j->in, j->mask, fixed, red_step, j);
+    kir_val v = kir_var_get(K, j->var);
+    if (j->kind == RED_MEAN) {
+        int64_t cnt = masked_numel(j->in, j->mask);
+        if (cnt != 1) v = kir_binary(K, KIR_DIV, v, kir_const_f(K, j->dt, (double)cnt));
+    }
+    lower_store(c, 0, oidx, v);
+}
+
+static smelt_status reduce_lower(lower_ctx *c, red_kind kind, uint32_t mask, bool keep)
+{
+    const ir_tensor *x = ir_in(c->g, c->n, 0);
+    const ir_shape *out = &c->g->tensors[c->n->out[0]].shape;
+    if (ir_shape_numel(out) == 0) return SMELT_OK;
+    red_job j = {kind, mask, keep, &x->shape, x->dtype, 0};
+    lower_parallel_for(c, out, masked_numel(&x->shape, mask), red_body, &j);
+    return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+}
+
+smelt_status lower_Reduce(lower_ctx *c)
+{
+    uint32_t mask;
+    TRY(reduce_axes_get(c->g, c->n, &mask));
+    red_kind kind = c->n->op == OP_ReduceSum ? RED_SUM
+                  : c->n->op == OP_ReduceMean ? RED_MEAN
+                  : c->n->op == OP_ReduceMax ? RED_MAX
+                                             : RED_MIN;
+    return reduce_lower(c, kind, mask, ir_attr_int(c->n, "keepdims", 1) != 0);
+}
+
+static uint32_t spatial_mask(const lower_ctx *c)
+{
+    int r = ir_in(c->g, c->n, 0)->shape.rank;
+    return (uint32_t)((1u << r) - 1) & ~3u;
+}
+
+smelt_status lower_GlobalAveragePool(lower_ctx *c) { return reduce_lower(c, RED_MEAN, spatial_mask(c), true); }
+smelt_status lower_GlobalMaxPool(lower_ctx *c) { return reduce_lower(c, RED_MAX, spatial_mask(c), true); }
+
+/* ---- ArgMax ---------------------------------------------------------------- */
+
+typedef struct arg_job {
+    int axis;
+    bool keep, last;
+    const ir_shape *in;
+} arg_job;
+
+static void arg_body(lower_ctx *c, const kir_val *oidx, void *user)
+{
+    const arg_job *j = user;
+    kir_kernel *K = c->k;
+    kir_val idx[IR_MAX_RANK];
+    int o = 0;
+    for (int d = 0; d < j->in->rank; d++) {
+        if (d == j->axis) {
+            idx[d] = kir_idx(K, 0);
+            if (j->keep) o++;
+        } else {
+            idx[d] = oidx[o++];
+        }
+    }
+    int best = kir_var_new(K, c->g->tensors[c->n->in[0]].dtype, lower_load(c, 0, idx));
+    int at = kir_var_new(K, SMELT_I64, kir_idx(K, 0));
+    idx[j->axis] = kir_loop_begin(K, kir_idx(K, 1), kir_idx(K, j->in->dim[j->axis]), kir_idx(K, 1));
+    kir_val x = lower_load(c, 0, idx), b = kir_var_get(K, best);
+    kir_val better = kir_binary(K, j->last ? KIR_GE : KIR_GT, x, b);
+    kir_var_set(K, best, kir_select(K, better, x, b));
+    kir_var_set(K, at, kir_select(K, better, idx[j->axis], kir_var_get(K, at)));
+    kir_loop_end(K);
+    lower_store(c, 0, oidx, kir_var_get(K, at));
+}
+
+smelt_status lower_ArgMax(lower_ctx *c)
+{
+    const ir_tensor *x = ir_in(c->g, c->n, 0);
+    const ir_shape *out = &c->g->tensors[c->n->out[0]].shape;
+    int r = x->shape.rank;
+    int64_t a = ir_attr_int(c->n, "axis", 0);
+    arg_job j = {(int)(a < 0 ? a + r : a), ir_attr_int(c->n, "keepdims", 1) != 0,
+                 ir_attr_int(c->n, "select_last_index", 0) != 0, &x->shape};
+    if (ir_shape_numel(out) == 0) return SMELT_OK;
+    lower_parallel_for(c, out, x->shape.dim[j.axis], arg_body, &j);
+    return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+}
+
+/* ---- Softmax / LogSoftmax ----------------------------------------------- */
+
+typedef struct sm_job {
+    uint32_t mask;
+    bool log;
+    const ir_shape *in;
+    smelt_dtype dt;
+    int max, sum;
+} sm_job;
+
+static void sm_max(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const sm_job *j = user;
+    kir_val x = lower_load(c, 0, idx);
+    kir_var_set(c->k, j->max, kir_binary(c->k, KIR_MAX, kir_var_get(c->k, j->max), x));
+}
+
+static void sm_sum(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const sm_job *j = user;
+    kir_kernel *K = c->k;
+    kir_val e = kir_unary(K, KIR_EXP, kir_binary(K, KIR_SUB, lower_load(c, 0, idx), kir_var_get(K, j->max)));
+    kir_var_set(K, j->sum, kir_binary(K, KIR_ADD, kir_var_get(K, j->sum), e));
+}
+
+typedef struct sm_out {
+    const sm_job *j;
+    kir_val max, scale; /* softmax: 1/sum; log-softmax: log(sum) */
+} sm_out;
+
+static void sm_store(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const sm_out *s = user;
+    kir_kernel *K = c->k;
+    kir_val d = kir_binary(K, KIR_SUB, lower_load(c, 0, idx), s->max);
+    kir_val v = s->j->log ? kir_binary(K, KIR_SUB, d, s->scale) : kir_binary(K, KIR_MUL, kir_unary(K, KIR_EXP, d), s->scale);
+    lower_store(c, 0, idx, v);
+}
+
+static void sm_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    sm_job *j = user;
+    kir_kernel *K = c->k;
+    j->max = kir_var_new(K, j->dt, extreme(K, j->dt, true));
+    reduce_loops(c, j->in, j->mask, idx, sm_max, j);
+    j->sum = kir_var_new(K, j->dt, kir_const_f(K, j->dt, 0));
+    reduce_loops(c, j->in, j->mask, idx, sm_sum, j);
+    kir_val sum = kir_var_get(K, j->sum);
+    sm_out s = {j, kir_var_get(K, j->max),
+                j->log ? kir_unary(K, KIR_LOG, sum) : kir_binary(K, KIR_DIV, kir_const_f(K, j->dt, 1), sum)};
+    reduce_loops(c, j->in, j->mask, idx, sm_store, &s);
+}
+
+static smelt_status softmax_lower(lower_ctx *c, bool log)
+{
+    const ir_tensor *x = ir_in(c->g, c->n, 0);
+    int r = x->shape.rank;
+    int64_t a = ir_attr_int(c->n, "axis", c->g->opset >= 13 ? -1 : 1);
+    int axis = (int)(a < 0 ? a + r : a);
+    /* Before opset 13 the input is coerced to 2-D at `axis`: the row is every dim from it on. */
+    uint32_t mask = c->g->opset >= 13 ? 1u << axis : (uint32_t)((1u << r) - 1) & ~((1u << axis) - 1);
+    if (ir_tensor_numel(x) == 0) return SMELT_OK;
+    ir_shape rows = x->shape;
+    for (int d = 0; d < r; d++)
+        if (mask & (1u << d)) rows.dim[d] = 1;
+    sm_job j = {mask, log, &x->shape, x->dtype, 0, 0};
+    lower_parallel_for(c, &rows, 3 * masked_numel(&x->shape, mask), sm_body, &j);
+    return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+}
+
+smelt_status lower_Softmax(lower_ctx *c) { return softmax_lower(c, false); }
+smelt_status lower_LogSoftmax(lower_ctx *c) { return softmax_lower(c, true); }
