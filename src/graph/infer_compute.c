@@ -442,6 +442,7 @@ smelt_status infer_Reduce(ir_graph *g, int node)
     const ir_tensor *x = ir_in(g, n, 0);
     unsigned ok = DT_ARITH;
     if (n->op == OP_ReduceMax || n->op == OP_ReduceMin) ok |= DT(I8) | DT(U8) | DT(BOOL);
+    if (n->op == OP_ReduceL2 || n->op == OP_ReduceLogSum || n->op == OP_ReduceLogSumExp) ok = DT_FLOAT;
     TRY(need_dtype(n, x, "input", ok));
     uint32_t mask;
     TRY(reduce_axes_get(g, n, &mask));
@@ -472,5 +473,80 @@ smelt_status infer_ArgMax(ir_graph *g, int node)
         else if (keep) out.dim[out.rank++] = 1;
     }
     set_out(g, n, 0, SMELT_I64, &out);
+    return SMELT_OK;
+}
+
+smelt_status infer_InstanceNormalization(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    static const char *const names[] = {"input", "scale", "B"};
+    for (int i = 0; i < 3; i++) TRY(need_input(g, n, i, names[i]));
+    const ir_tensor *x = ir_in(g, n, 0);
+    TRY(need_dtype(n, x, "input", DT_FLOAT));
+    char s1[160], s2[160];
+    if (x->shape.rank < 3)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "input %s must have rank >= 3 ([N, C, spatial...])", shape_s(&x->shape, s1));
+    for (int i = 1; i < 3; i++) {
+        const ir_tensor *p = ir_in(g, n, i);
+        TRY(need_same_dtype(n, x, p));
+        if (p->shape.rank != 1 || !dim_eq(p->shape.dim[0], x->shape.dim[1]))
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "%s %s must have shape [C] for input %s", names[i],
+                                shape_s(&p->shape, s1), shape_s(&x->shape, s2));
+    }
+    set_out(g, n, 0, x->dtype, &x->shape);
+    return SMELT_OK;
+}
+
+smelt_status infer_LpNormalization(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(need_input(g, n, 0, "input"));
+    const ir_tensor *x = ir_in(g, n, 0);
+    TRY(need_dtype(n, x, "input", DT_FLOAT));
+    int axis = 0;
+    TRY(norm_axis(n, "axis", ir_attr_int(n, "axis", -1), x->shape.rank, &axis));
+    int64_t p = ir_attr_int(n, "p", 2);
+    if (p != 1 && p != 2) return ir_node_fail(n, SMELT_ERR_MODEL, "p = %lld must be 1 or 2", (long long)p);
+    set_out(g, n, 0, x->dtype, &x->shape);
+    return SMELT_OK;
+}
+
+/* The constant axis of a CumSum node, normalized. */
+static smelt_status cumsum_axis(const ir_graph *g, const ir_node *n, int *axis)
+{
+    const ir_tensor *x = ir_in(g, n, 0), *a = ir_in(g, n, 1);
+    if (!a->data) return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "axis input '%s' must be a compile-time constant", a->name);
+    if (ir_tensor_numel(a) != 1 || a->shape.rank > 1)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "axis input '%s' must hold one value", a->name);
+    if (a->dtype != SMELT_I64 && a->dtype != SMELT_I32)
+        return ir_node_fail(n, SMELT_ERR_MODEL, "axis input '%s' must be int32 or int64", a->name);
+    return norm_axis(n, "axis", ir_const_int(a, 0), x->shape.rank, axis);
+}
+
+smelt_status infer_CumSum(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(need_input(g, n, 0, "x"));
+    TRY(need_input(g, n, 1, "axis"));
+    const ir_tensor *x = ir_in(g, n, 0);
+    TRY(need_dtype(n, x, "input", DT_ARITH));
+    int axis = 0;
+    TRY(cumsum_axis(g, n, &axis));
+    set_out(g, n, 0, x->dtype, &x->shape);
+    return SMELT_OK;
+}
+
+smelt_status infer_Trilu(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(need_input(g, n, 0, "input"));
+    const ir_tensor *x = ir_in(g, n, 0), *k = ir_in(g, n, 1);
+    TRY(need_dtype(n, x, "input", DT_ALL_NUM | DT(BOOL)));
+    char s1[160];
+    if (x->shape.rank < 2)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "input %s must have rank >= 2", shape_s(&x->shape, s1));
+    if (k && !k->data) return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "k input '%s' must be a compile-time constant", k->name);
+    if (k && ir_tensor_numel(k) != 1) return ir_node_fail(n, SMELT_ERR_SHAPE, "k input '%s' must hold one value", k->name);
+    set_out(g, n, 0, x->dtype, &x->shape);
     return SMELT_OK;
 }

@@ -41,9 +41,13 @@ smelt_status infer_Pool(struct ir_graph *g, int node);       /* MaxPool, Average
 smelt_status infer_GlobalPool(struct ir_graph *g, int node); /* GlobalAverage/MaxPool */
 smelt_status infer_BatchNormalization(struct ir_graph *g, int node) OP_FN;
 smelt_status infer_LayerNormalization(struct ir_graph *g, int node) OP_FN;
-smelt_status infer_Softmax(struct ir_graph *g, int node);    /* also LogSoftmax */
-smelt_status infer_Reduce(struct ir_graph *g, int node);     /* ReduceSum/Mean/Max/Min */
-smelt_status infer_ArgMax(struct ir_graph *g, int node) OP_FN;
+smelt_status infer_Softmax(struct ir_graph *g, int node);    /* also LogSoftmax, Hardmax */
+smelt_status infer_Reduce(struct ir_graph *g, int node);     /* every Reduce* */
+smelt_status infer_ArgMax(struct ir_graph *g, int node) OP_FN;           /* also ArgMin */
+smelt_status infer_InstanceNormalization(struct ir_graph *g, int node) OP_FN;
+smelt_status infer_LpNormalization(struct ir_graph *g, int node) OP_FN;
+smelt_status infer_CumSum(struct ir_graph *g, int node) OP_FN;
+smelt_status infer_Trilu(struct ir_graph *g, int node) OP_FN;
 
 smelt_status lower_MatMul(struct lower_ctx *c) OP_FN;
 smelt_status lower_Gemm(struct lower_ctx *c) OP_FN;
@@ -57,7 +61,12 @@ smelt_status lower_LayerNormalization(struct lower_ctx *c) OP_FN;
 smelt_status lower_Softmax(struct lower_ctx *c) OP_FN;
 smelt_status lower_LogSoftmax(struct lower_ctx *c) OP_FN;
 smelt_status lower_Reduce(struct lower_ctx *c) OP_FN;
-smelt_status lower_ArgMax(struct lower_ctx *c) OP_FN;
+smelt_status lower_ArgMax(struct lower_ctx *c) OP_FN;                 /* also ArgMin */
+smelt_status lower_Hardmax(struct lower_ctx *c) OP_FN;
+smelt_status lower_InstanceNormalization(struct lower_ctx *c) OP_FN;
+smelt_status lower_LpNormalization(struct lower_ctx *c) OP_FN;
+smelt_status lower_CumSum(struct lower_ctx *c) OP_FN;
+kir_val elem_Trilu(struct lower_ctx *c, int out, const kir_val *idx) OP_FN;
 
 /*  name                kind         in    out  value_in infer                     scalar   elem     lower */
 #define OPS_COMPUTE(X) \
@@ -76,6 +85,18 @@ smelt_status lower_ArgMax(struct lower_ctx *c) OP_FN;
     X(ReduceMean,         REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, OP_NONE, lower_Reduce) \
     X(ReduceMax,          REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, OP_NONE, lower_Reduce) \
     X(ReduceMin,          REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, OP_NONE, lower_Reduce) \
-    X(ArgMax,             REDUCTION,   1, 1, 1, 1, 0x0, infer_ArgMax,             OP_NONE, OP_NONE, lower_ArgMax)
+    X(ReduceProd,         REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, OP_NONE, lower_Reduce) \
+    X(ReduceL1,           REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, OP_NONE, lower_Reduce) \
+    X(ReduceL2,           REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, OP_NONE, lower_Reduce) \
+    X(ReduceSumSquare,    REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, OP_NONE, lower_Reduce) \
+    X(ReduceLogSum,       REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, OP_NONE, lower_Reduce) \
+    X(ReduceLogSumExp,    REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, OP_NONE, lower_Reduce) \
+    X(ArgMax,             REDUCTION,   1, 1, 1, 1, 0x0, infer_ArgMax,             OP_NONE, OP_NONE, lower_ArgMax) \
+    X(ArgMin,             REDUCTION,   1, 1, 1, 1, 0x0, infer_ArgMax,             OP_NONE, OP_NONE, lower_ArgMax) \
+    X(Hardmax,            REDUCTION,   1, 1, 1, 1, 0x0, infer_Softmax,            OP_NONE, OP_NONE, lower_Hardmax) \
+    X(InstanceNormalization, REDUCTION, 3, 3, 1, 1, 0x0, infer_InstanceNormalization, OP_NONE, OP_NONE, lower_InstanceNormalization) \
+    X(LpNormalization,    REDUCTION,   1, 1, 1, 1, 0x0, infer_LpNormalization,    OP_NONE, OP_NONE, lower_LpNormalization) \
+    X(CumSum,             OPAQUE,      2, 2, 1, 1, 0x2, infer_CumSum,             OP_NONE, OP_NONE, lower_CumSum) \
+    X(Trilu,              INJECTIVE,   1, 2, 1, 1, 0x2, infer_Trilu,              OP_NONE, elem_Trilu, OP_NONE)
 
 #endif

@@ -121,3 +121,88 @@ smelt_status lower_LayerNormalization(lower_ctx *c)
     lower_parallel_for(c, &rows, 3 * j.cnt, ln_body, &j);
     return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
 }
+
+/* InstanceNormalization: LayerNormalization over the spatial dims of each
+ * (n, c) image, with per-channel scale and bias. */
+static void in_body(lower_ctx *c, const kir_val *row, void *user)
+{
+    const ln_job *j = user;
+    kir_kernel *K = c->k;
+    kir_val idx[IR_MAX_RANK];
+    smelt_dtype dt = j->dt;
+    kir_val n = kir_const_f(K, dt, (double)j->cnt);
+    int sum = kir_var_new(K, dt, kir_const_f(K, dt, 0));
+    int open = ln_loops(K, j, row, idx);
+    kir_var_set(K, sum, kir_binary(K, KIR_ADD, kir_var_get(K, sum), lower_load(c, 0, idx)));
+    while (open--) kir_loop_end(K);
+    kir_val mean = kir_binary(K, KIR_DIV, kir_var_get(K, sum), n);
+    int sq = kir_var_new(K, dt, kir_const_f(K, dt, 0));
+    open = ln_loops(K, j, row, idx);
+    kir_val d = kir_binary(K, KIR_SUB, lower_load(c, 0, idx), mean);
+    kir_var_set(K, sq, kir_binary(K, KIR_ADD, kir_var_get(K, sq), kir_binary(K, KIR_MUL, d, d)));
+    while (open--) kir_loop_end(K);
+    kir_val var = kir_binary(K, KIR_DIV, kir_var_get(K, sq), n);
+    kir_val sd = kir_unary(K, KIR_SQRT, kir_binary(K, KIR_ADD, var, kir_const_f(K, dt, j->eps)));
+    kir_val ch = row[1];
+    kir_val scale = kir_binary(K, KIR_DIV, lower_load(c, 1, &ch), sd), bias = lower_load(c, 2, &ch);
+    open = ln_loops(K, j, row, idx);
+    d = kir_binary(K, KIR_SUB, lower_load(c, 0, idx), mean);
+    lower_store(c, 0, idx, kir_binary(K, KIR_ADD, kir_binary(K, KIR_MUL, d, scale), bias));
+    while (open--) kir_loop_end(K);
+}
+
+smelt_status lower_InstanceNormalization(lower_ctx *c)
+{
+    const ir_tensor *x = ir_in(c->g, c->n, 0);
+    int r = x->shape.rank;
+    ln_job j = {2, r, 1, &x->shape, x->dtype, ir_attr_float(c->n, "epsilon", 1e-5f), true};
+    ir_shape rows = x->shape;
+    for (int d = 2; d < r; d++) {
+        j.cnt *= x->shape.dim[d];
+        rows.dim[d] = 1;
+    }
+    if (ir_tensor_numel(x) == 0) return SMELT_OK;
+    lower_parallel_for(c, &rows, 3 * j.cnt, in_body, &j);
+    return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+}
+
+/* LpNormalization: x / ||row||_p along one axis (p = 1 or 2). */
+typedef struct lp_job {
+    int axis;
+    int64_t len, p;
+    smelt_dtype dt;
+} lp_job;
+
+static void lp_body(lower_ctx *c, const kir_val *row, void *user)
+{
+    const lp_job *j = user;
+    kir_kernel *K = c->k;
+    int rank = c->g->tensors[c->n->in[0]].shape.rank;
+    kir_val idx[IR_MAX_RANK];
+    for (int d = 0; d < rank; d++) idx[d] = row[d];
+    int acc = kir_var_new(K, j->dt, kir_const_f(K, j->dt, 0));
+    idx[j->axis] = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, j->len), kir_idx(K, 1));
+    kir_val x = lower_load(c, 0, idx);
+    kir_val t = j->p == 1 ? kir_unary(K, KIR_ABS, x) : kir_binary(K, KIR_MUL, x, x);
+    kir_var_set(K, acc, kir_binary(K, KIR_ADD, kir_var_get(K, acc), t));
+    kir_loop_end(K);
+    kir_val norm = kir_var_get(K, acc);
+    if (j->p == 2) norm = kir_unary(K, KIR_SQRT, norm);
+    idx[j->axis] = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, j->len), kir_idx(K, 1));
+    lower_store(c, 0, idx, kir_binary(K, KIR_DIV, lower_load(c, 0, idx), norm));
+    kir_loop_end(K);
+}
+
+smelt_status lower_LpNormalization(lower_ctx *c)
+{
+    const ir_tensor *x = ir_in(c->g, c->n, 0);
+    int r = x->shape.rank;
+    int64_t a = ir_attr_int(c->n, "axis", -1);
+    lp_job j = {(int)(a < 0 ? a + r : a), 0, ir_attr_int(c->n, "p", 2), x->dtype};
+    j.len = x->shape.dim[j.axis];
+    if (ir_tensor_numel(x) == 0) return SMELT_OK;
+    ir_shape rows = x->shape;
+    rows.dim[j.axis] = 1;
+    lower_parallel_for(c, &rows, 2 * j.len, lp_body, &j);
+    return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+}

@@ -67,7 +67,9 @@ static kir_val extreme(kir_kernel *K, smelt_dtype dt, bool lowest)
 
 /* ---- Reduce* and global pools -------------------------------------------- */
 
-typedef enum red_kind { RED_SUM, RED_MEAN, RED_MAX, RED_MIN } red_kind;
+typedef enum red_kind {
+    RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_PROD, RED_L1, RED_L2, RED_SUMSQ, RED_LOGSUM, RED_LOGSUMEXP
+} red_kind;
 
 typedef struct red_job {
     red_kind kind;
@@ -76,6 +78,7 @@ typedef struct red_job {
     const ir_shape *in;
     smelt_dtype dt;
     int var;
+    kir_val max; /* LogSumExp: the row's maximum, subtracted before exp */
 } red_job;
 
 static void red_step(lower_ctx *c, const kir_val *idx, void *user)
@@ -87,6 +90,12 @@ static void red_step(lower_ctx *c, const kir_val *idx, void *user)
     switch (j->kind) {
     case RED_MAX: v = kir_binary(K, b ? KIR_OR : KIR_MAX, a, x); break;
     case RED_MIN: v = kir_binary(K, b ? KIR_AND : KIR_MIN, a, x); break;
+    case RED_PROD: v = kir_binary(K, KIR_MUL, a, x); break;
+    case RED_L1: v = kir_binary(K, KIR_ADD, a, kir_unary(K, KIR_ABS, x)); break;
+    case RED_L2: case RED_SUMSQ: v = kir_binary(K, KIR_ADD, a, kir_binary(K, KIR_MUL, x, x)); break;
+    case RED_LOGSUMEXP:
+        v = kir_binary(K, KIR_ADD, a, kir_unary(K, KIR_EXP, kir_binary(K, KIR_SUB, x, j->max)));
+        break;
     default: v = kir_binary(K, KIR_ADD, a, x); break;
     }
     kir_var_set(K, j->var, v);
@@ -103,16 +112,27 @@ static void red_body(lower_ctx *c, const kir_val *oidx, void *user)
         fixed[d] = red ? 0 : oidx[o];
         if (!red || j->keep) o++;
     }
+    if (j->kind == RED_LOGSUMEXP) {
+        red_job mx = *j;
+        mx.kind = RED_MAX;
+        mx.var = kir_var_new(K, j->dt, extreme(K, j->dt, true));
+        reduce_loops(c, j->in, j->mask, fixed, red_step, &mx);
+        /* an all -inf (or empty) row would give inf - inf: subtract 0 instead */
+        kir_val m = kir_var_get(K, mx.var);
+        j->max = kir_select(K, kir_unary(K, KIR_ISINF, m), kir_const_f(K, j->dt, 0), m);
+    }
     kir_val init = j->kind == RED_MAX ? extreme(K, j->dt, true)
                  : j->kind == RED_MIN ? extreme(K, j->dt, false)
-                                      : kir_const_f(K, j->dt, 0);
+                 : j->kind == RED_PROD ? kir_const_f(K, j->dt, 1)
+                                       : kir_const_f(K, j->dt, 0);
     j->var = kir_var_new(K, j->dt, init);
     reduce_loops(c, j->in, j->mask, fixed, red_step, j);
     kir_val v = kir_var_get(K, j->var);
-    if (j->kind == RED_MEAN) {
-        int64_t cnt = masked_numel(j->in, j->mask);
-        if (cnt != 1) v = kir_binary(K, KIR_DIV, v, kir_const_f(K, j->dt, (double)cnt));
-    }
+    int64_t cnt = masked_numel(j->in, j->mask);
+    if (j->kind == RED_MEAN && cnt != 1) v = kir_binary(K, KIR_DIV, v, kir_const_f(K, j->dt, (double)cnt));
+    if (j->kind == RED_L2) v = kir_unary(K, KIR_SQRT, v);
+    if (j->kind == RED_LOGSUM) v = kir_unary(K, KIR_LOG, v);
+    if (j->kind == RED_LOGSUMEXP) v = kir_binary(K, KIR_ADD, kir_unary(K, KIR_LOG, v), j->max);
     lower_store(c, 0, oidx, v);
 }
 
@@ -121,7 +141,7 @@ static smelt_status reduce_lower(lower_ctx *c, red_kind kind, uint32_t mask, boo
     const ir_tensor *x = ir_in(c->g, c->n, 0);
     const ir_shape *out = &c->g->tensors[c->n->out[0]].shape;
     if (ir_shape_numel(out) == 0) return SMELT_OK;
-    red_job j = {kind, mask, keep, &x->shape, x->dtype, 0};
+    red_job j = {kind, mask, keep, &x->shape, x->dtype, 0, 0};
     lower_parallel_for(c, out, masked_numel(&x->shape, mask), red_body, &j);
     return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
 }
@@ -130,10 +150,20 @@ smelt_status lower_Reduce(lower_ctx *c)
 {
     uint32_t mask;
     TRY(reduce_axes_get(c->g, c->n, &mask));
-    red_kind kind = c->n->op == OP_ReduceSum ? RED_SUM
-                  : c->n->op == OP_ReduceMean ? RED_MEAN
-                  : c->n->op == OP_ReduceMax ? RED_MAX
-                                             : RED_MIN;
+    red_kind kind;
+    switch (c->n->op) {
+    case OP_ReduceSum: kind = RED_SUM; break;
+    case OP_ReduceMean: kind = RED_MEAN; break;
+    case OP_ReduceMax: kind = RED_MAX; break;
+    case OP_ReduceMin: kind = RED_MIN; break;
+    case OP_ReduceProd: kind = RED_PROD; break;
+    case OP_ReduceL1: kind = RED_L1; break;
+    case OP_ReduceL2: kind = RED_L2; break;
+    case OP_ReduceSumSquare: kind = RED_SUMSQ; break;
+    case OP_ReduceLogSum: kind = RED_LOGSUM; break;
+    case OP_ReduceLogSumExp: kind = RED_LOGSUMEXP; break;
+    default: return ir_node_fail(c->n, SMELT_ERR_INTERNAL, "lower_Reduce on a non-reduce op");
+    }
     return reduce_lower(c, kind, mask, ir_attr_int(c->n, "keepdims", 1) != 0);
 }
 
@@ -146,11 +176,11 @@ static uint32_t spatial_mask(const lower_ctx *c)
 smelt_status lower_GlobalAveragePool(lower_ctx *c) { return reduce_lower(c, RED_MEAN, spatial_mask(c), true); }
 smelt_status lower_GlobalMaxPool(lower_ctx *c) { return reduce_lower(c, RED_MAX, spatial_mask(c), true); }
 
-/* ---- ArgMax ---------------------------------------------------------------- */
+/* ---- ArgMax / ArgMin ------------------------------------------------------ */
 
 typedef struct arg_job {
     int axis;
-    bool keep, last;
+    bool keep, last, min;
     const ir_shape *in;
 } arg_job;
 
@@ -172,7 +202,8 @@ static void arg_body(lower_ctx *c, const kir_val *oidx, void *user)
     int at = kir_var_new(K, SMELT_I64, kir_idx(K, 0));
     idx[j->axis] = kir_loop_begin(K, kir_idx(K, 1), kir_idx(K, j->in->dim[j->axis]), kir_idx(K, 1));
     kir_val x = lower_load(c, 0, idx), b = kir_var_get(K, best);
-    kir_val better = kir_binary(K, j->last ? KIR_GE : KIR_GT, x, b);
+    kir_op cmp = j->min ? (j->last ? KIR_LE : KIR_LT) : (j->last ? KIR_GE : KIR_GT);
+    kir_val better = kir_binary(K, cmp, x, b);
     kir_var_set(K, best, kir_select(K, better, x, b));
     kir_var_set(K, at, kir_select(K, better, idx[j->axis], kir_var_get(K, at)));
     kir_loop_end(K);
@@ -186,7 +217,7 @@ smelt_status lower_ArgMax(lower_ctx *c)
     int r = x->shape.rank;
     int64_t a = ir_attr_int(c->n, "axis", 0);
     arg_job j = {(int)(a < 0 ? a + r : a), ir_attr_int(c->n, "keepdims", 1) != 0,
-                 ir_attr_int(c->n, "select_last_index", 0) != 0, &x->shape};
+                 ir_attr_int(c->n, "select_last_index", 0) != 0, c->n->op == OP_ArgMin, &x->shape};
     if (ir_shape_numel(out) == 0) return SMELT_OK;
     lower_parallel_for(c, out, x->shape.dim[j.axis], arg_body, &j);
     return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
@@ -264,3 +295,88 @@ static smelt_status softmax_lower(lower_ctx *c, bool log)
 
 smelt_status lower_Softmax(lower_ctx *c) { return softmax_lower(c, false); }
 smelt_status lower_LogSoftmax(lower_ctx *c) { return softmax_lower(c, true); }
+
+/* ---- Hardmax: one-hot of the first maximum of each row ------------------ */
+
+typedef struct hm_job {
+    sm_job sm;
+    kir_val max;
+    int found;
+} hm_job;
+
+static void hm_store(lower_ctx *c, const kir_val *idx, void *user)
+{
+    hm_job *h = user;
+    kir_kernel *K = c->k;
+    kir_val found = kir_var_get(K, h->found);
+    kir_val hit = kir_binary(K, KIR_AND, kir_binary(K, KIR_EQ, lower_load(c, 0, idx), h->max), kir_unary(K, KIR_NOT, found));
+    lower_store(c, 0, idx, kir_select(K, hit, kir_const_f(K, h->sm.dt, 1), kir_const_f(K, h->sm.dt, 0)));
+    kir_var_set(K, h->found, kir_binary(K, KIR_OR, found, hit));
+}
+
+static void hm_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    hm_job *h = user;
+    kir_kernel *K = c->k;
+    h->sm.max = kir_var_new(K, h->sm.dt, extreme(K, h->sm.dt, true));
+    reduce_loops(c, h->sm.in, h->sm.mask, idx, sm_max, &h->sm);
+    h->max = kir_var_get(K, h->sm.max);
+    h->found = kir_var_new(K, SMELT_BOOL, kir_const_i(K, SMELT_BOOL, 0));
+    reduce_loops(c, h->sm.in, h->sm.mask, idx, hm_store, h);
+}
+
+smelt_status lower_Hardmax(lower_ctx *c)
+{
+    const ir_tensor *x = ir_in(c->g, c->n, 0);
+    int r = x->shape.rank;
+    int64_t a = ir_attr_int(c->n, "axis", c->g->opset >= 13 ? -1 : 1);
+    int axis = (int)(a < 0 ? a + r : a);
+    uint32_t mask = c->g->opset >= 13 ? 1u << axis : (uint32_t)((1u << r) - 1) & ~((1u << axis) - 1);
+    if (ir_tensor_numel(x) == 0) return SMELT_OK;
+    ir_shape rows = x->shape;
+    for (int d = 0; d < r; d++)
+        if (mask & (1u << d)) rows.dim[d] = 1;
+    hm_job h = {.sm = {mask, false, &x->shape, x->dtype, 0, 0}};
+    lower_parallel_for(c, &rows, 2 * masked_numel(&x->shape, mask), hm_body, &h);
+    return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+}
+
+/* ---- CumSum: a running sum along one axis --------------------------------- */
+
+typedef struct cs_job {
+    int axis;
+    int64_t len;
+    bool exclusive, reverse;
+    smelt_dtype dt;
+} cs_job;
+
+static void cs_body(lower_ctx *c, const kir_val *row, void *user)
+{
+    const cs_job *j = user;
+    kir_kernel *K = c->k;
+    int rank = c->g->tensors[c->n->in[0]].shape.rank;
+    kir_val idx[IR_MAX_RANK];
+    for (int d = 0; d < rank; d++) idx[d] = row[d];
+    int acc = kir_var_new(K, j->dt, kir_const_f(K, j->dt, 0));
+    kir_val i = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, j->len), kir_idx(K, 1));
+    idx[j->axis] = j->reverse ? kir_binary(K, KIR_SUB, kir_idx(K, j->len - 1), i) : i;
+    kir_val x = lower_load(c, 0, idx), a = kir_var_get(K, acc), s = kir_binary(K, KIR_ADD, a, x);
+    lower_store(c, 0, idx, j->exclusive ? a : s);
+    kir_var_set(K, acc, s);
+    kir_loop_end(K);
+}
+
+smelt_status lower_CumSum(lower_ctx *c)
+{
+    const ir_tensor *x = ir_in(c->g, c->n, 0), *a = ir_in(c->g, c->n, 1);
+    int r = x->shape.rank;
+    int64_t ax = ir_const_int(a, 0);
+    cs_job j = {(int)(ax < 0 ? ax + r : ax), 0, ir_attr_int(c->n, "exclusive", 0) != 0,
+                ir_attr_int(c->n, "reverse", 0) != 0, x->dtype};
+    j.len = x->shape.dim[j.axis];
+    if (ir_tensor_numel(x) == 0) return SMELT_OK;
+    ir_shape rows = x->shape;
+    rows.dim[j.axis] = 1;
+    lower_parallel_for(c, &rows, j.len, cs_body, &j);
+    return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+}
