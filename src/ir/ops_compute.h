@@ -34,39 +34,39 @@ smelt_status window_geom_get(const struct ir_graph *g, const struct ir_node *n, 
  * means all, or none with noop_with_empty_axes). */
 smelt_status reduce_axes_get(const struct ir_graph *g, const struct ir_node *n, uint32_t *mask);
 
-smelt_status infer_MatMul(struct ir_graph *g, int node) OP_FN;
-smelt_status infer_Gemm(struct ir_graph *g, int node) OP_FN;
-smelt_status infer_Conv(struct ir_graph *g, int node) OP_FN;
+smelt_status infer_MatMul(struct ir_graph *g, int node);
+smelt_status infer_Gemm(struct ir_graph *g, int node);
+smelt_status infer_Conv(struct ir_graph *g, int node);
 smelt_status infer_Pool(struct ir_graph *g, int node);       /* MaxPool, AveragePool */
 smelt_status infer_GlobalPool(struct ir_graph *g, int node); /* GlobalAverage/MaxPool */
-smelt_status infer_BatchNormalization(struct ir_graph *g, int node) OP_FN;
-smelt_status infer_LayerNormalization(struct ir_graph *g, int node) OP_FN;
+smelt_status infer_BatchNormalization(struct ir_graph *g, int node);
+smelt_status infer_LayerNormalization(struct ir_graph *g, int node);
 smelt_status infer_Softmax(struct ir_graph *g, int node);    /* also LogSoftmax, Hardmax */
 smelt_status infer_Reduce(struct ir_graph *g, int node);     /* every Reduce* */
-smelt_status infer_ArgMax(struct ir_graph *g, int node) OP_FN;           /* also ArgMin */
-smelt_status infer_InstanceNormalization(struct ir_graph *g, int node) OP_FN;
-smelt_status infer_LpNormalization(struct ir_graph *g, int node) OP_FN;
-smelt_status infer_CumSum(struct ir_graph *g, int node) OP_FN;
-smelt_status infer_Trilu(struct ir_graph *g, int node) OP_FN;
+smelt_status infer_ArgMax(struct ir_graph *g, int node);           /* also ArgMin */
+smelt_status infer_InstanceNormalization(struct ir_graph *g, int node);
+smelt_status infer_LpNormalization(struct ir_graph *g, int node);
+smelt_status infer_CumSum(struct ir_graph *g, int node);
+smelt_status infer_Trilu(struct ir_graph *g, int node);
 
-smelt_status lower_MatMul(struct lower_ctx *c) OP_FN;
-smelt_status lower_Gemm(struct lower_ctx *c) OP_FN;
-smelt_status lower_Conv(struct lower_ctx *c) OP_FN;
-smelt_status lower_MaxPool(struct lower_ctx *c) OP_FN;
-smelt_status lower_AveragePool(struct lower_ctx *c) OP_FN;
-smelt_status lower_GlobalAveragePool(struct lower_ctx *c) OP_FN;
-smelt_status lower_GlobalMaxPool(struct lower_ctx *c) OP_FN;
-smelt_status lower_BatchNormalization(struct lower_ctx *c) OP_FN;
-smelt_status lower_LayerNormalization(struct lower_ctx *c) OP_FN;
-smelt_status lower_Softmax(struct lower_ctx *c) OP_FN;
-smelt_status lower_LogSoftmax(struct lower_ctx *c) OP_FN;
-smelt_status lower_Reduce(struct lower_ctx *c) OP_FN;
-smelt_status lower_ArgMax(struct lower_ctx *c) OP_FN;                 /* also ArgMin */
-smelt_status lower_Hardmax(struct lower_ctx *c) OP_FN;
-smelt_status lower_InstanceNormalization(struct lower_ctx *c) OP_FN;
-smelt_status lower_LpNormalization(struct lower_ctx *c) OP_FN;
-smelt_status lower_CumSum(struct lower_ctx *c) OP_FN;
-kir_val elem_Trilu(struct lower_ctx *c, int out, const kir_val *idx) OP_FN;
+smelt_status lower_MatMul(struct lower_ctx *c);
+smelt_status lower_Gemm(struct lower_ctx *c);
+smelt_status lower_Conv(struct lower_ctx *c);
+smelt_status lower_MaxPool(struct lower_ctx *c);
+smelt_status lower_AveragePool(struct lower_ctx *c);
+smelt_status lower_GlobalAveragePool(struct lower_ctx *c);
+smelt_status lower_GlobalMaxPool(struct lower_ctx *c);
+smelt_status lower_BatchNormalization(struct lower_ctx *c);
+smelt_status lower_LayerNormalization(struct lower_ctx *c);
+smelt_status lower_Softmax(struct lower_ctx *c);
+smelt_status lower_LogSoftmax(struct lower_ctx *c);
+smelt_status lower_Reduce(struct lower_ctx *c);
+smelt_status lower_ArgMax(struct lower_ctx *c);                 /* also ArgMin */
+smelt_status lower_Hardmax(struct lower_ctx *c);
+smelt_status lower_InstanceNormalization(struct lower_ctx *c);
+smelt_status lower_LpNormalization(struct lower_ctx *c);
+smelt_status lower_CumSum(struct lower_ctx *c);
+kir_val elem_Trilu(struct lower_ctx *c, int out, const kir_val *idx);
 
 /*  name                kind         in    out  value_in infer                     scalar   elem     lower */
 #define OPS_COMPUTE(X) \
