@@ -57,7 +57,8 @@ static int npy_read(const char *path, npy_array *a)
     }
     header[hlen] = '\0';
 
-    /* The header is a Python dict literal: {'descr': '<f4', 'fortran_order': False, 'shape': (450, 64), } */
+    /* The header is a Python dict literal:
+     *   {'descr': '<f4', 'fortran_order': False, 'shape': (450, 64), }  */
     const char *p = strstr(header, "'descr'");
     if (!p || !(p = strchr(p + 7, '\'')) || sscanf(p + 1, "%7[^']", a->descr) != 1) {
         fprintf(stderr, "%s: no descr in header\n", path);

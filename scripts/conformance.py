@@ -3,7 +3,7 @@
 
 Run with the project venv (scripts/venv.sh):
 
-    .venv/bin/python scripts/conformance.py [--filter SUBSTR] [--jobs N] [--extra "--no-fuse"]
+    .venv/bin/python scripts/conformance.py [--filter SUBSTR] [--jobs N] [--extra=--no-fuse]
 
 The tests are the ~1765 node tests shipped inside the installed onnx package
 (onnx/backend/test/data/node/<test>/{model.onnx,test_data_set_*/}). Each is checked by its own
@@ -17,6 +17,7 @@ The tests are the ~1765 node tests shipped inside the installed onnx package
 
 Files:
     build/conformance/results.txt     one line per test: `name STATUS reason`
+    build/conformance/per_op.txt      the per-op table (next to --results)
     tests/conformance/must_pass.txt   tests that must pass (one name a line, # comments);
                                       any of them not passing makes this script exit 1
     tests/conformance/skipped.txt     tests of supported ops expected to fail: `name  reason`
@@ -61,8 +62,8 @@ def node_tests_dir():
         sys.exit("conformance: cannot import onnx; run with the venv python (scripts/venv.sh)")
     d = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node")
     if not os.path.isdir(d):
-        sys.exit(f"conformance: {d} not found; onnx {onnx.__version__} does not ship node test data "
-                 "(scripts/venv.sh pins onnx==1.22.0)")
+        sys.exit(f"conformance: {d} not found; onnx {onnx.__version__} does not ship node test "
+                 "data (scripts/venv.sh pins onnx==1.22.0)")
     return d
 
 
@@ -115,8 +116,10 @@ def one_line(text, limit=300):
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def run_check(smelt, test_dir, extra, timeout, env):
+def run_check(smelt, test_dir, extra, timeout, env, deadline=None):
     """Run one `smelt check`; return (status, reason)."""
+    if deadline is not None and time.monotonic() > deadline:
+        return "TIMEOUT", "not run: --budget used up"
     cmd = [smelt, "check", test_dir] + extra
     try:
         # A session of its own, so a timeout also kills the system compilers smelt started.
@@ -169,9 +172,16 @@ def main():
     ap.add_argument("--filter", default="", help="run only tests whose name contains SUBSTR")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                     help="checks run at once (default: os.cpu_count())")
-    ap.add_argument("--extra", default="", help='arguments for smelt check, e.g. "--no-fuse"')
+    ap.add_argument("--extra", default="",
+                    help="arguments for smelt check, e.g. --extra=--no-fuse (note the =)")
     ap.add_argument("--timeout", type=float, default=60, help="seconds per test (default 60)")
-    ap.add_argument("--results", default=os.path.join(ROOT, "build", "conformance", "results.txt"))
+    ap.add_argument("--budget", type=float, default=0,
+                    help="seconds for the whole run: tests not started by then are recorded as "
+                         "TIMEOUT (default: no limit)")
+    ap.add_argument("--results", default=os.path.relpath(
+                        os.path.join(ROOT, "build", "conformance", "results.txt")),
+                    help="results file; per_op.txt is written next to it "
+                         "(default: build/conformance/results.txt)")
     ap.add_argument("--update-must-pass", action="store_true",
                     help="rewrite tests/conformance/must_pass.txt to the passing tests")
     ap.add_argument("--run-skipped", action="store_true",
@@ -219,11 +229,12 @@ def main():
     print(f"conformance: {len(to_run)} tests, {jobs} jobs, timeout {args.timeout:g} s, "
           f"smelt {args.smelt}{' ' + args.extra if args.extra else ''}", flush=True)
     start = time.monotonic()
+    deadline = start + args.budget if args.budget > 0 else None
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
             # Threads only wait on their `smelt check` processes: jobs processes run at once.
             futures = {pool.submit(run_check, smelt, os.path.join(tests_dir, n), extra,
-                                   args.timeout, env): n for n in to_run}
+                                   args.timeout, env, deadline): n for n in to_run}
             done = 0
             for fut in concurrent.futures.as_completed(futures):
                 results[futures[fut]] = fut.result()
@@ -248,15 +259,19 @@ def main():
     per_op = collections.defaultdict(collections.Counter)
     for n in tests:
         per_op[ops[n]][results[n][0]] += 1
+    width = max(len(op) for op in per_op)
+    table = [f"{'op':<{width}}  {'tests':>5}  " + "  ".join(f"{s.lower():>7}" for s in statuses)]
+    for op in sorted(per_op, key=str.lower):
+        c = per_op[op]
+        table.append(f"{op:<{width}}  {sum(c.values()):>5}  " +
+                     "  ".join(f"{c[s]:>7}" for s in statuses))
+    full = sum(1 for c in per_op.values() if c["PASS"] == sum(c.values()))
+    table.append(f"ops: {full}/{len(per_op)} with every test passing")
+    per_op_file = os.path.join(os.path.dirname(args.results), "per_op.txt")
+    with open(per_op_file, "w") as f:
+        f.write("\n".join(table) + "\n")
     if not args.quiet:
-        width = max(len(op) for op in per_op)
-        print(f"{'op':<{width}}  {'tests':>5}  " + "  ".join(f"{s.lower():>7}" for s in statuses))
-        for op in sorted(per_op, key=str.lower):
-            c = per_op[op]
-            print(f"{op:<{width}}  {sum(c.values()):>5}  " +
-                  "  ".join(f"{c[s]:>7}" for s in statuses))
-        full = sum(1 for c in per_op.values() if c["PASS"] == sum(c.values()))
-        print(f"ops: {full}/{len(per_op)} with every test passing")
+        print("\n".join(table))
 
     if args.run_skipped:
         fixed = [n for n in tests if n in skipped and results[n][0] == "PASS"]
@@ -281,12 +296,10 @@ def main():
               f"{len(lost)} removed)")
 
     total = collections.Counter(r[0] for r in results.values())
-    ran = len(tests) - total["SKIP"]
     rate = 100.0 * total["PASS"] / len(tests)
-    print(f"results: {os.path.relpath(args.results)} ({elapsed:.0f} s)")
+    print(f"results: {args.results}, per op: {per_op_file} ({elapsed:.0f} s)")
     print(f"overall: {total['PASS']}/{len(tests)} passed ({rate:.1f}%), {total['FAIL']} failed, "
-          f"{total['ERROR']} error, {total['TIMEOUT']} timeout, {total['SKIP']} skipped"
-          f"{'' if ran == len(tests) else f' ({ran} run)'}")
+          f"{total['ERROR']} error, {total['TIMEOUT']} timeout, {total['SKIP']} skipped")
     print(f"must-pass: {len(wanted) - len(mp_failed)} passed, {len(mp_failed)} failed")
     return 0 if args.update_must_pass or not mp_failed else 1
 
