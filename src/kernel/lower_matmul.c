@@ -15,7 +15,7 @@
 
 /* Rows per block; columns per block once N is large enough that an MR x N
  * accumulator panel would no longer stay in L1/L2. */
-#define MM_MR 4
+#define MM_MR 8
 #define MM_NC 256
 #define MM_NC_SPLIT 512
 
