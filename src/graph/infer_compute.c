@@ -550,3 +550,93 @@ smelt_status infer_Trilu(ir_graph *g, int node)
     set_out(g, n, 0, x->dtype, &x->shape);
     return SMELT_OK;
 }
+
+smelt_status convtranspose_geom_get(const ir_graph *g, const ir_node *n, window_geom *w)
+{
+    const ir_tensor *x = ir_in(g, n, 0), *wt = ir_in(g, n, 1);
+    char s1[160], s2[160];
+    int r = x->shape.rank;
+    if (r < 3 || r - 2 > WINDOW_MAX_SPATIAL)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "input X %s must have rank 3..%d ([N, C, spatial...])",
+                            shape_s(&x->shape, s1), WINDOW_MAX_SPATIAL + 2);
+    if (wt->shape.rank != r)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "weight W %s must have the rank of X %s", shape_s(&wt->shape, s1),
+                            shape_s(&x->shape, s2));
+    memset(w, 0, sizeof *w);
+    int ns = w->nsp = r - 2;
+    for (int i = 0; i < ns; i++) {
+        w->in[i] = x->shape.dim[i + 2];
+        w->kernel[i] = wt->shape.dim[i + 2];
+    }
+    const int64_t *kv;
+    int kn = ir_attr_ints(n, "kernel_shape", &kv);
+    if (kn >= 0) {
+        bool ok = kn == ns;
+        for (int i = 0; ok && i < ns; i++) ok = kv[i] == w->kernel[i];
+        if (!ok) return ir_node_fail(n, SMELT_ERR_SHAPE, "kernel_shape does not match weight shape %s", shape_s(&wt->shape, s1));
+    }
+    int64_t pads[2 * WINDOW_MAX_SPATIAL], opad[WINDOW_MAX_SPATIAL], oshape[WINDOW_MAX_SPATIAL];
+    TRY(ints_attr(n, "strides", ns, 1, w->stride, 1));
+    TRY(ints_attr(n, "dilations", ns, 1, w->dilation, 1));
+    TRY(ints_attr(n, "pads", 2 * ns, 0, pads, 0));
+    TRY(ints_attr(n, "output_padding", ns, 0, opad, 0));
+    const int64_t *osv;
+    int osn = ir_attr_ints(n, "output_shape", &osv);
+    if (osn >= 0) {
+        /* output_shape may list only the spatial dims, or all of them */
+        if (osn != ns && osn != r)
+            return ir_node_fail(n, SMELT_ERR_MODEL, "attribute output_shape has %d values, expected %d", osn, ns);
+        for (int i = 0; i < ns; i++) oshape[i] = osv[osn - ns + i];
+    }
+    const char *ap = ir_attr_string(n, "auto_pad", "NOTSET");
+    bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
+    if (!same && strcmp(ap, "NOTSET") && strcmp(ap, "VALID") && *ap)
+        return ir_node_fail(n, SMELT_ERR_MODEL, "auto_pad '%.40s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", ap);
+    for (int i = 0; i < ns; i++) {
+        int64_t dk = (w->kernel[i] - 1) * w->dilation[i] + 1;
+        int64_t full = w->stride[i] * (w->in[i] - 1) + opad[i] + dk;
+        if (osn >= 0 || same) {
+            int64_t target = osn >= 0 ? oshape[i] : w->in[i] * w->stride[i];
+            /* may be negative: the output then extends past the full result */
+            int64_t total = full - target, half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+            if (target < 1) return ir_node_fail(n, SMELT_ERR_SHAPE, "output_shape %lld must be >= 1", (long long)target);
+            bool upper = !strcmp(ap, "SAME_UPPER");
+            w->pad_lo[i] = upper ? half : total - half;
+            w->pad_hi[i] = total - w->pad_lo[i];
+            w->out[i] = target;
+        } else {
+            if (strcmp(ap, "VALID")) {
+                w->pad_lo[i] = pads[i];
+                w->pad_hi[i] = pads[ns + i];
+            }
+            w->out[i] = full - w->pad_lo[i] - w->pad_hi[i];
+            if (w->out[i] < 1) return ir_node_fail(n, SMELT_ERR_SHAPE, "pads leave no output in spatial dim %d", i);
+        }
+    }
+    return SMELT_OK;
+}
+
+smelt_status infer_ConvTranspose(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(need_input(g, n, 0, "X"));
+    TRY(need_input(g, n, 1, "W"));
+    const ir_tensor *x = ir_in(g, n, 0), *wt = ir_in(g, n, 1), *b = ir_in(g, n, 2);
+    TRY(need_dtype(n, x, "input", DT_FLOAT));
+    TRY(need_same_dtype(n, x, wt));
+    if (b) TRY(need_same_dtype(n, x, b));
+    window_geom w;
+    TRY(convtranspose_geom_get(g, n, &w));
+    char s1[160], s2[160];
+    int64_t group = ir_attr_int(n, "group", 1);
+    if (group < 1) return ir_node_fail(n, SMELT_ERR_MODEL, "group %lld must be >= 1", (long long)group);
+    int64_t c = x->shape.dim[1], m = wt->shape.dim[1] * group;
+    if (!dim_eq(wt->shape.dim[0], c) || c % group)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "X %s has %lld channels but W %s has %lld input channels (group %lld)",
+                            shape_s(&x->shape, s1), (long long)c, shape_s(&wt->shape, s2), (long long)wt->shape.dim[0], (long long)group);
+    if (b && (b->shape.rank != 1 || b->shape.dim[0] != m))
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "bias B %s must have shape [%lld]", shape_s(&b->shape, s1), (long long)m);
+    ir_shape out = window_out_shape(&x->shape, m, &w);
+    set_out(g, n, 0, x->dtype, &out);
+    return SMELT_OK;
+}

@@ -29,6 +29,10 @@ typedef struct window_geom {
  * and attributes; validates them, failing with a message naming the node. */
 smelt_status window_geom_get(const struct ir_graph *g, const struct ir_node *n, window_geom *w);
 
+/* The same for ConvTranspose: `in` and `out` are its input and output
+ * spatial sizes, pads from pads/auto_pad/output_shape/output_padding. */
+smelt_status convtranspose_geom_get(const struct ir_graph *g, const struct ir_node *n, window_geom *w);
+
 /* The axes a Reduce* node reduces, as a bitmask over its input's dims (from
  * the `axes` attribute or, from opset 13/18, the constant `axes` input; empty
  * means all, or none with noop_with_empty_axes). */
@@ -37,6 +41,7 @@ smelt_status reduce_axes_get(const struct ir_graph *g, const struct ir_node *n, 
 smelt_status infer_MatMul(struct ir_graph *g, int node);
 smelt_status infer_Gemm(struct ir_graph *g, int node);
 smelt_status infer_Conv(struct ir_graph *g, int node);
+smelt_status infer_ConvTranspose(struct ir_graph *g, int node);
 smelt_status infer_Pool(struct ir_graph *g, int node);       /* MaxPool, AveragePool */
 smelt_status infer_GlobalPool(struct ir_graph *g, int node); /* GlobalAverage/MaxPool */
 smelt_status infer_BatchNormalization(struct ir_graph *g, int node);
@@ -52,6 +57,7 @@ smelt_status infer_Trilu(struct ir_graph *g, int node);
 smelt_status lower_MatMul(struct lower_ctx *c);
 smelt_status lower_Gemm(struct lower_ctx *c);
 smelt_status lower_Conv(struct lower_ctx *c);
+smelt_status lower_ConvTranspose(struct lower_ctx *c);
 smelt_status lower_MaxPool(struct lower_ctx *c);
 smelt_status lower_AveragePool(struct lower_ctx *c);
 smelt_status lower_GlobalAveragePool(struct lower_ctx *c);
@@ -73,6 +79,7 @@ kir_val elem_Trilu(struct lower_ctx *c, int out, const kir_val *idx);
     X(MatMul,             CONTRACTION, 2, 2, 1, 1, 0x0, infer_MatMul,             OP_NONE, OP_NONE, lower_MatMul) \
     X(Gemm,               CONTRACTION, 2, 3, 1, 1, 0x0, infer_Gemm,               OP_NONE, OP_NONE, lower_Gemm) \
     X(Conv,               CONTRACTION, 2, 3, 1, 1, 0x0, infer_Conv,               OP_NONE, OP_NONE, lower_Conv) \
+    X(ConvTranspose,      CONTRACTION, 2, 3, 1, 1, 0x0, infer_ConvTranspose,      OP_NONE, OP_NONE, lower_ConvTranspose) \
     X(MaxPool,            REDUCTION,   1, 1, 1, 2, 0x0, infer_Pool,               OP_NONE, OP_NONE, lower_MaxPool) \
     X(AveragePool,        REDUCTION,   1, 1, 1, 1, 0x0, infer_Pool,               OP_NONE, OP_NONE, lower_AveragePool) \
     X(GlobalAveragePool,  REDUCTION,   1, 1, 1, 1, 0x0, infer_GlobalPool,         OP_NONE, OP_NONE, lower_GlobalAveragePool) \
