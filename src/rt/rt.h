@@ -24,21 +24,38 @@
 
 typedef struct rt_so rt_so;
 
-/* Compile (or find in the cache) and dlopen. *cached tells which (may be NULL). */
+/* Compile (or find in the cache) and dlopen. *cached tells which (may be NULL).
+ * Safe to call from several threads and processes at once.
+ * Returns SMELT_OK with *out set, or *out == NULL and:
+ *   SMELT_ERR_COMPILE  the compiler rejected the source; the message holds the
+ *                      first 20 lines of its output and the path of the kept
+ *                      <hash>.c in the cache directory;
+ *   SMELT_ERR_DEVICE   no usable compiler (SMELT_CC missing or failing on
+ *                      --version) or the object would not load;
+ *   SMELT_ERR_IO       the cache directory cannot be found, created or written.
+ * A compiler that rejects -march=native is retried without it. */
 smelt_status rt_cc_load(const char *source, rt_so **out, bool *cached);
+/* A symbol of the object (NULL if absent). */
 void *rt_so_sym(rt_so *so, const char *name);
+/* dlclose and free; NULL is a no-op. Symbols taken from so die with it. */
 void rt_so_close(rt_so *so);
-/* The directory used for the cache (for messages and tests). */
+/* The directory used for the cache (for messages and tests), written to buf;
+ * returns buf, or NULL if no variable names one or it does not fit in cap. */
 const char *rt_cache_dir(char *buf, size_t cap);
 
 typedef void (*rt_kernel_fn)(int64_t wg, void *const *bufs);
 
 typedef struct rt_pool rt_pool;
 
-/* n_threads <= 0: one per online core. Returns NULL on failure. */
+/* n_threads <= 0: one per online core. The pool starts n_threads - 1 workers;
+ * the thread calling rt_pool_run is the last one. Idle workers spin briefly,
+ * then sleep. Returns NULL on failure. */
 rt_pool *rt_pool_new(int n_threads);
 void rt_pool_free(rt_pool *p);
 int rt_pool_threads(const rt_pool *p);
+/* Workgroups are handed out dynamically in chunks, in no particular order.
+ * With one thread or one workgroup, runs inline in the caller. Not reentrant:
+ * callers serialize runs on one pool (fn must not call rt_pool_run on it). */
 void rt_pool_run(rt_pool *p, rt_kernel_fn fn, int64_t n_workgroups, void *const *bufs);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * test.h — a tiny unit-test harness. Each tests/unit/*.c file defines tests
+ * test.h — a tiny unit-test harness. Each C file in tests/unit/ defines tests
  *
  *     TEST(arena_grows) { CHECK(x == 1); CHECK_EQ_INT(a, b); }
  *

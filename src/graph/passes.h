@@ -1,0 +1,35 @@
+/*
+ * passes.h — graph passes: Graph in, Graph out, in pipeline order.
+ *
+ *   graph_bind_inputs  fix symbolic input dims from the shapes the caller gives,
+ *                      and turn graph inputs whose values decide shapes (inputs
+ *                      in an op's value_in mask) into constants when given.
+ *   graph_infer        shape and dtype inference for every node, in order,
+ *                      folding each node whose inputs are all constant (by
+ *                      lowering it and running the Kernel IR interpreter, so
+ *                      folding shares the kernels' semantics exactly).
+ *   graph_dce          drop nodes whose outputs nobody reads, then compact.
+ *
+ * Each pass ends with ir_verify in debug and test builds.
+ */
+#ifndef SMELT_GRAPH_PASSES_H
+#define SMELT_GRAPH_PASSES_H
+
+#include "ir/ir.h"
+
+/* requires: an imported graph. guarantees: every input has a concrete shape,
+ * or the error names the input and the unbound dim. */
+smelt_status graph_bind_inputs(ir_graph *g, int n, const smelt_tensor *inputs);
+
+/* Largest tensor (elements) graph_infer folds at compile time; larger constant
+ * expressions are left to run-time kernels. */
+#define GRAPH_FOLD_MAX_ELEMS (16 * 1024 * 1024)
+
+/* requires: bound inputs. guarantees: every live tensor has dtype and shape;
+ * nodes with all-constant inputs are folded (dead) and their outputs hold data. */
+smelt_status graph_infer(ir_graph *g);
+
+/* requires: inferred graph. guarantees: no dead node, no unreachable tensor. */
+smelt_status graph_dce(ir_graph *g);
+
+#endif

@@ -1,0 +1,373 @@
+/*
+ * cc.c — the system compiler, the on-disk compile cache and dlopen.
+ *
+ * needs: a C compiler runnable as $SMELT_CC (default "cc"), a writable cache dir.
+ * gives: a loaded shared object per kernel source; identical sources (for the
+ *        same compiler and flags) compile once per cache, across processes.
+ */
+/* pipe2: a pipe that is close-on-exec from birth, so children that other
+ * threads spawn meanwhile never hold its write end open. */
+#define _GNU_SOURCE
+#include "rt/rt.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/diag.h"
+#include "core/hash.h"
+
+/* The one place the kernel compile flags live. CC_FLAG_NATIVE is dropped for
+ * compilers that reject it; the cache key is the same either way because the
+ * choice is fixed by the compiler's identity, which the key includes. */
+static const char *const cc_flags[] = {
+    "-O3", "-march=native", "-fPIC", "-shared", "-std=c11", "-fno-math-errno",
+};
+enum { CC_FLAG_NATIVE = 1, CC_N_FLAGS = sizeof cc_flags / sizeof cc_flags[0] };
+
+#define CC_MAX_ARGS 32
+#define CC_OUTPUT_CAP (16 * 1024)
+#define CC_ERROR_LINES 20
+#define CC_PATH_CAP 4096
+
+struct rt_so {
+    void *handle;
+};
+
+/* $SMELT_CC split on blanks, in a buffer the argv points into. */
+typedef struct cc_cmd {
+    char cmd[1024];
+    char buf[1024];
+    char *argv[CC_MAX_ARGS];
+    int argc;
+} cc_cmd;
+
+static smelt_status cc_cmd_parse(cc_cmd *c)
+{
+    const char *env = getenv("SMELT_CC");
+    if (!env || !*env) env = "cc";
+    if (strlen(env) >= sizeof c->buf)
+        return diag_fail(SMELT_ERR_INVALID_ARG, "SMELT_CC is longer than %zu bytes",
+                         sizeof c->buf - 1);
+    strcpy(c->cmd, env);
+    strcpy(c->buf, env);
+    c->argc = 0;
+    for (char *tok = strtok(c->buf, " \t"); tok; tok = strtok(NULL, " \t")) {
+        if (c->argc == CC_MAX_ARGS - 1)
+            return diag_fail(SMELT_ERR_INVALID_ARG, "SMELT_CC has more than %d words",
+                             CC_MAX_ARGS - 1);
+        c->argv[c->argc++] = tok;
+    }
+    if (c->argc == 0) return diag_fail(SMELT_ERR_INVALID_ARG, "SMELT_CC is blank");
+    c->argv[c->argc] = NULL;
+    return SMELT_OK;
+}
+
+/* Run argv with stdout and stderr captured into out (NUL-terminated, truncated
+ * to cap; the rest is drained so the child never blocks on a full pipe). */
+static smelt_status run_captured(char *const argv[], char *out, size_t cap, int *exit_code)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return diag_fail(SMELT_ERR_IO, "cannot create a pipe: %s", strerror(errno));
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    pid_t pid;
+    int err = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    if (err != 0) {
+        close(fds[0]);
+        return diag_fail(SMELT_ERR_DEVICE,
+                         "cannot run the C compiler '%s' (set SMELT_CC to a working one): %s",
+                         argv[0], strerror(err));
+    }
+    size_t len = 0;
+    char drain[4096];
+    for (;;) {
+        char *dst = len + 1 < cap ? out + len : drain;
+        size_t room = len + 1 < cap ? cap - 1 - len : sizeof drain;
+        ssize_t n = read(fds[0], dst, room);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        if (dst != drain) len += (size_t)n;
+    }
+    out[len] = 0;
+    close(fds[0]);
+    int wst;
+    while (waitpid(pid, &wst, 0) < 0)
+        if (errno != EINTR)
+            return diag_fail(SMELT_ERR_DEVICE, "waiting for '%s' failed: %s", argv[0],
+                             strerror(errno));
+    *exit_code = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
+    return SMELT_OK;
+}
+
+/* What we learn about a compiler command once per process: its identity (the
+ * first line of `--version`, part of every cache key) and whether it accepts
+ * -march=native. Keyed by the command, since SMELT_CC may change between calls. */
+typedef struct cc_info {
+    char cmd[1024];
+    char ident[256];
+    int native_ok;
+} cc_info;
+
+#define CC_INFO_SLOTS 8
+static cc_info cc_infos[CC_INFO_SLOTS];
+static int cc_n_infos;
+static pthread_mutex_t cc_info_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static smelt_status cc_info_get(const cc_cmd *c, cc_info *out)
+{
+    const char *cmd = c->cmd;
+    pthread_mutex_lock(&cc_info_mu);
+    for (int i = 0; i < cc_n_infos; i++)
+        if (!strcmp(cc_infos[i].cmd, cmd)) {
+            *out = cc_infos[i];
+            pthread_mutex_unlock(&cc_info_mu);
+            return SMELT_OK;
+        }
+    pthread_mutex_unlock(&cc_info_mu);
+
+    char *argv[CC_MAX_ARGS + 1];
+    memcpy(argv, c->argv, sizeof(char *) * (size_t)c->argc);
+    argv[c->argc] = "--version";
+    argv[c->argc + 1] = NULL;
+    char text[1024];
+    int code;
+    TRY(run_captured(argv, text, sizeof text, &code));
+    if (code != 0)
+        return diag_fail(SMELT_ERR_DEVICE, "the C compiler '%s' failed on --version (exit %d): %.200s",
+                         cmd, code, text);
+    memset(out, 0, sizeof *out);
+    snprintf(out->cmd, sizeof out->cmd, "%s", cmd);
+    snprintf(out->ident, sizeof out->ident, "%.*s", (int)strcspn(text, "\n"), text);
+    out->native_ok = 1;
+
+    pthread_mutex_lock(&cc_info_mu);
+    if (cc_n_infos < CC_INFO_SLOTS) cc_infos[cc_n_infos++] = *out;
+    pthread_mutex_unlock(&cc_info_mu);
+    return SMELT_OK;
+}
+
+static void cc_info_forget_native(const char *cmd)
+{
+    pthread_mutex_lock(&cc_info_mu);
+    for (int i = 0; i < cc_n_infos; i++)
+        if (!strcmp(cc_infos[i].cmd, cmd)) cc_infos[i].native_ok = 0;
+    pthread_mutex_unlock(&cc_info_mu);
+}
+
+const char *rt_cache_dir(char *buf, size_t cap)
+{
+    const char *d = getenv("SMELT_CACHE_DIR");
+    int n;
+    if (d && *d) {
+        n = snprintf(buf, cap, "%s", d);
+    } else if ((d = getenv("XDG_CACHE_HOME")) && *d) {
+        n = snprintf(buf, cap, "%s/smelt", d);
+    } else if ((d = getenv("HOME")) && *d) {
+        n = snprintf(buf, cap, "%s/.cache/smelt", d);
+    } else {
+        return NULL;
+    }
+    return n >= 0 && (size_t)n < cap ? buf : NULL;
+}
+
+static smelt_status mkdir_p(const char *dir)
+{
+    char p[CC_PATH_CAP];
+    snprintf(p, sizeof p, "%s", dir);
+    for (char *s = p + 1;; s++) {
+        if (*s != '/' && *s != 0) continue;
+        char saved = *s;
+        *s = 0;
+        if (mkdir(p, 0700) != 0 && errno != EEXIST)
+            return diag_fail(SMELT_ERR_IO, "cannot create the cache directory '%s': %s", p,
+                             strerror(errno));
+        *s = saved;
+        if (!saved) break;
+    }
+    struct stat st;
+    if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
+        return diag_fail(SMELT_ERR_IO, "cache path '%s' is not a directory", p);
+    return SMELT_OK;
+}
+
+static smelt_status write_file(int fd, const char *path, const char *text)
+{
+    size_t len = strlen(text);
+    while (len) {
+        ssize_t n = write(fd, text, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            close(fd);
+            return diag_fail(SMELT_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+        }
+        text += n;
+        len -= (size_t)n;
+    }
+    if (close(fd) != 0) return diag_fail(SMELT_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+    return SMELT_OK;
+}
+
+static smelt_status so_open(const char *path, rt_so **out)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *why = dlerror();
+        return diag_fail(SMELT_ERR_DEVICE, "cannot load '%s': %s", path, why ? why : "?");
+    }
+    rt_so *so = malloc(sizeof *so);
+    if (!so) {
+        dlclose(h);
+        return diag_fail(SMELT_ERR_NOMEM, "out of memory loading '%s'", path);
+    }
+    so->handle = h;
+    *out = so;
+    return SMELT_OK;
+}
+
+/* The first CC_ERROR_LINES lines of s, in place. */
+static const char *first_lines(char *s)
+{
+    char *p = s;
+    for (int i = 0; i < CC_ERROR_LINES && (p = strchr(p, '\n')); i++) p++;
+    if (p) *p = 0;
+    return s;
+}
+
+/* Compile c_path into so_path; text receives the compiler's output, code its
+ * exit status. Retries without -march=native if the compiler rejects it. */
+static smelt_status compile(cc_cmd *c, cc_info *info, const char *c_path, const char *so_path,
+                            char *text, size_t cap, int *code)
+{
+    for (;;) {
+        char *argv[CC_MAX_ARGS + CC_N_FLAGS + 5];
+        int n = 0;
+        for (int i = 0; i < c->argc; i++) argv[n++] = c->argv[i];
+        for (int i = 0; i < CC_N_FLAGS; i++)
+            if (i != CC_FLAG_NATIVE || info->native_ok) argv[n++] = (char *)cc_flags[i];
+        argv[n++] = "-o";
+        argv[n++] = (char *)so_path;
+        argv[n++] = (char *)c_path;
+        argv[n++] = "-lm";
+        argv[n] = NULL;
+        TRY(run_captured(argv, text, cap, code));
+        if (*code == 0 || !info->native_ok || !strstr(text, "march")) return SMELT_OK;
+        info->native_ok = 0;
+        cc_info_forget_native(info->cmd);
+    }
+}
+
+smelt_status rt_cc_load(const char *source, rt_so **out, bool *cached)
+{
+    if (!source || !out) return diag_fail(SMELT_ERR_INVALID_ARG, "rt_cc_load: NULL argument");
+    *out = NULL;
+    if (cached) *cached = false;
+
+    cc_cmd c;
+    TRY(cc_cmd_parse(&c));
+    cc_info info;
+    TRY(cc_info_get(&c, &info));
+
+    /* 128-bit key: two FNV-1a passes with different seeds over everything
+     * that decides the object's contents. */
+    uint64_t h[2] = {HASH_SEED, HASH_SEED ^ 0x9e3779b97f4a7c15ull};
+    for (int k = 0; k < 2; k++) {
+        size_t len = strlen(source);
+        h[k] = hash_bytes(h[k], &len, sizeof len);
+        h[k] = hash_str(h[k], source);
+        for (int i = 0; i < CC_N_FLAGS; i++) h[k] = hash_str(h[k], cc_flags[i]);
+        h[k] = hash_str(h[k], info.cmd);
+        h[k] = hash_str(h[k], info.ident);
+    }
+    char key[33];
+    snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h[0], (unsigned long long)h[1]);
+
+    char dir[CC_PATH_CAP - 64];
+    if (!rt_cache_dir(dir, sizeof dir))
+        return diag_fail(SMELT_ERR_IO,
+                         "no compile cache directory: set SMELT_CACHE_DIR, XDG_CACHE_HOME or HOME");
+    TRY(mkdir_p(dir));
+
+    char so_path[CC_PATH_CAP], c_path[CC_PATH_CAP];
+    snprintf(so_path, sizeof so_path, "%s/%s.so", dir, key);
+    snprintf(c_path, sizeof c_path, "%s/%s.c", dir, key);
+    if (access(so_path, F_OK) == 0) {
+        if (so_open(so_path, out) == SMELT_OK) {
+            if (cached) *cached = true;
+            return SMELT_OK;
+        }
+        diag_clear(); /* unloadable (e.g. another machine's object): rebuild it */
+    }
+
+    /* Unique temporaries next to the final names, so the renames are atomic. */
+    char tmp_c[CC_PATH_CAP], tmp_so[CC_PATH_CAP];
+    snprintf(tmp_so, sizeof tmp_so, "%s/%s-XXXXXX.so", dir, key);
+    int fd = mkstemps(tmp_so, 3);
+    if (fd < 0)
+        return diag_fail(SMELT_ERR_IO, "cannot create a file in '%s': %s", dir, strerror(errno));
+    close(fd);
+    snprintf(tmp_c, sizeof tmp_c, "%s/%s-XXXXXX.c", dir, key);
+    fd = mkstemps(tmp_c, 2);
+    smelt_status st = fd < 0 ? diag_fail(SMELT_ERR_IO, "cannot create a file in '%s': %s", dir,
+                                         strerror(errno))
+                             : write_file(fd, tmp_c, source);
+    if (st) {
+        if (fd >= 0) unlink(tmp_c);
+        unlink(tmp_so);
+        return st;
+    }
+
+    /* The source goes to its final name before compiling, so the compiler's
+     * messages name the file we keep; a concurrent writer of the same key
+     * writes the same bytes, and rename is atomic. */
+    if (rename(tmp_c, c_path) != 0) {
+        st = diag_fail(SMELT_ERR_IO, "cannot move '%s' to '%s': %s", tmp_c, c_path,
+                       strerror(errno));
+        unlink(tmp_c);
+        unlink(tmp_so);
+        return st;
+    }
+    char *text = malloc(CC_OUTPUT_CAP);
+    if (!text) {
+        unlink(tmp_so);
+        return diag_fail(SMELT_ERR_NOMEM, "out of memory compiling kernels");
+    }
+    int code = 0;
+    st = compile(&c, &info, c_path, tmp_so, text, CC_OUTPUT_CAP, &code);
+    if (!st && code != 0) {
+        st = diag_fail(SMELT_ERR_COMPILE, "C compiler '%s' failed (exit %d) on generated source %s:\n%s",
+                       info.cmd, code, c_path, first_lines(text));
+    } else if (!st) {
+        if (rename(tmp_so, so_path) != 0)
+            st = diag_fail(SMELT_ERR_IO, "cannot move '%s' to '%s': %s", tmp_so, so_path,
+                           strerror(errno));
+        else
+            st = so_open(so_path, out);
+    }
+    free(text);
+    unlink(tmp_so);
+    return st;
+}
+
+void *rt_so_sym(rt_so *so, const char *name) { return so ? dlsym(so->handle, name) : NULL; }
+
+void rt_so_close(rt_so *so)
+{
+    if (!so) return;
+    dlclose(so->handle);
+    free(so);
+}

@@ -1,0 +1,264 @@
+/* The CPU runtime: compile cache, compiler errors, thread pool. */
+#include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rt/rt.h"
+#include "test.h"
+
+static const char kernel_src[] =
+    "#include <stdint.h>\n"
+    "void smelt_k0(int64_t wg, void *const *bufs) { ((int64_t *)bufs[0])[wg] = wg * 2; }\n";
+
+/* A fresh cache directory for one test, with SMELT_CACHE_DIR pointing at it;
+ * cache_end() removes it and restores the environment. */
+typedef struct test_cache {
+    char dir[256];
+} test_cache;
+
+static void cache_begin(test_cache *c)
+{
+    snprintf(c->dir, sizeof c->dir, "/tmp/smelt-rt-test-XXXXXX");
+    CHECK(mkdtemp(c->dir) != NULL);
+    setenv("SMELT_CACHE_DIR", c->dir, 1);
+}
+
+static int count_files(const char *dir, const char *suffix)
+{
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name), sl = strlen(suffix);
+        if (e->d_name[0] != '.' && len >= sl && !strcmp(e->d_name + len - sl, suffix)) n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static void cache_end(test_cache *c)
+{
+    DIR *d = opendir(c->dir);
+    if (d) {
+        char path[512];
+        for (struct dirent *e; (e = readdir(d));) {
+            if (e->d_name[0] == '.') continue;
+            snprintf(path, sizeof path, "%s/%s", c->dir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(c->dir);
+    unsetenv("SMELT_CACHE_DIR");
+    unsetenv("SMELT_CC");
+}
+
+/* A compiler wrapper that logs each call to <dir>/calls; with reject_native it
+ * fails like a compiler that does not know -march=native. Used through
+ * SMELT_CC="sh <script>", which also exercises splitting SMELT_CC on spaces. */
+static void write_wrapper(const test_cache *c, int reject_native)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/wrap.sh", c->dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fprintf(f, "echo x >> '%s/calls'\n", c->dir);
+    if (reject_native)
+        fprintf(f, "case \"$*\" in *-march=native*) "
+                   "echo \"error: unsupported option '-march=native'\" >&2; exit 1;; esac\n");
+    fprintf(f, "exec cc \"$@\"\n");
+    fclose(f);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "sh %s", path);
+    setenv("SMELT_CC", cmd, 1);
+}
+
+static int count_calls(const test_cache *c)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/calls", c->dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int n = 0;
+    for (int ch; (ch = fgetc(f)) != EOF;) n += ch == '\n';
+    fclose(f);
+    return n;
+}
+
+static int64_t out[1001];
+
+static void run_and_check(rt_kernel_fn fn, rt_pool *p, int64_t n_wg)
+{
+    for (int i = 0; i < 1001; i++) out[i] = -1;
+    void *bufs[1] = {out};
+    rt_pool_run(p, fn, n_wg, bufs);
+    int bad = 0;
+    for (int64_t i = 0; i < n_wg; i++) bad += out[i] != i * 2;
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_INT(out[n_wg], -1);
+}
+
+TEST(rt_cc_compiles_runs_and_caches)
+{
+    test_cache c;
+    cache_begin(&c);
+    write_wrapper(&c, 0);
+
+    rt_so *so = NULL;
+    bool cached = true;
+    CHECK_EQ_INT(rt_cc_load(kernel_src, &so, &cached), SMELT_OK);
+    CHECK(!cached);
+    int calls = count_calls(&c);
+    CHECK_EQ_INT(calls, 2); /* --version, then the compile */
+    CHECK_EQ_INT(count_files(c.dir, ".so"), 1);
+    CHECK_EQ_INT(count_files(c.dir, ".c"), 1);
+    rt_kernel_fn fn = (rt_kernel_fn)rt_so_sym(so, "smelt_k0");
+    CHECK(fn != NULL);
+    CHECK(rt_so_sym(so, "smelt_k1") == NULL);
+
+    static const int threads[] = {1, 2, 4};
+    static const int64_t sizes[] = {1, 3, 1000};
+    for (int t = 0; fn && t < 3; t++) {
+        rt_pool *p = rt_pool_new(threads[t]);
+        CHECK(p != NULL);
+        CHECK_EQ_INT(rt_pool_threads(p), threads[t]);
+        for (int s = 0; s < 3; s++) run_and_check(fn, p, sizes[s]);
+        for (int r = 0; r < 50; r++) run_and_check(fn, p, 3 + r % 7);
+        rt_pool_free(p);
+    }
+
+    rt_so *again = NULL;
+    CHECK_EQ_INT(rt_cc_load(kernel_src, &again, &cached), SMELT_OK);
+    CHECK(cached);
+    CHECK_EQ_INT(count_calls(&c), calls);
+    CHECK(rt_so_sym(again, "smelt_k0") == (void *)fn);
+    rt_so_close(again);
+    rt_so_close(so);
+    cache_end(&c);
+}
+
+TEST(rt_cc_reports_syntax_errors)
+{
+    test_cache c;
+    cache_begin(&c);
+    rt_so *so = (rt_so *)&c;
+    CHECK_EQ_INT(rt_cc_load("void smelt_k0(int64_t wg { oops }\n", &so, NULL), SMELT_ERR_COMPILE);
+    CHECK(so == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "error");
+    CHECK_STR_HAS(smelt_last_error(), c.dir); /* the kept source's path */
+    CHECK_EQ_INT(count_files(c.dir, ".c"), 1);
+    CHECK_EQ_INT(count_files(c.dir, ".so"), 0);
+    cache_end(&c);
+}
+
+TEST(rt_cc_missing_compiler_is_an_error)
+{
+    test_cache c;
+    cache_begin(&c);
+    setenv("SMELT_CC", "/nonexistent/smelt-no-such-cc", 1);
+    rt_so *so = NULL;
+    CHECK_EQ_INT(rt_cc_load(kernel_src, &so, NULL), SMELT_ERR_DEVICE);
+    CHECK(so == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "/nonexistent/smelt-no-such-cc");
+    CHECK_STR_HAS(smelt_last_error(), "SMELT_CC");
+    cache_end(&c);
+}
+
+TEST(rt_cc_retries_without_march_native)
+{
+    test_cache c;
+    cache_begin(&c);
+    write_wrapper(&c, 1);
+    rt_so *so = NULL;
+    CHECK_EQ_INT(rt_cc_load(kernel_src, &so, NULL), SMELT_OK);
+    CHECK(so && rt_so_sym(so, "smelt_k0"));
+    rt_so_close(so);
+    CHECK_EQ_INT(count_calls(&c), 3); /* --version, rejected, accepted */
+
+    /* The compiler is now known to reject it: one call per new source. */
+    CHECK_EQ_INT(rt_cc_load("int smelt_other;\n", &so, NULL), SMELT_OK);
+    rt_so_close(so);
+    CHECK_EQ_INT(count_calls(&c), 4);
+    cache_end(&c);
+}
+
+TEST(rt_cache_dir_follows_the_environment)
+{
+    char buf[256];
+    const char *home = getenv("HOME"), *xdg = getenv("XDG_CACHE_HOME");
+    char *saved_home = home ? strdup(home) : NULL, *saved_xdg = xdg ? strdup(xdg) : NULL;
+    setenv("SMELT_CACHE_DIR", "/a/b", 1);
+    CHECK_STR_HAS(rt_cache_dir(buf, sizeof buf), "/a/b");
+    unsetenv("SMELT_CACHE_DIR");
+    setenv("XDG_CACHE_HOME", "/x", 1);
+    CHECK(!strcmp(rt_cache_dir(buf, sizeof buf), "/x/smelt"));
+    unsetenv("XDG_CACHE_HOME");
+    setenv("HOME", "/h", 1);
+    CHECK(!strcmp(rt_cache_dir(buf, sizeof buf), "/h/.cache/smelt"));
+    CHECK(rt_cache_dir(buf, 4) == NULL);
+    if (saved_home) setenv("HOME", saved_home, 1);
+    if (saved_xdg) setenv("XDG_CACHE_HOME", saved_xdg, 1);
+    free(saved_home);
+    free(saved_xdg);
+}
+
+/* Two threads compiling the same new source into one cache both succeed and
+ * leave exactly one object and no temporaries behind. */
+static void *load_in_thread(void *arg)
+{
+    rt_so *so = NULL;
+    *(smelt_status *)arg = rt_cc_load("int smelt_race = 7;\n", &so, NULL);
+    if (so && *(int *)rt_so_sym(so, "smelt_race") != 7) *(smelt_status *)arg = SMELT_ERR_INTERNAL;
+    rt_so_close(so);
+    return NULL;
+}
+
+TEST(rt_cc_concurrent_loads_share_the_cache)
+{
+    test_cache c;
+    cache_begin(&c);
+    pthread_t th[2];
+    smelt_status st[2] = {SMELT_ERR_INTERNAL, SMELT_ERR_INTERNAL};
+    for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, load_in_thread, &st[i]);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    CHECK_EQ_INT(st[0], SMELT_OK);
+    CHECK_EQ_INT(st[1], SMELT_OK);
+    CHECK_EQ_INT(count_files(c.dir, ".so"), 1);
+    CHECK_EQ_INT(count_files(c.dir, ".c"), 1);
+    cache_end(&c);
+}
+
+static _Atomic int64_t hits[5000];
+
+static void count_hit(int64_t wg, void *const *bufs)
+{
+    (void)bufs;
+    atomic_fetch_add(&hits[wg], 1);
+}
+
+TEST(rt_pool_runs_every_workgroup_once)
+{
+    rt_pool *def = rt_pool_new(0);
+    CHECK(def && rt_pool_threads(def) >= 1);
+    rt_pool_free(def);
+
+    for (int round = 0; round < 20; round++) {
+        int threads = 1 + round % 5;
+        rt_pool *p = rt_pool_new(threads);
+        CHECK(p != NULL);
+        if (!p) continue;
+        static const int64_t sizes[] = {0, 1, 2, 7, 64, 4999};
+        for (int s = 0; s < 6; s++) {
+            for (int i = 0; i < 5000; i++) atomic_store(&hits[i], 0);
+            rt_pool_run(p, count_hit, sizes[s], NULL);
+            int bad = 0;
+            for (int64_t i = 0; i < 5000; i++) bad += atomic_load(&hits[i]) != (i < sizes[s]);
+            CHECK_EQ_INT(bad, 0);
+        }
+        rt_pool_free(p);
+    }
+}
