@@ -12,9 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/ir.h"
-
-#define MAX_LIST 64 /* longest constant list an op reads (split sizes, pads...) */
+#include "graph/infer_data.h"
 
 bool dtype_supported(smelt_dtype dt)
 {
@@ -28,7 +26,7 @@ bool dtype_supported(smelt_dtype dt)
     }
 }
 
-static const char *dtype_str(smelt_dtype dt)
+const char *infer_dtype_str(smelt_dtype dt)
 {
     /* ONNX types smelt cannot hold still deserve their name in a message. */
     switch ((int)dt) {
@@ -42,42 +40,42 @@ static const char *dtype_str(smelt_dtype dt)
     }
 }
 
-static bool is_float(smelt_dtype dt) { return dt == SMELT_F32 || dt == SMELT_F64; }
-static bool is_int(smelt_dtype dt) { return dtype_supported(dt) && !is_float(dt) && dt != SMELT_BOOL; }
+bool infer_is_float(smelt_dtype dt) { return dt == SMELT_F32 || dt == SMELT_F64; }
+bool infer_is_int(smelt_dtype dt) { return dtype_supported(dt) && !infer_is_float(dt) && dt != SMELT_BOOL; }
 
-static smelt_status check_dtypes(const ir_graph *g, const ir_node *n)
+smelt_status infer_check_dtypes(const ir_graph *g, const ir_node *n)
 {
     for (int i = 0; i < n->n_in; i++) {
         const ir_tensor *t = ir_in(g, n, i);
         if (t && !dtype_supported(t->dtype))
             return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "input '%s' has dtype %s, which smelt does not compute",
-                                t->name, dtype_str(t->dtype));
+                                t->name, infer_dtype_str(t->dtype));
     }
     return SMELT_OK;
 }
 
-static smelt_status set_out(ir_graph *g, const ir_node *n, int i, smelt_dtype dt, const ir_shape *s)
+smelt_status infer_set_out(ir_graph *g, const ir_node *n, int i, smelt_dtype dt, const ir_shape *s)
 {
     if (i >= n->n_out || n->out[i] < 0) return SMELT_OK;
     if (!dtype_supported(dt))
-        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "output dtype %s is not supported", dtype_str(dt));
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "output dtype %s is not supported", infer_dtype_str(dt));
     ir_tensor *t = ir_out(g, n, i);
     t->dtype = dt;
     t->shape = *s;
     return SMELT_OK;
 }
 
-static bool shape_known(const ir_shape *s)
+bool infer_shape_known(const ir_shape *s)
 {
     for (int i = 0; i < s->rank; i++)
         if (s->dim[i] < 0) return false;
     return true;
 }
 
-static const char *shp(const ir_shape *s, char *buf) { return ir_shape_str(s, buf, 160); }
+const char *infer_shp(const ir_shape *s, char *buf) { return ir_shape_str(s, buf, 160); }
 
 /* The constant tensor of value input i, or NULL with a diagnostic recorded. */
-static const ir_tensor *value_input(const ir_graph *g, const ir_node *n, int i, const char *what, smelt_status *st)
+const ir_tensor *infer_value_input(const ir_graph *g, const ir_node *n, int i, const char *what, smelt_status *st)
 {
     const ir_tensor *t = ir_in(g, n, i);
     if (!t) return NULL;
@@ -90,16 +88,16 @@ static const ir_tensor *value_input(const ir_graph *g, const ir_node *n, int i, 
 
 /* Read a constant 1-D (or scalar) integer list from value input i. Returns the
  * count, -1 when the input is absent, -2 on failure (diagnostic recorded). */
-static int read_int_input(const ir_graph *g, const ir_node *n, int i, const char *what, int64_t *vals, int cap,
+int infer_read_int_input(const ir_graph *g, const ir_node *n, int i, const char *what, int64_t *vals, int cap,
                           smelt_status *st)
 {
     *st = SMELT_OK;
-    const ir_tensor *t = value_input(g, n, i, what, st);
+    const ir_tensor *t = infer_value_input(g, n, i, what, st);
     if (*st) return -2;
     if (!t) return -1;
-    if (!is_int(t->dtype)) {
+    if (!infer_is_int(t->dtype)) {
         *st = ir_node_fail(n, SMELT_ERR_SHAPE, "input '%s' (%s) must be an integer tensor, got %s", t->name, what,
-                           dtype_str(t->dtype));
+                           infer_dtype_str(t->dtype));
         return -2;
     }
     if (t->shape.rank > 1) {
@@ -117,7 +115,7 @@ static int read_int_input(const ir_graph *g, const ir_node *n, int i, const char
 }
 
 /* An integer list given by attribute `attr` (older opsets) or by input `in`. */
-static int read_ints(const ir_graph *g, const ir_node *n, const char *attr, int in, const char *what, int64_t *vals,
+int infer_read_ints(const ir_graph *g, const ir_node *n, const char *attr, int in, const char *what, int64_t *vals,
                      int cap, smelt_status *st)
 {
     const int64_t *a;
@@ -131,11 +129,11 @@ static int read_ints(const ir_graph *g, const ir_node *n, const char *attr, int 
         memcpy(vals, a, sizeof(int64_t) * (size_t)cnt);
         return cnt;
     }
-    return in >= 0 ? read_int_input(g, n, in, what, vals, cap, st) : -1;
+    return in >= 0 ? infer_read_int_input(g, n, in, what, vals, cap, st) : -1;
 }
 
 /* Normalize axis `a` of a rank-`r` tensor (negative counts from the end). */
-static smelt_status norm_axis(const ir_node *n, int64_t a, int r, const char *what, int *out)
+smelt_status infer_norm_axis(const ir_node *n, int64_t a, int r, const char *what, int *out)
 {
     *out = 0;
     if (a < -r || a >= r)
@@ -146,7 +144,7 @@ static smelt_status norm_axis(const ir_node *n, int64_t a, int r, const char *wh
 }
 
 /* Numpy broadcasting over shapes, where -1 (unknown) matches anything. */
-static bool broadcast2(const ir_shape *a, const ir_shape *b, ir_shape *out)
+bool infer_broadcast2(const ir_shape *a, const ir_shape *b, ir_shape *out)
 {
     int r = a->rank > b->rank ? a->rank : b->rank;
     ir_shape o = {.rank = r};
@@ -163,7 +161,7 @@ static bool broadcast2(const ir_shape *a, const ir_shape *b, ir_shape *out)
     return true;
 }
 
-static smelt_status broadcast_inputs(const ir_graph *g, const ir_node *n, int first, ir_shape *out)
+smelt_status infer_broadcast_inputs(const ir_graph *g, const ir_node *n, int first, ir_shape *out)
 {
     char b1[160], b2[160];
     ir_shape s = {.rank = 0};
@@ -171,32 +169,32 @@ static smelt_status broadcast_inputs(const ir_graph *g, const ir_node *n, int fi
         const ir_tensor *t = ir_in(g, n, i);
         if (!t) continue;
         ir_shape r;
-        if (!broadcast2(&s, &t->shape, &r))
-            return ir_node_fail(n, SMELT_ERR_SHAPE, "cannot broadcast %s with input '%s' of shape %s", shp(&s, b1),
-                                t->name, shp(&t->shape, b2));
+        if (!infer_broadcast2(&s, &t->shape, &r))
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "cannot broadcast %s with input '%s' of shape %s", infer_shp(&s, b1),
+                                t->name, infer_shp(&t->shape, b2));
         s = r;
     }
     *out = s;
     return SMELT_OK;
 }
 
-static smelt_status same_dtype(const ir_graph *g, const ir_node *n, int first, int last)
+smelt_status infer_same_dtype(const ir_graph *g, const ir_node *n, int first, int last)
 {
     const ir_tensor *a = ir_in(g, n, first);
     for (int i = first + 1; i <= last && i < n->n_in; i++) {
         const ir_tensor *b = ir_in(g, n, i);
         if (a && b && a->dtype != b->dtype)
             return ir_node_fail(n, SMELT_ERR_SHAPE, "inputs '%s' (%s) and '%s' (%s) must have the same dtype", a->name,
-                                dtype_str(a->dtype), b->name, dtype_str(b->dtype));
+                                infer_dtype_str(a->dtype), b->name, infer_dtype_str(b->dtype));
     }
     return SMELT_OK;
 }
 
-static smelt_status require_class(const ir_node *n, const ir_tensor *t, bool ok, const char *cls)
+smelt_status infer_require_class(const ir_node *n, const ir_tensor *t, bool ok, const char *cls)
 {
     if (ok) return SMELT_OK;
     return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "input '%s' has dtype %s, but the op takes %s tensors", t->name,
-                        dtype_str(t->dtype), cls);
+                        infer_dtype_str(t->dtype), cls);
 }
 
 /* ---- elementwise and broadcast ------------------------------------------ */
@@ -204,116 +202,116 @@ static smelt_status require_class(const ir_node *n, const ir_tensor *t, bool ok,
 smelt_status infer_same(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
+    TRY(infer_check_dtypes(g, n));
     const ir_tensor *x = ir_in(g, n, 0);
-    for (int o = 0; o < n->n_out; o++) TRY(set_out(g, n, o, x->dtype, &x->shape));
+    for (int o = 0; o < n->n_out; o++) TRY(infer_set_out(g, n, o, x->dtype, &x->shape));
     return SMELT_OK;
 }
 
 smelt_status infer_float(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
+    TRY(infer_check_dtypes(g, n));
     const ir_tensor *x = ir_in(g, n, 0);
-    TRY(require_class(n, x, is_float(x->dtype), "float"));
-    return set_out(g, n, 0, x->dtype, &x->shape);
+    TRY(infer_require_class(n, x, infer_is_float(x->dtype), "float"));
+    return infer_set_out(g, n, 0, x->dtype, &x->shape);
 }
 
 smelt_status infer_numeric(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
+    TRY(infer_check_dtypes(g, n));
     const ir_tensor *x = ir_in(g, n, 0);
-    TRY(require_class(n, x, x->dtype != SMELT_BOOL, "numeric"));
-    return set_out(g, n, 0, x->dtype, &x->shape);
+    TRY(infer_require_class(n, x, x->dtype != SMELT_BOOL, "numeric"));
+    return infer_set_out(g, n, 0, x->dtype, &x->shape);
 }
 
 smelt_status infer_float_test(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
+    TRY(infer_check_dtypes(g, n));
     const ir_tensor *x = ir_in(g, n, 0);
-    TRY(require_class(n, x, is_float(x->dtype), "float"));
-    return set_out(g, n, 0, SMELT_BOOL, &x->shape);
+    TRY(infer_require_class(n, x, infer_is_float(x->dtype), "float"));
+    return infer_set_out(g, n, 0, SMELT_BOOL, &x->shape);
 }
 
 smelt_status infer_broadcast(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
-    TRY(same_dtype(g, n, 0, n->n_in - 1));
+    TRY(infer_check_dtypes(g, n));
+    TRY(infer_same_dtype(g, n, 0, n->n_in - 1));
     const ir_tensor *x = ir_in(g, n, 0);
-    TRY(require_class(n, x, x->dtype != SMELT_BOOL, "numeric"));
+    TRY(infer_require_class(n, x, x->dtype != SMELT_BOOL, "numeric"));
     ir_shape s;
-    TRY(broadcast_inputs(g, n, 0, &s));
-    return set_out(g, n, 0, x->dtype, &s);
+    TRY(infer_broadcast_inputs(g, n, 0, &s));
+    return infer_set_out(g, n, 0, x->dtype, &s);
 }
 
 smelt_status infer_float_broadcast(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
-    TRY(same_dtype(g, n, 0, n->n_in - 1));
+    TRY(infer_check_dtypes(g, n));
+    TRY(infer_same_dtype(g, n, 0, n->n_in - 1));
     const ir_tensor *x = ir_in(g, n, 0);
-    TRY(require_class(n, x, is_float(x->dtype), "float"));
+    TRY(infer_require_class(n, x, infer_is_float(x->dtype), "float"));
     ir_shape s;
-    TRY(broadcast_inputs(g, n, 0, &s));
-    return set_out(g, n, 0, x->dtype, &s);
+    TRY(infer_broadcast_inputs(g, n, 0, &s));
+    return infer_set_out(g, n, 0, x->dtype, &s);
 }
 
 smelt_status infer_int_broadcast(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
-    TRY(same_dtype(g, n, 0, n->n_in - 1));
+    TRY(infer_check_dtypes(g, n));
+    TRY(infer_same_dtype(g, n, 0, n->n_in - 1));
     const ir_tensor *x = ir_in(g, n, 0);
-    TRY(require_class(n, x, is_int(x->dtype), "integer"));
+    TRY(infer_require_class(n, x, infer_is_int(x->dtype), "integer"));
     ir_shape s;
-    TRY(broadcast_inputs(g, n, 0, &s));
-    return set_out(g, n, 0, x->dtype, &s);
+    TRY(infer_broadcast_inputs(g, n, 0, &s));
+    return infer_set_out(g, n, 0, x->dtype, &s);
 }
 
 smelt_status infer_Pow(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
+    TRY(infer_check_dtypes(g, n));
     const ir_tensor *x = ir_in(g, n, 0), *y = ir_in(g, n, 1);
-    TRY(require_class(n, x, x->dtype != SMELT_BOOL, "numeric"));
-    TRY(require_class(n, y, y->dtype != SMELT_BOOL, "numeric"));
+    TRY(infer_require_class(n, x, x->dtype != SMELT_BOOL, "numeric"));
+    TRY(infer_require_class(n, y, y->dtype != SMELT_BOOL, "numeric"));
     ir_shape s;
-    TRY(broadcast_inputs(g, n, 0, &s));
-    return set_out(g, n, 0, x->dtype, &s);
+    TRY(infer_broadcast_inputs(g, n, 0, &s));
+    return infer_set_out(g, n, 0, x->dtype, &s);
 }
 
 smelt_status infer_compare(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
-    TRY(same_dtype(g, n, 0, n->n_in - 1));
+    TRY(infer_check_dtypes(g, n));
+    TRY(infer_same_dtype(g, n, 0, n->n_in - 1));
     const ir_tensor *x = ir_in(g, n, 0);
-    if (n->op != OP_Equal) TRY(require_class(n, x, x->dtype != SMELT_BOOL, "numeric"));
+    if (n->op != OP_Equal) TRY(infer_require_class(n, x, x->dtype != SMELT_BOOL, "numeric"));
     ir_shape s;
-    TRY(broadcast_inputs(g, n, 0, &s));
-    return set_out(g, n, 0, SMELT_BOOL, &s);
+    TRY(infer_broadcast_inputs(g, n, 0, &s));
+    return infer_set_out(g, n, 0, SMELT_BOOL, &s);
 }
 
 smelt_status infer_logical(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
+    TRY(infer_check_dtypes(g, n));
     for (int i = 0; i < n->n_in; i++) {
         const ir_tensor *t = ir_in(g, n, i);
-        if (t) TRY(require_class(n, t, t->dtype == SMELT_BOOL, "bool"));
+        if (t) TRY(infer_require_class(n, t, t->dtype == SMELT_BOOL, "bool"));
     }
     ir_shape s;
-    TRY(broadcast_inputs(g, n, 0, &s));
-    return set_out(g, n, 0, SMELT_BOOL, &s);
+    TRY(infer_broadcast_inputs(g, n, 0, &s));
+    return infer_set_out(g, n, 0, SMELT_BOOL, &s);
 }
 
 smelt_status infer_Cast(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
+    TRY(infer_check_dtypes(g, n));
     const ir_tensor *x = ir_in(g, n, 0);
     smelt_dtype to;
     if (n->op == OP_CastLike) {
@@ -324,67 +322,67 @@ smelt_status infer_Cast(ir_graph *g, int node)
         to = (smelt_dtype)a->i;
     }
     if (!dtype_supported(to))
-        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "cast to %s is not supported", dtype_str(to));
-    return set_out(g, n, 0, to, &x->shape);
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "cast to %s is not supported", infer_dtype_str(to));
+    return infer_set_out(g, n, 0, to, &x->shape);
 }
 
 smelt_status infer_Clip(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
-    TRY(same_dtype(g, n, 0, 2));
+    TRY(infer_check_dtypes(g, n));
+    TRY(infer_same_dtype(g, n, 0, 2));
     const ir_tensor *x = ir_in(g, n, 0);
-    TRY(require_class(n, x, x->dtype != SMELT_BOOL, "numeric"));
+    TRY(infer_require_class(n, x, x->dtype != SMELT_BOOL, "numeric"));
     for (int i = 1; i < n->n_in; i++) {
         const ir_tensor *t = ir_in(g, n, i);
         if (t && ir_tensor_numel(t) != 1)
             return ir_node_fail(n, SMELT_ERR_SHAPE, "input '%s' (%s) must be a scalar, got %lld elements", t->name,
                                 i == 1 ? "min" : "max", (long long)ir_tensor_numel(t));
     }
-    return set_out(g, n, 0, x->dtype, &x->shape);
+    return infer_set_out(g, n, 0, x->dtype, &x->shape);
 }
 
 smelt_status infer_Where(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
+    TRY(infer_check_dtypes(g, n));
     const ir_tensor *c = ir_in(g, n, 0);
-    TRY(require_class(n, c, c->dtype == SMELT_BOOL, "bool condition"));
-    TRY(same_dtype(g, n, 1, 2));
+    TRY(infer_require_class(n, c, c->dtype == SMELT_BOOL, "bool condition"));
+    TRY(infer_same_dtype(g, n, 1, 2));
     ir_shape s;
-    TRY(broadcast_inputs(g, n, 0, &s));
-    return set_out(g, n, 0, ir_in(g, n, 1)->dtype, &s);
+    TRY(infer_broadcast_inputs(g, n, 0, &s));
+    return infer_set_out(g, n, 0, ir_in(g, n, 1)->dtype, &s);
 }
 
 smelt_status infer_PRelu(ir_graph *g, int node)
 {
     char b1[160], b2[160];
     const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
-    TRY(same_dtype(g, n, 0, 1));
+    TRY(infer_check_dtypes(g, n));
+    TRY(infer_same_dtype(g, n, 0, 1));
     const ir_tensor *x = ir_in(g, n, 0), *s = ir_in(g, n, 1);
-    TRY(require_class(n, x, x->dtype != SMELT_BOOL, "numeric"));
+    TRY(infer_require_class(n, x, x->dtype != SMELT_BOOL, "numeric"));
     ir_shape o;
-    if (!broadcast2(&x->shape, &s->shape, &o) || !ir_shape_eq(&o, &x->shape))
+    if (!infer_broadcast2(&x->shape, &s->shape, &o) || !ir_shape_eq(&o, &x->shape))
         return ir_node_fail(n, SMELT_ERR_SHAPE, "slope of shape %s does not broadcast to input shape %s",
-                            shp(&s->shape, b1), shp(&x->shape, b2));
-    return set_out(g, n, 0, x->dtype, &x->shape);
+                            infer_shp(&s->shape, b1), infer_shp(&x->shape, b2));
+    return infer_set_out(g, n, 0, x->dtype, &x->shape);
 }
 
 smelt_status infer_Dropout(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
+    TRY(infer_check_dtypes(g, n));
     const ir_tensor *x = ir_in(g, n, 0), *train = ir_in(g, n, 2);
-    TRY(require_class(n, x, is_float(x->dtype), "float"));
+    TRY(infer_require_class(n, x, infer_is_float(x->dtype), "float"));
     if (train) {
         if (!train->data)
             return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "input '%s' (training_mode) must be known at compile time", train->name);
         if (ir_const_int(train, 0))
             return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "training mode (random dropout) is not supported");
     }
-    TRY(set_out(g, n, 0, x->dtype, &x->shape));
-    return set_out(g, n, 1, SMELT_BOOL, &x->shape);
+    TRY(infer_set_out(g, n, 0, x->dtype, &x->shape));
+    return infer_set_out(g, n, 1, SMELT_BOOL, &x->shape);
 }
 
 /* ---- constants and shapes ------------------------------------------------ */
@@ -397,12 +395,12 @@ smelt_status infer_Constant(ir_graph *g, int node)
     if ((a = ir_attr_find(n, "value")) && a->type == IR_ATTR_TENSOR) {
         const ir_tensor *src = &g->tensors[a->tensor];
         if (!dtype_supported(src->dtype))
-            return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "constant of dtype %s is not supported", dtype_str(src->dtype));
+            return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "constant of dtype %s is not supported", infer_dtype_str(src->dtype));
         if (!src->data) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'value' has no data");
         smelt_dtype dt = src->dtype;
         ir_shape ss = src->shape;
         void *data = src->data;
-        TRY(set_out(g, n, 0, dt, &ss));
+        TRY(infer_set_out(g, n, 0, dt, &ss));
         void *d = ir_tensor_alloc_data(g, n->out[0]);
         if (!d) return diag_fail(SMELT_ERR_NOMEM, "out of memory folding Constant '%s'", n->name);
         memcpy(d, data, (size_t)ir_shape_numel(&ss) * smelt_dtype_size(dt));
@@ -410,7 +408,7 @@ smelt_status infer_Constant(ir_graph *g, int node)
     }
     if ((a = ir_attr_find(n, "value_float")) || (a = ir_attr_find(n, "value_int"))) {
         bool f = strcmp(a->name, "value_float") == 0;
-        TRY(set_out(g, n, 0, f ? SMELT_F32 : SMELT_I64, &s));
+        TRY(infer_set_out(g, n, 0, f ? SMELT_F32 : SMELT_I64, &s));
         void *d = ir_tensor_alloc_data(g, n->out[0]);
         if (!d) return diag_fail(SMELT_ERR_NOMEM, "out of memory folding Constant '%s'", n->name);
         if (f) *(float *)d = a->f;
@@ -421,7 +419,7 @@ smelt_status infer_Constant(ir_graph *g, int node)
         bool f = strcmp(a->name, "value_floats") == 0;
         s.rank = 1;
         s.dim[0] = a->n;
-        TRY(set_out(g, n, 0, f ? SMELT_F32 : SMELT_I64, &s));
+        TRY(infer_set_out(g, n, 0, f ? SMELT_F32 : SMELT_I64, &s));
         void *d = ir_tensor_alloc_data(g, n->out[0]);
         if (!d) return diag_fail(SMELT_ERR_NOMEM, "out of memory folding Constant '%s'", n->name);
         for (int i = 0; i < a->n; i++) {
@@ -440,7 +438,7 @@ smelt_status infer_ConstantOfShape(ir_graph *g, int node)
     const ir_node *n = &g->nodes[node];
     smelt_status st;
     int64_t dims[IR_MAX_RANK + 1];
-    int cnt = read_int_input(g, n, 0, "shape", dims, IR_MAX_RANK, &st);
+    int cnt = infer_read_int_input(g, n, 0, "shape", dims, IR_MAX_RANK, &st);
     if (cnt < 0) return st ? st : ir_node_fail(n, SMELT_ERR_MODEL, "input 'shape' is required");
     ir_shape s = {.rank = cnt};
     for (int i = 0; i < cnt; i++) {
@@ -454,13 +452,13 @@ smelt_status infer_ConstantOfShape(ir_graph *g, int node)
         if (a->type != IR_ATTR_TENSOR) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'value' must be a tensor");
         const ir_tensor *v = &g->tensors[a->tensor];
         if (!dtype_supported(v->dtype))
-            return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "value of dtype %s is not supported", dtype_str(v->dtype));
+            return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "value of dtype %s is not supported", infer_dtype_str(v->dtype));
         if (ir_tensor_numel(v) != 1 || !v->data)
             return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'value' must hold one element, got %lld",
                                 (long long)ir_tensor_numel(v));
         dt = v->dtype;
     }
-    return set_out(g, n, 0, dt, &s);
+    return infer_set_out(g, n, 0, dt, &s);
 }
 
 smelt_status infer_Shape(ir_graph *g, int node)
@@ -468,9 +466,9 @@ smelt_status infer_Shape(ir_graph *g, int node)
     char b[160];
     const ir_node *n = &g->nodes[node];
     const ir_tensor *x = ir_in(g, n, 0);
-    if (!shape_known(&x->shape))
+    if (!infer_shape_known(&x->shape))
         return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "shape %s of input '%s' is not known at compile time",
-                            shp(&x->shape, b), x->name);
+                            infer_shp(&x->shape, b), x->name);
     int r = x->shape.rank;
     int64_t start = ir_attr_int(n, "start", 0), end = ir_attr_int(n, "end", r);
     if (start < 0) start += r;
@@ -481,7 +479,7 @@ smelt_status infer_Shape(ir_graph *g, int node)
     int64_t dims[IR_MAX_RANK];
     memcpy(dims, x->shape.dim, sizeof dims);
     ir_shape s = {.rank = 1, .dim = {len}};
-    TRY(set_out(g, n, 0, SMELT_I64, &s));
+    TRY(infer_set_out(g, n, 0, SMELT_I64, &s));
     int64_t *d = ir_tensor_alloc_data(g, n->out[0]);
     if (!d) return diag_fail(SMELT_ERR_NOMEM, "out of memory folding Shape '%s'", n->name);
     for (int64_t i = 0; i < len; i++) d[i] = dims[start + i];
@@ -493,478 +491,14 @@ smelt_status infer_Size(ir_graph *g, int node)
     char b[160];
     const ir_node *n = &g->nodes[node];
     const ir_tensor *x = ir_in(g, n, 0);
-    if (!shape_known(&x->shape))
+    if (!infer_shape_known(&x->shape))
         return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "shape %s of input '%s' is not known at compile time",
-                            shp(&x->shape, b), x->name);
+                            infer_shp(&x->shape, b), x->name);
     int64_t numel = ir_tensor_numel(x);
     ir_shape s = {.rank = 0};
-    TRY(set_out(g, n, 0, SMELT_I64, &s));
+    TRY(infer_set_out(g, n, 0, SMELT_I64, &s));
     int64_t *d = ir_tensor_alloc_data(g, n->out[0]);
     if (!d) return diag_fail(SMELT_ERR_NOMEM, "out of memory folding Size '%s'", n->name);
     *d = numel;
     return SMELT_OK;
-}
-
-/* ---- reshapes -------------------------------------------------------------- */
-
-smelt_status infer_Reshape(ir_graph *g, int node)
-{
-    char b1[160], b2[160];
-    const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
-    const ir_tensor *x = ir_in(g, n, 0);
-    smelt_status st;
-    int64_t want[MAX_LIST];
-    int cnt = read_int_input(g, n, 1, "shape", want, MAX_LIST, &st);
-    if (cnt < 0) return st ? st : ir_node_fail(n, SMELT_ERR_MODEL, "input 'shape' is required");
-    if (cnt > IR_MAX_RANK)
-        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "target rank %d exceeds the maximum %d", cnt, IR_MAX_RANK);
-    if (!shape_known(&x->shape))
-        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "shape %s of input '%s' is not known at compile time",
-                            shp(&x->shape, b1), x->name);
-    bool allowzero = ir_attr_int(n, "allowzero", 0) != 0;
-    ir_shape s = {.rank = cnt};
-    int infer_at = -1;
-    int64_t known = 1;
-    for (int i = 0; i < cnt; i++) {
-        int64_t d = want[i];
-        if (d == 0 && !allowzero) {
-            if (i >= x->shape.rank)
-                return ir_node_fail(n, SMELT_ERR_SHAPE, "shape entry %d is 0 (copy the input dim), but the input %s has rank %d",
-                                    i, shp(&x->shape, b1), x->shape.rank);
-            d = x->shape.dim[i];
-        }
-        if (d == -1) {
-            if (infer_at >= 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "more than one -1 in the target shape");
-            infer_at = i;
-            continue;
-        }
-        if (d < 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "invalid target dimension %lld", (long long)d);
-        s.dim[i] = d;
-        known *= d;
-    }
-    int64_t numel = ir_tensor_numel(x);
-    if (infer_at >= 0) {
-        if (known == 0 || numel % known != 0) {
-            s.dim[infer_at] = -1;
-            return ir_node_fail(n, SMELT_ERR_SHAPE, "cannot reshape %s (%lld elements) to %s", shp(&x->shape, b1),
-                                (long long)numel, shp(&s, b2));
-        }
-        s.dim[infer_at] = numel / known;
-    } else if (known != numel) {
-        return ir_node_fail(n, SMELT_ERR_SHAPE, "cannot reshape %s (%lld elements) to %s", shp(&x->shape, b1),
-                            (long long)numel, shp(&s, b2));
-    }
-    return set_out(g, n, 0, x->dtype, &s);
-}
-
-smelt_status infer_Flatten(ir_graph *g, int node)
-{
-    const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
-    const ir_tensor *x = ir_in(g, n, 0);
-    int r = x->shape.rank;
-    int64_t axis = ir_attr_int(n, "axis", 1);
-    if (axis < -r || axis > r)
-        return ir_node_fail(n, SMELT_ERR_SHAPE, "axis %lld is out of range for rank %d (valid: %d..%d)", (long long)axis, r,
-                            -r, r);
-    if (axis < 0) axis += r;
-    ir_shape s = {.rank = 2, .dim = {1, 1}};
-    for (int i = 0; i < r; i++) s.dim[i < axis ? 0 : 1] *= x->shape.dim[i];
-    return set_out(g, n, 0, x->dtype, &s);
-}
-
-smelt_status infer_Squeeze(ir_graph *g, int node)
-{
-    char b[160];
-    const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
-    const ir_tensor *x = ir_in(g, n, 0);
-    int r = x->shape.rank;
-    smelt_status st;
-    int64_t axes[MAX_LIST];
-    int cnt = read_ints(g, n, "axes", 1, "axes", axes, MAX_LIST, &st);
-    if (cnt == -2) return st;
-    bool drop[IR_MAX_RANK] = {false};
-    if (cnt < 0) {
-        for (int i = 0; i < r; i++) drop[i] = x->shape.dim[i] == 1;
-    }
-    for (int i = 0; i < cnt; i++) {
-        int a;
-        TRY(norm_axis(n, axes[i], r, "axis", &a));
-        if (drop[a]) return ir_node_fail(n, SMELT_ERR_SHAPE, "axis %lld is listed twice", (long long)axes[i]);
-        if (x->shape.dim[a] != 1)
-            return ir_node_fail(n, SMELT_ERR_SHAPE, "cannot squeeze axis %d of shape %s: its size is %lld, not 1", a,
-                                shp(&x->shape, b), (long long)x->shape.dim[a]);
-        drop[a] = true;
-    }
-    ir_shape s = {.rank = 0};
-    for (int i = 0; i < r; i++)
-        if (!drop[i]) s.dim[s.rank++] = x->shape.dim[i];
-    return set_out(g, n, 0, x->dtype, &s);
-}
-
-smelt_status infer_Unsqueeze(ir_graph *g, int node)
-{
-    const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
-    const ir_tensor *x = ir_in(g, n, 0);
-    smelt_status st;
-    int64_t axes[MAX_LIST];
-    int cnt = read_ints(g, n, "axes", 1, "axes", axes, MAX_LIST, &st);
-    if (cnt == -2) return st;
-    if (cnt < 0) return ir_node_fail(n, SMELT_ERR_MODEL, "axes are required");
-    int r = x->shape.rank + cnt;
-    if (r > IR_MAX_RANK)
-        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "output rank %d exceeds the maximum %d", r, IR_MAX_RANK);
-    bool ins[IR_MAX_RANK] = {false};
-    for (int i = 0; i < cnt; i++) {
-        int a;
-        TRY(norm_axis(n, axes[i], r, "axis", &a));
-        if (ins[a]) return ir_node_fail(n, SMELT_ERR_SHAPE, "axis %lld is listed twice", (long long)axes[i]);
-        ins[a] = true;
-    }
-    ir_shape s = {.rank = r};
-    for (int i = 0, j = 0; i < r; i++) s.dim[i] = ins[i] ? 1 : x->shape.dim[j++];
-    return set_out(g, n, 0, x->dtype, &s);
-}
-
-/* Transpose's permutation: the `perm` attribute, or the reversed axes. */
-int transpose_perm(const ir_node *n, int rank, int *perm)
-{
-    const int64_t *p;
-    int cnt = ir_attr_ints(n, "perm", &p);
-    if (cnt < 0) {
-        for (int i = 0; i < rank; i++) perm[i] = rank - 1 - i;
-        return rank;
-    }
-    for (int i = 0; i < cnt && i < IR_MAX_RANK; i++) perm[i] = (int)p[i];
-    return cnt;
-}
-
-smelt_status infer_Transpose(ir_graph *g, int node)
-{
-    const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
-    const ir_tensor *x = ir_in(g, n, 0);
-    int r = x->shape.rank, perm[IR_MAX_RANK];
-    int cnt = transpose_perm(n, r, perm);
-    if (cnt != r) return ir_node_fail(n, SMELT_ERR_SHAPE, "perm has %d entries for an input of rank %d", cnt, r);
-    bool seen[IR_MAX_RANK] = {false};
-    ir_shape s = {.rank = r};
-    for (int i = 0; i < r; i++) {
-        if (perm[i] < 0 || perm[i] >= r || seen[perm[i]])
-            return ir_node_fail(n, SMELT_ERR_SHAPE, "perm is not a permutation of 0..%d", r - 1);
-        seen[perm[i]] = true;
-        s.dim[i] = x->shape.dim[perm[i]];
-    }
-    return set_out(g, n, 0, x->dtype, &s);
-}
-
-smelt_status infer_Expand(ir_graph *g, int node)
-{
-    char b1[160], b2[160];
-    const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
-    const ir_tensor *x = ir_in(g, n, 0);
-    smelt_status st;
-    int64_t want[MAX_LIST];
-    int cnt = read_int_input(g, n, 1, "shape", want, MAX_LIST, &st);
-    if (cnt < 0) return st ? st : ir_node_fail(n, SMELT_ERR_MODEL, "input 'shape' is required");
-    if (cnt > IR_MAX_RANK)
-        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "target rank %d exceeds the maximum %d", cnt, IR_MAX_RANK);
-    ir_shape t = {.rank = cnt}, s;
-    for (int i = 0; i < cnt; i++) {
-        if (want[i] < 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "invalid target dimension %lld", (long long)want[i]);
-        t.dim[i] = want[i];
-    }
-    if (!ir_shape_broadcast(&x->shape, &t, &s))
-        return ir_node_fail(n, SMELT_ERR_SHAPE, "cannot expand %s to %s", shp(&x->shape, b1), shp(&t, b2));
-    return set_out(g, n, 0, x->dtype, &s);
-}
-
-smelt_status infer_Concat(ir_graph *g, int node)
-{
-    char b1[160], b2[160];
-    const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
-    TRY(same_dtype(g, n, 0, n->n_in - 1));
-    const ir_tensor *x = ir_in(g, n, 0);
-    if (!x) return ir_node_fail(n, SMELT_ERR_MODEL, "input 0 is required");
-    const ir_attr *aa = ir_attr_find(n, "axis");
-    if (!aa) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'axis' is required");
-    int r = x->shape.rank, axis;
-    TRY(norm_axis(n, aa->i, r, "axis", &axis));
-    ir_shape s = x->shape;
-    s.dim[axis] = 0;
-    for (int i = 0; i < n->n_in; i++) {
-        const ir_tensor *t = ir_in(g, n, i);
-        if (!t) return ir_node_fail(n, SMELT_ERR_MODEL, "input %d is missing", i);
-        bool ok = t->shape.rank == r;
-        for (int d = 0; ok && d < r; d++) ok = d == axis || t->shape.dim[d] == x->shape.dim[d];
-        if (!ok)
-            return ir_node_fail(n, SMELT_ERR_SHAPE, "input '%s' of shape %s does not match %s outside axis %d", t->name,
-                                shp(&t->shape, b1), shp(&x->shape, b2), axis);
-        s.dim[axis] += t->shape.dim[axis];
-    }
-    return set_out(g, n, 0, x->dtype, &s);
-}
-
-smelt_status infer_Split(ir_graph *g, int node)
-{
-    char b[160];
-    const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
-    const ir_tensor *x = ir_in(g, n, 0);
-    int r = x->shape.rank, axis;
-    TRY(norm_axis(n, ir_attr_int(n, "axis", 0), r, "axis", &axis));
-    int64_t dim = x->shape.dim[axis];
-    smelt_status st;
-    int64_t sizes[MAX_LIST];
-    int cnt = read_ints(g, n, "split", 1, "split", sizes, MAX_LIST, &st);
-    if (cnt == -2) return st;
-    if (cnt >= 0) {
-        if (cnt != n->n_out)
-            return ir_node_fail(n, SMELT_ERR_SHAPE, "split has %d sizes for %d outputs", cnt, n->n_out);
-        int64_t sum = 0;
-        for (int i = 0; i < cnt; i++) {
-            if (sizes[i] < 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "split size %lld is negative", (long long)sizes[i]);
-            sum += sizes[i];
-        }
-        if (sum != dim)
-            return ir_node_fail(n, SMELT_ERR_SHAPE, "split sizes sum to %lld, but axis %d of %s has size %lld",
-                                (long long)sum, axis, shp(&x->shape, b), (long long)dim);
-    } else {
-        int64_t parts = ir_attr_int(n, "num_outputs", n->n_out);
-        if (parts != n->n_out)
-            return ir_node_fail(n, SMELT_ERR_SHAPE, "num_outputs is %lld, but the node has %d outputs", (long long)parts,
-                                n->n_out);
-        if (!ir_attr_find(n, "num_outputs") && dim % parts != 0)
-            return ir_node_fail(n, SMELT_ERR_SHAPE, "axis %d of %s (size %lld) does not split evenly into %lld parts",
-                                axis, shp(&x->shape, b), (long long)dim, (long long)parts);
-        /* Opset 18: chunks of ceil(dim / parts), the last one smaller. */
-        int64_t chunk = (dim + parts - 1) / parts, left = dim;
-        for (int i = 0; i < n->n_out; i++) {
-            sizes[i] = left < chunk ? left : chunk;
-            left -= sizes[i];
-        }
-    }
-    for (int i = 0; i < n->n_out; i++) {
-        ir_shape s = x->shape;
-        s.dim[axis] = sizes[i];
-        TRY(set_out(g, n, i, x->dtype, &s));
-    }
-    return SMELT_OK;
-}
-
-smelt_status slice_resolve(const ir_graph *g, const ir_node *n, int64_t *start, int64_t *step, ir_shape *out)
-{
-    const ir_tensor *x = ir_in(g, n, 0);
-    int r = x->shape.rank;
-    smelt_status st;
-    int64_t starts[MAX_LIST], ends[MAX_LIST], axes[MAX_LIST], steps[MAX_LIST];
-    bool old = ir_attr_find(n, "starts") != NULL;
-    int ns = read_ints(g, n, old ? "starts" : NULL, old ? -1 : 1, "starts", starts, MAX_LIST, &st);
-    if (ns == -2) return st;
-    int ne = read_ints(g, n, old ? "ends" : NULL, old ? -1 : 2, "ends", ends, MAX_LIST, &st);
-    if (ne == -2) return st;
-    int na = read_ints(g, n, old ? "axes" : NULL, old ? -1 : 3, "axes", axes, MAX_LIST, &st);
-    if (na == -2) return st;
-    int nst = old ? -1 : read_ints(g, n, NULL, 4, "steps", steps, MAX_LIST, &st);
-    if (nst == -2) return st;
-    if (ns < 0 || ne < 0) return ir_node_fail(n, SMELT_ERR_MODEL, "starts and ends are required");
-    if (ns != ne || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
-        return ir_node_fail(n, SMELT_ERR_SHAPE, "starts, ends, axes and steps must have the same length (%d, %d, %d, %d)",
-                            ns, ne, na, nst);
-    *out = x->shape;
-    for (int d = 0; d < r; d++) {
-        start[d] = 0;
-        step[d] = 1;
-    }
-    bool seen[IR_MAX_RANK] = {false};
-    for (int i = 0; i < ns; i++) {
-        int a = i;
-        if (na >= 0) TRY(norm_axis(n, axes[i], r, "axis", &a));
-        else if (i >= r) return ir_node_fail(n, SMELT_ERR_SHAPE, "%d starts for an input of rank %d", ns, r);
-        if (seen[a]) return ir_node_fail(n, SMELT_ERR_SHAPE, "axis %d is sliced twice", a);
-        seen[a] = true;
-        int64_t d = x->shape.dim[a], s = starts[i], e = ends[i], k = nst >= 0 ? steps[i] : 1;
-        if (k == 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "step of axis %d is 0", a);
-        if (s < 0) s += d;
-        if (e < 0) e += d;
-        int64_t len;
-        if (k > 0) {
-            s = s < 0 ? 0 : s > d ? d : s;
-            e = e < 0 ? 0 : e > d ? d : e;
-            len = e > s ? (e - s + k - 1) / k : 0;
-        } else {
-            s = s < 0 ? 0 : s > d - 1 ? d - 1 : s;
-            e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
-            len = s > e ? (s - e + (-k) - 1) / (-k) : 0;
-        }
-        start[a] = s;
-        step[a] = k;
-        out->dim[a] = len;
-    }
-    return SMELT_OK;
-}
-
-smelt_status infer_Slice(ir_graph *g, int node)
-{
-    const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
-    int64_t start[IR_MAX_RANK], step[IR_MAX_RANK];
-    ir_shape s;
-    TRY(slice_resolve(g, n, start, step, &s));
-    return set_out(g, n, 0, ir_in(g, n, 0)->dtype, &s);
-}
-
-smelt_status infer_Gather(ir_graph *g, int node)
-{
-    const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
-    const ir_tensor *x = ir_in(g, n, 0), *ind = ir_in(g, n, 1);
-    if (ind->dtype != SMELT_I32 && ind->dtype != SMELT_I64)
-        return ir_node_fail(n, SMELT_ERR_SHAPE, "indices '%s' must be int32 or int64, got %s", ind->name,
-                            dtype_str(ind->dtype));
-    int r = x->shape.rank, q = ind->shape.rank, axis;
-    if (r == 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "data must have rank >= 1");
-    TRY(norm_axis(n, ir_attr_int(n, "axis", 0), r, "axis", &axis));
-    if (r - 1 + q > IR_MAX_RANK)
-        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "output rank %d exceeds the maximum %d", r - 1 + q, IR_MAX_RANK);
-    ir_shape s = {.rank = r - 1 + q};
-    for (int i = 0; i < axis; i++) s.dim[i] = x->shape.dim[i];
-    for (int i = 0; i < q; i++) s.dim[axis + i] = ind->shape.dim[i];
-    for (int i = axis + 1; i < r; i++) s.dim[q + i - 1] = x->shape.dim[i];
-    if (x->shape.dim[axis] == 0 && ir_shape_numel(&s) > 0)
-        return ir_node_fail(n, SMELT_ERR_SHAPE, "cannot gather from axis %d of size 0", axis);
-    if (ind->data) {
-        int64_t dim = x->shape.dim[axis];
-        for (int64_t i = 0; i < ir_tensor_numel(ind); i++) {
-            int64_t v = ir_const_int(ind, i);
-            if (v < -dim || v >= dim)
-                return ir_node_fail(n, SMELT_ERR_SHAPE, "index %lld is out of range for axis %d of size %lld",
-                                    (long long)v, axis, (long long)dim);
-        }
-    }
-    return set_out(g, n, 0, x->dtype, &s);
-}
-
-smelt_status infer_Range(ir_graph *g, int node)
-{
-    const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
-    TRY(same_dtype(g, n, 0, 2));
-    smelt_status st = SMELT_OK;
-    const char *names[3] = {"start", "limit", "delta"};
-    const ir_tensor *t[3];
-    for (int i = 0; i < 3; i++) {
-        t[i] = value_input(g, n, i, names[i], &st);
-        if (st) return st;
-        if (!t[i]) return ir_node_fail(n, SMELT_ERR_MODEL, "input '%s' is required", names[i]);
-        if (ir_tensor_numel(t[i]) != 1)
-            return ir_node_fail(n, SMELT_ERR_SHAPE, "input '%s' (%s) must be a scalar", t[i]->name, names[i]);
-    }
-    smelt_dtype dt = t[0]->dtype;
-    TRY(require_class(n, t[0], dt != SMELT_BOOL, "numeric"));
-    int64_t len;
-    if (is_float(dt)) {
-        double s = ir_const_double(t[0], 0), l = ir_const_double(t[1], 0), d = ir_const_double(t[2], 0);
-        if (d == 0 || !isfinite(s) || !isfinite(l) || !isfinite(d))
-            return ir_node_fail(n, SMELT_ERR_SHAPE, "range needs finite start/limit and a nonzero delta");
-        double c = ceil((l - s) / d);
-        if (c > (double)INT32_MAX) return ir_node_fail(n, SMELT_ERR_SHAPE, "range of %g elements is too long", c);
-        len = c > 0 ? (int64_t)c : 0;
-    } else {
-        int64_t s = ir_const_int(t[0], 0), l = ir_const_int(t[1], 0), d = ir_const_int(t[2], 0);
-        if (d == 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "range delta is 0");
-        double c = ceil(((double)l - (double)s) / (double)d);
-        if (c > (double)INT32_MAX) return ir_node_fail(n, SMELT_ERR_SHAPE, "range of %g elements is too long", c);
-        len = c > 0 ? (int64_t)c : 0;
-    }
-    ir_shape sh = {.rank = 1, .dim = {len}};
-    return set_out(g, n, 0, dt, &sh);
-}
-
-smelt_status infer_Tile(ir_graph *g, int node)
-{
-    const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
-    const ir_tensor *x = ir_in(g, n, 0);
-    smelt_status st;
-    int64_t rep[MAX_LIST];
-    int cnt = read_int_input(g, n, 1, "repeats", rep, MAX_LIST, &st);
-    if (cnt < 0) return st ? st : ir_node_fail(n, SMELT_ERR_MODEL, "input 'repeats' is required");
-    if (cnt != x->shape.rank)
-        return ir_node_fail(n, SMELT_ERR_SHAPE, "repeats has %d entries for an input of rank %d", cnt, x->shape.rank);
-    ir_shape s = x->shape;
-    for (int i = 0; i < cnt; i++) {
-        if (rep[i] < 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "repeat %lld of axis %d is negative", (long long)rep[i], i);
-        s.dim[i] *= rep[i];
-    }
-    return set_out(g, n, 0, x->dtype, &s);
-}
-
-static const char *pad_modes[] = {"constant", "reflect", "edge", "wrap"};
-
-smelt_status pad_resolve(const ir_graph *g, const ir_node *n, int64_t *begin, int *mode, ir_shape *out)
-{
-    char b[160];
-    const ir_tensor *x = ir_in(g, n, 0);
-    int r = x->shape.rank;
-    const char *m = ir_attr_string(n, "mode", "constant");
-    *mode = -1;
-    for (int i = 0; i < 4; i++)
-        if (strcmp(m, pad_modes[i]) == 0) *mode = i;
-    if (*mode < 0) return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "pad mode '%s' is not supported", m);
-    smelt_status st;
-    int64_t pads[2 * MAX_LIST], axes[MAX_LIST];
-    bool old = ir_attr_find(n, "pads") != NULL;
-    int np = read_ints(g, n, old ? "pads" : NULL, old ? -1 : 1, "pads", pads, 2 * MAX_LIST, &st);
-    if (np == -2) return st;
-    if (np < 0) return ir_node_fail(n, SMELT_ERR_MODEL, "pads are required");
-    int na = old ? -1 : read_ints(g, n, NULL, 3, "axes", axes, MAX_LIST, &st);
-    if (na == -2) return st;
-    if (na < 0) {
-        na = r;
-        for (int i = 0; i < r; i++) axes[i] = i;
-    }
-    if (np != 2 * na) return ir_node_fail(n, SMELT_ERR_SHAPE, "%d pads for %d axes (need 2 per axis)", np, na);
-    int64_t end[IR_MAX_RANK] = {0};
-    for (int i = 0; i < r; i++) begin[i] = 0;
-    for (int i = 0; i < na; i++) {
-        int a;
-        TRY(norm_axis(n, axes[i], r, "axis", &a));
-        begin[a] = pads[i];
-        end[a] = pads[na + i];
-    }
-    *out = x->shape;
-    for (int a = 0; a < r; a++) {
-        int64_t d = x->shape.dim[a];
-        out->dim[a] = d + begin[a] + end[a];
-        if (out->dim[a] < 0)
-            return ir_node_fail(n, SMELT_ERR_SHAPE, "pads %lld,%lld crop axis %d of %s below size 0", (long long)begin[a],
-                                (long long)end[a], a, shp(&x->shape, b));
-        bool pads_out = begin[a] > 0 || end[a] > 0;
-        if (*mode != 0 && pads_out && d == 0)
-            return ir_node_fail(n, SMELT_ERR_SHAPE, "%s padding of axis %d needs a non-empty axis", m, a);
-    }
-    return SMELT_OK;
-}
-
-smelt_status infer_Pad(ir_graph *g, int node)
-{
-    const ir_node *n = &g->nodes[node];
-    TRY(check_dtypes(g, n));
-    const ir_tensor *x = ir_in(g, n, 0), *v = ir_in(g, n, 2);
-    if (v && v->dtype != x->dtype)
-        return ir_node_fail(n, SMELT_ERR_SHAPE, "constant_value '%s' (%s) must have the input's dtype %s", v->name,
-                            dtype_str(v->dtype), dtype_str(x->dtype));
-    if (v && ir_tensor_numel(v) != 1)
-        return ir_node_fail(n, SMELT_ERR_SHAPE, "constant_value '%s' must be a scalar", v->name);
-    int64_t begin[IR_MAX_RANK];
-    int mode;
-    ir_shape s;
-    TRY(pad_resolve(g, n, begin, &mode, &s));
-    return set_out(g, n, 0, x->dtype, &s);
 }
