@@ -226,6 +226,15 @@ smelt_status infer_numeric(ir_graph *g, int node)
     return infer_set_out(g, n, 0, x->dtype, &x->shape);
 }
 
+smelt_status infer_int_unary(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0);
+    TRY(infer_require_class(n, x, infer_is_int(x->dtype), "integer"));
+    return infer_set_out(g, n, 0, x->dtype, &x->shape);
+}
+
 smelt_status infer_float_test(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];

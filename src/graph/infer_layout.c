@@ -355,6 +355,29 @@ smelt_status infer_Gather(ir_graph *g, int node)
     return infer_set_out(g, n, 0, x->dtype, &s);
 }
 
+smelt_status infer_GatherElements(ir_graph *g, int node)
+{
+    char b1[160], b2[160];
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0), *ind = ir_in(g, n, 1);
+    if (ind->dtype != SMELT_I32 && ind->dtype != SMELT_I64)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "indices '%s' must be int32 or int64, got %s", ind->name,
+                            infer_dtype_str(ind->dtype));
+    int r = x->shape.rank, axis;
+    if (r == 0 || ind->shape.rank != r)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "data %s and indices %s must have the same rank >= 1",
+                            infer_shp(&x->shape, b1), infer_shp(&ind->shape, b2));
+    TRY(infer_norm_axis(n, ir_attr_int(n, "axis", 0), r, "axis", &axis));
+    for (int d = 0; d < r; d++)
+        if (d != axis && ind->shape.dim[d] > x->shape.dim[d])
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "indices %s exceed data %s outside axis %d",
+                                infer_shp(&ind->shape, b1), infer_shp(&x->shape, b2), axis);
+    if (x->shape.dim[axis] == 0 && ir_tensor_numel(ind) > 0)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "cannot gather from axis %d of size 0", axis);
+    return infer_set_out(g, n, 0, x->dtype, &ind->shape);
+}
+
 smelt_status infer_Range(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];

@@ -1,8 +1,9 @@
 /*
  * ops_data.h — rows of the op table for elementwise, broadcast, injective and
  * shape ops (see ops.h for the columns). Shape rules live in
- * graph/infer_data.c and graph/infer_layout.c, scalar functions in kernel/ops_elementwise.c and element
- * functions (index maps) in kernel/ops_injective.c.
+ * graph/infer_data.c and graph/infer_layout.c, scalar functions in
+ * kernel/ops_elementwise.c and element functions (index maps) in
+ * kernel/ops_injective.c.
  *
  * Dtypes: smelt computes float32/float64, int8..int64, uint8..uint64 and bool.
  * A shape rule rejects any other dtype naming it, and each op's dtype class
@@ -23,6 +24,7 @@ struct kir_kernel;
 smelt_status infer_same(struct ir_graph *g, int node); /* output = input 0 (any dtype) */
 smelt_status infer_float(struct ir_graph *g, int node); /* output = input 0, float inputs only */
 smelt_status infer_numeric(struct ir_graph *g, int node); /* output = input 0, numeric (not bool) */
+smelt_status infer_int_unary(struct ir_graph *g, int node); /* output = input 0, integers only */
 smelt_status infer_float_test(struct ir_graph *g, int node); /* float input, bool output of its shape (IsNaN...) */
 smelt_status infer_broadcast(struct ir_graph *g, int node); /* numpy broadcast of all inputs, one numeric dtype */
 smelt_status infer_float_broadcast(struct ir_graph *g, int node); /* numpy broadcast, one float dtype */
@@ -46,6 +48,7 @@ smelt_status infer_Concat(struct ir_graph *g, int node);
 smelt_status infer_Split(struct ir_graph *g, int node);
 smelt_status infer_Slice(struct ir_graph *g, int node);
 smelt_status infer_Gather(struct ir_graph *g, int node);
+smelt_status infer_GatherElements(struct ir_graph *g, int node);
 smelt_status infer_Where(struct ir_graph *g, int node);
 smelt_status infer_Range(struct ir_graph *g, int node);
 smelt_status infer_Tile(struct ir_graph *g, int node);
@@ -82,7 +85,7 @@ OP_SCALAR_FN(LeakyRelu) OP_SCALAR_FN(Elu) OP_SCALAR_FN(Selu) OP_SCALAR_FN(Celu) 
 OP_SCALAR_FN(Softsign) OP_SCALAR_FN(Mish) OP_SCALAR_FN(Clip) OP_SCALAR_FN(HardSigmoid) OP_SCALAR_FN(HardSwish) OP_SCALAR_FN(Softplus)
 OP_SCALAR_FN(Gelu) OP_SCALAR_FN(Floor) OP_SCALAR_FN(Ceil) OP_SCALAR_FN(Round) OP_SCALAR_FN(IsNaN) OP_SCALAR_FN(IsInf)
 OP_SCALAR_FN(Equal) OP_SCALAR_FN(Less) OP_SCALAR_FN(Greater) OP_SCALAR_FN(LessOrEqual) OP_SCALAR_FN(GreaterOrEqual) OP_SCALAR_FN(Not)
-OP_SCALAR_FN(And) OP_SCALAR_FN(Or) OP_SCALAR_FN(Xor) OP_SCALAR_FN(BitShift) OP_SCALAR_FN(BitwiseAnd) OP_SCALAR_FN(BitwiseOr)
+OP_SCALAR_FN(And) OP_SCALAR_FN(Or) OP_SCALAR_FN(Xor) OP_SCALAR_FN(BitShift) OP_SCALAR_FN(BitwiseNot) OP_SCALAR_FN(BitwiseAnd) OP_SCALAR_FN(BitwiseOr)
 OP_SCALAR_FN(BitwiseXor)
 #undef OP_SCALAR_FN
 
@@ -96,6 +99,7 @@ kir_val elem_Concat(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_Split(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_Slice(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_Gather(struct lower_ctx *c, int out, const kir_val *idx);
+kir_val elem_GatherElements(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_Range(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_Tile(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_Pad(struct lower_ctx *c, int out, const kir_val *idx);
@@ -120,6 +124,7 @@ kir_val elem_Dropout(struct lower_ctx *c, int out, const kir_val *idx);
     X(Split,          INJECTIVE,   1, 2,  1, 64,  0x2,  infer_Split,          OP_NONE,                elem_Split,          OP_NONE) \
     X(Slice,          INJECTIVE,   1, 5,  1, 1,  0x1e, infer_Slice,          OP_NONE,                elem_Slice,          OP_NONE) \
     X(Gather,         INJECTIVE,   2, 2,  1, 1,  0x0,  infer_Gather,         OP_NONE,                elem_Gather,         OP_NONE) \
+    X(GatherElements, INJECTIVE,   2, 2,  1, 1,  0x0,  infer_GatherElements,  OP_NONE,                elem_GatherElements, OP_NONE) \
     X(Where,          BROADCAST,   3, 3,  1, 1,  0x0,  infer_Where,          scalar_Where,           OP_NONE,             OP_NONE) \
     X(Range,          INJECTIVE,   3, 3,  1, 1,  0x7,  infer_Range,          OP_NONE,                elem_Range,          OP_NONE) \
     X(Tile,           INJECTIVE,   2, 2,  1, 1,  0x2,  infer_Tile,           OP_NONE,                elem_Tile,           OP_NONE) \
@@ -186,6 +191,7 @@ kir_val elem_Dropout(struct lower_ctx *c, int out, const kir_val *idx);
     X(Or,             BROADCAST,   2, 2,  1, 1,  0x0,  infer_logical,        scalar_Or,              OP_NONE,             OP_NONE) \
     X(Xor,            BROADCAST,   2, 2,  1, 1,  0x0,  infer_logical,        scalar_Xor,             OP_NONE,             OP_NONE) \
     X(BitShift,       BROADCAST,   2, 2,  1, 1,  0x0,  infer_int_broadcast,  scalar_BitShift,        OP_NONE,             OP_NONE) \
+    X(BitwiseNot,     ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_int_unary,       scalar_BitwiseNot,       OP_NONE,             OP_NONE) \
     X(BitwiseAnd,     BROADCAST,   2, 2,  1, 1,  0x0,  infer_int_broadcast,  scalar_BitwiseAnd,      OP_NONE,             OP_NONE) \
     X(BitwiseOr,      BROADCAST,   2, 2,  1, 1,  0x0,  infer_int_broadcast,  scalar_BitwiseOr,       OP_NONE,             OP_NONE) \
     X(BitwiseXor,     BROADCAST,   2, 2,  1, 1,  0x0,  infer_int_broadcast,  scalar_BitwiseXor,      OP_NONE,             OP_NONE)

@@ -366,6 +366,13 @@ BINARY(BitwiseOr, KIR_OR)
 BINARY(BitwiseXor, KIR_XOR)
 #undef BINARY
 
+/* ~x, as x ^ -1 (all ones in every integer type). */
+kir_val scalar_BitwiseNot(kir_kernel *k, const ir_node *n, const kir_val *in)
+{
+    (void)n;
+    return bin(k, KIR_XOR, in[0], kir_const_i(k, type_of(k, in[0]), -1));
+}
+
 /* Shifting by the type's width or more gives 0 (C leaves it undefined). */
 kir_val scalar_BitShift(kir_kernel *k, const ir_node *n, const kir_val *in)
 {

@@ -129,6 +129,21 @@ kir_val elem_Gather(lower_ctx *c, int out, const kir_val *idx)
     return lower_load(c, 0, in_idx);
 }
 
+kir_val elem_GatherElements(lower_ctx *c, int out, const kir_val *idx)
+{
+    (void)out;
+    kir_kernel *k = c->k;
+    const ir_shape *xs = in_shape(c, 0);
+    int axis = norm_axis(ir_attr_int(c->n, "axis", 0), xs->rank);
+    int64_t dim = xs->dim[axis];
+    kir_val ind = kir_cast(k, SMELT_I64, lower_load(c, 1, idx));
+    ind = kir_select(k, kir_binary(k, KIR_LT, ind, kir_idx(k, 0)), kir_add(k, ind, kir_idx(k, dim)), ind);
+    kir_val in_idx[IR_MAX_RANK];
+    for (int j = 0; j < xs->rank; j++) in_idx[j] = idx[j];
+    in_idx[axis] = lower_clamp(k, ind, dim);
+    return lower_load(c, 0, in_idx);
+}
+
 kir_val elem_Range(lower_ctx *c, int out, const kir_val *idx)
 {
     kir_kernel *k = c->k;
