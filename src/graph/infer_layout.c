@@ -378,6 +378,54 @@ smelt_status infer_GatherElements(ir_graph *g, int node)
     return infer_set_out(g, n, 0, x->dtype, &ind->shape);
 }
 
+smelt_status infer_DepthToSpace(ir_graph *g, int node)
+{
+    char b[160];
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0);
+    const ir_attr *ba = ir_attr_find(n, "blocksize");
+    if (!ba || ba->type != IR_ATTR_INT || ba->i < 1)
+        return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'blocksize' (>= 1) is required");
+    int64_t bs = ba->i;
+    if (x->shape.rank != 4)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "input %s must have rank 4 (N,C,H,W)", infer_shp(&x->shape, b));
+    ir_shape s = x->shape;
+    if (n->op == OP_DepthToSpace) {
+        const char *mode = ir_attr_string(n, "mode", "DCR");
+        if (strcmp(mode, "DCR") != 0 && strcmp(mode, "CRD") != 0)
+            return ir_node_fail(n, SMELT_ERR_MODEL, "mode '%s' is neither DCR nor CRD", mode);
+        if (s.dim[1] % (bs * bs) != 0)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "channels of %s are not divisible by blocksize^2 = %lld",
+                                infer_shp(&x->shape, b), (long long)(bs * bs));
+        s.dim[1] /= bs * bs;
+        s.dim[2] *= bs;
+        s.dim[3] *= bs;
+    } else {
+        if (s.dim[2] % bs != 0 || s.dim[3] % bs != 0)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "height and width of %s are not divisible by blocksize %lld",
+                                infer_shp(&x->shape, b), (long long)bs);
+        s.dim[1] *= bs * bs;
+        s.dim[2] /= bs;
+        s.dim[3] /= bs;
+    }
+    return infer_set_out(g, n, 0, x->dtype, &s);
+}
+
+smelt_status infer_Trilu(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0);
+    if (x->shape.rank < 2) return ir_node_fail(n, SMELT_ERR_SHAPE, "input must have rank >= 2, got %d", x->shape.rank);
+    smelt_status st = SMELT_OK;
+    const ir_tensor *k = infer_value_input(g, n, 1, "k", &st);
+    if (st) return st;
+    if (k && (ir_tensor_numel(k) != 1 || !infer_is_int(k->dtype)))
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "input '%s' (k) must be an integer scalar", k->name);
+    return infer_set_out(g, n, 0, x->dtype, &x->shape);
+}
+
 smelt_status infer_Range(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];

@@ -144,6 +144,49 @@ kir_val elem_GatherElements(lower_ctx *c, int out, const kir_val *idx)
     return lower_load(c, 0, in_idx);
 }
 
+static kir_val idiv(kir_kernel *k, kir_val a, int64_t b) { return kir_binary(k, KIR_DIV, a, kir_idx(k, b)); }
+static kir_val imod(kir_kernel *k, kir_val a, int64_t b) { return kir_binary(k, KIR_MOD, a, kir_idx(k, b)); }
+
+/* out[n, c, h, w] = in[n, ch, h / b, w / b] where the channel ch holds the
+ * block offset (h % b, w % b) before (DCR) or after (CRD) c. */
+kir_val elem_DepthToSpace(lower_ctx *c, int out, const kir_val *idx)
+{
+    kir_kernel *k = c->k;
+    int64_t b = ir_attr_int(c->n, "blocksize", 1), oc = out_shape(c, out)->dim[1];
+    kir_val off = kir_add(k, kir_mul(k, imod(k, idx[2], b), kir_idx(k, b)), imod(k, idx[3], b));
+    kir_val ch = ir_attr_string(c->n, "mode", "DCR")[0] == 'C'
+                     ? kir_add(k, kir_mul(k, idx[1], kir_idx(k, b * b)), off)
+                     : kir_add(k, kir_mul(k, off, kir_idx(k, oc)), idx[1]);
+    kir_val in_idx[4] = {idx[0], ch, idiv(k, idx[2], b), idiv(k, idx[3], b)};
+    return lower_load(c, 0, in_idx);
+}
+
+/* The inverse of DCR DepthToSpace. */
+kir_val elem_SpaceToDepth(lower_ctx *c, int out, const kir_val *idx)
+{
+    (void)out;
+    kir_kernel *k = c->k;
+    int64_t b = ir_attr_int(c->n, "blocksize", 1), ic = in_shape(c, 0)->dim[1];
+    kir_val blk = idiv(k, idx[1], ic);
+    kir_val in_idx[4] = {idx[0], imod(k, idx[1], ic),
+                         kir_add(k, kir_mul(k, idx[2], kir_idx(k, b)), idiv(k, blk, b)),
+                         kir_add(k, kir_mul(k, idx[3], kir_idx(k, b)), imod(k, blk, b))};
+    return lower_load(c, 0, in_idx);
+}
+
+/* Keep x[..., i, j] where j - i >= k (upper) or j - i <= k (lower), else 0. */
+kir_val elem_Trilu(lower_ctx *c, int out, const kir_val *idx)
+{
+    kir_kernel *k = c->k;
+    int r = out_shape(c, out)->rank;
+    const ir_tensor *kt = ir_in(c->g, c->n, 1);
+    int64_t kk = kt ? ir_const_int(kt, 0) : 0;
+    kir_val diff = kir_binary(k, KIR_SUB, idx[r - 1], idx[r - 2]);
+    bool upper = ir_attr_int(c->n, "upper", 1) != 0;
+    kir_val keep = kir_binary(k, upper ? KIR_GE : KIR_LE, diff, kir_idx(k, kk));
+    return kir_select(k, keep, lower_load(c, 0, idx), kir_const_i(k, out_type(c, out), 0));
+}
+
 kir_val elem_Range(lower_ctx *c, int out, const kir_val *idx)
 {
     kir_kernel *k = c->k;
