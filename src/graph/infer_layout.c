@@ -412,20 +412,6 @@ smelt_status infer_DepthToSpace(ir_graph *g, int node)
     return infer_set_out(g, n, 0, x->dtype, &s);
 }
 
-smelt_status infer_Trilu(ir_graph *g, int node)
-{
-    const ir_node *n = &g->nodes[node];
-    TRY(infer_check_dtypes(g, n));
-    const ir_tensor *x = ir_in(g, n, 0);
-    if (x->shape.rank < 2) return ir_node_fail(n, SMELT_ERR_SHAPE, "input must have rank >= 2, got %d", x->shape.rank);
-    smelt_status st = SMELT_OK;
-    const ir_tensor *k = infer_value_input(g, n, 1, "k", &st);
-    if (st) return st;
-    if (k && (ir_tensor_numel(k) != 1 || !infer_is_int(k->dtype)))
-        return ir_node_fail(n, SMELT_ERR_SHAPE, "input '%s' (k) must be an integer scalar", k->name);
-    return infer_set_out(g, n, 0, x->dtype, &x->shape);
-}
-
 smelt_status infer_Range(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];

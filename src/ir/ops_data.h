@@ -50,7 +50,6 @@ smelt_status infer_Slice(struct ir_graph *g, int node);
 smelt_status infer_Gather(struct ir_graph *g, int node);
 smelt_status infer_GatherElements(struct ir_graph *g, int node);
 smelt_status infer_DepthToSpace(struct ir_graph *g, int node); /* also SpaceToDepth */
-smelt_status infer_Trilu(struct ir_graph *g, int node);
 smelt_status infer_Where(struct ir_graph *g, int node);
 smelt_status infer_Range(struct ir_graph *g, int node);
 smelt_status infer_Tile(struct ir_graph *g, int node);
@@ -104,7 +103,6 @@ kir_val elem_Gather(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_GatherElements(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_DepthToSpace(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_SpaceToDepth(struct lower_ctx *c, int out, const kir_val *idx);
-kir_val elem_Trilu(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_Range(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_Tile(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_Pad(struct lower_ctx *c, int out, const kir_val *idx);
@@ -132,7 +130,6 @@ kir_val elem_Dropout(struct lower_ctx *c, int out, const kir_val *idx);
     X(GatherElements, INJECTIVE,   2, 2,  1, 1,  0x0,  infer_GatherElements,  OP_NONE,                elem_GatherElements, OP_NONE) \
     X(DepthToSpace,   INJECTIVE,   1, 1,  1, 1,  0x0,  infer_DepthToSpace,    OP_NONE,                elem_DepthToSpace,   OP_NONE) \
     X(SpaceToDepth,   INJECTIVE,   1, 1,  1, 1,  0x0,  infer_DepthToSpace,    OP_NONE,                elem_SpaceToDepth,   OP_NONE) \
-    X(Trilu,          INJECTIVE,   1, 2,  1, 1,  0x2,  infer_Trilu,           OP_NONE,                elem_Trilu,          OP_NONE) \
     X(Where,          BROADCAST,   3, 3,  1, 1,  0x0,  infer_Where,          scalar_Where,           OP_NONE,             OP_NONE) \
     X(Range,          INJECTIVE,   3, 3,  1, 1,  0x7,  infer_Range,          OP_NONE,                elem_Range,          OP_NONE) \
     X(Tile,           INJECTIVE,   2, 2,  1, 1,  0x2,  infer_Tile,           OP_NONE,                elem_Tile,           OP_NONE) \

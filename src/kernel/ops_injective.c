@@ -174,19 +174,6 @@ kir_val elem_SpaceToDepth(lower_ctx *c, int out, const kir_val *idx)
     return lower_load(c, 0, in_idx);
 }
 
-/* Keep x[..., i, j] where j - i >= k (upper) or j - i <= k (lower), else 0. */
-kir_val elem_Trilu(lower_ctx *c, int out, const kir_val *idx)
-{
-    kir_kernel *k = c->k;
-    int r = out_shape(c, out)->rank;
-    const ir_tensor *kt = ir_in(c->g, c->n, 1);
-    int64_t kk = kt ? ir_const_int(kt, 0) : 0;
-    kir_val diff = kir_binary(k, KIR_SUB, idx[r - 1], idx[r - 2]);
-    bool upper = ir_attr_int(c->n, "upper", 1) != 0;
-    kir_val keep = kir_binary(k, upper ? KIR_GE : KIR_LE, diff, kir_idx(k, kk));
-    return kir_select(k, keep, lower_load(c, 0, idx), kir_const_i(k, out_type(c, out), 0));
-}
-
 kir_val elem_Range(lower_ctx *c, int out, const kir_val *idx)
 {
     kir_kernel *k = c->k;
