@@ -378,6 +378,39 @@ smelt_status infer_GatherElements(ir_graph *g, int node)
     return infer_set_out(g, n, 0, x->dtype, &ind->shape);
 }
 
+smelt_status infer_GatherND(ir_graph *g, int node)
+{
+    char b1[160], b2[160];
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0), *ind = ir_in(g, n, 1);
+    if (ind->dtype != SMELT_I64 && ind->dtype != SMELT_I32)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "indices '%s' must be int32 or int64, got %s", ind->name, infer_dtype_str(ind->dtype));
+    int r = x->shape.rank, q = ind->shape.rank;
+    int64_t b = ir_attr_int(n, "batch_dims", 0);
+    if (q < 1 || r < 1) return ir_node_fail(n, SMELT_ERR_SHAPE, "data and indices must have rank >= 1");
+    if (b < 0 || b >= q || b >= r)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "batch_dims %lld must be below the ranks of data (%d) and indices (%d)",
+                            (long long)b, r, q);
+    int64_t k = ind->shape.dim[q - 1];
+    if (k < 1 || k > r - b)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "the last dim of indices %s must be in 1..%lld for data %s",
+                            infer_shp(&ind->shape, b1), (long long)(r - b), infer_shp(&x->shape, b2));
+    for (int d = 0; d < b; d++)
+        if (ind->shape.dim[d] != x->shape.dim[d])
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "batch dims of indices %s and data %s differ",
+                                infer_shp(&ind->shape, b1), infer_shp(&x->shape, b2));
+    ir_shape s = {.rank = (int)(q - 1 + r - b - k)};
+    if (s.rank > IR_MAX_RANK)
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "output rank %d exceeds the maximum %d", s.rank, IR_MAX_RANK);
+    for (int d = 0; d < q - 1; d++) s.dim[d] = ind->shape.dim[d];
+    for (int d = (int)(b + k); d < r; d++) s.dim[q - 1 + d - b - k] = x->shape.dim[d];
+    for (int d = (int)b; d < b + k; d++)
+        if (x->shape.dim[d] == 0 && ir_shape_numel(&s) > 0)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "cannot gather from axis %d of size 0", d);
+    return infer_set_out(g, n, 0, x->dtype, &s);
+}
+
 smelt_status infer_DepthToSpace(ir_graph *g, int node)
 {
     char b[160];

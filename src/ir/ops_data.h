@@ -49,6 +49,7 @@ smelt_status infer_Split(struct ir_graph *g, int node);
 smelt_status infer_Slice(struct ir_graph *g, int node);
 smelt_status infer_Gather(struct ir_graph *g, int node);
 smelt_status infer_GatherElements(struct ir_graph *g, int node);
+smelt_status infer_GatherND(struct ir_graph *g, int node);
 smelt_status infer_DepthToSpace(struct ir_graph *g, int node); /* also SpaceToDepth */
 smelt_status infer_Where(struct ir_graph *g, int node);
 smelt_status infer_Range(struct ir_graph *g, int node);
@@ -101,6 +102,7 @@ kir_val elem_Split(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_Slice(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_Gather(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_GatherElements(struct lower_ctx *c, int out, const kir_val *idx);
+kir_val elem_GatherND(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_DepthToSpace(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_SpaceToDepth(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_Range(struct lower_ctx *c, int out, const kir_val *idx);
@@ -128,6 +130,7 @@ kir_val elem_Dropout(struct lower_ctx *c, int out, const kir_val *idx);
     X(Slice,          INJECTIVE,   1, 5,  1, 1,  0x1e, infer_Slice,          OP_NONE,                elem_Slice,          OP_NONE) \
     X(Gather,         INJECTIVE,   2, 2,  1, 1,  0x0,  infer_Gather,         OP_NONE,                elem_Gather,         OP_NONE) \
     X(GatherElements, INJECTIVE,   2, 2,  1, 1,  0x0,  infer_GatherElements,  OP_NONE,                elem_GatherElements, OP_NONE) \
+    X(GatherND,       INJECTIVE,   2, 2,  1, 1,  0x0,  infer_GatherND,        OP_NONE,                elem_GatherND,       OP_NONE) \
     X(DepthToSpace,   INJECTIVE,   1, 1,  1, 1,  0x0,  infer_DepthToSpace,    OP_NONE,                elem_DepthToSpace,   OP_NONE) \
     X(SpaceToDepth,   INJECTIVE,   1, 1,  1, 1,  0x0,  infer_DepthToSpace,    OP_NONE,                elem_SpaceToDepth,   OP_NONE) \
     X(Where,          BROADCAST,   3, 3,  1, 1,  0x0,  infer_Where,          scalar_Where,           OP_NONE,             OP_NONE) \

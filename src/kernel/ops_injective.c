@@ -144,6 +144,29 @@ kir_val elem_GatherElements(lower_ctx *c, int out, const kir_val *idx)
     return lower_load(c, 0, in_idx);
 }
 
+/* out[i.., j..] = data[batch.., indices[i.., 0..k), j..]: the leading output
+ * dims walk the indices, each gathered coordinate wrapped and clamped. */
+kir_val elem_GatherND(lower_ctx *c, int out, const kir_val *idx)
+{
+    (void)out;
+    kir_kernel *k = c->k;
+    const ir_shape *xs = in_shape(c, 0), *is = in_shape(c, 1);
+    int r = xs->rank, q = is->rank, b = (int)ir_attr_int(c->n, "batch_dims", 0);
+    int kk = (int)is->dim[q - 1];
+    kir_val ind_idx[IR_MAX_RANK], in_idx[IR_MAX_RANK];
+    for (int d = 0; d < q - 1; d++) ind_idx[d] = idx[d];
+    for (int d = 0; d < b; d++) in_idx[d] = idx[d];
+    for (int j = 0; j < kk; j++) {
+        ind_idx[q - 1] = kir_idx(k, j);
+        int64_t dim = xs->dim[b + j];
+        kir_val v = kir_cast(k, SMELT_I64, lower_load(c, 1, ind_idx));
+        v = kir_select(k, kir_binary(k, KIR_LT, v, kir_idx(k, 0)), kir_add(k, v, kir_idx(k, dim)), v);
+        in_idx[b + j] = lower_clamp(k, v, dim);
+    }
+    for (int d = b + kk; d < r; d++) in_idx[d] = idx[q - 1 + d - b - kk];
+    return lower_load(c, 0, in_idx);
+}
+
 static kir_val idiv(kir_kernel *k, kir_val a, int64_t b) { return kir_binary(k, KIR_DIV, a, kir_idx(k, b)); }
 static kir_val imod(kir_kernel *k, kir_val a, int64_t b) { return kir_binary(k, KIR_MOD, a, kir_idx(k, b)); }
 
