@@ -54,11 +54,6 @@ typedef smelt_status (*op_lower_fn)(struct lower_ctx *c);
 
 #define OP_NONE 0
 
-/* Op functions are declared weak while the table is being filled in, so a
- * row whose function is not written yet links as NULL and the compiler
- * reports the op as unimplemented instead of failing the build. */
-#define OP_FN __attribute__((weak))
-
 #include "ir/ops_compute.h"
 #include "ir/ops_data.h"
 
