@@ -28,7 +28,7 @@ all: $(BUILD)/libsmelt.a $(BUILD)/libsmelt.so $(BUILD)/smelt
 deps:
 	@scripts/deps.sh
 
-$(GEN_C) $(GEN_H): $(PROTO_SRC)
+$(GEN_C) $(GEN_H) &: $(PROTO_SRC)
 	@test -n "$(PROTO_SRC)" || { echo "onnx.proto not found: run scripts/deps.sh (libonnx-dev)"; exit 1; }
 	@mkdir -p $(BUILD)/gen
 	protoc-c --c_out=$(BUILD)/gen -I$(dir $(PROTO_SRC)).. onnx/onnx.proto

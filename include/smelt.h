@@ -164,7 +164,18 @@ smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tenso
 int smelt_program_output_count(const smelt_program *p);
 smelt_status smelt_program_output(const smelt_program *p, int i, smelt_tensor *out);
 
-/* What `smelt compile --emit KIND` prints: "ir", "regions", "c", "plan", ... */
+/* ---- tensor files -------------------------------------------------------- */
+
+/* Read a .npy file or a serialized ONNX TensorProto (.pb), chosen by content.
+ * out->data (and out->name, which may be NULL) are owned by the caller: free
+ * them with smelt_tensor_free. */
+smelt_status smelt_tensor_load(const char *path, smelt_tensor *out);
+/* Write t as .pb when path ends in ".pb", else as .npy; never leaves a partial file. */
+smelt_status smelt_tensor_save(const char *path, const smelt_tensor *t);
+void smelt_tensor_free(smelt_tensor *t);
+
+/* Text of one stage for `smelt compile --emit KIND` and `smelt info`: "ir",
+ * "regions", "kir", "c", "plan", "info". Free *text with smelt_free. */
 smelt_status smelt_program_dump(const smelt_program *p, const char *what, char **text);
 /* Free a string returned by smelt. */
 void smelt_free(void *ptr);

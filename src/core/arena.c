@@ -81,6 +81,6 @@ char *arena_strdup(arena *a, const char *s)
 void *arena_memdup(arena *a, const void *p, size_t size)
 {
     void *d = arena_alloc(a, size);
-    if (d && size) memcpy(d, p, size);
+    if (d && size && p) memcpy(d, p, size);
     return d;
 }

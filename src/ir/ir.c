@@ -107,9 +107,11 @@ int ir_node_add(ir_graph *g, const char *name, op_id op, int n_in, const int *in
     n->op = op;
     n->n_in = n_in;
     n->n_out = n_out;
-    n->in = arena_memdup(&g->arena, in, sizeof(int) * (size_t)(n_in ? n_in : 1));
-    n->out = arena_memdup(&g->arena, out, sizeof(int) * (size_t)(n_out ? n_out : 1));
+    n->in = arena_alloc(&g->arena, sizeof(int) * (size_t)(n_in ? n_in : 1));
+    n->out = arena_alloc(&g->arena, sizeof(int) * (size_t)(n_out ? n_out : 1));
     if (!n->name || !n->in || !n->out) return -1;
+    if (n_in) memcpy(n->in, in, sizeof(int) * (size_t)n_in);
+    if (n_out) memcpy(n->out, out, sizeof(int) * (size_t)n_out);
     for (int i = 0; i < n_out; i++)
         if (out[i] >= 0) g->tensors[out[i]].producer = g->n_nodes;
     return g->n_nodes++;

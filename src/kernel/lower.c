@@ -201,7 +201,11 @@ void lower_parallel_for(lower_ctx *c, const ir_shape *shape, int64_t work_per_el
         return;
     }
     int64_t inner = shape->dim[r - 1];
-    int64_t outer = inner ? numel / inner : 0;
+    if (numel == 0) {
+        lower_kernel_begin(c, 0); /* nothing to compute: an empty tensor */
+        return;
+    }
+    int64_t outer = numel / inner;
     int64_t per_row = inner * (work_per_elem > 0 ? work_per_elem : 1);
     int64_t rows = per_row >= LOWER_WG_WORK ? 1 : (LOWER_WG_WORK + per_row - 1) / per_row;
     if (rows > outer) rows = outer > 0 ? outer : 1;

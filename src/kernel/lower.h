@@ -71,8 +71,6 @@ void lower_scratch_store(lower_ctx *c, int scratch, kir_val linear, kir_val v);
  * or element function. */
 smelt_status lower_elementwise(lower_ctx *c);
 
-#endif
-
 /* ---- the driver's side ---------------------------------------------------- */
 
 /* All kernels lowered for a graph, in execution order. Scratch buffers are
@@ -92,3 +90,5 @@ void lower_program_free(lower_program *p);
 
 /* Lower node `node` of g, appending its kernels to p; each is verified. */
 smelt_status lower_node(lower_program *p, const ir_graph *g, int node);
+
+#endif

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Every test of smelt, after the build (`make test` runs the build, then this). Stages:
+#   unit         build/unit_tests                       (its `unit: N passed, M failed` counts)
+#   unit-asan    the unit tests built and run under ASan + UBSan in build-asan/
+#   embed        examples/embed on the digits model; its accuracy line must equal
+#                examples/digits_expected.txt
+#   models       scripts/venv.sh, tests/models/build_models.py, then `smelt check` on each model,
+#                fused and --no-fuse (one test each)
+#   conformance  scripts/conformance.py over the ONNX backend node tests; each test in
+#                tests/conformance/must_pass.txt counts as one test
+# A failing stage does not stop the others. The last line is `N passed, M failed` over all
+# stages; the exit status is 1 when M > 0.
+#
+# Environment: BUILD (default build), SMELT_TEST_JOBS (parallel jobs, default: online cores),
+# SMELT_CONFORMANCE_BUDGET (seconds for the conformance stage, default 2400).
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+build="${BUILD:-build}"
+jobs="${SMELT_TEST_JOBS:-$(nproc)}"
+smelt="$build/smelt"
+py="$root/.venv/bin/python"
+
+passed=0 failed=0
+summary=()
+stage_start() { echo; echo "== $1"; s_name="$1"; s_passed=0; s_failed=0; }
+ok() { s_passed=$((s_passed + ${1:-1})); }
+bad() { s_failed=$((s_failed + ${2:-1})); [ -n "$1" ] && echo "FAIL: $1"; }
+stage_end() {
+    passed=$((passed + s_passed)) failed=$((failed + s_failed))
+    summary+=("$(printf '%-12s %5d passed, %d failed' "$s_name" "$s_passed" "$s_failed")")
+}
+
+# Runs a unit-test binary and adds the counts of its `unit: N passed, M failed` line.
+run_unit() {
+    local out rc counts
+    out="$(timeout 900 "$@" 2>&1)"; rc=$?
+    printf '%s\n' "$out" | grep -v '^unit: ' | tail -n 50
+    counts="$(printf '%s\n' "$out" \
+              | sed -n 's/^unit: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' | tail -n 1)"
+    if [ -z "$counts" ]; then
+        bad "$* exited $rc without a summary line (crash or timeout)"
+        return
+    fi
+    echo "unit: ${counts% *} passed, ${counts#* } failed"
+    ok "${counts% *}"
+    s_failed=$((s_failed + ${counts#* }))
+    # A clean count with a non-zero exit is a sanitizer report or a crash after the summary.
+    [ "$rc" -ne 0 ] && [ "${counts#* }" -eq 0 ] && bad "$* exited $rc after all tests passed"
+    return 0
+}
+
+# ---- unit -----------------------------------------------------------------------------------
+stage_start unit
+if [ -x "$build/unit_tests" ]; then
+    run_unit "$build/unit_tests"
+else
+    bad "$build/unit_tests not built"
+fi
+stage_end
+
+# ---- unit under sanitizers --------------------------------------------------------------------
+stage_start unit-asan
+mkdir -p build-asan
+# The parent make's flags (jobserver, variables) are not meant for this separate build.
+if env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -j"$jobs" BUILD=build-asan \
+        CC="cc -fsanitize=address,undefined -fno-omit-frame-pointer" OPT="-O1 -g" \
+        build-asan/unit_tests > build-asan/build.log 2>&1; then
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        run_unit build-asan/unit_tests
+else
+    tail -n 30 build-asan/build.log
+    bad "sanitizer build failed (build-asan/build.log)"
+fi
+stage_end
+
+# ---- embed example ----------------------------------------------------------------------------
+stage_start embed
+expected="$(cat examples/digits_expected.txt)"
+if [ -x "$build/embed" ]; then
+    got="$(timeout 600 "$build/embed" examples/digits_mlp.onnx examples/digits_test.npy \
+           examples/digits_test_labels.npy)"; rc=$?
+    echo "embed: $got (expected: $expected)"
+    if [ "$rc" -eq 0 ] && [ "$got" = "$expected" ]; then ok; else bad "embed exited $rc"; fi
+else
+    bad "$build/embed not built"
+fi
+stage_end
+
+# ---- model tests ------------------------------------------------------------------------------
+stage_start models
+venv_ok=1
+scripts/venv.sh || { venv_ok=0; bad "scripts/venv.sh failed"; }
+if [ "$venv_ok" -eq 1 ]; then
+    if "$py" tests/models/build_models.py "$build/models"; then
+        for dir in "$build"/models/*/; do
+            dir="${dir%/}"
+            for extra in "" "--no-fuse"; do
+                name="$(basename "$dir")${extra:+ $extra}"
+                out="$(timeout 300 "$smelt" check "$dir" $extra 2>&1)"; rc=$?
+                printf '%s\n' "$out" | sed "s|^|$name: |"
+                if [ "$rc" -eq 0 ]; then ok; else bad "$name (exit $rc)"; fi
+            done
+        done
+    else
+        bad "tests/models/build_models.py failed"
+    fi
+fi
+stage_end
+
+# ---- conformance ------------------------------------------------------------------------------
+stage_start conformance
+if [ "$venv_ok" -eq 1 ]; then
+    out="$("$py" scripts/conformance.py --quiet --jobs "$jobs" --smelt "$smelt" \
+           --results "$build/conformance/results.txt" \
+           --budget "${SMELT_CONFORMANCE_BUDGET:-2400}" 2>&1)"; rc=$?
+    printf '%s\n' "$out"
+    counts="$(printf '%s\n' "$out" \
+              | sed -n 's/^must-pass: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p')"
+    if [ -n "$counts" ]; then
+        ok "${counts% *}"
+        s_failed=$((s_failed + ${counts#* }))
+    else
+        bad "scripts/conformance.py exited $rc without a verdict"
+    fi
+else
+    bad "not run: no venv"
+fi
+stage_end
+
+echo
+echo "== summary"
+printf '%s\n' "${summary[@]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

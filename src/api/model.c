@@ -1,0 +1,146 @@
+/*
+ * model.c — the model half of the public API: loading, describing, dumping,
+ * and tensor files.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/program.h"
+#include "onnx/onnx.h"
+
+static smelt_status wrap_model(ir_graph *g, smelt_model **out)
+{
+    smelt_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        ir_graph_free(g);
+        return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+    }
+    m->g = g;
+    *out = m;
+    return SMELT_OK;
+}
+
+smelt_status smelt_model_load_file(const char *path, smelt_model **out)
+{
+    ir_graph *g = NULL;
+    *out = NULL;
+    if (!path) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_model_load_file: no path");
+    TRY(onnx_load_file(path, &g));
+    return wrap_model(g, out);
+}
+
+smelt_status smelt_model_load_memory(const void *data, size_t size, const char *base_dir, smelt_model **out)
+{
+    ir_graph *g = NULL;
+    *out = NULL;
+    if (!data) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_model_load_memory: no data");
+    TRY(onnx_load_memory(data, size, base_dir, &g));
+    return wrap_model(g, out);
+}
+
+void smelt_model_free(smelt_model *m)
+{
+    if (!m) return;
+    ir_graph_free(m->g);
+    free(m);
+}
+
+int smelt_model_input_count(const smelt_model *m) { return m ? m->g->n_inputs : 0; }
+int smelt_model_output_count(const smelt_model *m) { return m ? m->g->n_outputs : 0; }
+
+static void fill_info(const ir_tensor *t, smelt_value_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->name = t->name;
+    out->dtype = t->dtype;
+    out->rank = t->shape.rank;
+    for (int d = 0; d < t->shape.rank; d++) {
+        out->shape[d] = t->shape.dim[d];
+        out->dim_names[d] = t->dim_param[d];
+    }
+}
+
+smelt_status smelt_model_input_info(const smelt_model *m, int i, smelt_value_info *out)
+{
+    if (!m || i < 0 || i >= m->g->n_inputs) return diag_fail(SMELT_ERR_INVALID_ARG, "no input %d", i);
+    fill_info(&m->g->tensors[m->g->inputs[i]], out);
+    return SMELT_OK;
+}
+
+smelt_status smelt_model_output_info(const smelt_model *m, int i, smelt_value_info *out)
+{
+    if (!m || i < 0 || i >= m->g->n_outputs) return diag_fail(SMELT_ERR_INVALID_ARG, "no output %d", i);
+    fill_info(&m->g->tensors[m->g->outputs[i]], out);
+    return SMELT_OK;
+}
+
+void smelt_free(void *ptr) { free(ptr); }
+
+smelt_status smelt_tensor_load(const char *path, smelt_tensor *out)
+{
+    if (!path || !out) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_tensor_load: no path");
+    return tensor_file_read(path, out);
+}
+
+smelt_status smelt_tensor_save(const char *path, const smelt_tensor *t)
+{
+    if (!path || !t) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_tensor_save: no path");
+    size_t n = strlen(path);
+    if (n > 3 && strcmp(path + n - 3, ".pb") == 0) return tensor_file_write_pb(path, t);
+    return tensor_file_write_npy(path, t);
+}
+
+void smelt_tensor_free(smelt_tensor *t)
+{
+    if (t) tensor_file_free(t);
+}
+
+smelt_status smelt_program_dump(const smelt_program *p, const char *what, char **text)
+{
+    *text = NULL;
+    if (!p || !what) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_dump: nothing to dump");
+    if (strcmp(what, "c") == 0) {
+        *text = strdup(p->source);
+        return *text ? SMELT_OK : diag_fail(SMELT_ERR_NOMEM, "out of memory");
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+    smelt_status st = SMELT_OK;
+    if (strcmp(what, "ir") == 0) {
+        ir_dump(p->g, f);
+    } else if (strcmp(what, "kir") == 0) {
+        for (int i = 0; i < p->lp.n_kernels; i++) kir_dump(p->lp.kernels[i], f);
+    } else if (strcmp(what, "plan") == 0) {
+        plan_dump(p->g, &p->plan, f);
+    } else if (strcmp(what, "regions") == 0) {
+        for (int i = 0; i < p->lp.n_kernels; i++) {
+            const kir_kernel *k = p->lp.kernels[i];
+            const ir_node *n = &p->g->nodes[p->lp.kernel_node[i]];
+            fprintf(f, "region %d: root %s '%s' (%s), %lld workgroups\n", i, op_get(n->op)->name, n->name,
+                    op_kind_name(op_get(n->op)->kind), (long long)k->n_workgroups);
+        }
+    } else if (strcmp(what, "info") == 0) {
+        int64_t weights = p->plan.weight_bytes;
+        fprintf(f, "nodes:        %d\nkernels:      %d\nweights:      %lld bytes\narena:        %lld bytes (planned peak)\n"
+                   "unplanned:    %lld bytes (sum of all intermediates)\nbytes moved:  %lld per run\n",
+                p->g->n_nodes, p->lp.n_kernels, (long long)weights, (long long)p->plan.arena_bytes,
+                (long long)p->plan.total_bytes, (long long)p->stats.bytes_moved);
+        int counts[OP_COUNT] = {0};
+        for (int i = 0; i < p->g->n_nodes; i++) counts[p->g->nodes[i].op]++;
+        fprintf(f, "ops:");
+        for (int o = 0; o < OP_COUNT; o++)
+            if (counts[o]) fprintf(f, " %s=%d", op_get((op_id)o)->name, counts[o]);
+        fprintf(f, "\n");
+    } else {
+        st = diag_fail(SMELT_ERR_INVALID_ARG, "unknown dump '%s' (ir, regions, kir, c, plan, info)", what);
+    }
+    fclose(f);
+    if (st) {
+        free(buf);
+        return st;
+    }
+    *text = buf;
+    return SMELT_OK;
+}

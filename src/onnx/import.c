@@ -1,0 +1,653 @@
+/* import.c — ModelProto → ir_graph: opsets, inputs, initializers, nodes, attributes, functions. */
+#include "onnx/onnx.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/hash.h"
+#include "onnx/onnx.pb-c.h"
+
+#define FUNCTION_DEPTH_MAX 16
+#define MESSAGE_DEPTH_MAX 100
+#define INLINED_NODES_MAX (1 << 20)
+#define OMITTED (-2) /* scope value of a function input the call site left out */
+/* FunctionProto fields newer than the onnx.proto we compile against. */
+#define FUNCTION_FIELD_ATTRIBUTE_PROTO 11
+
+/* An attribute as a node sees it: its own name, the value after resolving
+ * ref_attr_name against the enclosing function call. */
+typedef struct rattr {
+    const char *name;
+    const Onnx__AttributeProto *a;
+} rattr;
+
+typedef struct importer {
+    ir_graph *g;
+    const Onnx__ModelProto *m;
+    const char *base_dir;
+    strmap names; /* every tensor name in use, so inlined tensors get fresh ones */
+    int n_inlined; /* nodes taken from function bodies, bounded against blow-up */
+} importer;
+
+/* Names visible to the nodes of the main graph or of one inlined call. */
+typedef struct scope {
+    strmap map;               /* name → tensor, or OMITTED */
+    const char *prefix;       /* "" in the main graph, "call/" inside a call */
+    int depth;
+    const Onnx__FunctionProto *fn; /* NULL in the main graph */
+    const int *out_bound;     /* fn->output[k] → the call site's tensor, or -1 */
+    const rattr *call_attr;   /* the call site's attributes */
+    int n_call_attr;
+    Onnx__AttributeProto **defaults; /* fn's attribute_proto */
+    int n_defaults;
+} scope;
+
+static const char *str(const char *s) { return s ? s : ""; }
+
+static bool is_default_domain(const char *d) { return !*str(d) || strcmp(d, "ai.onnx") == 0; }
+
+static smelt_status node_fail(const char *node, const char *op, smelt_status st, const char *fmt, ...)
+    DIAG_PRINTF(4, 5);
+static smelt_status node_fail(const char *node, const char *op, smelt_status st, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return diag_fail(st, "node '%s' (%s): %s", node, op, msg);
+}
+
+static smelt_status oom(void) { return diag_fail(SMELT_ERR_NOMEM, "out of memory importing the model"); }
+
+/* ---- tensors ------------------------------------------------------------- */
+
+/* A fresh tensor named `name`; with `uniquify`, "#2", "#3"... is appended when
+ * the name is taken. Returns the index or -1 (out of memory). */
+static int tensor_new(importer *im, const char *name, bool uniquify)
+{
+    char *buf = NULL;
+    if (uniquify && *name && strmap_get(&im->names, name) != -1) {
+        size_t cap = strlen(name) + 16;
+        if (!(buf = malloc(cap))) return -1;
+        for (int k = 2;; k++) {
+            snprintf(buf, cap, "%s#%d", name, k);
+            if (strmap_get(&im->names, buf) == -1) break;
+        }
+        name = buf;
+    }
+    int t = ir_tensor_add(im->g, name, SMELT_UNDEFINED, NULL);
+    free(buf);
+    if (t < 0) return -1;
+    if (*name && !strmap_put(&im->names, im->g->tensors[t].name, t)) return -1;
+    return t;
+}
+
+/* Decode `tp` into tensor t (dtype, shape and data). */
+static smelt_status tensor_decode(importer *im, int t, const Onnx__TensorProto *tp, const char *what)
+{
+    smelt_dtype dt;
+    ir_shape shape;
+    TRY(onnx_tensor_header(tp, im->base_dir, what, &dt, &shape));
+    int64_t numel, bytes = onnx_tensor_bytes(dt, &shape, &numel);
+    ir_tensor *x = &im->g->tensors[t];
+    x->dtype = dt;
+    x->shape = shape;
+    if (!ir_tensor_alloc_data(im->g, t)) return oom();
+    return onnx_tensor_fill(tp, im->base_dir, what, dt, numel, x->data, (size_t)bytes);
+}
+
+/* A constant tensor holding a copy of `n` elements of `dt` (a scalar if rank 0). */
+static smelt_status tensor_set_const(importer *im, int t, smelt_dtype dt, int rank, size_t n, const void *vals)
+{
+    ir_tensor *x = &im->g->tensors[t];
+    x->dtype = dt;
+    x->shape = (ir_shape){.rank = rank, .dim = {(int64_t)n}};
+    if (!ir_tensor_alloc_data(im->g, t)) return oom();
+    if (n) memcpy(x->data, vals, n * smelt_dtype_size(dt));
+    return SMELT_OK;
+}
+
+/* ---- scopes -------------------------------------------------------------- */
+
+static smelt_status scope_bind(scope *sc, const char *name, int t)
+{
+    return strmap_put(&sc->map, name, t) ? SMELT_OK : oom();
+}
+
+/* The tensor a node input names: -1 for "" or an omitted function input. */
+static smelt_status input_resolve(scope *sc, const char *node, const char *op, const char *name, int *t)
+{
+    *t = -1;
+    if (!*str(name)) return SMELT_OK;
+    int v = strmap_get(&sc->map, name);
+    if (v == -1)
+        return node_fail(node, op, SMELT_ERR_MODEL, "input '%s' is not defined by any earlier node, input or initializer",
+                         name);
+    *t = v == OMITTED ? -1 : v;
+    return SMELT_OK;
+}
+
+/* The tensor a node output names: fresh, or the call site's for a function output. */
+static smelt_status output_define(importer *im, scope *sc, const char *node, const char *op, const char *name, int *t)
+{
+    if (!*str(name)) {
+        *t = tensor_new(im, "", false);
+        return *t < 0 ? oom() : SMELT_OK;
+    }
+    if (strmap_get(&sc->map, name) != -1)
+        return node_fail(node, op, SMELT_ERR_MODEL, "output '%s' is already defined", name);
+    *t = -1;
+    for (size_t k = 0; sc->fn && k < sc->fn->n_output; k++)
+        if (strcmp(str(sc->fn->output[k]), name) == 0) *t = sc->out_bound[k];
+    if (*t < 0) {
+        size_t cap = strlen(sc->prefix) + strlen(name) + 1;
+        char *full = malloc(cap);
+        if (!full) return oom();
+        snprintf(full, cap, "%s%s", sc->prefix, name);
+        *t = tensor_new(im, full, sc->fn != NULL);
+        free(full);
+        if (*t < 0) return oom();
+    }
+    return scope_bind(sc, name, *t);
+}
+
+/* ---- attributes ---------------------------------------------------------- */
+
+/* The type of `a`, inferred from the fields set when an old model omits it. */
+static int attr_type(const Onnx__AttributeProto *a)
+{
+    if (a->has_type && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED) return a->type;
+    if (a->has_f) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    if (a->has_i) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    if (a->has_s) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+    if (a->t) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+    if (a->n_floats) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+    if (a->n_ints) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    if (a->n_strings) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
+    return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED;
+}
+
+static char *bytes_str(arena *ar, ProtobufCBinaryData b)
+{
+    char *s = arena_alloc(ar, b.len + 1);
+    if (s && b.len) memcpy(s, b.data, b.len);
+    return s;
+}
+
+/* Resolve the attributes of `np` in scope `sc` into a malloc'd array. */
+static smelt_status attrs_resolve(scope *sc, const Onnx__NodeProto *np, const char *node, rattr **out, int *n)
+{
+    *n = 0;
+    *out = malloc(sizeof(rattr) * (np->n_attribute + 1));
+    if (!*out) return oom();
+    for (size_t i = 0; i < np->n_attribute; i++) {
+        const Onnx__AttributeProto *a = np->attribute[i];
+        const char *ref = str(a->ref_attr_name);
+        rattr r = {str(a->name), *ref ? NULL : a};
+        if (*ref && !sc->fn)
+            return node_fail(node, str(np->op_type), SMELT_ERR_MODEL,
+                             "attribute '%s' refers to '%s' outside a function", r.name, ref);
+        for (int k = 0; *ref && !r.a && k < sc->n_call_attr; k++)
+            if (strcmp(sc->call_attr[k].name, ref) == 0) r.a = sc->call_attr[k].a;
+        for (int k = 0; *ref && !r.a && k < sc->n_defaults; k++)
+            if (strcmp(str(sc->defaults[k]->name), ref) == 0) r.a = sc->defaults[k];
+        if (r.a) (*out)[(*n)++] = r; /* an unresolved reference means "absent" */
+    }
+    return SMELT_OK;
+}
+
+static smelt_status attr_convert(importer *im, const char *node, const char *op, const rattr *r, ir_attr *d)
+{
+    const Onnx__AttributeProto *a = r->a;
+    arena *ar = &im->g->arena;
+    memset(d, 0, sizeof *d);
+    if (a->n_floats > INT_MAX || a->n_ints > INT_MAX || a->n_strings > INT_MAX)
+        return node_fail(node, op, SMELT_ERR_MODEL, "attribute '%s' has too many elements", r->name);
+    d->name = r->name;
+    d->tensor = -1;
+    switch (attr_type(a)) {
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: d->type = IR_ATTR_FLOAT; d->f = a->f; break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: d->type = IR_ATTR_INT; d->i = a->i; break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
+        d->type = IR_ATTR_STRING;
+        if (!(d->s = bytes_str(ar, a->s))) return oom();
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
+        d->type = IR_ATTR_FLOATS;
+        d->n = (int)a->n_floats;
+        d->floats = a->floats;
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+        d->type = IR_ATTR_INTS;
+        d->n = (int)a->n_ints;
+        d->ints = a->ints;
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
+        d->type = IR_ATTR_STRINGS;
+        d->n = (int)a->n_strings;
+        if (!(d->strings = arena_alloc(ar, sizeof(char *) * (a->n_strings + 1)))) return oom();
+        for (size_t i = 0; i < a->n_strings; i++)
+            if (!(d->strings[i] = bytes_str(ar, a->strings[i]))) return oom();
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
+        if (!a->t) return node_fail(node, op, SMELT_ERR_MODEL, "attribute '%s' has no tensor", r->name);
+        char what[512];
+        snprintf(what, sizeof what, "%s/%s", node, r->name);
+        int t = tensor_new(im, what, true);
+        if (t < 0) return oom();
+        snprintf(what, sizeof what, "node '%s' (%s): attribute '%s'", node, op, r->name);
+        TRY(tensor_decode(im, t, a->t, what));
+        d->type = IR_ATTR_TENSOR;
+        d->tensor = t;
+        break;
+    }
+    default: d->type = IR_ATTR_OTHER; break;
+    }
+    return SMELT_OK;
+}
+
+/* ---- nodes --------------------------------------------------------------- */
+
+static smelt_status node_import(importer *im, scope *sc, const Onnx__NodeProto *np);
+
+/* A Constant node becomes the constant tensor it names; no node is added. */
+static smelt_status constant_import(importer *im, scope *sc, const Onnx__NodeProto *np, const char *node,
+                                    const rattr *attr, int n_attr)
+{
+    const char *op = "Constant";
+    if (np->n_output != 1 || np->n_input != 0)
+        return node_fail(node, op, SMELT_ERR_MODEL, "takes no inputs and one output, got %zu and %zu", np->n_input,
+                         np->n_output);
+    if (n_attr != 1)
+        return node_fail(node, op, SMELT_ERR_MODEL, "needs exactly one value attribute, got %d", n_attr);
+    const char *an = attr->name;
+    const Onnx__AttributeProto *a = attr->a;
+    int t;
+    TRY(output_define(im, sc, node, op, np->output[0], &t));
+    if (strcmp(an, "value") == 0 && a->t) {
+        char what[512];
+        snprintf(what, sizeof what, "node '%s' (Constant): attribute 'value'", node);
+        return tensor_decode(im, t, a->t, what);
+    }
+    if (strcmp(an, "value_float") == 0 && a->has_f) return tensor_set_const(im, t, SMELT_F32, 0, 1, &a->f);
+    if (strcmp(an, "value_int") == 0 && a->has_i) return tensor_set_const(im, t, SMELT_I64, 0, 1, &a->i);
+    if (strcmp(an, "value_floats") == 0) return tensor_set_const(im, t, SMELT_F32, 1, a->n_floats, a->floats);
+    if (strcmp(an, "value_ints") == 0) return tensor_set_const(im, t, SMELT_I64, 1, a->n_ints, a->ints);
+    if (!strcmp(an, "value_string") || !strcmp(an, "value_strings") || !strcmp(an, "sparse_value"))
+        return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "attribute '%s' is not supported (smelt holds no %s tensors)",
+                         an, an[0] == 's' ? "sparse" : "string");
+    return node_fail(node, op, SMELT_ERR_MODEL, "attribute '%s' is not a valid Constant value", an);
+}
+
+static const Onnx__FunctionProto *function_find(const Onnx__ModelProto *m, const char *domain, const char *name)
+{
+    for (size_t i = 0; i < m->n_functions; i++)
+        if (strcmp(str(m->functions[i]->domain), domain) == 0 && strcmp(str(m->functions[i]->name), name) == 0)
+            return m->functions[i];
+    return NULL;
+}
+
+static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    *v = 0;
+    for (int s = 0; s < 64 && *p < end; s += 7) {
+        uint8_t b = *(*p)++;
+        *v |= (uint64_t)(b & 0x7f) << s;
+        if (!(b & 0x80)) return true;
+    }
+    return false;
+}
+
+/* FunctionProto.attribute_proto (default attribute values) postdates the
+ * onnx.proto we build against, so protobuf-c keeps it as an unknown field. */
+static smelt_status function_defaults(const Onnx__FunctionProto *fn, const char *node, scope *sc)
+{
+    const ProtobufCMessage *base = &fn->base;
+    sc->defaults = calloc(base->n_unknown_fields + 1, sizeof *sc->defaults);
+    if (!sc->defaults) return oom();
+    for (unsigned i = 0; i < base->n_unknown_fields; i++) {
+        const ProtobufCMessageUnknownField *u = &base->unknown_fields[i];
+        if (u->tag != FUNCTION_FIELD_ATTRIBUTE_PROTO || u->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED) continue;
+        /* protobuf-c keeps the length prefix in an unknown field's data. */
+        const uint8_t *p = u->data;
+        uint64_t len;
+        Onnx__AttributeProto *a = NULL;
+        if (read_varint(&p, u->data + u->len, &len) && len == (uint64_t)(u->data + u->len - p))
+            a = onnx__attribute_proto__unpack(NULL, (size_t)len, p);
+        if (!a)
+            return node_fail(node, str(fn->name), SMELT_ERR_MODEL, "function '%s' has a malformed attribute default",
+                             str(fn->name));
+        sc->defaults[sc->n_defaults++] = a;
+    }
+    return SMELT_OK;
+}
+
+static smelt_status opsets_check(size_t n, Onnx__OperatorSetIdProto *const *ops, const char *where, int *opset)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!is_default_domain(ops[i]->domain)) continue;
+        int64_t v = ops[i]->has_version ? ops[i]->version : 0;
+        if (v < ONNX_OPSET_MIN || v > ONNX_OPSET_MAX)
+            return diag_fail(SMELT_ERR_UNSUPPORTED, "%s imports opset %lld of the default ONNX domain; smelt supports %d..%d",
+                             where, (long long)v, ONNX_OPSET_MIN, ONNX_OPSET_MAX);
+        if (opset) *opset = (int)v;
+        return SMELT_OK;
+    }
+    return SMELT_OK;
+}
+
+/* Inline a call to model-local function `fn`: its body's nodes join the graph,
+ * its tensors renamed under "<call>/", its formal inputs and outputs bound to
+ * the call site's tensors. */
+static smelt_status function_inline(importer *im, scope *outer, const Onnx__NodeProto *np, const char *node,
+                                    const Onnx__FunctionProto *fn, const rattr *attr, int n_attr)
+{
+    const char *op = str(np->op_type);
+    char where[600];
+    snprintf(where, sizeof where, "node '%s' (%s): function '%s'", node, op, str(fn->name));
+    if (outer->depth >= FUNCTION_DEPTH_MAX)
+        return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "functions nest deeper than %d (recursive?)",
+                         FUNCTION_DEPTH_MAX);
+    if (np->n_input > fn->n_input || np->n_output > fn->n_output)
+        return node_fail(node, op, SMELT_ERR_MODEL, "%zu inputs and %zu outputs, but function '%s' has %zu and %zu",
+                         np->n_input, np->n_output, str(fn->name), fn->n_input, fn->n_output);
+    TRY(opsets_check(fn->n_opset_import, fn->opset_import, where, NULL));
+
+    scope sc = {.depth = outer->depth + 1, .fn = fn, .call_attr = attr, .n_call_attr = n_attr};
+    strmap_init(&sc.map);
+    size_t plen = strlen(node) + 2; /* node already carries the outer prefix */
+    char *prefix = malloc(plen);
+    int *bound = malloc(sizeof(int) * (fn->n_output + 1));
+    smelt_status st = prefix && bound ? SMELT_OK : oom();
+    if (!st) {
+        snprintf(prefix, plen, "%s/", node);
+        sc.prefix = prefix;
+        sc.out_bound = bound;
+        st = function_defaults(fn, node, &sc);
+    }
+    for (size_t i = 0; !st && i < fn->n_input; i++) {
+        int t = -1;
+        if (i < np->n_input) st = input_resolve(outer, node, op, np->input[i], &t);
+        if (!st) st = scope_bind(&sc, str(fn->input[i]), t < 0 ? OMITTED : t);
+    }
+    for (size_t k = 0; !st && k < fn->n_output; k++) {
+        bound[k] = -1;
+        if (k < np->n_output && *str(np->output[k])) st = output_define(im, outer, node, op, np->output[k], &bound[k]);
+    }
+    for (size_t i = 0; !st && i < fn->n_node; i++) st = node_import(im, &sc, fn->node[i]);
+    /* An output the body never computes may name a function input or another output. */
+    for (size_t k = 0; !st && k < fn->n_output; k++) {
+        const ir_tensor *x = bound[k] >= 0 ? &im->g->tensors[bound[k]] : NULL;
+        if (!x || x->producer >= 0 || x->data) continue;
+        int src = strmap_get(&sc.map, str(fn->output[k]));
+        if (src < 0 || src == bound[k]) {
+            st = node_fail(node, op, SMELT_ERR_MODEL, "function '%s' never computes its output '%s'", str(fn->name),
+                           str(fn->output[k]));
+            break;
+        }
+        char name[600];
+        snprintf(name, sizeof name, "%sIdentity_%d", prefix, im->g->n_nodes);
+        if (ir_node_add(im->g, name, OP_Identity, 1, &src, 1, &bound[k]) < 0) st = oom();
+    }
+    for (int i = 0; i < sc.n_defaults; i++) onnx__attribute_proto__free_unpacked(sc.defaults[i], NULL);
+    free(sc.defaults);
+    strmap_free(&sc.map);
+    free(prefix);
+    free(bound);
+    return st;
+}
+
+static smelt_status op_node_import(importer *im, scope *sc, const Onnx__NodeProto *np, const char *node, op_id op,
+                                   const rattr *attr, int n_attr)
+{
+    const char *opn = str(np->op_type);
+    if (np->n_input > INT_MAX / 2 || np->n_output > INT_MAX / 2)
+        return node_fail(node, opn, SMELT_ERR_MODEL, "too many inputs or outputs");
+    int *in = malloc(sizeof(int) * (np->n_input + np->n_output + 1));
+    if (!in) return oom();
+    int *out = in + np->n_input;
+    smelt_status st = SMELT_OK;
+    for (size_t i = 0; !st && i < np->n_input; i++) st = input_resolve(sc, node, opn, np->input[i], &in[i]);
+    for (size_t i = 0; !st && i < np->n_output; i++) st = output_define(im, sc, node, opn, np->output[i], &out[i]);
+    int n = -1;
+    if (!st && (n = ir_node_add(im->g, node, op, (int)np->n_input, in, (int)np->n_output, out)) < 0) st = oom();
+    for (int i = 0; !st && i < n_attr; i++) {
+        ir_attr a;
+        st = attr_convert(im, node, opn, &attr[i], &a);
+        if (!st && !ir_node_attr_add(im->g, n, &a)) st = oom();
+    }
+    free(in);
+    return st;
+}
+
+/* A node is a call of a model-local function, a Constant, or an op of the table. */
+static smelt_status node_dispatch(importer *im, scope *sc, const Onnx__NodeProto *np, const char *node,
+                                  const rattr *attr, int n_attr)
+{
+    const char *op = str(np->op_type), *domain = str(np->domain);
+    const Onnx__FunctionProto *fn = function_find(im->m, domain, op);
+    if (fn) return function_inline(im, sc, np, node, fn, attr, n_attr);
+    if (!is_default_domain(domain))
+        return node_fail(node, op, SMELT_ERR_UNSUPPORTED,
+                         "unsupported op domain '%s': '%s' is neither an ONNX op nor a model-local function", domain, op);
+    if (!im->g->opset)
+        return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "the model imports no opset of the default ONNX domain");
+    if (strcmp(op, "Constant") == 0) return constant_import(im, sc, np, node, attr, n_attr);
+    op_id id = op_lookup(op);
+    if (id == OP_INVALID) return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "unsupported op type '%s'", op);
+    return op_node_import(im, sc, np, node, id, attr, n_attr);
+}
+
+static smelt_status node_import(importer *im, scope *sc, const Onnx__NodeProto *np)
+{
+    const char *op = str(np->op_type);
+    if (sc->fn && ++im->n_inlined > INLINED_NODES_MAX)
+        return diag_fail(SMELT_ERR_UNSUPPORTED, "inlining functions yields more than %d nodes", INLINED_NODES_MAX);
+    size_t cap = strlen(sc->prefix) + strlen(str(np->name)) + strlen(op) + 24;
+    char *node = malloc(cap);
+    if (!node) return oom();
+    if (*str(np->name)) snprintf(node, cap, "%s%s", sc->prefix, np->name);
+    else snprintf(node, cap, "%s%s_%d", sc->prefix, op, im->g->n_nodes);
+    rattr *attr = NULL;
+    int n_attr = 0;
+    smelt_status st = attrs_resolve(sc, np, node, &attr, &n_attr);
+    if (!st) st = node_dispatch(im, sc, np, node, attr, n_attr);
+    free(attr);
+    free(node);
+    return st;
+}
+
+/* ---- the main graph ------------------------------------------------------ */
+
+static smelt_status input_type(importer *im, int t, const Onnx__ValueInfoProto *vi, const char *kind)
+{
+    const char *name = str(vi->name);
+    const Onnx__TypeProto *tp = vi->type;
+    if (!tp) return diag_fail(SMELT_ERR_MODEL, "graph %s '%s' has no type", kind, name);
+    if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+        return diag_fail(SMELT_ERR_UNSUPPORTED, "graph %s '%s': only tensors are supported, not sequences, maps, "
+                         "optionals or sparse tensors", kind, name);
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    int et = tt->has_elem_type ? tt->elem_type : 0;
+    bool held = et > 0 && et <= SMELT_U64 && et != SMELT_STRING && et != SMELT_F16;
+    if (et && !held)
+        return diag_fail(SMELT_ERR_UNSUPPORTED, "graph %s '%s': dtype %s is not supported", kind, name,
+                         onnx_dtype_name(et));
+    if (t < 0) return SMELT_OK; /* outputs: checked, not trusted */
+    if (!et) return diag_fail(SMELT_ERR_MODEL, "graph %s '%s' has no element type", kind, name);
+    if (!tt->shape)
+        return diag_fail(SMELT_ERR_UNSUPPORTED, "graph %s '%s' has no declared shape (its rank is unknown)", kind, name);
+    if (tt->shape->n_dim > IR_MAX_RANK)
+        return diag_fail(SMELT_ERR_UNSUPPORTED, "graph %s '%s': rank %zu exceeds the maximum of %d", kind, name,
+                         tt->shape->n_dim, IR_MAX_RANK);
+    ir_tensor *x = &im->g->tensors[t];
+    x->dtype = (smelt_dtype)et;
+    x->shape.rank = (int)tt->shape->n_dim;
+    for (int i = 0; i < x->shape.rank; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        x->shape.dim[i] = -1;
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+            if (d->dim_value < 0)
+                return diag_fail(SMELT_ERR_MODEL, "graph %s '%s': negative dimension %lld", kind, name,
+                                 (long long)d->dim_value);
+            x->shape.dim[i] = d->dim_value;
+        } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && *str(d->dim_param)) {
+            if (!(x->dim_param[i] = arena_strdup(&im->g->arena, d->dim_param))) return oom();
+        }
+    }
+    return SMELT_OK;
+}
+
+static smelt_status graph_import(importer *im, scope *sc)
+{
+    const Onnx__GraphProto *gp = im->m->graph;
+    ir_graph *g = im->g;
+    /* Reserve the main graph's names so inlined tensors never take one. */
+    for (size_t i = 0; i < gp->n_node; i++)
+        for (size_t k = 0; k < gp->node[i]->n_output; k++)
+            if (*str(gp->node[i]->output[k]) && !strmap_put(&im->names, gp->node[i]->output[k], 0)) return oom();
+    if (gp->n_sparse_initializer)
+        return diag_fail(SMELT_ERR_UNSUPPORTED, "sparse initializer '%s' is not supported",
+                         str(gp->sparse_initializer[0]->values ? gp->sparse_initializer[0]->values->name : NULL));
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *tp = gp->initializer[i];
+        const char *name = str(tp->name);
+        char what[512];
+        snprintf(what, sizeof what, "initializer '%s'", name);
+        if (!*name) return diag_fail(SMELT_ERR_MODEL, "initializer %zu has no name", i);
+        if (strmap_get(&sc->map, name) != -1) return diag_fail(SMELT_ERR_MODEL, "%s is defined twice", what);
+        int t = tensor_new(im, name, false);
+        if (t < 0) return oom();
+        TRY(scope_bind(sc, name, t));
+        TRY(tensor_decode(im, t, tp, what));
+    }
+    int *ins = malloc(sizeof(int) * (gp->n_input + gp->n_output + 1));
+    if (!ins) return oom();
+    int *outs = ins + gp->n_input, n_in = 0;
+    smelt_status st = SMELT_OK;
+    for (size_t i = 0; !st && i < gp->n_input; i++) {
+        const char *name = str(gp->input[i]->name);
+        int c = strmap_get(&sc->map, name);
+        if (c >= 0 && g->tensors[c].data) continue; /* an initializer: a constant, not an input */
+        if (!*name) st = diag_fail(SMELT_ERR_MODEL, "graph input %zu has no name", i);
+        else if (c >= 0) st = diag_fail(SMELT_ERR_MODEL, "graph input '%s' is declared twice", name);
+        else if ((ins[n_in] = tensor_new(im, name, false)) < 0) st = oom();
+        else if (!(st = scope_bind(sc, name, ins[n_in]))) st = input_type(im, ins[n_in++], gp->input[i], "input");
+    }
+    for (size_t i = 0; !st && i < gp->n_node; i++) st = node_import(im, sc, gp->node[i]);
+    for (size_t i = 0; !st && i < gp->n_output; i++) {
+        const char *name = str(gp->output[i]->name);
+        outs[i] = strmap_get(&sc->map, name);
+        if (outs[i] < 0) st = diag_fail(SMELT_ERR_MODEL, "graph output '%s' is not computed by any node", name);
+        else if (gp->output[i]->type) st = input_type(im, -1, gp->output[i], "output");
+    }
+    if (!st && !ir_graph_set_io(g, n_in, ins, (int)gp->n_output, outs)) st = oom();
+    free(ins);
+    return st;
+}
+
+/* protobuf-c unpacks nested messages recursively without a depth limit, so a
+ * hostile file of deeply nested attributes could exhaust the stack. Walk the
+ * wire format with the descriptors first, iteratively, and refuse deep nests. */
+static bool nesting_ok(const uint8_t *p, size_t size)
+{
+    struct { const ProtobufCMessageDescriptor *d; const uint8_t *end; } st[MESSAGE_DEPTH_MAX];
+    int top = 0;
+    st[0].d = &onnx__model_proto__descriptor;
+    st[0].end = p + size;
+    while (top >= 0) {
+        if (p >= st[top].end) {
+            top--;
+            continue;
+        }
+        uint64_t key, len;
+        if (!read_varint(&p, st[top].end, &key)) return true; /* malformed: unpack reports it */
+        switch (key & 7) {
+        case 0: if (!read_varint(&p, st[top].end, &len)) return true; break;
+        case 1: case 5: {
+            size_t n = (key & 7) == 1 ? 8 : 4;
+            if ((size_t)(st[top].end - p) < n) return true;
+            p += n;
+            break;
+        }
+        case 2: {
+            if (!read_varint(&p, st[top].end, &len) || len > (uint64_t)(st[top].end - p)) return true;
+            const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(st[top].d, (unsigned)(key >> 3));
+            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE) {
+                if (top + 1 >= MESSAGE_DEPTH_MAX) return false;
+                st[top + 1].d = f->descriptor;
+                st[top + 1].end = p + len;
+                top++;
+            } else {
+                p += len;
+            }
+            break;
+        }
+        default: return true;
+        }
+    }
+    return true;
+}
+
+smelt_status onnx_load_memory(const void *data, size_t size, const char *base_dir, ir_graph **out)
+{
+    *out = NULL;
+    if (!data && size) return diag_fail(SMELT_ERR_INVALID_ARG, "onnx_load_memory: data is NULL");
+    if (!nesting_ok(data, size))
+        return diag_fail(SMELT_ERR_MODEL, "model messages nest deeper than %d levels", MESSAGE_DEPTH_MAX);
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, size, data);
+    if (!m) return diag_fail(SMELT_ERR_MODEL, "not a valid ONNX model: the protobuf could not be parsed");
+    importer im = {.m = m, .base_dir = base_dir, .g = ir_graph_new()};
+    scope sc = {.prefix = ""};
+    strmap_init(&im.names);
+    strmap_init(&sc.map);
+    smelt_status st = im.g ? SMELT_OK : oom();
+    int opset = 0;
+    if (!st && !m->graph) st = diag_fail(SMELT_ERR_MODEL, "the model has no graph");
+    if (!st) st = opsets_check(m->n_opset_import, m->opset_import, "the model", &opset);
+    if (!st) {
+        im.g->opset = opset; /* 0 when not imported: then no default-domain node may appear */
+        st = graph_import(&im, &sc);
+    }
+    if (!st && !im.g->opset) im.g->opset = ONNX_OPSET_MAX;
+    if (!st) st = ir_verify(im.g);
+    strmap_free(&sc.map);
+    strmap_free(&im.names);
+    onnx__model_proto__free_unpacked(m, NULL);
+    if (st) {
+        ir_graph_free(im.g);
+        return st;
+    }
+    *out = im.g;
+    return SMELT_OK;
+}
+
+smelt_status onnx_load_file(const char *path, ir_graph **out)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return diag_fail(SMELT_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat sb;
+    char *buf = NULL, *dir = NULL;
+    smelt_status st = SMELT_OK;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) st = diag_fail(SMELT_ERR_IO, "'%s' is not a regular file", path);
+    else if (!(buf = malloc((size_t)sb.st_size + 1)) || !(dir = strdup(path))) st = oom();
+    else if (fread(buf, 1, (size_t)sb.st_size, f) != (size_t)sb.st_size)
+        st = diag_fail(SMELT_ERR_IO, "reading '%s' failed", path);
+    fclose(f);
+    if (!st) {
+        char *slash = strrchr(dir, '/');
+        if (slash == dir) slash[1] = 0;
+        else if (slash) *slash = 0;
+        st = onnx_load_memory(buf, (size_t)sb.st_size, slash ? dir : ".", out);
+    }
+    free(buf);
+    free(dir);
+    return st;
+}

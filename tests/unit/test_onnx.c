@@ -1,0 +1,970 @@
+/* test_onnx.c — the ONNX importer and tensor files, on models built in memory. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "onnx/onnx.h"
+#include "onnx/onnx.pb-c.h"
+#include "test.h"
+
+/* ---- building models ----------------------------------------------------- */
+
+/* Everything a test model allocates, freed by mb_free. */
+static void *pool[4096];
+static int n_pool;
+
+static void *palloc(size_t n)
+{
+    void *p = calloc(1, n ? n : 1);
+    if (n_pool < (int)(sizeof pool / sizeof pool[0])) pool[n_pool++] = p;
+    return p;
+}
+
+static void pool_free(void)
+{
+    while (n_pool) free(pool[--n_pool]);
+}
+
+/* Split "a,b,,c" into strings; "" gives none. */
+static char **split(const char *list, size_t *n)
+{
+    *n = 0;
+    if (!*list) return NULL;
+    char **v = palloc(sizeof(char *) * (strlen(list) + 1));
+    char *s = palloc(strlen(list) + 1);
+    strcpy(s, list);
+    for (char *p = s;;) {
+        v[(*n)++] = p;
+        char *c = strchr(p, ',');
+        if (!c) break;
+        *c = 0;
+        p = c + 1;
+    }
+    return v;
+}
+
+#define APPEND(arr, n, x)                                                      \
+    do {                                                                       \
+        void **na_ = palloc(sizeof(void *) * ((n) + 1));                       \
+        if ((n)) memcpy(na_, (arr), sizeof(void *) * (n));                     \
+        na_[(n)++] = (x);                                                      \
+        (arr) = (void *)na_;                                                   \
+    } while (0)
+
+static Onnx__NodeProto *node_new(Onnx__GraphProto *g, const char *op, const char *name, const char *ins,
+                                 const char *outs)
+{
+    Onnx__NodeProto *n = palloc(sizeof *n);
+    onnx__node_proto__init(n);
+    n->op_type = (char *)op;
+    n->name = (char *)name;
+    n->input = split(ins, &n->n_input);
+    n->output = split(outs, &n->n_output);
+    if (g) APPEND(g->node, g->n_node, n);
+    return n;
+}
+
+static Onnx__AttributeProto *attr_new(Onnx__NodeProto *n, const char *name, int type)
+{
+    Onnx__AttributeProto *a = palloc(sizeof *a);
+    onnx__attribute_proto__init(a);
+    a->name = (char *)name;
+    a->has_type = type != 0;
+    a->type = type;
+    if (n) APPEND(n->attribute, n->n_attribute, a);
+    return a;
+}
+
+static void attr_int(Onnx__NodeProto *n, const char *name, int64_t v)
+{
+    Onnx__AttributeProto *a = attr_new(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    a->has_i = 1;
+    a->i = v;
+}
+
+static void attr_float(Onnx__NodeProto *n, const char *name, float v)
+{
+    Onnx__AttributeProto *a = attr_new(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    a->has_f = 1;
+    a->f = v;
+}
+
+static void attr_ref(Onnx__NodeProto *n, const char *name, int type, const char *ref)
+{
+    attr_new(n, name, type)->ref_attr_name = (char *)ref;
+}
+
+static Onnx__TensorProto *tensor_raw(const char *name, int dtype, int rank, const int64_t *dims, const void *data,
+                                     size_t bytes)
+{
+    Onnx__TensorProto *t = palloc(sizeof *t);
+    onnx__tensor_proto__init(t);
+    t->name = (char *)name;
+    t->has_data_type = 1;
+    t->data_type = dtype;
+    t->n_dims = (size_t)rank;
+    t->dims = (int64_t *)dims;
+    if (data) {
+        t->has_raw_data = 1;
+        t->raw_data.len = bytes;
+        t->raw_data.data = (uint8_t *)data;
+    }
+    return t;
+}
+
+static Onnx__ValueInfoProto *value_info(const char *name, int elem, int rank, const int64_t *dims,
+                                        const char *const *params)
+{
+    Onnx__ValueInfoProto *v = palloc(sizeof *v);
+    Onnx__TypeProto *tp = palloc(sizeof *tp);
+    Onnx__TypeProto__Tensor *tt = palloc(sizeof *tt);
+    Onnx__TensorShapeProto *sh = palloc(sizeof *sh);
+    onnx__value_info_proto__init(v);
+    onnx__type_proto__init(tp);
+    onnx__type_proto__tensor__init(tt);
+    onnx__tensor_shape_proto__init(sh);
+    v->name = (char *)name;
+    v->type = tp;
+    tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    tp->tensor_type = tt;
+    tt->has_elem_type = 1;
+    tt->elem_type = elem;
+    tt->shape = sh;
+    for (int i = 0; i < rank; i++) {
+        Onnx__TensorShapeProto__Dimension *d = palloc(sizeof *d);
+        onnx__tensor_shape_proto__dimension__init(d);
+        if (params && params[i]) {
+            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+            d->dim_param = (char *)params[i];
+        } else if (dims[i] >= 0) {
+            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+            d->dim_value = dims[i];
+        }
+        APPEND(sh->dim, sh->n_dim, d);
+    }
+    return v;
+}
+
+typedef struct mb {
+    Onnx__ModelProto m;
+    Onnx__GraphProto g;
+    Onnx__OperatorSetIdProto opset;
+} mb;
+
+static void mb_init(mb *b, int64_t opset)
+{
+    onnx__model_proto__init(&b->m);
+    onnx__graph_proto__init(&b->g);
+    onnx__operator_set_id_proto__init(&b->opset);
+    b->m.has_ir_version = 1;
+    b->m.ir_version = 8;
+    b->m.graph = &b->g;
+    b->g.name = "test";
+    b->opset.domain = "";
+    b->opset.has_version = 1;
+    b->opset.version = opset;
+    APPEND(b->m.opset_import, b->m.n_opset_import, &b->opset);
+}
+
+static void mb_input(mb *b, const char *name, int elem, int rank, const int64_t *dims)
+{
+    APPEND(b->g.input, b->g.n_input, value_info(name, elem, rank, dims, NULL));
+}
+
+static void mb_output(mb *b, const char *name)
+{
+    Onnx__ValueInfoProto *v = palloc(sizeof *v);
+    onnx__value_info_proto__init(v);
+    v->name = (char *)name;
+    APPEND(b->g.output, b->g.n_output, v);
+}
+
+static uint8_t *mb_pack(mb *b, size_t *size)
+{
+    *size = onnx__model_proto__get_packed_size(&b->m);
+    uint8_t *buf = palloc(*size);
+    onnx__model_proto__pack(&b->m, buf);
+    return buf;
+}
+
+static smelt_status mb_load(mb *b, const char *base_dir, ir_graph **g)
+{
+    size_t size;
+    uint8_t *buf = mb_pack(b, &size);
+    return onnx_load_memory(buf, size, base_dir, g);
+}
+
+static int tensor_named(const ir_graph *g, const char *name)
+{
+    for (int i = 0; i < g->n_tensors; i++)
+        if (strcmp(g->tensors[i].name, name) == 0) return i;
+    return -1;
+}
+
+static const int64_t D2x3[] = {2, 3}, D3[] = {3}, D2x2[] = {2, 2};
+
+/* ---- importing ----------------------------------------------------------- */
+
+TEST(onnx_import_add_with_symbolic_dims)
+{
+    mb b;
+    mb_init(&b, 13);
+    const int64_t dx[] = {-1, 3}, dy[] = {-1, 3};
+    const char *px[] = {"N", NULL};
+    APPEND(b.g.input, b.g.n_input, value_info("x", SMELT_F32, 2, dx, px));
+    mb_input(&b, "y", SMELT_F32, 2, dy);
+    node_new(&b.g, "Add", "add0", "x,y", "z");
+    node_new(&b.g, "Relu", "", "z", "r");
+    mb_output(&b, "r");
+    ir_graph *g;
+    CHECK_EQ_INT(mb_load(&b, NULL, &g), SMELT_OK);
+    if (g) {
+        CHECK_EQ_INT(g->opset, 13);
+        CHECK_EQ_INT(g->n_inputs, 2);
+        CHECK_EQ_INT(g->n_outputs, 1);
+        CHECK_EQ_INT(g->n_nodes, 2);
+        const ir_tensor *x = &g->tensors[g->inputs[0]], *y = &g->tensors[g->inputs[1]];
+        CHECK(strcmp(x->name, "x") == 0 && x->is_input && x->dtype == SMELT_F32);
+        CHECK_EQ_INT(x->shape.rank, 2);
+        CHECK_EQ_INT(x->shape.dim[0], -1);
+        CHECK_EQ_INT(x->shape.dim[1], 3);
+        CHECK(x->dim_param[0] && strcmp(x->dim_param[0], "N") == 0);
+        CHECK(x->dim_param[1] == NULL);
+        CHECK(y->shape.dim[0] == -1 && y->dim_param[0] == NULL);
+        CHECK(g->nodes[0].op == OP_Add && strcmp(g->nodes[0].name, "add0") == 0);
+        CHECK(g->nodes[1].op == OP_Relu && strcmp(g->nodes[1].name, "Relu_1") == 0);
+        const ir_tensor *z = &g->tensors[g->nodes[0].out[0]];
+        CHECK(z->dtype == SMELT_UNDEFINED && z->shape.rank == 0 && z->producer == 0);
+        CHECK(g->tensors[g->outputs[0]].is_output);
+        ir_graph_free(g);
+    }
+    pool_free();
+}
+
+TEST(onnx_import_initializers_raw_and_typed)
+{
+    mb b;
+    mb_init(&b, 17);
+    static const float wf[4] = {1, 2, 3, 4};
+    Onnx__TensorProto *raw = tensor_raw("w_raw", SMELT_F32, 2, D2x2, wf, sizeof wf);
+    Onnx__TensorProto *tf = tensor_raw("w_f", SMELT_F32, 1, D3, NULL, 0);
+    static float f3[3] = {0.5f, -1, 7};
+    tf->n_float_data = 3, tf->float_data = f3;
+    Onnx__TensorProto *ti8 = tensor_raw("w_i8", SMELT_I8, 1, D3, NULL, 0);
+    static int32_t i3[3] = {-128, 5, 127};
+    ti8->n_int32_data = 3, ti8->int32_data = i3;
+    Onnx__TensorProto *tb = tensor_raw("w_b", SMELT_BOOL, 1, D3, NULL, 0);
+    static int32_t b3[3] = {1, 0, 1};
+    tb->n_int32_data = 3, tb->int32_data = b3;
+    Onnx__TensorProto *ti64 = tensor_raw("w_i64", SMELT_I64, 0, NULL, NULL, 0);
+    static int64_t i1[1] = {-5000000000LL};
+    ti64->n_int64_data = 1, ti64->int64_data = i1;
+    Onnx__TensorProto *tu32 = tensor_raw("w_u32", SMELT_U32, 1, D3, NULL, 0);
+    static uint64_t u3[3] = {0, 4000000000u, 7};
+    tu32->n_uint64_data = 3, tu32->uint64_data = u3;
+    Onnx__TensorProto *td = tensor_raw("w_f64", SMELT_F64, 1, D3, NULL, 0);
+    static double d3[3] = {1e300, 2, -3};
+    td->n_double_data = 3, td->double_data = d3;
+    Onnx__TensorProto *tu16 = tensor_raw("w_u16", SMELT_U16, 1, D3, NULL, 0);
+    static int32_t u16[3] = {65535, 1, 2};
+    tu16->n_int32_data = 3, tu16->int32_data = u16;
+    Onnx__TensorProto *all[] = {raw, tf, ti8, tb, ti64, tu32, td, tu16};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) APPEND(b.g.initializer, b.g.n_initializer, all[i]);
+    /* An input that is also an initializer is a constant. */
+    mb_input(&b, "w_raw", SMELT_F32, 2, D2x2);
+    mb_input(&b, "x", SMELT_F32, 2, D2x2);
+    node_new(&b.g, "Add", "a", "x,w_raw", "y");
+    mb_output(&b, "y");
+    ir_graph *g;
+    CHECK_EQ_INT(mb_load(&b, NULL, &g), SMELT_OK);
+    if (g) {
+        CHECK_EQ_INT(g->n_inputs, 1);
+        CHECK(strcmp(g->tensors[g->inputs[0]].name, "x") == 0);
+        const ir_tensor *w = &g->tensors[tensor_named(g, "w_raw")];
+        CHECK(w->data && !w->is_input && w->producer == -1 && w->shape.rank == 2);
+        CHECK_NEAR(ir_const_double(w, 3), 4, 0);
+        const ir_tensor *t = &g->tensors[tensor_named(g, "w_f")];
+        CHECK_NEAR(ir_const_double(t, 0), 0.5, 0);
+        t = &g->tensors[tensor_named(g, "w_i8")];
+        CHECK(t->dtype == SMELT_I8 && ir_const_int(t, 0) == -128 && ir_const_int(t, 2) == 127);
+        t = &g->tensors[tensor_named(g, "w_b")];
+        CHECK(t->dtype == SMELT_BOOL && ir_const_int(t, 0) == 1 && ir_const_int(t, 1) == 0);
+        t = &g->tensors[tensor_named(g, "w_i64")];
+        CHECK(t->shape.rank == 0 && ir_const_int(t, 0) == -5000000000LL);
+        t = &g->tensors[tensor_named(g, "w_u32")];
+        CHECK(t->dtype == SMELT_U32 && ir_const_int(t, 1) == 4000000000LL);
+        t = &g->tensors[tensor_named(g, "w_f64")];
+        CHECK_NEAR(ir_const_double(t, 0), 1e300, 0);
+        t = &g->tensors[tensor_named(g, "w_u16")];
+        CHECK_EQ_INT(ir_const_int(t, 0), 65535);
+        ir_graph_free(g);
+    }
+    pool_free();
+}
+
+TEST(onnx_import_constant_nodes_fold)
+{
+    mb b;
+    mb_init(&b, 13);
+    static const int32_t v[3] = {1, 2, 3};
+    Onnx__NodeProto *c = node_new(&b.g, "Constant", "c_tensor", "", "ct");
+    attr_new(c, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR)->t =
+        tensor_raw("", SMELT_I32, 1, D3, v, sizeof v);
+    attr_float(node_new(&b.g, "Constant", "c_f", "", "cf"), "value_float", 2.5f);
+    attr_int(node_new(&b.g, "Constant", "c_i", "", "ci"), "value_int", -7);
+    Onnx__AttributeProto *a = attr_new(node_new(&b.g, "Constant", "c_fs", "", "cfs"), "value_floats",
+                                       ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+    static float fs[2] = {1.5f, 3};
+    a->n_floats = 2, a->floats = fs;
+    a = attr_new(node_new(&b.g, "Constant", "c_is", "", "cis"), "value_ints", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    static int64_t is[3] = {4, 5, 6};
+    a->n_ints = 3, a->ints = is;
+    node_new(&b.g, "Add", "sum", "ct,ci", "y");
+    mb_output(&b, "y");
+    mb_output(&b, "cfs");
+    ir_graph *g;
+    CHECK_EQ_INT(mb_load(&b, NULL, &g), SMELT_OK);
+    if (g) {
+        CHECK_EQ_INT(g->n_nodes, 1);
+        CHECK_EQ_INT(g->n_inputs, 0);
+        const ir_tensor *t = &g->tensors[tensor_named(g, "ct")];
+        CHECK(t->data && t->dtype == SMELT_I32 && t->shape.rank == 1 && ir_const_int(t, 2) == 3);
+        t = &g->tensors[tensor_named(g, "cf")];
+        CHECK(t->dtype == SMELT_F32 && t->shape.rank == 0);
+        CHECK_NEAR(ir_const_double(t, 0), 2.5, 0);
+        t = &g->tensors[tensor_named(g, "ci")];
+        CHECK(t->dtype == SMELT_I64 && t->shape.rank == 0 && ir_const_int(t, 0) == -7);
+        t = &g->tensors[tensor_named(g, "cfs")];
+        CHECK(t->dtype == SMELT_F32 && t->shape.rank == 1 && t->shape.dim[0] == 2 && t->is_output);
+        t = &g->tensors[tensor_named(g, "cis")];
+        CHECK(t->dtype == SMELT_I64 && t->shape.dim[0] == 3 && ir_const_int(t, 1) == 5);
+        ir_graph_free(g);
+    }
+    pool_free();
+}
+
+TEST(onnx_import_attributes)
+{
+    mb b;
+    mb_init(&b, 13);
+    mb_input(&b, "x", SMELT_F32, 2, D2x3);
+    Onnx__NodeProto *n = node_new(&b.g, "Transpose", "t", "x", "y");
+    attr_int(n, "i", 42);
+    attr_float(n, "f", 0.25f);
+    Onnx__AttributeProto *a = attr_new(n, "s", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    a->has_s = 1, a->s.data = (uint8_t *)"NOTSET", a->s.len = 6;
+    a = attr_new(n, "is", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    static int64_t perm[2] = {1, 0};
+    a->n_ints = 2, a->ints = perm;
+    a = attr_new(n, "fs", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+    static float fl[3] = {1, 2, 3};
+    a->n_floats = 3, a->floats = fl;
+    a = attr_new(n, "ss", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
+    static ProtobufCBinaryData strs[2] = {{2, (uint8_t *)"ab"}, {0, NULL}};
+    a->n_strings = 2, a->strings = strs;
+    static const float tv[3] = {9, 8, 7};
+    attr_new(n, "t", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR)->t = tensor_raw("", SMELT_F32, 1, D3, tv, sizeof tv);
+    a = attr_new(n, "g", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    Onnx__GraphProto *sub = palloc(sizeof *sub);
+    onnx__graph_proto__init(sub);
+    a->g = sub;
+    a = attr_new(n, "old_style", 0); /* pre-IR-v4 models leave the type out */
+    a->has_i = 1, a->i = 3;
+    mb_output(&b, "y");
+    ir_graph *g;
+    CHECK_EQ_INT(mb_load(&b, NULL, &g), SMELT_OK);
+    if (g) {
+        const ir_node *nd = &g->nodes[0];
+        CHECK_EQ_INT(nd->n_attr, 9);
+        CHECK_EQ_INT(ir_attr_int(nd, "i", 0), 42);
+        CHECK_NEAR(ir_attr_float(nd, "f", 0), 0.25, 0);
+        CHECK(strcmp(ir_attr_string(nd, "s", ""), "NOTSET") == 0);
+        const int64_t *p;
+        CHECK_EQ_INT(ir_attr_ints(nd, "is", &p), 2);
+        CHECK_EQ_INT(p[0], 1);
+        const float *fp;
+        CHECK_EQ_INT(ir_attr_floats(nd, "fs", &fp), 3);
+        CHECK_NEAR(fp[2], 3, 0);
+        const ir_attr *sa = ir_attr_find(nd, "ss");
+        CHECK(sa && sa->type == IR_ATTR_STRINGS && sa->n == 2 && !strcmp(sa->strings[0], "ab") && !*sa->strings[1]);
+        const ir_attr *ta = ir_attr_find(nd, "t");
+        CHECK(ta && ta->type == IR_ATTR_TENSOR && ta->tensor >= 0);
+        if (ta && ta->tensor >= 0) {
+            const ir_tensor *t = &g->tensors[ta->tensor];
+            CHECK(t->data && t->shape.dim[0] == 3);
+            CHECK_NEAR(ir_const_double(t, 0), 9, 0);
+        }
+        CHECK(ir_attr_find(nd, "g") && ir_attr_find(nd, "g")->type == IR_ATTR_OTHER);
+        CHECK_EQ_INT(ir_attr_int(nd, "old_style", 0), 3);
+        ir_graph_free(g);
+    }
+    pool_free();
+}
+
+TEST(onnx_import_optional_inputs_and_outputs)
+{
+    mb b;
+    mb_init(&b, 13);
+    mb_input(&b, "x", SMELT_F32, 2, D2x3);
+    node_new(&b.g, "Clip", "clip", "x,,", "y");
+    node_new(&b.g, "Split", "split", "y", "a,");
+    mb_output(&b, "a");
+    ir_graph *g;
+    CHECK_EQ_INT(mb_load(&b, NULL, &g), SMELT_OK);
+    if (g) {
+        CHECK_EQ_INT(g->nodes[0].n_in, 3);
+        CHECK(g->nodes[0].in[1] == -1 && g->nodes[0].in[2] == -1);
+        CHECK_EQ_INT(g->nodes[1].n_out, 2);
+        CHECK(g->nodes[1].out[1] >= 0 && g->tensors[g->nodes[1].out[1]].name[0] == 0);
+        ir_graph_free(g);
+    }
+    pool_free();
+}
+
+/* ---- model-local functions ----------------------------------------------- */
+
+static Onnx__FunctionProto *function_new(mb *b, const char *domain, const char *name, const char *ins,
+                                         const char *outs, const char *attrs)
+{
+    Onnx__FunctionProto *f = palloc(sizeof *f);
+    onnx__function_proto__init(f);
+    f->domain = (char *)domain;
+    f->name = (char *)name;
+    f->input = split(ins, &f->n_input);
+    f->output = split(outs, &f->n_output);
+    f->attribute = split(attrs, &f->n_attribute);
+    APPEND(f->opset_import, f->n_opset_import, &b->opset);
+    APPEND(b->m.functions, b->m.n_functions, f);
+    return f;
+}
+
+static void function_node(Onnx__FunctionProto *f, Onnx__NodeProto *n) { APPEND(f->node, f->n_node, n); }
+
+/* FunctionProto.attribute_proto (field 11) is newer than our onnx.proto, so the
+ * test writes it the way a newer writer would: as a field protobuf-c does not know. */
+static void function_default(Onnx__FunctionProto *f, Onnx__AttributeProto *a)
+{
+    size_t n = onnx__attribute_proto__get_packed_size(a);
+    ProtobufCMessageUnknownField *u = palloc(sizeof *u * (f->base.n_unknown_fields + 1));
+    if (f->base.n_unknown_fields) memcpy(u, f->base.unknown_fields, sizeof *u * f->base.n_unknown_fields);
+    /* protobuf-c keeps an unknown field's length prefix in its data (n < 128 here). */
+    uint8_t *data = palloc(n + 1);
+    data[0] = (uint8_t)n;
+    onnx__attribute_proto__pack(a, data + 1);
+    u[f->base.n_unknown_fields] = (ProtobufCMessageUnknownField){11, PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED, n + 1, data};
+    f->base.unknown_fields = u;
+    f->base.n_unknown_fields++;
+}
+
+TEST(onnx_import_inlines_functions)
+{
+    mb b;
+    mb_init(&b, 18);
+    /* local.Scaled(a, opt) -> y: t = LeakyRelu(a, alpha=@alpha); c = Constant(@beta, default 2.5);
+     * u = Mul(t, c); y = local.Pass(u), where Pass returns its input unchanged. */
+    Onnx__FunctionProto *f = function_new(&b, "local", "Scaled", "a,opt", "y", "alpha,beta");
+    Onnx__NodeProto *n = node_new(NULL, "LeakyRelu", "lr", "a", "t");
+    attr_ref(n, "alpha", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, "alpha");
+    function_node(f, n);
+    n = node_new(NULL, "Constant", "", "", "c");
+    attr_ref(n, "value_float", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, "beta");
+    function_node(f, n);
+    function_node(f, node_new(NULL, "Mul", "mul", "t,c", "u"));
+    function_node(f, node_new(NULL, "Clip", "clip", "u,opt", "v"));
+    n = node_new(NULL, "Pass", "pass", "v", "y");
+    n->domain = "local";
+    function_node(f, n);
+    Onnx__AttributeProto *def = attr_new(NULL, "beta", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    def->has_f = 1, def->f = 2.5f;
+    function_default(f, def);
+    function_new(&b, "local", "Pass", "p", "p", "");
+
+    Onnx__OperatorSetIdProto *local = palloc(sizeof *local);
+    onnx__operator_set_id_proto__init(local);
+    local->domain = "local", local->has_version = 1, local->version = 1;
+    APPEND(b.m.opset_import, b.m.n_opset_import, local);
+    mb_input(&b, "x", SMELT_F32, 2, D2x3);
+    n = node_new(&b.g, "Scaled", "s1", "x", "h");
+    n->domain = "local";
+    attr_float(n, "alpha", 0.1f);
+    n = node_new(&b.g, "Scaled", "s2", "h", "out");
+    n->domain = "local";
+    attr_float(n, "alpha", 0.3f);
+    attr_float(n, "beta", 1.0f);
+    mb_output(&b, "out");
+    ir_graph *g;
+    CHECK_EQ_INT(mb_load(&b, NULL, &g), SMELT_OK);
+    if (g) {
+        /* Per call: LeakyRelu, Mul, Clip, Identity (from Pass). */
+        CHECK_EQ_INT(g->n_nodes, 8);
+        const ir_node *lr1 = &g->nodes[0], *lr2 = &g->nodes[4];
+        CHECK(lr1->op == OP_LeakyRelu && strcmp(lr1->name, "s1/lr") == 0);
+        CHECK_NEAR(ir_attr_float(lr1, "alpha", 0), 0.1f, 0);
+        CHECK(lr2->op == OP_LeakyRelu && strcmp(lr2->name, "s2/lr") == 0);
+        CHECK_NEAR(ir_attr_float(lr2, "alpha", 0), 0.3f, 0);
+        CHECK(g->nodes[2].op == OP_Clip && g->nodes[2].in[1] == -1);
+        CHECK(g->nodes[3].op == OP_Identity);
+        int c1 = tensor_named(g, "s1/c"), c2 = tensor_named(g, "s2/c");
+        CHECK(c1 >= 0 && c2 >= 0);
+        if (c1 >= 0 && c2 >= 0) {
+            CHECK_NEAR(ir_const_double(&g->tensors[c1], 0), 2.5, 0);
+            CHECK_NEAR(ir_const_double(&g->tensors[c2], 0), 1.0, 0);
+        }
+        int h = tensor_named(g, "h");
+        CHECK(h >= 0 && g->tensors[h].producer == 3 && g->nodes[4].in[0] == h);
+        CHECK(g->tensors[g->outputs[0]].producer == 7);
+        CHECK(tensor_named(g, "s1/t") >= 0 && tensor_named(g, "s2/t") >= 0);
+        ir_graph_free(g);
+    }
+    pool_free();
+}
+
+TEST(onnx_import_rejects_recursive_functions)
+{
+    mb b;
+    mb_init(&b, 13);
+    Onnx__FunctionProto *f = function_new(&b, "local", "Loop", "a", "y", "");
+    Onnx__NodeProto *n = node_new(NULL, "Loop", "again", "a", "y");
+    n->domain = "local";
+    function_node(f, n);
+    mb_input(&b, "x", SMELT_F32, 1, D3);
+    n = node_new(&b.g, "Loop", "call", "x", "y");
+    n->domain = "local";
+    mb_output(&b, "y");
+    ir_graph *g;
+    CHECK_EQ_INT(mb_load(&b, NULL, &g), SMELT_ERR_UNSUPPORTED);
+    CHECK(g == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "nest deeper");
+    pool_free();
+}
+
+/* ---- errors -------------------------------------------------------------- */
+
+TEST(onnx_import_rejects_garbage)
+{
+    static const uint8_t junk[] = {0xff, 0xff, 0xff, 0xff, 0x0f, 0x12, 0x99, 0x01};
+    ir_graph *g = (ir_graph *)1;
+    CHECK_EQ_INT(onnx_load_memory(junk, sizeof junk, NULL, &g), SMELT_ERR_MODEL);
+    CHECK(g == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "not a valid ONNX model");
+    CHECK_EQ_INT(onnx_load_memory("", 0, NULL, &g), SMELT_ERR_MODEL);
+    CHECK_STR_HAS(smelt_last_error(), "no graph");
+    CHECK_EQ_INT(onnx_load_file("/nonexistent/model.onnx", &g), SMELT_ERR_IO);
+}
+
+/* Every prefix and many single-byte corruptions of a valid model must fail
+ * cleanly or load, never crash (run under ASan to mean something). */
+TEST(onnx_import_survives_truncation_and_corruption)
+{
+    mb b;
+    mb_init(&b, 13);
+    static const float w[6] = {1, 2, 3, 4, 5, 6};
+    APPEND(b.g.initializer, b.g.n_initializer, tensor_raw("w", SMELT_F32, 2, D2x3, w, sizeof w));
+    mb_input(&b, "x", SMELT_F32, 2, D2x3);
+    Onnx__NodeProto *n = node_new(&b.g, "Add", "add", "x,w", "y");
+    attr_int(n, "dummy", 1);
+    node_new(&b.g, "Relu", "relu", "y", "z");
+    mb_output(&b, "z");
+    size_t size;
+    uint8_t *buf = mb_pack(&b, &size);
+    uint8_t *copy = malloc(size);
+    int ok = 0;
+    for (size_t len = 0; len < size; len++) {
+        ir_graph *g;
+        if (onnx_load_memory(buf, len, NULL, &g) == SMELT_OK) ok++;
+        ir_graph_free(g);
+    }
+    uint32_t seed = 12345;
+    for (int iter = 0; iter < 3000; iter++) {
+        memcpy(copy, buf, size);
+        for (int k = 0; k < 3; k++) {
+            seed = seed * 1103515245u + 12345u;
+            copy[(seed >> 8) % size] = (uint8_t)(seed >> 24);
+        }
+        ir_graph *g;
+        if (onnx_load_memory(copy, size, NULL, &g) == SMELT_OK) ir_graph_free(g);
+    }
+    ir_graph *g;
+    CHECK_EQ_INT(onnx_load_memory(buf, size, NULL, &g), SMELT_OK);
+    ir_graph_free(g);
+    CHECK(ok < (int)size);
+    free(copy);
+    pool_free();
+}
+
+TEST(onnx_import_rejects_deep_nesting)
+{
+    mb b;
+    mb_init(&b, 13);
+    Onnx__GraphProto *outer = &b.g;
+    for (int i = 0; i < 60; i++) {
+        Onnx__NodeProto *n = node_new(outer, "If", "if", "", "");
+        Onnx__GraphProto *sub = palloc(sizeof *sub);
+        onnx__graph_proto__init(sub);
+        attr_new(n, "then_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH)->g = sub;
+        outer = sub;
+    }
+    ir_graph *g;
+    CHECK_EQ_INT(mb_load(&b, NULL, &g), SMELT_ERR_MODEL);
+    CHECK_STR_HAS(smelt_last_error(), "nest deeper");
+    pool_free();
+}
+
+static void check_error(mb *b, smelt_status want, const char *msg1, const char *msg2)
+{
+    ir_graph *g = (ir_graph *)1;
+    CHECK_EQ_INT(mb_load(b, NULL, &g), want);
+    CHECK(g == NULL);
+    CHECK_STR_HAS(smelt_last_error(), msg1);
+    if (msg2) CHECK_STR_HAS(smelt_last_error(), msg2);
+    pool_free();
+}
+
+TEST(onnx_import_rejects_unknown_op)
+{
+    mb b;
+    mb_init(&b, 13);
+    mb_input(&b, "x", SMELT_F32, 1, D3);
+    node_new(&b.g, "FooBar", "n1", "x", "y");
+    mb_output(&b, "y");
+    check_error(&b, SMELT_ERR_UNSUPPORTED, "node 'n1' (FooBar): unsupported op type 'FooBar'", NULL);
+}
+
+TEST(onnx_import_rejects_foreign_domain)
+{
+    mb b;
+    mb_init(&b, 13);
+    mb_input(&b, "x", SMELT_F32, 1, D3);
+    node_new(&b.g, "FusedGemm", "fg", "x", "y")->domain = "com.microsoft";
+    mb_output(&b, "y");
+    check_error(&b, SMELT_ERR_UNSUPPORTED, "node 'fg' (FusedGemm)", "'com.microsoft'");
+}
+
+TEST(onnx_import_rejects_bad_opset)
+{
+    mb b;
+    mb_init(&b, 6);
+    mb_input(&b, "x", SMELT_F32, 1, D3);
+    node_new(&b.g, "Relu", "r", "x", "y");
+    mb_output(&b, "y");
+    check_error(&b, SMELT_ERR_UNSUPPORTED, "opset 6", "7..27");
+    mb_init(&b, 28);
+    check_error(&b, SMELT_ERR_UNSUPPORTED, "opset 28", NULL);
+    mb_init(&b, 27);
+    b.opset.domain = "ai.onnx.ml";
+    mb_input(&b, "x", SMELT_F32, 1, D3);
+    node_new(&b.g, "Relu", "r", "x", "y");
+    mb_output(&b, "y");
+    check_error(&b, SMELT_ERR_UNSUPPORTED, "node 'r' (Relu): the model imports no opset of the default", NULL);
+}
+
+TEST(onnx_import_rejects_unsupported_dtypes)
+{
+    mb b;
+    mb_init(&b, 13);
+    mb_input(&b, "half", SMELT_F16, 1, D3);
+    mb_output(&b, "half");
+    check_error(&b, SMELT_ERR_UNSUPPORTED, "'half'", "float16");
+
+    mb_init(&b, 13);
+    static const uint16_t bf[3];
+    APPEND(b.g.initializer, b.g.n_initializer, tensor_raw("wbf", 16, 1, D3, bf, sizeof bf));
+    check_error(&b, SMELT_ERR_UNSUPPORTED, "initializer 'wbf'", "bfloat16");
+
+    mb_init(&b, 13);
+    Onnx__AttributeProto *a = attr_new(node_new(&b.g, "Constant", "cs", "", "s"), "value_string",
+                                       ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    a->has_s = 1;
+    mb_output(&b, "s");
+    check_error(&b, SMELT_ERR_UNSUPPORTED, "node 'cs' (Constant)", "value_string");
+
+    mb_init(&b, 13);
+    Onnx__NodeProto *n = node_new(&b.g, "Constant", "c8", "", "s");
+    attr_new(n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR)->t = tensor_raw("", 17, 1, D3, bf, 3);
+    mb_output(&b, "s");
+    check_error(&b, SMELT_ERR_UNSUPPORTED, "node 'c8' (Constant)", "float8e4m3fn");
+}
+
+TEST(onnx_import_rejects_bad_data_sizes)
+{
+    mb b;
+    mb_init(&b, 13);
+    static const float w[5];
+    APPEND(b.g.initializer, b.g.n_initializer, tensor_raw("short_w", SMELT_F32, 2, D2x3, w, sizeof w));
+    check_error(&b, SMELT_ERR_MODEL, "initializer 'short_w'", "raw_data holds 20 bytes");
+
+    mb_init(&b, 13);
+    Onnx__TensorProto *t = tensor_raw("typed", SMELT_I64, 1, D3, NULL, 0);
+    static int64_t two[2];
+    t->n_int64_data = 2, t->int64_data = two;
+    APPEND(b.g.initializer, b.g.n_initializer, t);
+    check_error(&b, SMELT_ERR_MODEL, "initializer 'typed'", "int64_data holds 2");
+
+    mb_init(&b, 13);
+    static const int64_t neg[] = {-2};
+    APPEND(b.g.initializer, b.g.n_initializer, tensor_raw("neg", SMELT_F32, 1, neg, w, sizeof w));
+    check_error(&b, SMELT_ERR_MODEL, "initializer 'neg'", "negative");
+
+    mb_init(&b, 13);
+    static const int64_t huge[] = {1LL << 40, 1LL << 40};
+    APPEND(b.g.initializer, b.g.n_initializer, tensor_raw("huge", SMELT_F32, 2, huge, w, sizeof w));
+    check_error(&b, SMELT_ERR_MODEL, "initializer 'huge'", "too large");
+}
+
+TEST(onnx_import_rejects_dangling_and_duplicate_tensors)
+{
+    mb b;
+    mb_init(&b, 13);
+    mb_input(&b, "x", SMELT_F32, 1, D3);
+    node_new(&b.g, "Add", "late", "x,later", "y");
+    node_new(&b.g, "Relu", "r", "x", "later");
+    mb_output(&b, "y");
+    check_error(&b, SMELT_ERR_MODEL, "node 'late' (Add)", "'later' is not defined");
+
+    mb_init(&b, 13);
+    mb_input(&b, "x", SMELT_F32, 1, D3);
+    node_new(&b.g, "Relu", "r1", "x", "y");
+    node_new(&b.g, "Relu", "r2", "x", "y");
+    mb_output(&b, "y");
+    check_error(&b, SMELT_ERR_MODEL, "node 'r2' (Relu)", "'y' is already defined");
+
+    mb_init(&b, 13);
+    mb_input(&b, "x", SMELT_F32, 1, D3);
+    node_new(&b.g, "Relu", "r", "x", "y");
+    mb_output(&b, "nowhere");
+    check_error(&b, SMELT_ERR_MODEL, "graph output 'nowhere'", NULL);
+
+    mb_init(&b, 13);
+    mb_input(&b, "x", SMELT_F32, 1, D3);
+    node_new(&b.g, "Relu", "r", "x,x", "y");
+    mb_output(&b, "y");
+    check_error(&b, SMELT_ERR_MODEL, "node 'r' (Relu)", "2 inputs");
+}
+
+/* ---- external data ------------------------------------------------------- */
+
+static Onnx__TensorProto *tensor_external(const char *name, int rank, const int64_t *dims, const char *loc,
+                                          const char *offset, const char *length)
+{
+    Onnx__TensorProto *t = tensor_raw(name, SMELT_F32, rank, dims, NULL, 0);
+    t->has_data_location = 1;
+    t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    const char *kv[3][2] = {{"location", loc}, {"offset", offset}, {"length", length}};
+    for (int i = 0; i < 3; i++) {
+        if (!kv[i][1]) continue;
+        Onnx__StringStringEntryProto *e = palloc(sizeof *e);
+        onnx__string_string_entry_proto__init(e);
+        e->key = (char *)kv[i][0];
+        e->value = (char *)kv[i][1];
+        APPEND(t->external_data, t->n_external_data, e);
+    }
+    return t;
+}
+
+static void write_file(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fwrite(data, 1, n, f);
+        fclose(f);
+    }
+}
+
+static void external_model(mb *b, const char *loc, const char *offset, const char *length)
+{
+    mb_init(b, 13);
+    APPEND(b->g.initializer, b->g.n_initializer, tensor_external("wx", 2, D2x3, loc, offset, length));
+    mb_input(b, "x", SMELT_F32, 2, D2x3);
+    node_new(&b->g, "Add", "add", "x,wx", "y");
+    mb_output(b, "y");
+}
+
+TEST(onnx_import_external_data)
+{
+    char dir[] = "/tmp/smelt_onnx_XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(!"mkdtemp");
+        return;
+    }
+    char path[256], sub[256], model[256];
+    snprintf(sub, sizeof sub, "%s/weights", dir);
+    mkdir(sub, 0755);
+    float data[8] = {-1, -1, 1, 2, 3, 4, 5, 6}; /* 8 bytes of padding first */
+    snprintf(path, sizeof path, "%s/weights/w.bin", dir);
+    write_file(path, data, sizeof data);
+
+    mb b;
+    external_model(&b, "weights/w.bin", "8", "24");
+    size_t size;
+    uint8_t *buf = mb_pack(&b, &size);
+    snprintf(model, sizeof model, "%s/model.onnx", dir);
+    write_file(model, buf, size);
+    ir_graph *g;
+    CHECK_EQ_INT(onnx_load_file(model, &g), SMELT_OK);
+    if (g) {
+        const ir_tensor *w = &g->tensors[tensor_named(g, "wx")];
+        CHECK(w->data != NULL);
+        if (w->data) {
+            CHECK_NEAR(ir_const_double(w, 0), 1, 0);
+            CHECK_NEAR(ir_const_double(w, 5), 6, 0);
+        }
+        ir_graph_free(g);
+    }
+    pool_free();
+
+    external_model(&b, "weights/w.bin", "16", NULL);
+    CHECK_EQ_INT(mb_load(&b, dir, &g), SMELT_ERR_MODEL);
+    CHECK_STR_HAS(smelt_last_error(), "initializer 'wx'");
+    CHECK_STR_HAS(smelt_last_error(), "too short");
+    pool_free();
+
+    external_model(&b, "weights/w.bin", "0", "12");
+    CHECK_EQ_INT(mb_load(&b, dir, &g), SMELT_ERR_MODEL);
+    CHECK_STR_HAS(smelt_last_error(), "length 12");
+    pool_free();
+
+    external_model(&b, "weights/../weights/w.bin", NULL, NULL);
+    check_error(&b, SMELT_ERR_MODEL, "initializer 'wx'", "leaves the model's directory");
+    external_model(&b, "..", NULL, NULL);
+    check_error(&b, SMELT_ERR_MODEL, "initializer 'wx'", "leaves the model's directory");
+    external_model(&b, path, NULL, NULL);
+    check_error(&b, SMELT_ERR_MODEL, "initializer 'wx'", "is absolute");
+    external_model(&b, "missing.bin", NULL, NULL);
+    CHECK_EQ_INT(mb_load(&b, dir, &g), SMELT_ERR_IO);
+    CHECK_STR_HAS(smelt_last_error(), "missing.bin");
+    pool_free();
+    external_model(&b, "weights/w.bin", "1x", NULL);
+    CHECK_EQ_INT(mb_load(&b, dir, &g), SMELT_ERR_MODEL);
+    CHECK_STR_HAS(smelt_last_error(), "not a number");
+    pool_free();
+
+    unlink(path);
+    unlink(model);
+    rmdir(sub);
+    rmdir(dir);
+}
+
+/* ---- tensor files -------------------------------------------------------- */
+
+static bool tensors_equal(const smelt_tensor *a, const smelt_tensor *b)
+{
+    if (a->dtype != b->dtype || a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->shape[i] != b->shape[i]) return false;
+    size_t n = (size_t)smelt_tensor_numel(a) * smelt_dtype_size(a->dtype);
+    return n == 0 || memcmp(a->data, b->data, n) == 0;
+}
+
+TEST(onnx_tensor_files_round_trip)
+{
+    char dir[] = "/tmp/smelt_tf_XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(!"mkdtemp");
+        return;
+    }
+    static float f[6] = {1, -2, 3.5f, 4, 5, 6};
+    static int64_t l[3] = {1, -1, 1LL << 40};
+    static uint8_t bo[4] = {1, 0, 0, 1};
+    static uint16_t u[1] = {65535};
+    static int8_t i8[5] = {-1, 2, -3, 4, -5};
+    static double d[2] = {0.25, -1e200};
+    smelt_tensor cases[] = {
+        {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {2, 3}, .data = f},
+        {.name = "ids", .dtype = SMELT_I64, .rank = 1, .shape = {3}, .data = l},
+        {.name = NULL, .dtype = SMELT_BOOL, .rank = 3, .shape = {1, 2, 2}, .data = bo},
+        {.name = "scalar", .dtype = SMELT_U16, .rank = 0, .data = u},
+        {.name = "i8", .dtype = SMELT_I8, .rank = 1, .shape = {5}, .data = i8},
+        {.name = "d", .dtype = SMELT_F64, .rank = 2, .shape = {2, 1}, .data = d},
+        {.name = "empty", .dtype = SMELT_F32, .rank = 2, .shape = {0, 4}, .data = NULL},
+    };
+    char path[256];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (int pb = 0; pb < 2; pb++) {
+            snprintf(path, sizeof path, "%s/t%zu.%s", dir, i, pb ? "pb" : "npy");
+            smelt_status st = pb ? tensor_file_write_pb(path, &cases[i]) : tensor_file_write_npy(path, &cases[i]);
+            CHECK_EQ_INT(st, SMELT_OK);
+            smelt_tensor back;
+            CHECK_EQ_INT(tensor_file_read(path, &back), SMELT_OK);
+            CHECK(tensors_equal(&cases[i], &back));
+            if (pb && cases[i].name) CHECK(back.name && strcmp(back.name, cases[i].name) == 0);
+            if (!pb) CHECK(back.name == NULL);
+            tensor_file_free(&back);
+            unlink(path);
+        }
+    }
+    /* The content, not the name, decides the format. */
+    snprintf(path, sizeof path, "%s/really_npy.pb", dir);
+    CHECK_EQ_INT(tensor_file_write_npy(path, &cases[0]), SMELT_OK);
+    smelt_tensor back;
+    CHECK_EQ_INT(tensor_file_read(path, &back), SMELT_OK);
+    CHECK(tensors_equal(&cases[0], &back));
+    tensor_file_free(&back);
+    unlink(path);
+    /* A failed write leaves nothing behind. */
+    snprintf(path, sizeof path, "%s/no/such/dir/x.npy", dir);
+    CHECK_EQ_INT(tensor_file_write_npy(path, &cases[0]), SMELT_ERR_IO);
+    smelt_tensor half = {.dtype = SMELT_F16, .rank = 1, .shape = {1}, .data = u};
+    snprintf(path, sizeof path, "%s/half.npy", dir);
+    CHECK_EQ_INT(tensor_file_write_npy(path, &half), SMELT_ERR_UNSUPPORTED);
+    CHECK(access(path, F_OK) != 0);
+    rmdir(dir);
+}
+
+static smelt_status read_bytes(const char *path, const void *data, size_t n, smelt_tensor *t)
+{
+    write_file(path, data, n);
+    smelt_status st = tensor_file_read(path, t);
+    unlink(path);
+    return st;
+}
+
+TEST(onnx_tensor_files_npy_variants_and_errors)
+{
+    char path[] = "/tmp/smelt_npy_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        CHECK(!"mkstemp");
+        return;
+    }
+    close(fd);
+    /* Version 2.0 header, numpy spacing, int32 (2,). */
+    char buf[256] = "\x93NUMPY\x02\x00";
+    const char *hdr = "{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }        \n";
+    size_t hl = strlen(hdr);
+    buf[8] = (char)hl, buf[9] = buf[10] = buf[11] = 0;
+    memcpy(buf + 12, hdr, hl);
+    int32_t v[2] = {7, -9};
+    memcpy(buf + 12 + hl, v, sizeof v);
+    smelt_tensor t;
+    CHECK_EQ_INT(read_bytes(path, buf, 12 + hl + sizeof v, &t), SMELT_OK);
+    CHECK(t.dtype == SMELT_I32 && t.rank == 1 && t.shape[0] == 2 && ((int32_t *)t.data)[1] == -9);
+    tensor_file_free(&t);
+
+    CHECK_EQ_INT(read_bytes(path, buf, 12 + hl + 4, &t), SMELT_ERR_IO); /* short data */
+    CHECK_STR_HAS(smelt_last_error(), "short");
+    CHECK(t.data == NULL);
+
+    const char *bad[][2] = {
+        {"{'descr': '>i4', 'fortran_order': False, 'shape': (2,), }", "big-endian"},
+        {"{'descr': '<i4', 'fortran_order': True, 'shape': (2,), }", "Fortran"},
+        {"{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }", "'<f2'"},
+        {"{'descr': '<i4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1), }", "rank"},
+        {"{'descr': '<i4', 'fortran_order': False, 'shape': (2,x), }", "malformed"},
+        {"{'descr': '<i4', 'fortran_order': False }", "malformed"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        hl = strlen(bad[i][0]);
+        memcpy(buf, "\x93NUMPY\x01\x00", 8);
+        buf[8] = (char)hl, buf[9] = 0;
+        memcpy(buf + 10, bad[i][0], hl);
+        memset(buf + 10 + hl, 0, 8);
+        smelt_status st = read_bytes(path, buf, 10 + hl + 8, &t);
+        CHECK(st == SMELT_ERR_UNSUPPORTED || st == SMELT_ERR_IO);
+        CHECK_STR_HAS(smelt_last_error(), bad[i][1]);
+    }
+    CHECK_EQ_INT(read_bytes(path, "\x93NUMPY\x01\x00\xff\x00{", 11, &t), SMELT_ERR_IO);
+    CHECK_EQ_INT(read_bytes(path, "\xff\xff\xff", 3, &t), SMELT_ERR_IO);
+    CHECK_EQ_INT(read_bytes(path, "", 0, &t), SMELT_ERR_IO);
+    CHECK_EQ_INT(tensor_file_read("/nonexistent/x.npy", &t), SMELT_ERR_IO);
+}
