@@ -1,0 +1,610 @@
+/*
+ * emit_c.c — the C-like emitter (target/emit.h).
+ *
+ * requires: a kernel that passes kir_verify (checked again here).
+ * guarantees: every identifier in the output is made here; model text reaches
+ *             the output only through sanitize_comment.
+ *
+ * Semantics the generated code shares with the interpreter (kernel/interp.c;
+ * the unit tests compare the two bit for bit): float32 arithmetic in float,
+ * integer division and modulo by zero give 0, narrow integers wrap, float →
+ * integer casts saturate through int64 (NaN → 0) instead of being undefined.
+ * int64 add/sub/mul/neg are plain C, so their overflow stays undefined in the
+ * generated code (indices never overflow; the interpreter wraps).
+ */
+#include "target/emit.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What differs between C-like targets. OpenCL and CUDA rows get their kernel
+ * entry (work-group index from a builtin, buffers as parameters) when their
+ * runtimes land; until then they are marked unsupported. */
+typedef struct dialect {
+    const char *name;
+    bool supported;
+    const char *prelude;     /* includes */
+    const char *kernel_qual; /* before the return type */
+    const char *restrict_kw;
+    const char *global_space; /* address space of parameter buffers */
+    const char *barrier;      /* NULL: one thread per workgroup, nothing to wait for */
+} dialect;
+
+static const dialect dialects[] = {
+    [EMIT_C] = {"C", true, "#include <math.h>\n#include <stdint.h>\n", "", "restrict", "", NULL},
+    [EMIT_OPENCL] = {"OpenCL C", false, "", "__kernel ", "restrict", "__global ",
+                     "barrier(CLK_LOCAL_MEM_FENCE);"},
+    [EMIT_CUDA] = {"CUDA C", false, "", "extern \"C\" __global__ ", "__restrict__", "", "__syncthreads();"},
+};
+_Static_assert(sizeof dialects / sizeof dialects[0] == EMIT_LANG_COUNT, "one dialect per emit_lang");
+
+/* Helpers the kernels call; kernel/interp.c implements the same functions. */
+static const char prelude_helpers[] =
+    "static inline float smelt_minf(float a, float b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }\n"
+    "static inline float smelt_maxf(float a, float b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }\n"
+    "static inline double smelt_min(double a, double b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }\n"
+    "static inline double smelt_max(double a, double b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }\n"
+    "static inline int64_t smelt_div_i64(int64_t a, int64_t b)\n"
+    "{\n"
+    "    return b == 0 ? 0 : b == -1 ? (int64_t)(0 - (uint64_t)a) : a / b;\n"
+    "}\n"
+    "static inline int64_t smelt_mod_i64(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }\n"
+    "static inline uint64_t smelt_div_u64(uint64_t a, uint64_t b) { return b == 0 ? 0 : a / b; }\n"
+    "static inline uint64_t smelt_mod_u64(uint64_t a, uint64_t b) { return b == 0 ? 0 : a % b; }\n"
+    "static inline uint64_t smelt_pow_u64(uint64_t a, uint64_t b)\n"
+    "{\n"
+    "    uint64_t r = 1;\n"
+    "    for (; b; b >>= 1, a *= a)\n"
+    "        if (b & 1) r *= a;\n"
+    "    return r;\n"
+    "}\n"
+    "static inline int64_t smelt_pow_i64(int64_t a, int64_t b)\n"
+    "{\n"
+    "    if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;\n"
+    "    return (int64_t)smelt_pow_u64((uint64_t)a, (uint64_t)b);\n"
+    "}\n"
+    "static inline uint64_t smelt_shl(uint64_t a, uint64_t b) { return b >= 64 ? 0 : a << b; }\n"
+    "static inline uint64_t smelt_shr_u(uint64_t a, uint64_t b) { return b >= 64 ? 0 : a >> b; }\n"
+    "static inline int64_t smelt_shr_s(int64_t a, uint64_t b) { return a >> (b >= 64 ? 63 : b); }\n"
+    "static inline int64_t smelt_f2i64(double x)\n"
+    "{\n"
+    "    return x != x ? 0 : x >= 9223372036854775808.0 ? INT64_MAX\n"
+    "         : x < -9223372036854775808.0 ? INT64_MIN : (int64_t)x;\n"
+    "}\n"
+    "static inline uint64_t smelt_f2u64(double x)\n"
+    "{\n"
+    "    return x != x ? 0 : x >= 18446744073709551616.0 ? UINT64_MAX\n"
+    "         : x < 0 ? (uint64_t)smelt_f2i64(x) : (uint64_t)x;\n"
+    "}\n";
+
+static const struct {
+    const char *name;
+    const char *prefix; /* of slot names: f3, l7, ... (loop values are i<depth>) */
+} ctypes[] = {
+    [SMELT_F32] = {"float", "f"},   [SMELT_F64] = {"double", "d"}, [SMELT_I8] = {"int8_t", "c"},
+    [SMELT_U8] = {"uint8_t", "u"},  [SMELT_I16] = {"int16_t", "h"}, [SMELT_U16] = {"uint16_t", "w"},
+    [SMELT_I32] = {"int32_t", "n"}, [SMELT_U32] = {"uint32_t", "m"}, [SMELT_I64] = {"int64_t", "l"},
+    [SMELT_U64] = {"uint64_t", "q"}, [SMELT_BOOL] = {"uint8_t", "p"},
+};
+#define N_CTYPES ((int)(sizeof ctypes / sizeof ctypes[0]))
+
+static bool type_ok(smelt_dtype t) { return (int)t >= 0 && (int)t < N_CTYPES && ctypes[t].name; }
+static bool is_unsigned(smelt_dtype t)
+{
+    return t == SMELT_U8 || t == SMELT_U16 || t == SMELT_U32 || t == SMELT_U64 || t == SMELT_BOOL;
+}
+/* Integer types narrower than 64 bits: their arithmetic goes through uint32_t
+ * so that it wraps instead of overflowing `int`. */
+static bool is_narrow(smelt_dtype t) { return !kir_is_float(t) && t != SMELT_I64 && t != SMELT_U64 && t != SMELT_BOOL; }
+
+typedef struct emitter {
+    strbuf *sb;
+    const kir_kernel *k;
+    const dialect *d;
+    kir_locals loc;
+    int *loop_depth; /* per LOOPVAR value: nesting depth of its loop */
+    int *uses;       /* per value: number of uses */
+    int *var_reads;  /* per var: number of VARGETs */
+} emitter;
+
+/* ---- names and literals ------------------------------------------------- */
+
+static void put_float(strbuf *sb, double x, bool f32)
+{
+    if (isnan(x)) {
+        sb_puts(sb, f32 ? "NAN" : "(double)NAN");
+        return;
+    }
+    if (isinf(x)) {
+        sb_puts(sb, x < 0 ? (f32 ? "(-INFINITY)" : "(-(double)INFINITY)") : (f32 ? "INFINITY" : "(double)INFINITY"));
+        return;
+    }
+    char buf[64];
+    snprintf(buf, sizeof buf, f32 ? "%.9g" : "%.17g", x);
+    bool neg = buf[0] == '-';
+    sb_puts(sb, neg ? "(" : "");
+    sb_puts(sb, buf);
+    if (!strpbrk(buf, ".e")) sb_puts(sb, ".0");
+    sb_puts(sb, f32 ? "f" : "");
+    sb_puts(sb, neg ? ")" : "");
+}
+
+/* An integer constant as the dtype holds it (the builder keeps the raw int64). */
+static int64_t const_int(const kir_value *v)
+{
+    switch (v->type) {
+    case SMELT_I8: return (int8_t)v->imm.i;
+    case SMELT_U8: case SMELT_BOOL: return (uint8_t)v->imm.i;
+    case SMELT_I16: return (int16_t)v->imm.i;
+    case SMELT_U16: return (uint16_t)v->imm.i;
+    case SMELT_I32: return (int32_t)v->imm.i;
+    case SMELT_U32: return (uint32_t)v->imm.i;
+    default: return v->imm.i;
+    }
+}
+
+static void put_int(strbuf *sb, smelt_dtype t, int64_t i)
+{
+    if (t == SMELT_U64 || t == SMELT_U32) {
+        uint64_t u = t == SMELT_U32 ? (uint32_t)i : (uint64_t)i;
+        if (u <= INT32_MAX) sb_printf(sb, "%llu", (unsigned long long)u);
+        else sb_printf(sb, "%lluu%s", (unsigned long long)u, t == SMELT_U64 ? "ll" : "");
+    } else if (i == INT64_MIN) {
+        sb_puts(sb, "INT64_MIN");
+    } else if (i < INT32_MIN || i > INT32_MAX) {
+        sb_printf(sb, "((int64_t)%lldll)", (long long)i);
+    } else if (i == INT32_MIN) {
+        sb_puts(sb, "INT32_MIN");
+    } else {
+        sb_printf(sb, i < 0 ? "(%lld)" : "%lld", (long long)i);
+    }
+}
+
+static void put_slot(emitter *e, int slot)
+{
+    sb_printf(e->sb, "%s%d", e->loc.slot_at_top[slot] ? ctypes[e->loc.slot_type[slot]].prefix : "v", slot);
+}
+
+static void put_val(emitter *e, kir_val v)
+{
+    const kir_value *x = &e->k->vals[v];
+    switch (x->op) {
+    case KIR_CONST:
+        if (kir_is_float(x->type)) put_float(e->sb, x->imm.f, x->type == SMELT_F32);
+        else put_int(e->sb, x->type, const_int(x));
+        break;
+    case KIR_WG: sb_puts(e->sb, "wg"); break;
+    case KIR_LOOPVAR: sb_printf(e->sb, "i%d", e->loop_depth[v]); break;
+    default: put_slot(e, e->loc.val_slot[v]); break;
+    }
+}
+
+/* Append `fmt` with %a %b %c replaced by operands and %T by the result's C type. */
+static void put_pattern(emitter *e, const char *fmt, const kir_value *x)
+{
+    for (const char *p = fmt; *p; p++) {
+        if (*p != '%') {
+            char c[2] = {*p, 0};
+            sb_puts(e->sb, c);
+            continue;
+        }
+        switch (*++p) {
+        case 'a': put_val(e, x->a); break;
+        case 'b': put_val(e, x->b); break;
+        case 'c': put_val(e, x->c); break;
+        case 'T': sb_puts(e->sb, ctypes[x->type].name); break;
+        default: break;
+        }
+    }
+}
+
+/* Comment text from the model: only [A-Za-z0-9_ .,:'+-()=] survives, so no
+ * model string can close the comment or form a trigraph or line splice. */
+static void put_comment(strbuf *sb, const char *s)
+{
+    static const char ok[] = "_ .,:'+-()=";
+    char buf[161];
+    size_t n = 0;
+    for (; s && *s && n < sizeof buf - 1; s++) {
+        unsigned char c = (unsigned char)*s;
+        bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    (c && strchr(ok, c));
+        buf[n++] = keep ? (char)c : '_';
+    }
+    buf[n] = 0;
+    sb_puts(sb, buf);
+}
+
+/* ---- expressions -------------------------------------------------------- */
+
+static const char *const libm[KIR_OP_COUNT] = {
+    [KIR_ABS] = "fabs", [KIR_EXP] = "exp", [KIR_LOG] = "log", [KIR_SQRT] = "sqrt", [KIR_SIN] = "sin",
+    [KIR_COS] = "cos", [KIR_TAN] = "tan", [KIR_TANH] = "tanh", [KIR_ERF] = "erf", [KIR_FLOOR] = "floor",
+    [KIR_CEIL] = "ceil", [KIR_ROUND] = "rint", [KIR_ASIN] = "asin", [KIR_ACOS] = "acos",
+    [KIR_ATAN] = "atan", [KIR_SINH] = "sinh", [KIR_COSH] = "cosh", [KIR_ASINH] = "asinh",
+    [KIR_ACOSH] = "acosh", [KIR_ATANH] = "atanh", [KIR_MOD] = "fmod", [KIR_POW] = "pow",
+};
+
+static const char *const c_binop[KIR_OP_COUNT] = {
+    [KIR_ADD] = "+", [KIR_SUB] = "-", [KIR_MUL] = "*", [KIR_DIV] = "/", [KIR_AND] = "&",
+    [KIR_OR] = "|", [KIR_XOR] = "^", [KIR_EQ] = "==", [KIR_NE] = "!=", [KIR_LT] = "<",
+    [KIR_LE] = "<=", [KIR_GT] = ">", [KIR_GE] = ">=",
+};
+
+static smelt_status unsupported(const emitter *e, const kir_value *x, smelt_dtype t)
+{
+    return diag_fail(SMELT_ERR_UNSUPPORTED, "kernel %d: %s on %s has no %s form", e->k->id,
+                     kir_op_name(x->op), smelt_dtype_name(t), e->d->name);
+}
+
+static smelt_status put_float_expr(emitter *e, const kir_value *x, smelt_dtype ta)
+{
+    strbuf *sb = e->sb;
+    const char *sfx = ta == SMELT_F32 ? "f" : "";
+    if (libm[x->op]) {
+        sb_printf(sb, "%s%s(", libm[x->op], sfx);
+        put_pattern(e, kir_op_arity(x->op) == 2 ? "%a, %b)" : "%a)", x);
+        return SMELT_OK;
+    }
+    switch (x->op) {
+    case KIR_NEG: put_pattern(e, "-%a", x); return SMELT_OK;
+    case KIR_ISNAN: put_pattern(e, "(%a != %a)", x); return SMELT_OK;
+    case KIR_ISINF:
+        sb_printf(sb, "(fabs%s(", sfx);
+        put_pattern(e, "%a) == INFINITY)", x);
+        return SMELT_OK;
+    case KIR_MIN:
+    case KIR_MAX:
+        sb_printf(sb, "smelt_%s%s(", x->op == KIR_MIN ? "min" : "max", sfx);
+        put_pattern(e, "%a, %b)", x);
+        return SMELT_OK;
+    case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV:
+    case KIR_EQ: case KIR_NE: case KIR_LT: case KIR_LE: case KIR_GT: case KIR_GE:
+        put_val(e, x->a);
+        sb_printf(sb, " %s ", c_binop[x->op]);
+        put_val(e, x->b);
+        return SMELT_OK;
+    default: return unsupported(e, x, ta);
+    }
+}
+
+static bool is_plain_divisor(const kir_kernel *k, kir_val b)
+{
+    const kir_value *v = &k->vals[b];
+    return v->op == KIR_CONST && const_int(v) != 0 && const_int(v) != -1;
+}
+
+static smelt_status put_int_expr(emitter *e, const kir_value *x, smelt_dtype ta)
+{
+    bool u = is_unsigned(ta), narrow = is_narrow(ta), boolean = ta == SMELT_BOOL;
+    const char *sx = u ? "u64" : "i64";
+    switch (x->op) {
+    case KIR_ABS:
+        if (u) put_pattern(e, "%a", x);
+        else if (narrow) put_pattern(e, "(%T)(%a < 0 ? 0u - (uint32_t)%a : (uint32_t)%a)", x);
+        else put_pattern(e, "(%a < 0 ? -%a : %a)", x);
+        return SMELT_OK;
+    case KIR_FLOOR: case KIR_CEIL: case KIR_ROUND: put_pattern(e, "%a", x); return SMELT_OK;
+    case KIR_ISNAN: case KIR_ISINF: put_pattern(e, "((void)%a, 0)", x); return SMELT_OK;
+    case KIR_NOT: put_pattern(e, boolean ? "!%a" : "(%T)~%a", x); return SMELT_OK;
+    case KIR_AND: case KIR_OR: case KIR_XOR:
+        put_pattern(e, boolean ? "%a" : "(%T)(%a", x);
+        sb_printf(e->sb, " %s ", c_binop[x->op]);
+        put_pattern(e, boolean ? "%b" : "%b)", x);
+        return SMELT_OK;
+    case KIR_EQ: case KIR_NE: case KIR_LT: case KIR_LE: case KIR_GT: case KIR_GE:
+        put_val(e, x->a);
+        sb_printf(e->sb, " %s ", c_binop[x->op]);
+        put_val(e, x->b);
+        return SMELT_OK;
+    case KIR_MIN: put_pattern(e, "(%a < %b ? %a : %b)", x); return SMELT_OK;
+    case KIR_MAX: put_pattern(e, "(%a > %b ? %a : %b)", x); return SMELT_OK;
+    default: break;
+    }
+    if (boolean) return unsupported(e, x, ta);
+    switch (x->op) {
+    case KIR_NEG: put_pattern(e, narrow ? "(%T)(0u - (uint32_t)%a)" : "-%a", x); return SMELT_OK;
+    case KIR_ADD: case KIR_SUB: case KIR_MUL:
+        if (narrow) {
+            put_pattern(e, "(%T)((uint32_t)%a", x);
+            sb_printf(e->sb, " %s ", c_binop[x->op]);
+            put_pattern(e, "(uint32_t)%b)", x);
+        } else {
+            put_val(e, x->a);
+            sb_printf(e->sb, " %s ", c_binop[x->op]);
+            put_val(e, x->b);
+        }
+        return SMELT_OK;
+    case KIR_DIV:
+    case KIR_MOD:
+        if (is_plain_divisor(e->k, x->b)) {
+            put_pattern(e, narrow ? "(%T)(%a" : "%a", x);
+            sb_puts(e->sb, x->op == KIR_DIV ? " / " : " % ");
+            put_pattern(e, narrow ? "%b)" : "%b", x);
+        } else {
+            put_pattern(e, narrow ? "(%T)" : "", x);
+            sb_printf(e->sb, "smelt_%s_%s(", x->op == KIR_DIV ? "div" : "mod", sx);
+            put_pattern(e, "%a, %b)", x);
+        }
+        return SMELT_OK;
+    case KIR_POW:
+        put_pattern(e, "(%T)", x);
+        sb_printf(e->sb, "smelt_pow_%s(", sx);
+        put_pattern(e, "%a, %b)", x);
+        return SMELT_OK;
+    case KIR_SHL: put_pattern(e, "(%T)smelt_shl((uint64_t)%a, (uint64_t)%b)", x); return SMELT_OK;
+    case KIR_SHR:
+        put_pattern(e, u ? "(%T)smelt_shr_u((uint64_t)%a, (uint64_t)%b)"
+                         : "(%T)smelt_shr_s((int64_t)%a, (uint64_t)%b)", x);
+        return SMELT_OK;
+    default: return unsupported(e, x, ta);
+    }
+}
+
+static smelt_status put_cast(emitter *e, const kir_value *x, smelt_dtype from)
+{
+    smelt_dtype to = x->type;
+    if (to == SMELT_BOOL) put_pattern(e, "(%a != 0)", x);
+    else if (kir_is_float(to) || !kir_is_float(from)) put_pattern(e, "(%T)%a", x);
+    else if (to == SMELT_U64) put_pattern(e, "smelt_f2u64(%a)", x);
+    else if (to == SMELT_I64) put_pattern(e, "smelt_f2i64(%a)", x);
+    else put_pattern(e, "(%T)smelt_f2i64(%a)", x);
+    return SMELT_OK;
+}
+
+static smelt_status put_expr(emitter *e, const kir_value *x)
+{
+    switch (x->op) {
+    case KIR_LOAD:
+        sb_printf(e->sb, "b%d[", x->buf);
+        put_pattern(e, "%a]", x);
+        return SMELT_OK;
+    case KIR_VARGET: put_slot(e, e->loc.var_slot[x->var]); return SMELT_OK;
+    case KIR_SELECT: put_pattern(e, "%a ? %b : %c", x); return SMELT_OK;
+    case KIR_CAST: return put_cast(e, x, e->k->vals[x->a].type);
+    default: break;
+    }
+    smelt_dtype ta = e->k->vals[x->a].type;
+    if (!type_ok(ta)) return unsupported(e, x, ta);
+    return kir_is_float(ta) ? put_float_expr(e, x, ta) : put_int_expr(e, x, ta);
+}
+
+/* ---- statements --------------------------------------------------------- */
+
+static void count_uses(emitter *e)
+{
+    const kir_kernel *k = e->k;
+    for (int i = 0; i < k->n_stmts; i++) {
+        const kir_stmt *s = &k->stmts[i];
+        switch (s->kind) {
+        case KS_DEF: {
+            const kir_value *x = &k->vals[s->val];
+            kir_val ops[3] = {x->a, x->b, x->c};
+            for (int j = 0; j < kir_op_arity(x->op); j++) e->uses[ops[j]]++;
+            if (x->op == KIR_VARGET) e->var_reads[x->var]++;
+            break;
+        }
+        case KS_STORE: e->uses[s->idx]++; e->uses[s->val]++; break;
+        case KS_LOOP_BEGIN: e->uses[s->lo]++; e->uses[s->hi]++; e->uses[s->step]++; break;
+        case KS_IF_BEGIN: e->uses[s->cond]++; break;
+        case KS_VAR_SET: e->uses[s->val]++; break;
+        default: break;
+        }
+    }
+}
+
+static bool buffer_used(const kir_kernel *k, int b)
+{
+    for (int i = 0; i < k->n_stmts; i++) {
+        const kir_stmt *s = &k->stmts[i];
+        if ((s->kind == KS_STORE && s->buf == b) ||
+            (s->kind == KS_DEF && k->vals[s->val].op == KIR_LOAD && k->vals[s->val].buf == b))
+            return true;
+    }
+    return false;
+}
+
+static void emit_header(emitter *e)
+{
+    const kir_kernel *k = e->k;
+    strbuf *sb = e->sb;
+    sb_printf(sb, "/* k%d: ", k->id);
+    put_comment(sb, k->comment);
+    sb_printf(sb, " */\n%svoid smelt_k%d(int64_t wg, void *const *bufs)\n{\n", e->d->kernel_qual, k->id);
+    for (int b = 0; b < k->n_bufs; b++) {
+        if (!buffer_used(k, b)) continue;
+        const char *q = k->bufs[b].written ? "" : "const ";
+        const char *t = ctypes[k->bufs[b].type].name;
+        sb_printf(sb, "    %s%s%s *%s b%d = (%s%s%s *)bufs[%d];\n", e->d->global_space, q, t,
+                  e->d->restrict_kw, b, e->d->global_space, q, t, b);
+    }
+    /* Slots declared at the top, grouped by type in slot order. */
+    for (int q = 0; q < e->loc.n_slots; q++) {
+        if (!e->loc.slot_at_top[q]) continue;
+        smelt_dtype t = e->loc.slot_type[q];
+        bool first = true;
+        for (int r = 0; r < q; r++) first &= !(e->loc.slot_at_top[r] && !strcmp(ctypes[e->loc.slot_type[r]].name, ctypes[t].name));
+        if (!first) continue;
+        sb_printf(sb, "    %s ", ctypes[t].name);
+        for (int r = q; r < e->loc.n_slots; r++) {
+            if (!e->loc.slot_at_top[r] || strcmp(ctypes[e->loc.slot_type[r]].name, ctypes[t].name)) continue;
+            if (r != q) sb_puts(sb, ", ");
+            put_slot(e, r);
+        }
+        sb_puts(sb, ";\n");
+    }
+    kir_val wg = 0;
+    for (int v = 1; v < k->n_vals; v++)
+        if (k->vals[v].op == KIR_WG) wg = v;
+    if (!wg || !e->uses[wg]) sb_puts(sb, "    (void)wg;\n");
+}
+
+static smelt_status emit_body(emitter *e)
+{
+    const kir_kernel *k = e->k;
+    strbuf *sb = e->sb;
+    int depth = 0;
+    for (int i = 0; i < k->n_stmts; i++) {
+        const kir_stmt *s = &k->stmts[i];
+        if (s->kind == KS_LOOP_END || s->kind == KS_IF_END || s->kind == KS_ELSE) depth--;
+        int ind = 4 * (depth + 1);
+        switch (s->kind) {
+        case KS_DEF: {
+            const kir_value *x = &k->vals[s->val];
+            sb_indent(sb, ind);
+            if (e->loc.val_const[s->val]) sb_printf(sb, "const %s ", ctypes[x->type].name);
+            put_val(e, s->val);
+            sb_puts(sb, " = ");
+            TRY(put_expr(e, x));
+            sb_puts(sb, ";\n");
+            if (!e->uses[s->val]) {
+                sb_indent(sb, ind);
+                sb_puts(sb, "(void)");
+                put_val(e, s->val);
+                sb_puts(sb, ";\n");
+            }
+            break;
+        }
+        case KS_STORE:
+            sb_indent(sb, ind);
+            sb_printf(sb, "b%d[", s->buf);
+            put_val(e, s->idx);
+            sb_puts(sb, "] = ");
+            put_val(e, s->val);
+            sb_puts(sb, ";\n");
+            break;
+        case KS_LOOP_BEGIN: {
+            e->loop_depth[s->val] = depth;
+            sb_indent(sb, ind);
+            sb_printf(sb, "for (int64_t i%d = ", depth);
+            put_val(e, s->lo);
+            sb_printf(sb, "; i%d < ", depth);
+            put_val(e, s->hi);
+            const kir_value *st = &k->vals[s->step];
+            if (st->op == KIR_CONST && st->imm.i == 1) {
+                sb_printf(sb, "; ++i%d) {\n", depth);
+            } else {
+                sb_printf(sb, "; i%d += ", depth);
+                put_val(e, s->step);
+                sb_puts(sb, ") {\n");
+            }
+            depth++;
+            break;
+        }
+        case KS_IF_BEGIN:
+            sb_indent(sb, ind);
+            sb_puts(sb, "if (");
+            put_val(e, s->cond);
+            sb_puts(sb, ") {\n");
+            depth++;
+            break;
+        case KS_ELSE:
+            sb_indent(sb, ind);
+            sb_puts(sb, "} else {\n");
+            depth++;
+            break;
+        case KS_LOOP_END:
+        case KS_IF_END:
+            sb_indent(sb, ind);
+            sb_puts(sb, "}\n");
+            break;
+        case KS_VAR_SET:
+            sb_indent(sb, ind);
+            put_slot(e, e->loc.var_slot[s->var]);
+            sb_puts(sb, " = ");
+            put_val(e, s->val);
+            sb_puts(sb, ";\n");
+            if (!e->var_reads[s->var]) {
+                sb_indent(sb, ind);
+                sb_puts(sb, "(void)");
+                put_slot(e, e->loc.var_slot[s->var]);
+                sb_puts(sb, ";\n");
+            }
+            break;
+        case KS_BARRIER:
+            if (e->d->barrier) {
+                sb_indent(sb, ind);
+                sb_printf(sb, "%s\n", e->d->barrier);
+            }
+            break;
+        case KS_COUNT: break;
+        }
+    }
+    sb_puts(sb, "}\n");
+    return SMELT_OK;
+}
+
+smelt_status emit_kernel(strbuf *sb, const kir_kernel *k, emit_lang lang, locals_strategy s)
+{
+    if ((unsigned)lang >= EMIT_LANG_COUNT || !dialects[lang].supported)
+        return diag_fail(SMELT_ERR_UNSUPPORTED, "kernel %d: no emitter for %s yet", k->id,
+                         (unsigned)lang < EMIT_LANG_COUNT ? dialects[lang].name : "this language");
+    TRY(kir_verify(k));
+    for (int b = 0; b < k->n_bufs; b++)
+        if (!type_ok(k->bufs[b].type))
+            return diag_fail(SMELT_ERR_UNSUPPORTED, "kernel %d: buffer %d of type %s", k->id, b,
+                             smelt_dtype_name(k->bufs[b].type));
+    for (int v = 1; v < k->n_vals; v++)
+        if (!type_ok(k->vals[v].type))
+            return diag_fail(SMELT_ERR_UNSUPPORTED, "kernel %d: value of type %s", k->id,
+                             smelt_dtype_name(k->vals[v].type));
+    for (int x = 0; x < k->n_vars; x++)
+        if (!type_ok(k->vars[x].type))
+            return diag_fail(SMELT_ERR_UNSUPPORTED, "kernel %d: variable of type %s", k->id,
+                             smelt_dtype_name(k->vars[x].type));
+
+    arena a;
+    arena_init(&a);
+    emitter e = {.sb = sb, .k = k, .d = &dialects[lang]};
+    smelt_status st = kir_locals_assign(k, s, &a, &e.loc);
+    e.loop_depth = arena_alloc(&a, ((size_t)k->n_vals + 1) * sizeof(int));
+    e.uses = arena_alloc(&a, ((size_t)k->n_vals + 1) * sizeof(int));
+    e.var_reads = arena_alloc(&a, ((size_t)k->n_vars + 1) * sizeof(int));
+    if (!st && (!e.loop_depth || !e.uses || !e.var_reads))
+        st = diag_fail(SMELT_ERR_NOMEM, "kernel %d: out of memory while emitting", k->id);
+    if (!st) {
+        count_uses(&e);
+        emit_header(&e);
+        st = emit_body(&e);
+    }
+    arena_free(&a);
+    if (!st && sb->oom) st = diag_fail(SMELT_ERR_NOMEM, "kernel %d: out of memory while emitting", k->id);
+    return st;
+}
+
+smelt_status emit_program(kir_kernel *const *kernels, int n, emit_lang lang, locals_strategy s, char **out)
+{
+    *out = NULL;
+    if ((unsigned)lang >= EMIT_LANG_COUNT || !dialects[lang].supported)
+        return diag_fail(SMELT_ERR_UNSUPPORTED, "no emitter for %s yet",
+                         (unsigned)lang < EMIT_LANG_COUNT ? dialects[lang].name : "this language");
+    strbuf sb;
+    sb_init(&sb);
+    sb_printf(&sb, "/* generated by smelt (%s, %s locals) */\n", dialects[lang].name,
+              s == LOCALS_REUSE ? "reuse" : "hybrid");
+    sb_puts(&sb, dialects[lang].prelude);
+    sb_puts(&sb, "\n");
+    sb_puts(&sb, prelude_helpers);
+    for (int i = 0; i < n; i++) {
+        sb_puts(&sb, "\n");
+        smelt_status st = emit_kernel(&sb, kernels[i], lang, s);
+        if (st) {
+            sb_free(&sb);
+            return st;
+        }
+    }
+    if (sb.oom) {
+        sb_free(&sb);
+        return diag_fail(SMELT_ERR_NOMEM, "out of memory while emitting");
+    }
+    *out = sb_take(&sb);
+    return *out ? SMELT_OK : diag_fail(SMELT_ERR_NOMEM, "out of memory while emitting");
+}
+
+const char *emit_kernel_name(const kir_kernel *k, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "smelt_k%d", k->id);
+    return buf;
+}
