@@ -2,6 +2,7 @@
  * bind.c — binding the caller's inputs to the graph's symbolic dimensions and
  * shape-deciding values.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/passes.h"
@@ -15,21 +16,40 @@ static const smelt_tensor *find_input(const ir_graph *g, int gi, int n, const sm
     return NULL;
 }
 
-/* Whether some node reads tensor t through a value_in operand. */
-static bool decides_shape(const ir_graph *g, int t)
+/* Mark the tensors whose values decide shapes: value_in operands, and
+ * (backwards, transitively) everything those values are computed from. */
+static char *shape_deciding(const ir_graph *g)
 {
-    for (int i = 0; i < g->n_nodes; i++) {
+    char *need = calloc((size_t)g->n_tensors + 1, 1);
+    if (!need) return NULL;
+    for (int i = g->n_nodes - 1; i >= 0; i--) {
         const ir_node *n = &g->nodes[i];
         uint32_t mask = op_get(n->op)->value_in;
-        for (int k = 0; k < n->n_in && k < 32; k++)
-            if (n->in[k] == t && (mask >> k & 1)) return true;
+        bool out_needed = false;
+        for (int o = 0; o < n->n_out; o++)
+            if (n->out[o] >= 0 && need[n->out[o]]) out_needed = true;
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] >= 0 && (out_needed || (k < 32 && (mask >> k & 1)))) need[n->in[k]] = 1;
     }
-    return false;
+    return need;
 }
+
+static smelt_status bind_each(ir_graph *g, int n, const smelt_tensor *inputs, const char *need, char *a, char *b,
+                              size_t cap);
 
 smelt_status graph_bind_inputs(ir_graph *g, int n, const smelt_tensor *inputs)
 {
     char a[128], b[128];
+    char *need = shape_deciding(g);
+    if (!need) return diag_fail(SMELT_ERR_NOMEM, "out of memory binding inputs");
+    smelt_status st = bind_each(g, n, inputs, need, a, b, sizeof a);
+    free(need);
+    return st;
+}
+
+static smelt_status bind_each(ir_graph *g, int n, const smelt_tensor *inputs, const char *need, char *a, char *b,
+                              size_t cap)
+{
     for (int i = 0; i < n; i++) {
         if (!inputs[i].name) continue;
         bool found = false;
@@ -49,13 +69,13 @@ smelt_status graph_bind_inputs(ir_graph *g, int n, const smelt_tensor *inputs)
             memcpy(given.dim, x->shape, sizeof(int64_t) * (size_t)x->rank);
             if (t->shape.rank != x->rank)
                 return diag_fail(SMELT_ERR_SHAPE, "input '%s' has shape %s but the model declares rank %d", t->name,
-                                 ir_shape_str(&given, a, sizeof a), t->shape.rank);
+                                 ir_shape_str(&given, a, cap), t->shape.rank);
             for (int d = 0; d < x->rank; d++)
                 if (t->shape.dim[d] >= 0 && t->shape.dim[d] != x->shape[d])
                     return diag_fail(SMELT_ERR_SHAPE, "input '%s' has shape %s but the model declares %s", t->name,
-                                     ir_shape_str(&given, a, sizeof a), ir_shape_str(&t->shape, b, sizeof b));
+                                     ir_shape_str(&given, a, cap), ir_shape_str(&t->shape, b, cap));
             t->shape = given;
-            if (x->data && decides_shape(g, ti)) {
+            if (x->data && need[ti]) {
                 size_t bytes = (size_t)ir_tensor_numel(t) * smelt_dtype_size(t->dtype);
                 if (!ir_tensor_alloc_data(g, ti)) return diag_fail(SMELT_ERR_NOMEM, "out of memory binding input '%s'", t->name);
                 memcpy(t->data, x->data, bytes);
