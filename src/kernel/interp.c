@@ -305,7 +305,13 @@ static smelt_status prepare(const kir_kernel *k, void *const *bufs, int *match, 
         if (!type_ok(k->bufs[b].type))
             return diag_fail(SMELT_ERR_UNSUPPORTED, "kernel %d: buffer %d of type %s", k->id, b,
                              smelt_dtype_name(k->bufs[b].type));
-        if (!bufs[b] && k->bufs[b].numel > 0)
+    }
+    /* A buffer the kernel touches must be bound (empty tensors may have no storage). */
+    for (int i = 0; k->n_workgroups > 0 && i < k->n_stmts; i++) {
+        const kir_stmt *s = &k->stmts[i];
+        int b = s->kind == KS_STORE ? s->buf
+              : s->kind == KS_DEF && k->vals[s->val].op == KIR_LOAD ? k->vals[s->val].buf : -1;
+        if (b >= 0 && !bufs[b] && k->bufs[b].numel > 0)
             return diag_fail(SMELT_ERR_INTERNAL, "kernel %d: buffer %d is not bound", k->id, b);
     }
     for (int v = 1; v < k->n_vals; v++) {

@@ -178,6 +178,7 @@ smelt_status kir_locals_assign(const kir_kernel *k, locals_strategy s, arena *a,
 #undef VAR_USE
 
     int n = 0;
+    out->val_slot[0] = -1;
     for (int v = 1; v < nv; v++) {
         out->val_slot[v] = -1;
         if (!is_inline(&k->vals[v]) && k->vals[v].def >= 0)

@@ -410,11 +410,13 @@ static void emit_header(emitter *e)
 {
     const kir_kernel *k = e->k;
     strbuf *sb = e->sb;
-    sb_printf(sb, "/* k%d: ", k->id);
+    sb_printf(sb, "/* k%d%s", k->id, k->comment && *k->comment ? ": " : "");
     put_comment(sb, k->comment);
     sb_printf(sb, " */\n%svoid smelt_k%d(int64_t wg, void *const *bufs)\n{\n", e->d->kernel_qual, k->id);
+    int n_bound = 0;
     for (int b = 0; b < k->n_bufs; b++) {
         if (!buffer_used(k, b)) continue;
+        n_bound++;
         const char *q = k->bufs[b].written ? "" : "const ";
         const char *t = ctypes[k->bufs[b].type].name;
         sb_printf(sb, "    %s%s%s *%s b%d = (%s%s%s *)bufs[%d];\n", e->d->global_space, q, t,
@@ -439,6 +441,7 @@ static void emit_header(emitter *e)
     for (int v = 1; v < k->n_vals; v++)
         if (k->vals[v].op == KIR_WG) wg = v;
     if (!wg || !e->uses[wg]) sb_puts(sb, "    (void)wg;\n");
+    if (!n_bound) sb_puts(sb, "    (void)bufs;\n");
 }
 
 static smelt_status emit_body(emitter *e)

@@ -449,6 +449,20 @@ TEST(emit_other_dialects_not_yet)
     arena_free(&a);
 }
 
+/* A kernel with nothing to do (an empty tensor) still compiles cleanly. */
+TEST(emit_empty_kernel)
+{
+    arena a;
+    arena_init(&a);
+    kir_kernel *k = kir_kernel_new(&a, 9, 0, "");
+    kir_buffer_add(k, SMELT_F32, 0, 0, false, true);
+    char *src = emit_one(k, LOCALS_HYBRID);
+    CHECK_STR_HAS(src, "/* k9 */\nvoid smelt_k9(int64_t wg, void *const *bufs)\n{\n    (void)wg;\n    (void)bufs;\n}\n");
+    free(src);
+    check_against_interpreter(&k, 1, LOCALS_REUSE, NULL);
+    arena_free(&a);
+}
+
 TEST(emit_program_prelude)
 {
     arena a;
