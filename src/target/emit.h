@@ -5,7 +5,7 @@
  * dialect table (qualifiers, address spaces, builtins, how a kernel gets its
  * workgroup index). The emitter knows nothing about ONNX: it prints Kernel IR.
  * Names of locals come from kernel/locals.h; names from the model appear only
- * in comments, sanitized to [A-Za-z0-9_ .,:'+-] so no model text can end a
+ * in comments, sanitized to [A-Za-z0-9_ .,:'+-()=] so no model text can end a
  * comment or reach code.
  *
  * Every kernel of the C dialect has the signature
