@@ -1,11 +1,12 @@
 /*
  * ops.h — the op table: one row per ONNX op smelt implements.
  *
- * Rows live in two files, expanded here with X-macros:
+ * Rows live in three files, expanded here with X-macros:
  *   ops_data.h     elementwise, broadcast, injective and shape ops
  *   ops_compute.h  reductions, contractions, normalizations, pooling
+ *   ops_more.h     everything else (resampling, scatter, sorting, ...)
  * Each row is
- *   X(Name, KIND, min_in, max_in, min_out, max_out, value_in, infer, scalar, elem, lower)
+ *   X(Name, KIND, min_in, max_in, min_out, max_out, value_in, infer, scalar, elem, lower, flags)
  * where
  *   KIND      op_kind below; fusion reasons about kinds, never about names.
  *   value_in  bitmask of inputs whose *values* must be known at compile time
@@ -18,6 +19,7 @@
  *   elem      injective ops: output element at a multi-index, reading inputs
  *             through lower_load (this is the op's index map; or OP_NONE).
  *   lower     reduction/contraction/opaque ops: builds whole kernels (or OP_NONE).
+ *   flags     OPF_* bits below.
  * Exactly one of scalar/elem/lower is set, except for ops always folded at
  * compile time (Shape, Size, Constant...), which set none and have KIND OPAQUE.
  *
@@ -54,10 +56,14 @@ typedef smelt_status (*op_lower_fn)(struct lower_ctx *c);
 
 #define OP_NONE 0
 
+/* Op flags. */
+#define OPF_VIEW 0x1 /* output 0 is input 0's bytes reinterpreted (Reshape...): no copy needed */
+
 #include "ir/ops_compute.h"
 #include "ir/ops_data.h"
+#include "ir/ops_more.h"
 
-#define SMELT_OPS(X) OPS_DATA(X) OPS_COMPUTE(X)
+#define SMELT_OPS(X) OPS_DATA(X) OPS_COMPUTE(X) OPS_MORE(X)
 
 typedef enum op_id {
     OP_INVALID = -1,
@@ -76,6 +82,7 @@ typedef struct op_info {
     op_scalar_fn scalar;
     op_elem_fn elem;
     op_lower_fn lower;
+    unsigned flags;
 } op_info;
 
 extern const op_info op_table[OP_COUNT];
