@@ -99,7 +99,7 @@ static bool op_ok(kir_op op, smelt_dtype ta)
 {
     bool f = ta == SMELT_F32 || ta == SMELT_F64, b = ta == SMELT_BOOL;
     switch (op) {
-    case KIR_CONST: case KIR_WG: case KIR_LOOPVAR: case KIR_VARGET: case KIR_LOAD: case KIR_CAST:
+    case KIR_CONST: case KIR_WG: case KIR_LID: case KIR_LOOPVAR: case KIR_VARGET: case KIR_LOAD: case KIR_CAST:
     case KIR_SELECT: case KIR_ABS: case KIR_FLOOR: case KIR_CEIL: case KIR_ROUND: case KIR_ISNAN:
     case KIR_ISINF: case KIR_MIN: case KIR_MAX: case KIR_EQ: case KIR_NE: case KIR_LT: case KIR_LE:
     case KIR_GT: case KIR_GE:
@@ -356,6 +356,8 @@ static smelt_status run(const kir_kernel *k, void *const *bufs, const int *match
             else val[v].i = wrap(vals[v].type, vals[v].imm.i);
         } else if (vals[v].op == KIR_WG) {
             wg_val = v;
+        } else if (vals[v].op == KIR_LID) {
+            val[v].i = 0; /* one thread per workgroup */
         }
     }
     for (int64_t wg = 0; wg < k->n_workgroups; wg++) {

@@ -8,7 +8,7 @@ static const struct {
     const char *name;
     int arity;
 } op_props[KIR_OP_COUNT] = {
-    [KIR_CONST] = {"const", 0}, [KIR_WG] = {"wg", 0}, [KIR_LOOPVAR] = {"loopvar", 0},
+    [KIR_CONST] = {"const", 0}, [KIR_WG] = {"wg", 0}, [KIR_LID] = {"lid", 0}, [KIR_LOOPVAR] = {"loopvar", 0},
     [KIR_VARGET] = {"varget", 0}, [KIR_LOAD] = {"load", 1},
     [KIR_NEG] = {"neg", 1}, [KIR_ABS] = {"abs", 1}, [KIR_NOT] = {"not", 1}, [KIR_EXP] = {"exp", 1},
     [KIR_LOG] = {"log", 1}, [KIR_SQRT] = {"sqrt", 1}, [KIR_SIN] = {"sin", 1}, [KIR_COS] = {"cos", 1},
@@ -54,6 +54,7 @@ kir_kernel *kir_kernel_new(arena *a, int id, int64_t n_workgroups, const char *c
     k->arena = a;
     k->id = id;
     k->n_workgroups = n_workgroups;
+    k->wg_size = 1;
     k->comment = arena_strdup(a, comment ? comment : "");
     k->n_vals = 1; /* value 0 is "none" */
     if (!grow(k, (void **)&k->vals, &k->cap_vals, 1, sizeof(kir_value))) return NULL;
@@ -63,9 +64,18 @@ kir_kernel *kir_kernel_new(arena *a, int id, int64_t n_workgroups, const char *c
 int kir_buffer_add(kir_kernel *k, smelt_dtype type, int64_t numel, int tensor, bool read, bool written)
 {
     if (!grow(k, (void **)&k->bufs, &k->cap_bufs, k->n_bufs + 1, sizeof(kir_buffer))) return 0;
-    k->bufs[k->n_bufs] = (kir_buffer){type, numel, tensor, read, written};
+    k->bufs[k->n_bufs] = (kir_buffer){.type = type, .numel = numel, .tensor = tensor, .read = read, .written = written};
     return k->n_bufs++;
 }
+
+int kir_smem_add(kir_kernel *k, smelt_dtype type, int64_t numel)
+{
+    int b = kir_buffer_add(k, type, numel, -1, true, true);
+    k->bufs[b].workgroup = true;
+    return b;
+}
+
+
 
 static kir_val new_value(kir_kernel *k, kir_op op, smelt_dtype type)
 {
@@ -131,6 +141,15 @@ kir_val kir_wg(kir_kernel *k)
     for (int i = 1; i < k->n_vals; i++)
         if (k->vals[i].op == KIR_WG) return i;
     return new_value(k, KIR_WG, SMELT_I64);
+}
+
+void kir_barrier(kir_kernel *k) { add_stmt(k, (kir_stmt){.kind = KS_BARRIER}); }
+
+kir_val kir_lid(kir_kernel *k)
+{
+    for (int i = 1; i < k->n_vals; i++)
+        if (k->vals[i].op == KIR_LID) return i;
+    return new_value(k, KIR_LID, SMELT_I64);
 }
 
 kir_val kir_load(kir_kernel *k, int buf, kir_val idx)
@@ -248,6 +267,13 @@ kir_val kir_loop_begin(kir_kernel *k, kir_val lo, kir_val hi, kir_val step)
     int s = add_stmt(k, (kir_stmt){.kind = KS_LOOP_BEGIN, .val = v, .lo = lo, .hi = hi, .step = step});
     k->vals[v].def = s;
     k->depth++;
+    return v;
+}
+
+kir_val kir_loop_begin_parallel(kir_kernel *k, kir_val lo, kir_val hi)
+{
+    kir_val v = kir_loop_begin(k, lo, hi, kir_idx(k, 1));
+    if (v) k->stmts[k->vals[v].def].parallel = true;
     return v;
 }
 
@@ -387,6 +413,8 @@ static void dump_val(const kir_kernel *k, kir_val v, FILE *f)
         else fprintf(f, "%lld", (long long)x->imm.i);
     } else if (x->op == KIR_WG) {
         fprintf(f, "wg");
+    } else if (x->op == KIR_LID) {
+        fprintf(f, "lid");
     } else {
         fprintf(f, "%%%d", v);
     }
@@ -394,11 +422,18 @@ static void dump_val(const kir_kernel *k, kir_val v, FILE *f)
 
 void kir_dump(const kir_kernel *k, FILE *f)
 {
-    fprintf(f, "kernel k%d (%lld workgroups) ; %s\n", k->id, (long long)k->n_workgroups, k->comment);
-    for (int b = 0; b < k->n_bufs; b++)
-        fprintf(f, "  buf%d: %s[%lld] tensor %d %s%s\n", b, smelt_dtype_name(k->bufs[b].type),
-                (long long)k->bufs[b].numel, k->bufs[b].tensor, k->bufs[b].read ? "r" : "",
-                k->bufs[b].written ? "w" : "");
+    fprintf(f, "kernel k%d (%lld workgroups x %d threads) ; %s\n", k->id, (long long)k->n_workgroups, k->wg_size,
+            k->comment);
+    for (int b = 0; b < k->n_bufs; b++) {
+        if (k->bufs[b].workgroup)
+            fprintf(f, "  buf%d: %s[%lld] workgroup memory at +%lld%s\n", b, smelt_dtype_name(k->bufs[b].type),
+                    (long long)k->bufs[b].numel, (long long)k->bufs[b].smem_offset,
+                    k->bufs[b].promote_reuse ? " promote_reuse" : "");
+        else
+            fprintf(f, "  buf%d: %s[%lld] tensor %d %s%s\n", b, smelt_dtype_name(k->bufs[b].type),
+                    (long long)k->bufs[b].numel, k->bufs[b].tensor, k->bufs[b].read ? "r" : "",
+                    k->bufs[b].written ? "w" : "");
+    }
     int ind = 1;
     for (int i = 0; i < k->n_stmts; i++) {
         const kir_stmt *s = &k->stmts[i];
@@ -424,7 +459,7 @@ void kir_dump(const kir_kernel *k, FILE *f)
             dump_val(k, s->val, f);
             break;
         case KS_LOOP_BEGIN:
-            fprintf(f, "for %%%d = ", s->val);
+            fprintf(f, s->parallel ? "parallel for %%%d = " : "for %%%d = ", s->val);
             dump_val(k, s->lo, f);
             fprintf(f, " .. ");
             dump_val(k, s->hi, f);

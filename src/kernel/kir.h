@@ -9,7 +9,20 @@
  *     LOOP_BEGIN v lo hi step   ... LOOP_END    (v: the i64 induction value)
  *     IF_BEGIN c  ... [ELSE ...] IF_END
  *     VAR_SET var = v           mutable variables, for accumulators
- *     BARRIER                   (workgroup targets; reserved)
+ *     BARRIER                   workgroup barrier: every thread of the workgroup
+ *                               arrives before any continues (orders workgroup memory)
+ *
+ * Threads. A kernel runs `wg_size` threads per workgroup (1 on the CPU, where
+ * a workgroup is one call). A *parallel* loop promises independent iterations:
+ * on the CPU it is an ordinary (vectorizable) loop; on a GPU its iterations are
+ * spread over the workgroup's threads (i = lo + lid; i < hi; i += wg_size).
+ * Code outside parallel loops runs in every thread, redundantly, and must only
+ * compute uniform values or store what every thread agrees on.
+ *
+ * Workgroup memory. A buffer with `workgroup` set is not a parameter but
+ * memory shared by the threads of one workgroup (OpenCL __local, CUDA
+ * __shared__, a stack array on the CPU). kernel/smem.c lays such buffers out on
+ * a stack and inserts barriers for `promote_reuse`; `smem_offset` is its result.
  *
  * Values are SSA: each is defined once (constants and the workgroup index are
  * not in the statement list — they are printed inline). Every value has a
@@ -42,6 +55,7 @@ typedef int32_t kir_val; /* value id; 0 means "no value" */
 typedef enum kir_op {
     KIR_CONST,   /* imm                                       */
     KIR_WG,      /* workgroup index (i64)                     */
+    KIR_LID,     /* thread index within the workgroup (i64)   */
     KIR_LOOPVAR, /* induction value of a LOOP_BEGIN           */
     KIR_VARGET,  /* current value of mutable var `var`        */
     KIR_LOAD,    /* buf[a]                                    */
@@ -95,13 +109,17 @@ typedef struct kir_stmt {
     kir_val cond;         /* IF_BEGIN */
     int buf;              /* STORE */
     int var;              /* VAR_SET */
+    bool parallel;        /* LOOP_BEGIN: iterations are independent */
 } kir_stmt;
 
 typedef struct kir_buffer {
     smelt_dtype type;
     int64_t numel;
-    int tensor;           /* graph tensor it binds to; -1 for scratch */
+    int tensor;           /* graph tensor (or scratch slot) it binds to; -1 for workgroup memory */
     bool read, written;
+    bool workgroup;       /* workgroup memory, not a parameter */
+    bool promote_reuse;   /* smem: insert a barrier after the last read so the space can be reused */
+    int64_t smem_offset;  /* smem: byte offset in the workgroup stack (set by kernel/smem.c) */
 } kir_buffer;
 
 typedef struct kir_var {
@@ -113,6 +131,8 @@ typedef struct kir_kernel {
     int id;               /* index in the program: the emitted name is smelt_k<id> */
     const char *comment;  /* what it computes, e.g. "Conv 'conv1' + Relu"; sanitized by emitters */
     int64_t n_workgroups;
+    int wg_size;          /* threads per workgroup (1 unless a GPU lowering asks for more) */
+    int64_t smem_bytes;   /* workgroup memory after stack allocation (kernel/smem.c) */
     kir_buffer *bufs;
     int n_bufs, cap_bufs;
     kir_value *vals;      /* vals[0] unused: kir_val 0 is "none" */
@@ -136,6 +156,12 @@ kir_val kir_const_f(kir_kernel *k, smelt_dtype type, double v);
 kir_val kir_const_i(kir_kernel *k, smelt_dtype type, int64_t v);
 static inline kir_val kir_idx(kir_kernel *k, int64_t v) { return kir_const_i(k, SMELT_I64, v); }
 kir_val kir_wg(kir_kernel *k);
+kir_val kir_lid(kir_kernel *k);
+
+/* Workgroup memory of `numel` elements; returns a buffer index usable with
+ * kir_load/kir_store. */
+int kir_smem_add(kir_kernel *k, smelt_dtype type, int64_t numel);
+void kir_barrier(kir_kernel *k);
 
 kir_val kir_load(kir_kernel *k, int buf, kir_val idx);
 void kir_store(kir_kernel *k, int buf, kir_val idx, kir_val v);
@@ -147,6 +173,8 @@ kir_val kir_cast(kir_kernel *k, smelt_dtype to, kir_val a);
 
 /* for (v = lo; v < hi; v += step): returns v; close with kir_loop_end. */
 kir_val kir_loop_begin(kir_kernel *k, kir_val lo, kir_val hi, kir_val step);
+/* A loop whose iterations are independent (step 1); see "Threads" above. */
+kir_val kir_loop_begin_parallel(kir_kernel *k, kir_val lo, kir_val hi);
 void kir_loop_end(kir_kernel *k);
 void kir_if_begin(kir_kernel *k, kir_val cond);
 void kir_else(kir_kernel *k);

@@ -32,7 +32,7 @@ typedef struct structure {
 
 static bool is_inline(const kir_value *v)
 {
-    return v->op == KIR_CONST || v->op == KIR_WG || v->op == KIR_LOOPVAR;
+    return v->op == KIR_CONST || v->op == KIR_WG || v->op == KIR_LID || v->op == KIR_LOOPVAR;
 }
 
 static smelt_status structure_build(const kir_kernel *k, structure *st)

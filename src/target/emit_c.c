@@ -176,6 +176,7 @@ static void put_val(emitter *e, kir_val v)
         else put_int(e->sb, x->type, const_int(x));
         break;
     case KIR_WG: sb_puts(e->sb, "wg"); break;
+    case KIR_LID: sb_puts(e->sb, "0"); break; /* the C dialect runs one thread per workgroup */
     case KIR_LOOPVAR: sb_printf(e->sb, "i%d", e->loop_depth[v]); break;
     default: put_slot(e, e->loc.val_slot[v]); break;
     }
