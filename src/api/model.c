@@ -115,12 +115,9 @@ smelt_status smelt_program_dump(const smelt_program *p, const char *what, char *
     } else if (strcmp(what, "plan") == 0) {
         plan_dump(p->g, &p->plan, f);
     } else if (strcmp(what, "regions") == 0) {
-        for (int i = 0; i < p->lp.n_kernels; i++) {
-            const kir_kernel *k = p->lp.kernels[i];
-            const ir_node *n = &p->g->nodes[p->lp.kernel_node[i]];
-            fprintf(f, "region %d: root %s '%s' (%s), %lld workgroups\n", i, op_get(n->op)->name, n->name,
-                    op_kind_name(op_get(n->op)->kind), (long long)k->n_workgroups);
-        }
+        fuse_dump(p->g, &p->fp, f);
+    } else if (strcmp(what, "dot") == 0) {
+        fuse_dot(p->g, &p->fp, f);
     } else if (strcmp(what, "info") == 0) {
         int64_t weights = p->plan.weight_bytes;
         fprintf(f, "nodes:        %d\nkernels:      %d\nweights:      %lld bytes\narena:        %lld bytes (planned peak)\n"
@@ -134,7 +131,7 @@ smelt_status smelt_program_dump(const smelt_program *p, const char *what, char *
             if (counts[o]) fprintf(f, " %s=%d", op_get((op_id)o)->name, counts[o]);
         fprintf(f, "\n");
     } else {
-        st = diag_fail(SMELT_ERR_INVALID_ARG, "unknown dump '%s' (ir, regions, kir, c, plan, info)", what);
+        st = diag_fail(SMELT_ERR_INVALID_ARG, "unknown dump '%s' (ir, regions, dot, kir, c, plan, info)", what);
     }
     fclose(f);
     if (st) {

@@ -37,10 +37,12 @@ static smelt_status check_devices(const char *list)
     return SMELT_OK;
 }
 
-static smelt_status lower_all(smelt_program *p)
+static smelt_status lower_all(smelt_program *p, const smelt_options *opt)
 {
+    fuse_options fo = {.no_fuse = opt->no_fuse != 0};
+    TRY(fuse_build(p->g, &fo, &p->fp));
     lower_program_init(&p->lp, &p->arena);
-    for (int i = 0; i < p->g->n_nodes; i++) TRY(lower_node(&p->lp, p->g, i));
+    for (int r = 0; r < p->fp.n_regions; r++) TRY(lower_region(&p->lp, p->g, &p->fp, r));
     return SMELT_OK;
 }
 
@@ -86,9 +88,10 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     if (!p->g) return diag_fail(SMELT_ERR_NOMEM, "out of memory copying the model");
     TRY(graph_bind_inputs(p->g, n_inputs, inputs));
     TRY(graph_infer(p->g));
+    TRY(graph_fold_batchnorm(p->g));
     TRY(graph_dce(p->g));
     double t1 = now_ms();
-    TRY(lower_all(p));
+    TRY(lower_all(p, opt));
     p->locals = opt->locals == SMELT_LOCALS_REUSE ? LOCALS_REUSE : LOCALS_HYBRID;
     TRY(emit_program(p->lp.kernels, p->lp.n_kernels, EMIT_C, p->locals, &p->source));
     TRY(plan_build(p->g, &p->lp, &p->plan));
@@ -142,6 +145,7 @@ void smelt_program_free(smelt_program *p)
     free(p->slot_ptr);
     free(p->mem);
     plan_free(&p->plan);
+    fuse_free(&p->fp);
     lower_program_free(&p->lp);
     arena_free(&p->arena);
     ir_graph_free(p->g);

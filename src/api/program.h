@@ -3,7 +3,7 @@
  * command list that runs it. The public smelt_program is this struct.
  *
  *   compile: clone model graph → bind inputs → infer + fold → DCE →
- *            regions → lower → emit → plan → cc + dlopen
+ *            regions (fuse) → lower → emit → plan → cc + dlopen
  *   run:     bind caller's inputs → for each kernel: fill its buffer table
  *            from the plan, hand its workgroups to the pool → outputs are
  *            views into the arena (or constants / inputs).
@@ -11,6 +11,7 @@
 #ifndef SMELT_API_PROGRAM_H
 #define SMELT_API_PROGRAM_H
 
+#include "fuse/fuse.h"
 #include "ir/ir.h"
 #include "kernel/locals.h"
 #include "kernel/lower.h"
@@ -32,6 +33,7 @@ typedef struct program_stats {
 struct smelt_program {
     ir_graph *g;
     arena arena;
+    fuse_plan fp;
     lower_program lp;
     mem_plan plan;
     locals_strategy locals;

@@ -126,6 +126,8 @@ typedef struct kir_var {
     smelt_dtype type;
 } kir_var;
 
+#define KIR_MAX_DEPTH 64
+
 typedef struct kir_kernel {
     arena *arena;         /* owner of all arrays below */
     int id;               /* index in the program: the emitted name is smelt_k<id> */
@@ -142,7 +144,8 @@ typedef struct kir_kernel {
     kir_var *vars;
     int n_vars, cap_vars;
     int depth;            /* open LOOP/IF blocks while building */
-    bool oom;
+    int scope[KIR_MAX_DEPTH + 1]; /* statement that opened each open block */
+    bool oom;             /* out of memory (or blocks nested deeper than KIR_MAX_DEPTH) */
 } kir_kernel;
 
 /* ---- building ----------------------------------------------------------- */
@@ -179,6 +182,12 @@ void kir_loop_end(kir_kernel *k);
 void kir_if_begin(kir_kernel *k, kir_val cond);
 void kir_else(kir_kernel *k);
 void kir_if_end(kir_kernel *k);
+
+/* The innermost open block (-1: the kernel body), and whether a block is still
+ * open. A value defined while scope s is innermost may be reused while
+ * kir_scope_open(k, s): builders that memoize values check this. */
+int kir_scope(const kir_kernel *k);
+bool kir_scope_open(const kir_kernel *k, int scope);
 
 /* Mutable variable initialised to `init` at this point; returns its index. */
 int kir_var_new(kir_kernel *k, smelt_dtype type, kir_val init);
