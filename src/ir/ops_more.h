@@ -67,6 +67,14 @@ typedef struct einsum_spec {
 } einsum_spec;
 smelt_status einsum_parse(const struct ir_graph *g, const struct ir_node *n, einsum_spec *e);
 
+/* Attention sizes: batch, query/kv heads, query length S, new kv length L,
+ * past length P, total T = P + L, head sizes of Q/K (d) and V (dv). */
+typedef struct attention_geom {
+    bool rank3; /* inputs [B, S, heads * head_size] */
+    int64_t batch, hq, hk, s, l, lv, p, t, d, dk, dv;
+} attention_geom;
+smelt_status attention_geom_get(const struct ir_graph *g, const struct ir_node *n, attention_geom *a);
+
 kir_val scalar_Swish(struct kir_kernel *k, const struct ir_node *n, const kir_val *in);
 kir_val elem_OneHot(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_EyeLike(struct lower_ctx *c, int out, const kir_val *idx);
@@ -75,6 +83,7 @@ kir_val elem_CenterCropPad(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_QuantizeLinear(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_DequantizeLinear(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_Resize(struct lower_ctx *c, int out, const kir_val *idx);
+kir_val elem_RotaryEmbedding(struct lower_ctx *c, int out, const kir_val *idx);
 
 smelt_status lower_RMSNormalization(struct lower_ctx *c);
 smelt_status lower_GroupNormalization(struct lower_ctx *c);
@@ -87,7 +96,6 @@ smelt_status lower_ScatterElements(struct lower_ctx *c); /* also Scatter */
 smelt_status lower_ScatterND(struct lower_ctx *c);
 smelt_status lower_Einsum(struct lower_ctx *c);
 smelt_status lower_Attention(struct lower_ctx *c);
-smelt_status lower_RotaryEmbedding(struct lower_ctx *c);
 
 /*  name                      kind         in    out  value_in infer                           scalar        elem                 lower                            flags */
 #define OPS_MORE(X) \
@@ -113,6 +121,8 @@ smelt_status lower_RotaryEmbedding(struct lower_ctx *c);
     X(ScatterND,                OPAQUE,      3, 3, 1, 1, 0x0, infer_ScatterND,                OP_NONE,      OP_NONE,             lower_ScatterND,                 0) \
     X(Resize,                   INJECTIVE,   1, 4, 1, 1, 0xe, infer_Resize,                   OP_NONE,      elem_Resize,         OP_NONE,                         0) \
     X(Upsample,                 INJECTIVE,   1, 2, 1, 1, 0x2, infer_Resize,                   OP_NONE,      elem_Resize,         OP_NONE,                         0) \
-    X(Einsum,                   OPAQUE,      1, 8, 1, 1, 0x0, infer_Einsum,                   OP_NONE,      OP_NONE,             lower_Einsum,                    0)
+    X(Einsum,                   OPAQUE,      1, 8, 1, 1, 0x0, infer_Einsum,                   OP_NONE,      OP_NONE,             lower_Einsum,                    0) \
+    X(Attention,                OPAQUE,      3, 7, 1, 4, 0x0, infer_Attention,                OP_NONE,      OP_NONE,             lower_Attention,                 0) \
+    X(RotaryEmbedding,          INJECTIVE,   3, 4, 1, 1, 0x0, infer_RotaryEmbedding,          OP_NONE,      elem_RotaryEmbedding,OP_NONE,                         0)
 
 #endif

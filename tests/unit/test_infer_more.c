@@ -203,3 +203,35 @@ TEST(infer_more_norms_and_quant)
     CHECK_STR_HAS(smelt_last_error(), "per-axis scale [3] must be [6]");
     ir_graph_free(g);
 }
+
+TEST(infer_more_attention_and_rotary)
+{
+    ir_graph *g = ir_graph_new();
+    g->opset = 23;
+    int q = T(g, "q", SMELT_F32, 2, 4, 3, 8), k = T(g, "k", SMELT_F32, 2, 2, 5, 8), v = T(g, "v", SMELT_F32, 2, 2, 5, 6);
+    int pk = T(g, "pk", SMELT_F32, 2, 2, 7, 8), pv = T(g, "pv", SMELT_F32, 2, 2, 7, 6);
+    int n = node(g, "att", OP_Attention, 6, (int[]){q, k, v, -1, pk, pv}, 4);
+    CHECK_EQ_INT(infer(g, n), SMELT_OK);
+    CHECK_SHAPE(OUT(g, n, 0), 2, 4, 3, 6);
+    CHECK_SHAPE(OUT(g, n, 1), 2, 2, 12, 8);
+    CHECK_SHAPE(OUT(g, n, 2), 2, 2, 12, 6);
+    CHECK_SHAPE(OUT(g, n, 3), 2, 4, 3, 12);
+    int k3 = T(g, "k3", SMELT_F32, 2, 3, 5, 8);
+    n = node(g, "gqa", OP_Attention, 3, (int[]){q, k3, k3}, 1);
+    CHECK(infer(g, n) != SMELT_OK);
+    CHECK_STR_HAS(smelt_last_error(), "q heads divide by kv heads");
+    int q3 = T(g, "q3", SMELT_F32, 2, 3, 12);
+    n = node(g, "att3", OP_Attention, 3, (int[]){q3, q3, q3}, 1);
+    CHECK(infer(g, n) != SMELT_OK);
+    CHECK_STR_HAS(smelt_last_error(), "need positive q_num_heads and kv_num_heads");
+
+    int x = T(g, "x", SMELT_F32, 2, 4, 3, 8), cs = T(g, "cs", SMELT_F32, 16, 4), pos = T(g, "pos", SMELT_I64, 2, 3);
+    n = node(g, "rope", OP_RotaryEmbedding, 4, (int[]){x, cs, cs, pos}, 1);
+    CHECK_EQ_INT(infer(g, n), SMELT_OK);
+    CHECK_SHAPE(OUT(g, n, 0), 2, 4, 3, 8);
+    n = node(g, "rope_odd", OP_RotaryEmbedding, 4, (int[]){x, cs, cs, pos}, 1);
+    attr_int(g, n, "rotary_embedding_dim", 5);
+    CHECK(infer(g, n) != SMELT_OK);
+    CHECK_STR_HAS(smelt_last_error(), "must be even");
+    ir_graph_free(g);
+}
