@@ -9,6 +9,7 @@
  *   lower_more_resize.c    Resize, Upsample
  *   lower_more_einsum.c    Einsum
  *   lower_more_attention.c Attention, RotaryEmbedding
+ *   lower_more_pool.c      LpPool (shape rule: infer_Pool of ops_compute.h)
  */
 #ifndef SMELT_IR_OPS_MORE_H
 #define SMELT_IR_OPS_MORE_H
@@ -96,6 +97,7 @@ smelt_status lower_ScatterElements(struct lower_ctx *c); /* also Scatter */
 smelt_status lower_ScatterND(struct lower_ctx *c);
 smelt_status lower_Einsum(struct lower_ctx *c);
 smelt_status lower_Attention(struct lower_ctx *c);
+smelt_status lower_LpPool(struct lower_ctx *c);
 
 /*  name                      kind         in    out  value_in infer                           scalar        elem                 lower                            flags */
 #define OPS_MORE(X) \
@@ -123,6 +125,7 @@ smelt_status lower_Attention(struct lower_ctx *c);
     X(Upsample,                 INJECTIVE,   1, 2, 1, 1, 0x2, infer_Resize,                   OP_NONE,      elem_Resize,         OP_NONE,                         0) \
     X(Einsum,                   OPAQUE,      1, 8, 1, 1, 0x0, infer_Einsum,                   OP_NONE,      OP_NONE,             lower_Einsum,                    0) \
     X(Attention,                OPAQUE,      3, 7, 1, 4, 0x0, infer_Attention,                OP_NONE,      OP_NONE,             lower_Attention,                 0) \
+    X(LpPool,                   REDUCTION,   1, 1, 1, 1, 0x0, infer_Pool,                     OP_NONE,      OP_NONE,             lower_LpPool,                    0) \
     X(RotaryEmbedding,          INJECTIVE,   3, 4, 1, 1, 0x0, infer_RotaryEmbedding,          OP_NONE,      elem_RotaryEmbedding,OP_NONE,                         0)
 
 #endif
