@@ -43,6 +43,8 @@ struct smelt_program {
     void **buf_table;      /* all kernels' buffer tables, back to back */
     int *buf_start;        /* per kernel: its first entry in buf_table */
     unsigned char *mem;    /* the activation arena */
+    double *prof_ms;       /* per kernel, while profiling is on; else NULL */
+    int64_t *prof_calls;
     program_stats stats;
 };
 
