@@ -3,7 +3,9 @@
  * command list that runs it. The public smelt_program is this struct.
  *
  *   compile: clone model graph → bind inputs → infer + fold → DCE →
- *            regions → lower → emit → plan → cc + dlopen
+ *            regions → lower (view nodes skipped: plan_node_is_view) →
+ *            plan (aliases, in-place: sets kir_buffer.alias_of) → emit →
+ *            cc + dlopen
  *   run:     bind caller's inputs → for each kernel: fill its buffer table
  *            from the plan, hand its workgroups to the pool → outputs are
  *            views into the arena (or constants / inputs).
