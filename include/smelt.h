@@ -160,9 +160,33 @@ void smelt_program_free(smelt_program *p);
  * must have the shapes the program was compiled for. */
 smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tensor *inputs);
 
-/* A view of output i after a run, valid until the next run or free. */
+/* A view of output i after a run, valid until the next run or free. An output
+ * that is a view of a graph input (e.g. a Reshape or Identity of it) is the
+ * caller's input memory itself, and a view of a constant points into the
+ * model's weights: no copy is made. */
 int smelt_program_output_count(const smelt_program *p);
 smelt_status smelt_program_output(const smelt_program *p, int i, smelt_tensor *out);
+
+/* ---- profiling ------------------------------------------------------------ */
+
+/* One kernel's share of the profiled runs. */
+typedef struct smelt_kernel_profile {
+    int id;                 /* position in the program's command list          */
+    const char *what;       /* what it computes, e.g. "Conv 'conv1'" (program-owned) */
+    int64_t workgroups;     /* workgroups per dispatch                          */
+    int64_t dispatches;     /* how many times it ran while profiling was on     */
+    double total_ms;        /* wall time of those dispatches, summed            */
+} smelt_kernel_profile;
+
+/* Turn per-kernel timing on (1) or off (0); turning it on clears the totals.
+ * While on, every smelt_program_run times each kernel's dispatch (two clock
+ * reads per kernel); while off, runs make no timing calls at all. */
+smelt_status smelt_program_set_profiling(smelt_program *p, int on);
+/* Number of kernels in p's command list. */
+int smelt_program_kernel_count(const smelt_program *p);
+/* Totals of kernel i (0 <= i < smelt_program_kernel_count) since profiling was
+ * turned on. */
+smelt_status smelt_program_profile(const smelt_program *p, int i, smelt_kernel_profile *out);
 
 /* ---- tensor files -------------------------------------------------------- */
 

@@ -120,10 +120,14 @@ smelt_status smelt_program_dump(const smelt_program *p, const char *what, char *
         fuse_dot(p->g, &p->fp, f);
     } else if (strcmp(what, "info") == 0) {
         int64_t weights = p->plan.weight_bytes;
+        const mem_plan *mp = &p->plan;
         fprintf(f, "nodes:        %d\nkernels:      %d\nweights:      %lld bytes\narena:        %lld bytes (planned peak)\n"
-                   "unplanned:    %lld bytes (sum of all intermediates)\nbytes moved:  %lld per run\n",
-                p->g->n_nodes, p->lp.n_kernels, (long long)weights, (long long)p->plan.arena_bytes,
-                (long long)p->plan.total_bytes, (long long)p->stats.bytes_moved);
+                   "lower bound:  %lld bytes (most bytes live during one kernel)\n"
+                   "unplanned:    %lld bytes (sum of all intermediates)\n"
+                   "aliases:      %d views, %d in-place\nbytes moved:  %lld per run\n",
+                p->g->n_nodes, p->lp.n_kernels, (long long)weights, (long long)mp->arena_bytes,
+                (long long)mp->lower_bound, (long long)mp->total_bytes, mp->n_views, mp->n_in_place,
+                (long long)p->stats.bytes_moved);
         int counts[OP_COUNT] = {0};
         for (int i = 0; i < p->g->n_nodes; i++) counts[p->g->nodes[i].op]++;
         fprintf(f, "ops:");

@@ -42,7 +42,11 @@ static smelt_status lower_all(smelt_program *p, const smelt_options *opt)
     fuse_options fo = {.no_fuse = opt->no_fuse != 0};
     TRY(fuse_build(p->g, &fo, &p->fp));
     lower_program_init(&p->lp, &p->arena);
-    for (int r = 0; r < p->fp.n_regions; r++) TRY(lower_region(&p->lp, p->g, &p->fp, r));
+    for (int r = 0; r < p->fp.n_regions; r++) {
+        const fuse_region *x = &p->fp.regions[r];
+        if (x->n_nodes == 1 && plan_node_is_view(p->g, x->root)) continue; /* a view aliases its input: no copy */
+        TRY(lower_region(&p->lp, p->g, &p->fp, r));
+    }
     return SMELT_OK;
 }
 
@@ -65,7 +69,7 @@ static smelt_status link_program(smelt_program *p)
     for (int s = 0; s < p->plan.n_slots; s++) {
         const plan_slot *x = &p->plan.slots[s];
         if (x->kind == PLAN_ARENA) p->slot_ptr[s] = p->mem + x->offset;
-        else if (x->kind == PLAN_CONST) p->slot_ptr[s] = p->g->tensors[s].data;
+        else if (x->kind == PLAN_CONST) p->slot_ptr[s] = p->g->tensors[x->alias >= 0 ? x->alias : s].data;
     }
     for (int i = 0; i < lp->n_kernels; i++) {
         char name[64];
@@ -93,8 +97,8 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     double t1 = now_ms();
     TRY(lower_all(p, opt));
     p->locals = opt->locals == SMELT_LOCALS_REUSE ? LOCALS_REUSE : LOCALS_HYBRID;
+    TRY(plan_build(p->g, &p->lp, &p->plan)); /* before emitting: in-place sets kir_buffer.alias_of */
     TRY(emit_program(p->lp.kernels, p->lp.n_kernels, EMIT_C, p->locals, &p->source));
-    TRY(plan_build(p->g, &p->lp, &p->plan));
     if (opt->max_memory > 0 && p->plan.arena_bytes > opt->max_memory)
         return diag_fail(SMELT_ERR_NOMEM, "the memory plan needs %lld bytes of activations, over the limit of %lld bytes",
                          (long long)p->plan.arena_bytes, (long long)opt->max_memory);
@@ -144,6 +148,8 @@ void smelt_program_free(smelt_program *p)
     free(p->buf_start);
     free(p->slot_ptr);
     free(p->mem);
+    free(p->prof_ms);
+    free(p->prof_calls);
     plan_free(&p->plan);
     fuse_free(&p->fp);
     lower_program_free(&p->lp);
@@ -172,13 +178,34 @@ static smelt_status bind_run_inputs(smelt_program *p, int n, const smelt_tensor 
         }
         p->slot_ptr[t] = in->data;
     }
+    for (int s = 0; s < p->plan.n_slots; s++) /* views of inputs are the caller's memory too */
+        if (p->plan.slots[s].alias >= 0 && p->plan.slots[s].kind == PLAN_INPUT)
+            p->slot_ptr[s] = p->slot_ptr[p->plan.slots[s].alias];
     return SMELT_OK;
+}
+
+/* The run loop with a clock read around each dispatch; the plain loop has none. */
+static void run_profiled(smelt_program *p)
+{
+    for (int i = 0; i < p->lp.n_kernels; i++) {
+        const kir_kernel *k = p->lp.kernels[i];
+        void **bufs = p->buf_table + p->buf_start[i];
+        for (int b = 0; b < k->n_bufs; b++) bufs[b] = p->slot_ptr[k->bufs[b].tensor];
+        double t0 = now_ms();
+        rt_pool_run(p->pool, p->fns[i], k->n_workgroups, bufs);
+        p->prof_ms[i] += now_ms() - t0;
+        p->prof_calls[i]++;
+    }
 }
 
 smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tensor *inputs)
 {
     if (!p) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: no program");
     TRY(bind_run_inputs(p, n_inputs, inputs));
+    if (p->prof_ms) {
+        run_profiled(p);
+        return SMELT_OK;
+    }
     for (int i = 0; i < p->lp.n_kernels; i++) {
         const kir_kernel *k = p->lp.kernels[i];
         void **bufs = p->buf_table + p->buf_start[i];
@@ -204,5 +231,40 @@ smelt_status smelt_program_output(const smelt_program *p, int i, smelt_tensor *o
     out->data = x->data ? x->data : p->slot_ptr[t];
     if (!out->data && ir_tensor_numel(x) > 0)
         return diag_fail(SMELT_ERR_INVALID_ARG, "output '%s' is not computed yet: run the program first", x->name);
+    return SMELT_OK;
+}
+
+smelt_status smelt_program_set_profiling(smelt_program *p, int on)
+{
+    if (!p) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_set_profiling: no program");
+    free(p->prof_ms);
+    free(p->prof_calls);
+    p->prof_ms = NULL;
+    p->prof_calls = NULL;
+    if (!on) return SMELT_OK;
+    p->prof_ms = calloc((size_t)p->lp.n_kernels + 1, sizeof(double));
+    p->prof_calls = calloc((size_t)p->lp.n_kernels + 1, sizeof(int64_t));
+    if (!p->prof_ms || !p->prof_calls) {
+        free(p->prof_ms);
+        free(p->prof_calls);
+        p->prof_ms = NULL;
+        p->prof_calls = NULL;
+        return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+    }
+    return SMELT_OK;
+}
+
+int smelt_program_kernel_count(const smelt_program *p) { return p ? p->lp.n_kernels : 0; }
+
+smelt_status smelt_program_profile(const smelt_program *p, int i, smelt_kernel_profile *out)
+{
+    if (!p || !out || i < 0 || i >= p->lp.n_kernels)
+        return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_profile: no kernel %d", i);
+    const kir_kernel *k = p->lp.kernels[i];
+    out->id = k->id;
+    out->what = k->comment;
+    out->workgroups = k->n_workgroups;
+    out->dispatches = p->prof_calls ? p->prof_calls[i] : 0;
+    out->total_ms = p->prof_ms ? p->prof_ms[i] : 0;
     return SMELT_OK;
 }

@@ -3,7 +3,9 @@
  * command list that runs it. The public smelt_program is this struct.
  *
  *   compile: clone model graph → bind inputs → infer + fold → DCE →
- *            regions (fuse) → lower → emit → plan → cc + dlopen
+ *            regions (fuse) → lower (view nodes skipped: plan_node_is_view) →
+ *            plan (aliases, in-place: sets kir_buffer.alias_of) → emit →
+ *            cc + dlopen
  *   run:     bind caller's inputs → for each kernel: fill its buffer table
  *            from the plan, hand its workgroups to the pool → outputs are
  *            views into the arena (or constants / inputs).
@@ -45,6 +47,8 @@ struct smelt_program {
     void **buf_table;      /* all kernels' buffer tables, back to back */
     int *buf_start;        /* per kernel: its first entry in buf_table */
     unsigned char *mem;    /* the activation arena */
+    double *prof_ms;       /* per kernel, while profiling is on; else NULL */
+    int64_t *prof_calls;
     program_stats stats;
 };
 

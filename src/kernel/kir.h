@@ -32,7 +32,9 @@
  *
  * Buffers are the kernel's parameters: each names a graph tensor (or a scratch
  * buffer) and says whether the kernel reads and/or writes it. Loads and stores
- * index a buffer with a linear element index.
+ * index a buffer with a linear element index. Parameter buffers do not overlap
+ * (they are `restrict`), except a read buffer with alias_of set, which is the
+ * same memory as the written buffer it names.
  *
  * Building: kir_* functions append to the kernel being built. Arithmetic on
  * constants folds (x*1, x+0, c1+c2), so index expressions stay readable.
@@ -120,6 +122,9 @@ typedef struct kir_buffer {
     bool workgroup;       /* workgroup memory, not a parameter */
     bool promote_reuse;   /* smem: insert a barrier after the last read so the space can be reused */
     int64_t smem_offset;  /* smem: byte offset in the workgroup stack (set by kernel/smem.c) */
+    int alias_of;         /* -1, or the written buffer of this kernel whose memory this read-only
+                           * buffer shares (in-place reuse, set by plan/plan.c): emitters bind it
+                           * to that buffer's pointer instead of a second `restrict` pointer */
 } kir_buffer;
 
 typedef struct kir_var {

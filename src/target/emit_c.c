@@ -416,12 +416,24 @@ static void emit_header(emitter *e)
     sb_printf(sb, " */\n%svoid smelt_k%d(int64_t wg, void *const *bufs)\n{\n", e->d->kernel_qual, k->id);
     int n_bound = 0;
     for (int b = 0; b < k->n_bufs; b++) {
-        if (!buffer_used(k, b)) continue;
+        if (!buffer_used(k, b) || k->bufs[b].alias_of >= 0) continue;
         n_bound++;
         const char *q = k->bufs[b].written ? "" : "const ";
         const char *t = ctypes[k->bufs[b].type].name;
         sb_printf(sb, "    %s%s%s *%s b%d = (%s%s%s *)bufs[%d];\n", e->d->global_space, q, t,
                   e->d->restrict_kw, b, e->d->global_space, q, t, b);
+    }
+    /* In-place: a pointer based on the written buffer's, so one object has one restrict pointer. */
+    for (int b = 0; b < k->n_bufs; b++) {
+        if (!buffer_used(k, b) || k->bufs[b].alias_of < 0) continue;
+        n_bound++;
+        const char *t = ctypes[k->bufs[b].type].name;
+        int w = k->bufs[b].alias_of;
+        if (!buffer_used(k, w))
+            sb_printf(sb, "    %sconst %s *b%d = (%sconst %s *)bufs[%d];\n", e->d->global_space, t, b,
+                      e->d->global_space, t, b);
+        else
+            sb_printf(sb, "    %sconst %s *b%d = b%d; /* in place */\n", e->d->global_space, t, b, w);
     }
     /* Slots declared at the top, grouped by type in slot order. */
     for (int q = 0; q < e->loc.n_slots; q++) {
