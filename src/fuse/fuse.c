@@ -59,7 +59,9 @@ static bool can_inline(const ir_graph *g, const uses *u, const int *cost, int no
     if (!(oi->scalar || oi->elem) || !(is_elementwise_kind(oi->kind) || oi->kind == OPK_INJECTIVE)) return false;
     if (x->is_output || u->start[t] == u->start[t + 1]) return false;
     bool cheap = cost[node] <= FUSE_RECOMPUTE_MAX;
-    bool single = u->start[t + 1] - u->start[t] == 1;
+    /* One consuming node reading t twice (x * x) reads the same element: memoized. */
+    bool single = true;
+    for (int j = u->start[t] + 1; j < u->start[t + 1]; j++) single &= u->cons[j] == u->cons[u->start[t]];
     for (int j = u->start[t]; j < u->start[t + 1]; j++) {
         const ir_node *c = &g->nodes[u->cons[j]];
         op_kind ck = op_get(c->op)->kind;

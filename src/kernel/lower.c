@@ -280,8 +280,8 @@ void lower_scratch_store(lower_ctx *c, int s, kir_val linear, kir_val v)
     kir_store(c->k, b, linear, v);
 }
 
-void lower_parallel_for(lower_ctx *c, const ir_shape *shape, int64_t work_per_elem,
-                        lower_body_fn body, void *user)
+static void parallel_rows(lower_ctx *c, const ir_shape *shape, int64_t work_per_elem, lower_body_fn body,
+                          void *user)
 {
     int r = shape->rank;
     int64_t numel = ir_shape_numel(shape);
@@ -317,10 +317,95 @@ void lower_parallel_for(lower_ctx *c, const ir_shape *shape, int64_t work_per_el
         row = kir_wg(k);
     }
     lower_unravel(k, &outer_shape, row, idx);
-    idx[r - 1] = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, inner), kir_idx(k, 1));
+    idx[r - 1] = kir_loop_begin_parallel(k, kir_idx(k, 0), kir_idx(k, inner));
     body(c, idx, user);
     kir_loop_end(k);
     if (row_loop) kir_loop_end(k);
+}
+
+/* Stride of index value v per step of loop value `var`: 0 when v does not
+ * depend on it, STRIDE_UNKNOWN when not affine (gathers, div/mod). */
+#define STRIDE_UNKNOWN INT64_MIN
+
+static int64_t stride_of(const kir_kernel *k, kir_val v, kir_val var, int depth)
+{
+    const kir_value *x = &k->vals[v];
+    if (v == var) return 1;
+    if (x->op == KIR_CONST || x->op == KIR_WG || x->op == KIR_LID || x->op == KIR_LOOPVAR || x->op == KIR_VARGET)
+        return 0;
+    if (depth > 64) return STRIDE_UNKNOWN;
+    int64_t a = x->a ? stride_of(k, x->a, var, depth + 1) : 0;
+    int64_t b = kir_op_arity(x->op) > 1 && x->b ? stride_of(k, x->b, var, depth + 1) : 0;
+    int64_t cc = kir_op_arity(x->op) > 2 && x->c ? stride_of(k, x->c, var, depth + 1) : 0;
+    if (a == STRIDE_UNKNOWN || b == STRIDE_UNKNOWN || cc == STRIDE_UNKNOWN) return STRIDE_UNKNOWN;
+    switch (x->op) {
+    case KIR_ADD: return a + b;
+    case KIR_SUB: return a - b;
+    case KIR_CAST: return a;
+    case KIR_MUL:
+        if (!a && !b) return 0;
+        if (k->vals[x->a].op == KIR_CONST && !a) return k->vals[x->a].imm.i * b;
+        if (k->vals[x->b].op == KIR_CONST && !b) return a * k->vals[x->b].imm.i;
+        return STRIDE_UNKNOWN;
+    default: return a || b || cc ? STRIDE_UNKNOWN : 0;
+    }
+}
+
+/* Whether some load of the kernel walks memory with a stride other than 0
+ * or 1 along the loop of `var`, i.e. the loop nest reads across rows. */
+static bool reads_across(const kir_kernel *k, kir_val var)
+{
+    for (int i = 0; i < k->n_stmts; i++) {
+        const kir_stmt *s = &k->stmts[i];
+        if (s->kind != KS_DEF || k->vals[s->val].op != KIR_LOAD || k->bufs[k->vals[s->val].buf].workgroup) continue;
+        int64_t st = stride_of(k, k->vals[s->val].a, var, 0);
+        if (st != 0 && st != 1) return true;
+    }
+    return false;
+}
+
+#define LOWER_TILE 64
+
+/* The last two dims in LOWER_TILE x LOWER_TILE tiles, one row of tiles per
+ * workgroup: a transposed read then reuses each cache line it fetches. */
+static void parallel_tiles(lower_ctx *c, const ir_shape *shape, lower_body_fn body, void *user)
+{
+    int r = shape->rank;
+    int64_t h = shape->dim[r - 2], w = shape->dim[r - 1];
+    int64_t hb = (h + LOWER_TILE - 1) / LOWER_TILE, outer = ir_shape_numel(shape) / (h * w);
+    kir_kernel *k = lower_kernel_begin(c, outer * hb);
+    if (!k) return;
+    kir_val idx[IR_MAX_RANK];
+    ir_shape outer_shape = *shape;
+    outer_shape.rank = r - 2;
+    kir_val wg = kir_wg(k);
+    lower_unravel(k, &outer_shape, kir_binary(k, KIR_DIV, wg, kir_idx(k, hb)), idx);
+    kir_val i0 = kir_mul(k, kir_binary(k, KIR_MOD, wg, kir_idx(k, hb)), kir_idx(k, LOWER_TILE));
+    kir_val i1 = kir_binary(k, KIR_MIN, kir_add(k, i0, kir_idx(k, LOWER_TILE)), kir_idx(k, h));
+    kir_val j0 = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, w), kir_idx(k, LOWER_TILE));
+    kir_val j1 = kir_binary(k, KIR_MIN, kir_add(k, j0, kir_idx(k, LOWER_TILE)), kir_idx(k, w));
+    idx[r - 2] = kir_loop_begin(k, i0, i1, kir_idx(k, 1));
+    idx[r - 1] = kir_loop_begin_parallel(k, j0, j1);
+    body(c, idx, user);
+    kir_loop_end(k);
+    kir_loop_end(k);
+    kir_loop_end(k);
+}
+
+void lower_parallel_for(lower_ctx *c, const ir_shape *shape, int64_t work_per_elem, lower_body_fn body, void *user)
+{
+    lower_program *p = c->st->p;
+    int first = p->n_kernels, r = shape->rank;
+    parallel_rows(c, shape, work_per_elem, body, user);
+    bool big = r >= 2 && shape->dim[r - 2] >= 2 * LOWER_TILE && shape->dim[r - 1] >= 2 * LOWER_TILE;
+    if (!big || p->n_kernels != first + 1 || c->k->oom) return;
+    /* The element loop is the first parallel loop (bodies may open serial loops of their own). */
+    kir_val inner = 0;
+    for (int i = 0; i < c->k->n_stmts && !inner; i++)
+        if (c->k->stmts[i].kind == KS_LOOP_BEGIN && c->k->stmts[i].parallel) inner = c->k->stmts[i].val;
+    if (!inner || !reads_across(c->k, inner)) return;
+    p->n_kernels = first; /* rebuild the kernel tiled; the first attempt stays unused in the arena */
+    parallel_tiles(c, shape, body, user);
 }
 
 /* Element idx of output `out` of c->n, from its scalar or element function. */
