@@ -198,6 +198,19 @@ smelt_status smelt_tensor_load(const char *path, smelt_tensor *out);
 smelt_status smelt_tensor_save(const char *path, const smelt_tensor *t);
 void smelt_tensor_free(smelt_tensor *t);
 
+/* What a compiled program costs, for reports and comparisons (fused against
+ * --no-fuse). bytes_moved counts every kernel's buffers once per run. */
+typedef struct smelt_program_stats {
+    int nodes;               /* graph nodes after folding and simplification */
+    int regions;             /* fusion regions */
+    int kernels;             /* kernels dispatched per run */
+    int64_t bytes_moved;     /* bytes all kernels read and write per run */
+    int64_t arena_bytes;     /* planned activation arena */
+    int64_t weight_bytes;    /* constants the kernels read */
+} smelt_program_stats;
+
+smelt_status smelt_program_get_stats(const smelt_program *p, smelt_program_stats *out);
+
 /* Text of one stage for `smelt compile --emit KIND` and `smelt info`: "ir",
  * "regions", "kir", "c", "plan", "info". Free *text with smelt_free. */
 smelt_status smelt_program_dump(const smelt_program *p, const char *what, char **text);

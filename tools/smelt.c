@@ -588,6 +588,24 @@ static int cmd_bench(cli *c)
     return rc;
 }
 
+/* `smelt info`: the same model without fusion, for comparison (printed first,
+ * to stderr-free stdout, before the fused report). */
+static int print_unfused(cli *c, const smelt_model *m, const smelt_program *fused)
+{
+    smelt_options o = c->opt;
+    o.no_fuse = 1;
+    smelt_program *u;
+    if (smelt_program_compile(m, &o, c->n_inputs, c->inputs, &u)) return fail("compile --no-fuse");
+    smelt_program_stats a, b;
+    smelt_program_get_stats(fused, &a);
+    smelt_program_get_stats(u, &b);
+    printf("fusion:       %d kernels, %lld bytes moved per run (--no-fuse: %d kernels, %lld bytes; %.2fx fewer bytes)\n",
+           a.kernels, (long long)a.bytes_moved, b.kernels, (long long)b.bytes_moved,
+           a.bytes_moved ? (double)b.bytes_moved / (double)a.bytes_moved : 0.0);
+    smelt_program_free(u);
+    return 0;
+}
+
 static int cmd_dump(cli *c, const char *what)
 {
     smelt_model *m;
@@ -603,6 +621,7 @@ static int cmd_dump(cli *c, const char *what)
         rc = fail(c->path);
     } else {
         if (smelt_program_dump(p, what, &text)) rc = fail("dump");
+        if (!rc && strcmp(what, "info") == 0 && !c->opt.no_fuse) rc = print_unfused(c, m, p);
         smelt_program_free(p);
     }
     if (text) {

@@ -95,6 +95,18 @@ void smelt_tensor_free(smelt_tensor *t)
     if (t) tensor_file_free(t);
 }
 
+smelt_status smelt_program_get_stats(const smelt_program *p, smelt_program_stats *out)
+{
+    if (!p || !out) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_get_stats: no program");
+    out->nodes = p->g->n_nodes;
+    out->regions = p->fp.n_regions;
+    out->kernels = p->lp.n_kernels;
+    out->bytes_moved = p->stats.bytes_moved;
+    out->arena_bytes = p->plan.arena_bytes;
+    out->weight_bytes = p->plan.weight_bytes;
+    return SMELT_OK;
+}
+
 smelt_status smelt_program_dump(const smelt_program *p, const char *what, char **text)
 {
     *text = NULL;
@@ -121,11 +133,11 @@ smelt_status smelt_program_dump(const smelt_program *p, const char *what, char *
     } else if (strcmp(what, "info") == 0) {
         int64_t weights = p->plan.weight_bytes;
         const mem_plan *mp = &p->plan;
-        fprintf(f, "nodes:        %d\nkernels:      %d\nweights:      %lld bytes\narena:        %lld bytes (planned peak)\n"
+        fprintf(f, "nodes:        %d\nregions:      %d\nkernels:      %d\nweights:      %lld bytes\narena:        %lld bytes (planned peak)\n"
                    "lower bound:  %lld bytes (most bytes live during one kernel)\n"
                    "unplanned:    %lld bytes (sum of all intermediates)\n"
                    "aliases:      %d views, %d in-place\nbytes moved:  %lld per run\n",
-                p->g->n_nodes, p->lp.n_kernels, (long long)weights, (long long)mp->arena_bytes,
+                p->g->n_nodes, p->fp.n_regions, p->lp.n_kernels, (long long)weights, (long long)mp->arena_bytes,
                 (long long)mp->lower_bound, (long long)mp->total_bytes, mp->n_views, mp->n_in_place,
                 (long long)p->stats.bytes_moved);
         int counts[OP_COUNT] = {0};
