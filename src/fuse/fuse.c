@@ -47,8 +47,40 @@ static bool is_elementwise_kind(op_kind k) { return k == OPK_ELEMENTWISE || k ==
 static int node_cost(const ir_node *n)
 {
     const op_info *oi = op_get(n->op);
-    if (oi->flags & OPF_VIEW || oi->kind == OPK_INJECTIVE) return 0;
+    /* A row reduction is computed once per row, before the row's elements. */
+    if (oi->flags & OPF_VIEW || oi->kind == OPK_INJECTIVE || oi->kind == OPK_REDUCTION) return 0;
     return 1;
+}
+
+/* Trailing dims a reduction's output collapses to 1 while its input keeps the
+ * leading dims: its "row" split (0: not a row reduction). */
+int fuse_row_dims(const ir_graph *g, const ir_node *n)
+{
+    if (op_get(n->op)->kind != OPK_REDUCTION || !op_get(n->op)->elem || n->n_out != 1 || n->out[0] < 0) return 0;
+    const ir_shape *in = &g->tensors[n->in[0]].shape, *out = &g->tensors[n->out[0]].shape;
+    if (in->rank != out->rank) return 0;
+    int k = 0;
+    while (k < in->rank && out->dim[in->rank - 1 - k] == 1) k++;
+    for (int d = 0; d < in->rank - k; d++)
+        if (in->dim[d] != out->dim[d]) return 0;
+    return k;
+}
+
+/* Row rule: a reduction over trailing dims whose consumers are all
+ * elementwise over its input's shape (or over its own, per-row shape: a
+ * variance's + epsilon) is evaluated in their kernel. */
+static bool can_inline_row(const ir_graph *g, const uses *u, int node, int t)
+{
+    const ir_node *n = &g->nodes[node];
+    if (g->tensors[t].is_output || u->start[t] == u->start[t + 1] || fuse_row_dims(g, n) == 0) return false;
+    const ir_shape *row = &g->tensors[n->in[0]].shape;
+    for (int j = u->start[t]; j < u->start[t + 1]; j++) {
+        const ir_node *c = &g->nodes[u->cons[j]];
+        if (!is_elementwise_kind(op_get(c->op)->kind) || c->n_out != 1 || c->out[0] < 0) return false;
+        const ir_shape *cs = &g->tensors[c->out[0]].shape;
+        if (!ir_shape_eq(cs, row) && !ir_shape_eq(cs, &g->tensors[t].shape)) return false;
+    }
+    return true;
 }
 
 static bool can_inline(const ir_graph *g, const uses *u, const int *cost, int node, int t)
@@ -56,6 +88,7 @@ static bool can_inline(const ir_graph *g, const uses *u, const int *cost, int no
     const ir_node *n = &g->nodes[node];
     const op_info *oi = op_get(n->op);
     const ir_tensor *x = &g->tensors[t];
+    if (oi->kind == OPK_REDUCTION) return can_inline_row(g, u, node, t);
     if (!(oi->scalar || oi->elem) || !(is_elementwise_kind(oi->kind) || oi->kind == OPK_INJECTIVE)) return false;
     if (x->is_output || u->start[t] == u->start[t + 1]) return false;
     bool cheap = cost[node] <= FUSE_RECOMPUTE_MAX;
@@ -139,6 +172,44 @@ static bool collect_reads(const ir_graph *g, const fuse_plan *p, fuse_region *r,
     return true;
 }
 
+/* Marks (in `hit`) the inline row reductions in the cone of node i's inputs. */
+static void row_cone(const ir_graph *g, const fuse_plan *p, int i, char *hit)
+{
+    const ir_node *n = &g->nodes[i];
+    for (int k = 0; k < n->n_in; k++) {
+        int t = n->in[k];
+        if (t < 0 || p->inline_of[t] < 0) continue;
+        int q = p->inline_of[t];
+        if (op_get(g->nodes[q].op)->kind == OPK_REDUCTION) hit[q] = 1;
+        row_cone(g, p, q, hit);
+    }
+}
+
+static bool ban_misplaced_rows(const ir_graph *g, const fuse_plan *p, char *banned)
+{
+    bool changed = false;
+    char *hit = calloc((size_t)g->n_nodes + 1, 1);
+    if (!hit) return false;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (p->role[i] == FUSE_INLINE) continue;
+        memset(hit, 0, (size_t)g->n_nodes);
+        row_cone(g, p, i, hit);
+        const ir_node *n = &g->nodes[i];
+        const op_info *oi = op_get(n->op);
+        bool rows_ok = p->role[i] == FUSE_ROOT && !oi->lower && (oi->scalar || oi->elem);
+        for (int q = 0; q < g->n_nodes; q++) {
+            if (!hit[q]) continue;
+            const ir_shape *row = &g->tensors[g->nodes[q].in[0]].shape;
+            if (!rows_ok || n->out[0] < 0 || !ir_shape_eq(&g->tensors[n->out[0]].shape, row)) {
+                banned[q] = 1;
+                changed = true;
+            }
+        }
+    }
+    free(hit);
+    return changed;
+}
+
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
 smelt_status fuse_build(const ir_graph *g, const fuse_options *opt, fuse_plan *p)
@@ -152,13 +223,14 @@ smelt_status fuse_build(const ir_graph *g, const fuse_options *opt, fuse_plan *p
     p->epilogue_of = malloc(sizeof(int) * ((size_t)g->n_tensors + 1));
     p->regions = calloc((size_t)g->n_nodes + 1, sizeof(fuse_region));
     p->n_tensors = g->n_tensors;
+    char *banned = calloc((size_t)g->n_nodes + 1, 1);
     smelt_status st = SMELT_OK;
-    if (!cost || !region_root || !p->role || !p->inline_of || !p->epilogue_of || !p->regions || !uses_build(g, &u)) {
+    if (!banned || !cost || !region_root || !p->role || !p->inline_of || !p->epilogue_of || !p->regions || !uses_build(g, &u)) {
         st = diag_fail(SMELT_ERR_NOMEM, "out of memory forming regions");
         goto out;
     }
+decide:
     for (int t = 0; t < g->n_tensors; t++) p->inline_of[t] = p->epilogue_of[t] = -1;
-
     /* One pass in graph order, so each decision sees its inputs' roles and a
      * node's cone cost includes its inlined inputs. Epilogue is tried first:
      * finishing a root's region saves a store and a load, while inlining into
@@ -170,7 +242,8 @@ smelt_status fuse_build(const ir_graph *g, const fuse_options *opt, fuse_plan *p
         p->role[i] = FUSE_ROOT;
         if (opt->no_fuse) continue;
         cost[i] = node_cost(n);
-        for (int k = 0; k < n->n_in; k++)
+        /* A row reduction's inputs are paid once per row, not per element. */
+        for (int k = 0; k < n->n_in && oi->kind != OPK_REDUCTION; k++)
             if (n->in[k] >= 0 && p->inline_of[n->in[k]] >= 0) cost[i] += cost[p->inline_of[n->in[k]]];
         int via = -1;
         if (is_elementwise_kind(oi->kind) && oi->scalar && n->n_out == 1)
@@ -185,11 +258,16 @@ smelt_status fuse_build(const ir_graph *g, const fuse_options *opt, fuse_plan *p
         bool all = n->n_out > 0;
         for (int o = 0; o < n->n_out; o++) {
             int t = n->out[o];
-            if (t >= 0 && can_inline(g, &u, cost, i, t)) p->inline_of[t] = i;
+            if (t >= 0 && !banned[i] && can_inline(g, &u, cost, i, t)) p->inline_of[t] = i;
             else if (t >= 0) all = false;
         }
         if (all) p->role[i] = FUSE_INLINE;
     }
+
+    /* A row reduction needs a root that iterates its rows with the elementwise
+     * lowering; where a cone carries it elsewhere (a contraction's epilogue,
+     * say), it is materialized instead and the decisions are made again. */
+    if (ban_misplaced_rows(g, p, banned)) goto decide;
 
     /* Regions: one per root, members gathered from the roles. */
     int *region_index = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
@@ -218,6 +296,7 @@ smelt_status fuse_build(const ir_graph *g, const fuse_options *opt, fuse_plan *p
     free(region_index);
 out:
     uses_free(&u);
+    free(banned);
     free(cost);
     free(region_root);
     if (st) fuse_free(p);

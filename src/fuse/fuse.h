@@ -26,6 +26,14 @@
  *              consumer's output, and not be a graph output; every other
  *              input of the consumer must be ready before the root runs.
  *              Chains of such consumers extend the epilogue.
+ *   row        A reduction over trailing dims (its output keeps the leading
+ *              dims, the rest collapse to 1) whose consumers are elementwise
+ *              over its input's shape is inlined like an elementwise node;
+ *              the root's kernel then walks rows, computing each inlined
+ *              reduction once per row before the row's elements. Softmax and
+ *              LayerNormalization exported as ReduceMean/Sub/Pow/... become
+ *              one kernel. A root that is not an elementwise iteration over
+ *              the row shape cannot host them: they are materialized there.
  *
  * `no_fuse` makes every node its own region (one kernel per op), the
  * reference that fusion must match.
@@ -76,6 +84,10 @@ typedef struct fuse_options {
 
 smelt_status fuse_build(const ir_graph *g, const fuse_options *opt, fuse_plan *out);
 void fuse_free(fuse_plan *p);
+
+/* A reduction node's row split: how many trailing dims it collapses (0: it is
+ * not a row reduction). */
+int fuse_row_dims(const ir_graph *g, const ir_node *n);
 
 /* `smelt compile --emit regions`: each region's root, fused ops, iteration
  * space, and the tensors it reads and writes. */

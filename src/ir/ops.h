@@ -18,9 +18,12 @@
  *             with numpy broadcasting applied by the caller (or OP_NONE).
  *   elem      injective ops: output element at a multi-index, reading inputs
  *             through lower_load (this is the op's index map; or OP_NONE).
+ *             Reductions may set it too, beside `lower`: one output element
+ *             with its own reduction loop, which fusion evaluates once per row
+ *             inside the kernel that consumes it (fuse.h, "row").
  *   lower     reduction/contraction/opaque ops: builds whole kernels (or OP_NONE).
  *   flags     OPF_* bits below.
- * Exactly one of scalar/elem/lower is set, except for ops always folded at
+ * One of scalar/elem/lower is set (elem may join lower, above), except for ops always folded at
  * compile time (Shape, Size, Constant...), which set none and have KIND OPAQUE.
  *
  * Adding an op: add its row, write its functions; the arrays indexed by op_id

@@ -430,11 +430,71 @@ static void elem_body(lower_ctx *c, const kir_val *idx, void *user)
     if (v) lower_store(c, job->out, idx, v);
 }
 
+/* Row mode: the region's inlined reductions, computed once per row. */
+typedef struct row_job {
+    elem_job elem;
+    const ir_shape *shape;
+    int split;            /* trailing dims iterated inside a row */
+} row_job;
+
+static void row_body(lower_ctx *c, const kir_val *oidx, void *user)
+{
+    const row_job *j = user;
+    const fuse_region *r = c->st->region;
+    kir_kernel *k = c->k;
+    int rank = j->shape->rank, lead = rank - j->split;
+    /* Prologue: every inlined per-row value (the reductions and elementwise
+     * math on their results) at this row, in graph order, so a later one
+     * reading an earlier one (a variance its mean) finds it memoized. */
+    for (int i = 0; i < r->n_nodes; i++) {
+        const ir_node *n = &c->g->nodes[r->nodes[i]];
+        if (c->st->fp->role[r->nodes[i]] != FUSE_INLINE || n->n_out != 1 || n->out[0] < 0) continue;
+        const ir_shape *os = &c->g->tensors[n->out[0]].shape;
+        bool per_row = os->rank == rank;
+        for (int d = 0; per_row && d < rank; d++) per_row = d < lead ? os->dim[d] == j->shape->dim[d] : os->dim[d] == 1;
+        if (!per_row) continue;
+        kir_val idx[IR_MAX_RANK];
+        for (int d = 0; d < rank; d++) idx[d] = d < lead && os->dim[d] != 1 ? oidx[d] : kir_idx(k, 0);
+        load_inline(c, n->out[0], idx);
+    }
+    kir_val idx[IR_MAX_RANK];
+    for (int d = 0; d < lead; d++) idx[d] = oidx[d];
+    for (int d = lead; d < rank; d++)
+        idx[d] = d == rank - 1 ? kir_loop_begin_parallel(k, kir_idx(k, 0), kir_idx(k, j->shape->dim[d]))
+                               : kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, j->shape->dim[d]), kir_idx(k, 1));
+    elem_body(c, idx, (void *)&j->elem);
+    for (int d = lead; d < rank; d++) kir_loop_end(k);
+}
+
+/* Trailing dims the region's row reductions share (0: no row reductions). */
+static int region_row_split(const lower_ctx *c)
+{
+    const fuse_region *r = c->st->region;
+    int split = 0;
+    for (int i = 0; r && i < r->n_nodes; i++) {
+        const ir_node *n = &c->g->nodes[r->nodes[i]];
+        if (c->st->fp->role[r->nodes[i]] != FUSE_INLINE || op_get(n->op)->kind != OPK_REDUCTION) continue;
+        int k = fuse_row_dims(c->g, n);
+        if (k > 0 && (split == 0 || k < split)) split = k;
+    }
+    return split;
+}
+
 smelt_status lower_elementwise(lower_ctx *c)
 {
     const fuse_plan *fp = c->st->fp;
+    int split = region_row_split(c);
     for (int o = 0; o < c->n->n_out; o++) {
         if (c->n->out[o] < 0 || (fp && fp->inline_of[c->n->out[o]] >= 0)) continue;
+        const ir_shape *shape = &c->g->tensors[c->n->out[o]].shape;
+        if (split > 0 && split <= shape->rank && ir_shape_numel(shape) > 0) {
+            row_job job = {{o}, shape, split};
+            ir_shape lead = *shape;
+            lead.rank = shape->rank - split;
+            parallel_rows(c, &lead, ir_shape_numel(shape) / (ir_shape_numel(&lead) ? ir_shape_numel(&lead) : 1) * 4,
+                          row_body, &job);
+            continue;
+        }
         elem_job job = {o};
         lower_parallel_for(c, &c->g->tensors[c->n->out[o]].shape, 1, elem_body, &job);
     }

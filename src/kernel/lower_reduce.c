@@ -101,9 +101,9 @@ static void red_step(lower_ctx *c, const kir_val *idx, void *user)
     kir_var_set(K, j->var, v);
 }
 
-static void red_body(lower_ctx *c, const kir_val *oidx, void *user)
+/* Output element oidx of the reduction, its loops emitted here. */
+static kir_val red_value(lower_ctx *c, const kir_val *oidx, red_job *j)
 {
-    red_job *j = user;
     kir_kernel *K = c->k;
     kir_val fixed[IR_MAX_RANK];
     int o = 0;
@@ -133,7 +133,12 @@ static void red_body(lower_ctx *c, const kir_val *oidx, void *user)
     if (j->kind == RED_L2) v = kir_unary(K, KIR_SQRT, v);
     if (j->kind == RED_LOGSUM) v = kir_unary(K, KIR_LOG, v);
     if (j->kind == RED_LOGSUMEXP) v = kir_binary(K, KIR_ADD, kir_unary(K, KIR_LOG, v), j->max);
-    lower_store(c, 0, oidx, v);
+    return v;
+}
+
+static void red_body(lower_ctx *c, const kir_val *oidx, void *user)
+{
+    lower_store(c, 0, oidx, red_value(c, oidx, user));
 }
 
 static smelt_status reduce_lower(lower_ctx *c, red_kind kind, uint32_t mask, bool keep)
@@ -144,6 +149,32 @@ static smelt_status reduce_lower(lower_ctx *c, red_kind kind, uint32_t mask, boo
     red_job j = {kind, mask, keep, &x->shape, x->dtype, 0, 0};
     lower_parallel_for(c, out, masked_numel(&x->shape, mask), red_body, &j);
     return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+}
+
+static red_kind reduce_kind(op_id op)
+{
+    switch (op) {
+    case OP_ReduceMean: return RED_MEAN;
+    case OP_ReduceMax: return RED_MAX;
+    case OP_ReduceMin: return RED_MIN;
+    case OP_ReduceProd: return RED_PROD;
+    case OP_ReduceL1: return RED_L1;
+    case OP_ReduceL2: return RED_L2;
+    case OP_ReduceSumSquare: return RED_SUMSQ;
+    case OP_ReduceLogSum: return RED_LOGSUM;
+    case OP_ReduceLogSumExp: return RED_LOGSUMEXP;
+    default: return RED_SUM;
+    }
+}
+
+kir_val elem_Reduce(lower_ctx *c, int out, const kir_val *idx)
+{
+    (void)out;
+    uint32_t mask = 0;
+    if (reduce_axes_get(c->g, c->n, &mask) != SMELT_OK) return 0; /* shape inference accepted the axes */
+    const ir_tensor *x = ir_in(c->g, c->n, 0);
+    red_job j = {reduce_kind(c->n->op), mask, ir_attr_int(c->n, "keepdims", 1) != 0, &x->shape, x->dtype, 0, 0};
+    return red_value(c, idx, &j);
 }
 
 smelt_status lower_Reduce(lower_ctx *c)
