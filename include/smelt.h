@@ -137,6 +137,7 @@ typedef struct smelt_options {
     int threads;             /* worker threads for cpu; 0 = online cores      */
     smelt_locals locals;
     int no_fuse;             /* 1: one kernel per op (for comparison/debug)   */
+    int fuse_pad;            /* fusing a Pad into its producer: 0 auto, 1 never, 2 always */
     int64_t max_memory;      /* fail compilation if the plan exceeds it; 0=off */
     int verbose;             /* 1: print stage timings to stderr              */
 } smelt_options;

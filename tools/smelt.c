@@ -43,7 +43,7 @@ static int usage(void)
             "       smelt bench   MODEL.onnx|DIR [--runs N] [--profile]\n"
             "       smelt compile MODEL.onnx --emit ir|regions|kir|c|plan [-o FILE]\n"
             "       smelt info    MODEL.onnx\n"
-            "options: --device LIST  --threads N  --locals reuse|hybrid  --no-fuse\n"
+            "options: --device LIST  --threads N  --locals reuse|hybrid  --no-fuse  --fuse-pad auto|never|always\n"
             "         --shape NAME=1x3x224x224  --max-memory BYTES  -v\n");
     return 2;
 }
@@ -105,7 +105,12 @@ static int parse_args(cli *c, int argc, char **argv)
         else if (strcmp(a, "--emit") == 0) c->emit = v;
         else if (strcmp(a, "-o") == 0) c->out_file = v;
         else if (strcmp(a, "--max-memory") == 0) c->opt.max_memory = strtoll(v, NULL, 10);
-        else if (strcmp(a, "--locals") == 0) {
+        else if (strcmp(a, "--fuse-pad") == 0) {
+            if (strcmp(v, "auto") == 0) c->opt.fuse_pad = 0;
+            else if (strcmp(v, "never") == 0) c->opt.fuse_pad = 1;
+            else if (strcmp(v, "always") == 0) c->opt.fuse_pad = 2;
+            else return usage();
+        } else if (strcmp(a, "--locals") == 0) {
             if (strcmp(v, "reuse") == 0) c->opt.locals = SMELT_LOCALS_REUSE;
             else if (strcmp(v, "hybrid") == 0) c->opt.locals = SMELT_LOCALS_HYBRID;
             else return usage();

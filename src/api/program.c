@@ -39,7 +39,8 @@ static smelt_status check_devices(const char *list)
 
 static smelt_status lower_all(smelt_program *p, const smelt_options *opt)
 {
-    fuse_options fo = {.no_fuse = opt->no_fuse != 0};
+    fuse_options fo = {.no_fuse = opt->no_fuse != 0,
+                       .pad = opt->fuse_pad == 1 ? FUSE_PAD_NEVER : opt->fuse_pad == 2 ? FUSE_PAD_ALWAYS : FUSE_PAD_AUTO};
     TRY(fuse_build(p->g, &fo, &p->fp));
     lower_program_init(&p->lp, &p->arena);
     for (int r = 0; r < p->fp.n_regions; r++) {

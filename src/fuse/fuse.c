@@ -83,7 +83,37 @@ static bool can_inline_row(const ir_graph *g, const uses *u, int node, int t)
     return true;
 }
 
-static bool can_inline(const ir_graph *g, const uses *u, const int *cost, int node, int t)
+bool fuse_insert(const ir_graph *g, const ir_node *n, int i, int64_t *offset)
+{
+    const op_info *oi = op_get(n->op);
+    if (!oi->insert || i >= n->n_in || n->in[i] < 0 || n->n_out != 1 || n->out[0] < 0) return false;
+    if (g->tensors[n->in[i]].dtype != g->tensors[n->out[0]].dtype) return false;
+    return oi->insert(g, n, i, offset);
+}
+
+bool fuse_insert_fills(const ir_graph *g, const ir_node *n)
+{
+    int64_t off[IR_MAX_RANK], covered = 0;
+    for (int i = 0; i < n->n_in; i++)
+        if (fuse_insert(g, n, i, off)) covered += ir_tensor_numel(&g->tensors[n->in[i]]);
+    return covered < ir_tensor_numel(&g->tensors[n->out[0]]);
+}
+
+/* --fuse-pad: may t's producer be inlined into consumer c (an insert with fill)? */
+static bool pad_fusion_allowed(const ir_graph *g, const fuse_options *opt, const ir_node *c, int t)
+{
+    int64_t off[IR_MAX_RANK];
+    bool inserted = false;
+    for (int i = 0; i < c->n_in; i++)
+        if (c->in[i] == t && fuse_insert(g, c, i, off)) inserted = true;
+    if (!inserted || !fuse_insert_fills(g, c)) return true;
+    if (opt->pad == FUSE_PAD_ALWAYS) return true;
+    if (opt->pad == FUSE_PAD_NEVER) return false;
+    const ir_tensor *y = &g->tensors[c->out[0]];
+    return ir_tensor_numel(y) * (int64_t)smelt_dtype_size(y->dtype) <= FUSE_PAD_SMALL;
+}
+
+static bool can_inline(const ir_graph *g, const fuse_options *opt, const uses *u, const int *cost, int node, int t)
 {
     const ir_node *n = &g->nodes[node];
     const op_info *oi = op_get(n->op);
@@ -98,6 +128,7 @@ static bool can_inline(const ir_graph *g, const uses *u, const int *cost, int no
     for (int j = u->start[t]; j < u->start[t + 1]; j++) {
         const ir_node *c = &g->nodes[u->cons[j]];
         op_kind ck = op_get(c->op)->kind;
+        if (!pad_fusion_allowed(g, opt, c, t)) return false;
         if (ck == OPK_CONTRACTION || ck == OPK_OPAQUE) {
             if (cost[node] != 0) return false;
             continue;
@@ -165,7 +196,7 @@ static bool collect_reads(const ir_graph *g, const fuse_plan *p, fuse_region *r,
         if (t < 0) continue;
         if (p->inline_of[t] >= 0) {
             if (!push(&r->nodes, &r->n_nodes, p->inline_of[t]) || !collect_reads(g, p, r, p->inline_of[t])) return false;
-        } else if (p->epilogue_of[t] < 0 || p->epilogue_of[t] != node) {
+        } else if (p->epilogue_of[t] != node && p->insert_into[t] != node) {
             if (!push(&r->reads, &r->n_reads, t)) return false;
         }
     }
@@ -210,6 +241,79 @@ static bool ban_misplaced_rows(const ir_graph *g, const fuse_plan *p, char *bann
     return changed;
 }
 
+/* Producers that can write straight into an insert's output block. */
+static void choose_inserts(const ir_graph *g, const uses *u, fuse_plan *p)
+{
+    for (int c = 0; c < g->n_nodes; c++) {
+        const ir_node *n = &g->nodes[c];
+        if (p->role[c] != FUSE_ROOT || !op_get(n->op)->insert || n->n_out != 1 || n->out[0] < 0) continue;
+        int y = n->out[0];
+        if (p->inline_of[y] >= 0 || p->epilogue_of[y] >= 0) continue;
+        for (int i = 0; i < n->n_in; i++) {
+            int64_t off[IR_MAX_RANK];
+            int t = n->in[i];
+            if (!fuse_insert(g, n, i, off)) continue;
+            const ir_tensor *x = &g->tensors[t];
+            if (x->producer < 0 || x->data || x->is_output || p->inline_of[t] >= 0 || p->epilogue_of[t] >= 0 ||
+                p->insert_into[t] >= 0)
+                continue;
+            bool only_here = true;
+            for (int j = u->start[t]; j < u->start[t + 1]; j++) only_here &= u->cons[j] == c;
+            if (!only_here || u->start[t + 1] - u->start[t] != 1) continue;
+            /* a view that is a region of its own makes no kernel to redirect */
+            if (op_get(g->nodes[x->producer].op)->flags & OPF_VIEW) continue;
+            p->insert_into[t] = c;
+        }
+    }
+}
+
+static bool add_range(fuse_region *r, int tensor, const int64_t *lo, const ir_shape *extent, bool border)
+{
+    fuse_range *a = realloc(r->ranges, sizeof(*a) * (size_t)(r->n_ranges + 1));
+    if (!a) return false;
+    r->ranges = a;
+    fuse_range *x = &a[r->n_ranges++];
+    memset(x, 0, sizeof *x);
+    x->tensor = tensor;
+    x->border = border;
+    for (int d = 0; d < extent->rank; d++) {
+        x->lo[d] = lo ? lo[d] : 0;
+        x->hi[d] = x->lo[d] + extent->dim[d];
+    }
+    return true;
+}
+
+/* Where a stored tensor t really lands: its own buffer, or (redirected) a block of an insert's output. */
+static bool record_store(const ir_graph *g, const fuse_plan *p, fuse_region *r, int t)
+{
+    int64_t off[IR_MAX_RANK] = {0}, total[IR_MAX_RANK] = {0};
+    const ir_shape *extent = &g->tensors[t].shape;
+    int dest = t;
+    while (p->insert_into[dest] >= 0) {
+        const ir_node *c = &g->nodes[p->insert_into[dest]];
+        int i = 0;
+        while (c->in[i] != dest) i++;
+        fuse_insert(g, c, i, off);
+        for (int d = 0; d < extent->rank; d++) total[d] += off[d];
+        dest = c->out[0];
+    }
+    return push(&r->writes, &r->n_writes, dest) && add_range(r, dest, total, extent, false);
+}
+
+/* An insert root writes the blocks of inputs no producer wrote, and its fill. */
+static bool record_insert(const ir_graph *g, const fuse_plan *p, fuse_region *r, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    int y = n->out[0];
+    for (int i = 0; i < n->n_in; i++) {
+        int64_t off[IR_MAX_RANK];
+        if (!fuse_insert(g, n, i, off) || p->insert_into[n->in[i]] == node) continue;
+        if (!push(&r->writes, &r->n_writes, y) || !add_range(r, y, off, &g->tensors[n->in[i]].shape, false)) return false;
+    }
+    if (fuse_insert_fills(g, n) && !add_range(r, y, NULL, &g->tensors[y].shape, true)) return false;
+    return push(&r->writes, &r->n_writes, y);
+}
+
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
 smelt_status fuse_build(const ir_graph *g, const fuse_options *opt, fuse_plan *p)
@@ -221,16 +325,17 @@ smelt_status fuse_build(const ir_graph *g, const fuse_options *opt, fuse_plan *p
     p->role = calloc((size_t)g->n_nodes + 1, sizeof(fuse_role));
     p->inline_of = malloc(sizeof(int) * ((size_t)g->n_tensors + 1));
     p->epilogue_of = malloc(sizeof(int) * ((size_t)g->n_tensors + 1));
+    p->insert_into = malloc(sizeof(int) * ((size_t)g->n_tensors + 1));
     p->regions = calloc((size_t)g->n_nodes + 1, sizeof(fuse_region));
     p->n_tensors = g->n_tensors;
     char *banned = calloc((size_t)g->n_nodes + 1, 1);
     smelt_status st = SMELT_OK;
-    if (!banned || !cost || !region_root || !p->role || !p->inline_of || !p->epilogue_of || !p->regions || !uses_build(g, &u)) {
+    if (!banned || !cost || !region_root || !p->role || !p->inline_of || !p->epilogue_of || !p->insert_into || !p->regions || !uses_build(g, &u)) {
         st = diag_fail(SMELT_ERR_NOMEM, "out of memory forming regions");
         goto out;
     }
 decide:
-    for (int t = 0; t < g->n_tensors; t++) p->inline_of[t] = p->epilogue_of[t] = -1;
+    for (int t = 0; t < g->n_tensors; t++) p->inline_of[t] = p->epilogue_of[t] = p->insert_into[t] = -1;
     /* One pass in graph order, so each decision sees its inputs' roles and a
      * node's cone cost includes its inlined inputs. Epilogue is tried first:
      * finishing a root's region saves a store and a load, while inlining into
@@ -258,7 +363,7 @@ decide:
         bool all = n->n_out > 0;
         for (int o = 0; o < n->n_out; o++) {
             int t = n->out[o];
-            if (t >= 0 && !banned[i] && can_inline(g, &u, cost, i, t)) p->inline_of[t] = i;
+            if (t >= 0 && !banned[i] && can_inline(g, opt, &u, cost, i, t)) p->inline_of[t] = i;
             else if (t >= 0) all = false;
         }
         if (all) p->role[i] = FUSE_INLINE;
@@ -268,6 +373,7 @@ decide:
      * lowering; where a cone carries it elsewhere (a contraction's epilogue,
      * say), it is materialized instead and the decisions are made again. */
     if (ban_misplaced_rows(g, p, banned)) goto decide;
+    if (!opt->no_fuse) choose_inserts(g, &u, p);
 
     /* Regions: one per root, members gathered from the roles. */
     int *region_index = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
@@ -286,9 +392,12 @@ decide:
         fuse_region *r = &p->regions[region_index[region_root[i]]];
         const ir_node *n = &g->nodes[i];
         if (!push(&r->nodes, &r->n_nodes, i) || !collect_reads(g, p, r, i)) st = diag_fail(SMELT_ERR_NOMEM, "out of memory forming regions");
-        for (int o = 0; o < n->n_out && !st; o++) {
+        bool insert_root = p->role[i] == FUSE_ROOT && op_get(n->op)->insert && fuse_insert(g, n, 0, (int64_t[IR_MAX_RANK]){0}) &&
+                           p->epilogue_of[n->out[0]] < 0;
+        if (!st && insert_root && !record_insert(g, p, r, i)) st = diag_fail(SMELT_ERR_NOMEM, "out of memory forming regions");
+        for (int o = 0; o < n->n_out && !st && !insert_root; o++) {
             int t = n->out[o];
-            if (t >= 0 && p->inline_of[t] < 0 && p->epilogue_of[t] < 0 && !push(&r->writes, &r->n_writes, t))
+            if (t >= 0 && p->inline_of[t] < 0 && p->epilogue_of[t] < 0 && !record_store(g, p, r, t))
                 st = diag_fail(SMELT_ERR_NOMEM, "out of memory forming regions");
         }
     }
@@ -309,11 +418,13 @@ void fuse_free(fuse_plan *p)
         free(p->regions[r].nodes);
         free(p->regions[r].reads);
         free(p->regions[r].writes);
+        free(p->regions[r].ranges);
     }
     free(p->regions);
     free(p->role);
     free(p->inline_of);
     free(p->epilogue_of);
+    free(p->insert_into);
     memset(p, 0, sizeof *p);
 }
 
@@ -349,7 +460,14 @@ void fuse_dump(const ir_graph *g, const fuse_plan *p, FILE *f)
         fprintf(f, "  reads: ");
         dump_tensor_list(g, x->reads, x->n_reads, f);
         fprintf(f, "  writes:");
-        dump_tensor_list(g, x->writes, x->n_writes, f);
+        for (int i = 0; i < x->n_ranges; i++) {
+            const fuse_range *w = &x->ranges[i];
+            fprintf(f, " %%%d[", w->tensor);
+            for (int d = 0; d < g->tensors[w->tensor].shape.rank; d++)
+                fprintf(f, d ? ",%lld:%lld" : "%lld:%lld", (long long)w->lo[d], (long long)w->hi[d]);
+            fprintf(f, "]%s", w->border ? " border" : "");
+        }
+        fprintf(f, "\n");
     }
 }
 

@@ -35,6 +35,19 @@
  *              one kernel. A root that is not an elementwise iteration over
  *              the row shape cannot host them: they are materialized there.
  *
+ *   insert     An op that places inputs unchanged into a larger output (the
+ *              table's `insert` column: Concat, constant Pad) and must be
+ *              materialized: each input's producer region writes straight
+ *              into its block of the output, and the op's own region writes
+ *              only what no producer did (inputs it could not redirect, and a
+ *              Pad's border). Every region records the exact box it writes.
+ *              Inlining a producer into a Pad instead (the Pad's region then
+ *              writes the whole padded tensor) is "fusing the pad into its
+ *              producer": --fuse-pad=never never does it, always does it
+ *              wherever the other rules allow, and auto (the default) only
+ *              for outputs of at most FUSE_PAD_SMALL bytes, where one dispatch
+ *              costs more than the wider range saves.
+ *
  * `no_fuse` makes every node its own region (one kernel per op), the
  * reference that fusion must match.
  *
@@ -52,12 +65,21 @@
 #include "ir/ir.h"
 
 #define FUSE_RECOMPUTE_MAX 2
+#define FUSE_PAD_SMALL (64 * 1024)
 
 typedef enum fuse_role {
     FUSE_ROOT,
     FUSE_INLINE,
     FUSE_EPILOGUE,
 } fuse_role;
+
+/* A box of a tensor a region writes: [lo, hi) per dim; `border` means the
+ * box minus the blocks other regions write (a Pad's fill). */
+typedef struct fuse_range {
+    int tensor;
+    int64_t lo[IR_MAX_RANK], hi[IR_MAX_RANK];
+    bool border;
+} fuse_range;
 
 typedef struct fuse_region {
     int root;
@@ -67,6 +89,8 @@ typedef struct fuse_region {
     int n_reads;
     int *writes;     /* tensors the region writes to memory */
     int n_writes;
+    fuse_range *ranges; /* exactly what it writes of them */
+    int n_ranges;
 } fuse_region;
 
 typedef struct fuse_plan {
@@ -75,12 +99,25 @@ typedef struct fuse_plan {
     fuse_role *role;  /* per node */
     int *inline_of;   /* per tensor: producing node when computed inline, else -1 */
     int *epilogue_of; /* per tensor: the epilogue node applied when it is stored, else -1 */
+    int *insert_into; /* per tensor: the insert node whose output block it is written into, else -1 */
     int n_tensors;
 } fuse_plan;
 
+typedef enum fuse_pad_mode {
+    FUSE_PAD_AUTO,
+    FUSE_PAD_NEVER,
+    FUSE_PAD_ALWAYS,
+} fuse_pad_mode;
+
 typedef struct fuse_options {
     bool no_fuse;
+    fuse_pad_mode pad;
 } fuse_options;
+
+/* Whether node n places input i unchanged at `offset` of its output. */
+bool fuse_insert(const ir_graph *g, const ir_node *n, int i, int64_t *offset);
+/* Whether n's inserted inputs leave output elements to fill (a Pad's border). */
+bool fuse_insert_fills(const ir_graph *g, const ir_node *n);
 
 smelt_status fuse_build(const ir_graph *g, const fuse_options *opt, fuse_plan *out);
 void fuse_free(fuse_plan *p);

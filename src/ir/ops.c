@@ -3,8 +3,8 @@
 #include <string.h>
 
 const op_info op_table[OP_COUNT] = {
-#define X(name, kind, mi, xi, mo, xo, vin, infer, scalar, elem, lower, flags) \
-    [OP_##name] = {#name, OPK_##kind, mi, xi, mo, xo, vin, infer, scalar, elem, lower, flags},
+#define X(name, kind, mi, xi, mo, xo, vin, infer, scalar, elem, lower, flags, insert) \
+    [OP_##name] = {#name, OPK_##kind, mi, xi, mo, xo, vin, infer, scalar, elem, lower, flags, insert},
     SMELT_OPS(X)
 #undef X
 };

@@ -6,7 +6,7 @@
  *   ops_compute.h  reductions, contractions, normalizations, pooling
  *   ops_more.h     everything else (resampling, scatter, sorting, ...)
  * Each row is
- *   X(Name, KIND, min_in, max_in, min_out, max_out, value_in, infer, scalar, elem, lower, flags)
+ *   X(Name, KIND, min_in, max_in, min_out, max_out, value_in, infer, scalar, elem, lower, flags, insert)
  * where
  *   KIND      op_kind below; fusion reasons about kinds, never about names.
  *   value_in  bitmask of inputs whose *values* must be known at compile time
@@ -23,6 +23,10 @@
  *             inside the kernel that consumes it (fuse.h, "row").
  *   lower     reduction/contraction/opaque ops: builds whole kernels (or OP_NONE).
  *   flags     OPF_* bits below.
+ *   insert    ops that place inputs unchanged into a larger output (Concat,
+ *             constant Pad): whether input i is such a block, and where it
+ *             starts. Fusion lets the input's producer write straight into
+ *             that block (or OP_NONE).
  * One of scalar/elem/lower is set (elem may join lower, above), except for ops always folded at
  * compile time (Shape, Size, Constant...), which set none and have KIND OPAQUE.
  *
@@ -32,6 +36,7 @@
 #ifndef SMELT_IR_OPS_H
 #define SMELT_IR_OPS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "smelt.h"
@@ -56,6 +61,7 @@ typedef smelt_status (*op_infer_fn)(struct ir_graph *g, int node);
 typedef kir_val (*op_scalar_fn)(struct kir_kernel *k, const struct ir_node *n, const kir_val *in);
 typedef kir_val (*op_elem_fn)(struct lower_ctx *c, int out, const kir_val *idx);
 typedef smelt_status (*op_lower_fn)(struct lower_ctx *c);
+typedef bool (*op_insert_fn)(const struct ir_graph *g, const struct ir_node *n, int input, int64_t *offset);
 
 #define OP_NONE 0
 
@@ -86,6 +92,7 @@ typedef struct op_info {
     op_elem_fn elem;
     op_lower_fn lower;
     unsigned flags;
+    op_insert_fn insert;
 } op_info;
 
 extern const op_info op_table[OP_COUNT];

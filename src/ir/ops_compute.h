@@ -77,36 +77,36 @@ smelt_status lower_LpNormalization(struct lower_ctx *c);
 smelt_status lower_CumSum(struct lower_ctx *c);
 kir_val elem_Trilu(struct lower_ctx *c, int out, const kir_val *idx);
 
-/*  name                kind         in    out  value_in infer                     scalar   elem     lower  flags */
+/*  name                kind         in    out  value_in infer                     scalar   elem     lower  flags  insert */
 #define OPS_COMPUTE(X) \
-    X(MatMul,             CONTRACTION, 2, 2, 1, 1, 0x0, infer_MatMul,             OP_NONE, OP_NONE, lower_MatMul, 0) \
-    X(Gemm,               CONTRACTION, 2, 3, 1, 1, 0x0, infer_Gemm,               OP_NONE, OP_NONE, lower_Gemm, 0) \
-    X(Conv,               CONTRACTION, 2, 3, 1, 1, 0x0, infer_Conv,               OP_NONE, OP_NONE, lower_Conv, 0) \
-    X(ConvTranspose,      CONTRACTION, 2, 3, 1, 1, 0x0, infer_ConvTranspose,      OP_NONE, OP_NONE, lower_ConvTranspose, 0) \
-    X(MaxPool,            REDUCTION,   1, 1, 1, 2, 0x0, infer_Pool,               OP_NONE, OP_NONE, lower_MaxPool, 0) \
-    X(AveragePool,        REDUCTION,   1, 1, 1, 1, 0x0, infer_Pool,               OP_NONE, OP_NONE, lower_AveragePool, 0) \
-    X(GlobalAveragePool,  REDUCTION,   1, 1, 1, 1, 0x0, infer_GlobalPool,         OP_NONE, OP_NONE, lower_GlobalAveragePool, 0) \
-    X(GlobalMaxPool,      REDUCTION,   1, 1, 1, 1, 0x0, infer_GlobalPool,         OP_NONE, OP_NONE, lower_GlobalMaxPool, 0) \
-    X(BatchNormalization, OPAQUE,      5, 5, 1, 3, 0x0, infer_BatchNormalization, OP_NONE, OP_NONE, lower_BatchNormalization, 0) \
-    X(LayerNormalization, REDUCTION,   2, 3, 1, 3, 0x0, infer_LayerNormalization, OP_NONE, OP_NONE, lower_LayerNormalization, 0) \
-    X(Softmax,            REDUCTION,   1, 1, 1, 1, 0x0, infer_Softmax,            OP_NONE, OP_NONE, lower_Softmax, 0) \
-    X(LogSoftmax,         REDUCTION,   1, 1, 1, 1, 0x0, infer_Softmax,            OP_NONE, OP_NONE, lower_LogSoftmax, 0) \
-    X(ReduceSum,          REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0) \
-    X(ReduceMean,         REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0) \
-    X(ReduceMax,          REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0) \
-    X(ReduceMin,          REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0) \
-    X(ReduceProd,         REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0) \
-    X(ReduceL1,           REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0) \
-    X(ReduceL2,           REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0) \
-    X(ReduceSumSquare,    REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0) \
-    X(ReduceLogSum,       REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0) \
-    X(ReduceLogSumExp,    REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0) \
-    X(ArgMax,             REDUCTION,   1, 1, 1, 1, 0x0, infer_ArgMax,             OP_NONE, OP_NONE, lower_ArgMax, 0) \
-    X(ArgMin,             REDUCTION,   1, 1, 1, 1, 0x0, infer_ArgMax,             OP_NONE, OP_NONE, lower_ArgMax, 0) \
-    X(Hardmax,            REDUCTION,   1, 1, 1, 1, 0x0, infer_Softmax,            OP_NONE, OP_NONE, lower_Hardmax, 0) \
-    X(InstanceNormalization, REDUCTION, 3, 3, 1, 1, 0x0, infer_InstanceNormalization, OP_NONE, OP_NONE, lower_InstanceNormalization, 0) \
-    X(LpNormalization,    REDUCTION,   1, 1, 1, 1, 0x0, infer_LpNormalization,    OP_NONE, OP_NONE, lower_LpNormalization, 0) \
-    X(CumSum,             OPAQUE,      2, 2, 1, 1, 0x2, infer_CumSum,             OP_NONE, OP_NONE, lower_CumSum, 0) \
-    X(Trilu,              INJECTIVE,   1, 2, 1, 1, 0x2, infer_Trilu,              OP_NONE, elem_Trilu, OP_NONE, 0)
+    X(MatMul,             CONTRACTION, 2, 2, 1, 1, 0x0, infer_MatMul,             OP_NONE, OP_NONE, lower_MatMul, 0, OP_NONE) \
+    X(Gemm,               CONTRACTION, 2, 3, 1, 1, 0x0, infer_Gemm,               OP_NONE, OP_NONE, lower_Gemm, 0, OP_NONE) \
+    X(Conv,               CONTRACTION, 2, 3, 1, 1, 0x0, infer_Conv,               OP_NONE, OP_NONE, lower_Conv, 0, OP_NONE) \
+    X(ConvTranspose,      CONTRACTION, 2, 3, 1, 1, 0x0, infer_ConvTranspose,      OP_NONE, OP_NONE, lower_ConvTranspose, 0, OP_NONE) \
+    X(MaxPool,            REDUCTION,   1, 1, 1, 2, 0x0, infer_Pool,               OP_NONE, OP_NONE, lower_MaxPool, 0, OP_NONE) \
+    X(AveragePool,        REDUCTION,   1, 1, 1, 1, 0x0, infer_Pool,               OP_NONE, OP_NONE, lower_AveragePool, 0, OP_NONE) \
+    X(GlobalAveragePool,  REDUCTION,   1, 1, 1, 1, 0x0, infer_GlobalPool,         OP_NONE, OP_NONE, lower_GlobalAveragePool, 0, OP_NONE) \
+    X(GlobalMaxPool,      REDUCTION,   1, 1, 1, 1, 0x0, infer_GlobalPool,         OP_NONE, OP_NONE, lower_GlobalMaxPool, 0, OP_NONE) \
+    X(BatchNormalization, OPAQUE,      5, 5, 1, 3, 0x0, infer_BatchNormalization, OP_NONE, OP_NONE, lower_BatchNormalization, 0, OP_NONE) \
+    X(LayerNormalization, REDUCTION,   2, 3, 1, 3, 0x0, infer_LayerNormalization, OP_NONE, OP_NONE, lower_LayerNormalization, 0, OP_NONE) \
+    X(Softmax,            REDUCTION,   1, 1, 1, 1, 0x0, infer_Softmax,            OP_NONE, OP_NONE, lower_Softmax, 0, OP_NONE) \
+    X(LogSoftmax,         REDUCTION,   1, 1, 1, 1, 0x0, infer_Softmax,            OP_NONE, OP_NONE, lower_LogSoftmax, 0, OP_NONE) \
+    X(ReduceSum,          REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0, OP_NONE) \
+    X(ReduceMean,         REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0, OP_NONE) \
+    X(ReduceMax,          REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0, OP_NONE) \
+    X(ReduceMin,          REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0, OP_NONE) \
+    X(ReduceProd,         REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0, OP_NONE) \
+    X(ReduceL1,           REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0, OP_NONE) \
+    X(ReduceL2,           REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0, OP_NONE) \
+    X(ReduceSumSquare,    REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0, OP_NONE) \
+    X(ReduceLogSum,       REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0, OP_NONE) \
+    X(ReduceLogSumExp,    REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0, OP_NONE) \
+    X(ArgMax,             REDUCTION,   1, 1, 1, 1, 0x0, infer_ArgMax,             OP_NONE, OP_NONE, lower_ArgMax, 0, OP_NONE) \
+    X(ArgMin,             REDUCTION,   1, 1, 1, 1, 0x0, infer_ArgMax,             OP_NONE, OP_NONE, lower_ArgMax, 0, OP_NONE) \
+    X(Hardmax,            REDUCTION,   1, 1, 1, 1, 0x0, infer_Softmax,            OP_NONE, OP_NONE, lower_Hardmax, 0, OP_NONE) \
+    X(InstanceNormalization, REDUCTION, 3, 3, 1, 1, 0x0, infer_InstanceNormalization, OP_NONE, OP_NONE, lower_InstanceNormalization, 0, OP_NONE) \
+    X(LpNormalization,    REDUCTION,   1, 1, 1, 1, 0x0, infer_LpNormalization,    OP_NONE, OP_NONE, lower_LpNormalization, 0, OP_NONE) \
+    X(CumSum,             OPAQUE,      2, 2, 1, 1, 0x2, infer_CumSum,             OP_NONE, OP_NONE, lower_CumSum, 0, OP_NONE) \
+    X(Trilu,              INJECTIVE,   1, 2, 1, 1, 0x2, infer_Trilu,              OP_NONE, elem_Trilu, OP_NONE, 0, OP_NONE)
 
 #endif

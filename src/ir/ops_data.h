@@ -91,6 +91,10 @@ OP_SCALAR_FN(And) OP_SCALAR_FN(Or) OP_SCALAR_FN(Xor) OP_SCALAR_FN(BitShift) OP_S
 OP_SCALAR_FN(BitwiseXor)
 #undef OP_SCALAR_FN
 
+/* Insert descriptions: the output holds input `input` unchanged at `offset`. */
+bool insert_Concat(const struct ir_graph *g, const struct ir_node *n, int input, int64_t *offset);
+bool insert_Pad(const struct ir_graph *g, const struct ir_node *n, int input, int64_t *offset);
+
 /* Element functions (index maps) of injective ops. */
 kir_val elem_ConstantOfShape(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_CastLike(struct lower_ctx *c, int out, const kir_val *idx);
@@ -110,98 +114,98 @@ kir_val elem_Tile(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_Pad(struct lower_ctx *c, int out, const kir_val *idx);
 kir_val elem_Dropout(struct lower_ctx *c, int out, const kir_val *idx);
 
-/*  name            kind         in     out  value_in infer                scalar                  elem                lower  flags */
+/*  name            kind         in     out  value_in infer                scalar                  elem                lower  flags  insert */
 #define OPS_DATA(X) \
-    X(Identity,       ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_same,           scalar_Identity,        OP_NONE,             OP_NONE, OPF_VIEW) \
-    X(Constant,       OPAQUE,      0, 0,  1, 1,  0x0,  infer_Constant,       OP_NONE,                OP_NONE,             OP_NONE, 0) \
-    X(ConstantOfShape,INJECTIVE,   1, 1,  1, 1,  0x1,  infer_ConstantOfShape,OP_NONE,                elem_ConstantOfShape,OP_NONE, 0) \
-    X(Shape,          OPAQUE,      1, 1,  1, 1,  0x0,  infer_Shape,          OP_NONE,                OP_NONE,             OP_NONE, 0) \
-    X(Size,           OPAQUE,      1, 1,  1, 1,  0x0,  infer_Size,           OP_NONE,                OP_NONE,             OP_NONE, 0) \
-    X(Cast,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_Cast,           scalar_Cast,            OP_NONE,             OP_NONE, 0) \
-    X(CastLike,       INJECTIVE,   2, 2,  1, 1,  0x0,  infer_Cast,           OP_NONE,                elem_CastLike,       OP_NONE, 0) \
-    X(Reshape,        INJECTIVE,   2, 2,  1, 1,  0x2,  infer_Reshape,        OP_NONE,                elem_Reshape,        OP_NONE, OPF_VIEW) \
-    X(Flatten,        INJECTIVE,   1, 1,  1, 1,  0x0,  infer_Flatten,        OP_NONE,                elem_Reshape,        OP_NONE, OPF_VIEW) \
-    X(Squeeze,        INJECTIVE,   1, 2,  1, 1,  0x2,  infer_Squeeze,        OP_NONE,                elem_Reshape,        OP_NONE, OPF_VIEW) \
-    X(Unsqueeze,      INJECTIVE,   1, 2,  1, 1,  0x2,  infer_Unsqueeze,      OP_NONE,                elem_Reshape,        OP_NONE, OPF_VIEW) \
-    X(Transpose,      INJECTIVE,   1, 1,  1, 1,  0x0,  infer_Transpose,      OP_NONE,                elem_Transpose,      OP_NONE, 0) \
-    X(Expand,         INJECTIVE,   2, 2,  1, 1,  0x2,  infer_Expand,         OP_NONE,                elem_Expand,         OP_NONE, 0) \
-    X(Concat,         INJECTIVE,   1, 64, 1, 1,  0x0,  infer_Concat,         OP_NONE,                elem_Concat,         OP_NONE, 0) \
-    X(Split,          INJECTIVE,   1, 2,  1, 64,  0x2,  infer_Split,          OP_NONE,                elem_Split,          OP_NONE, 0) \
-    X(Slice,          INJECTIVE,   1, 5,  1, 1,  0x1e, infer_Slice,          OP_NONE,                elem_Slice,          OP_NONE, 0) \
-    X(Gather,         INJECTIVE,   2, 2,  1, 1,  0x0,  infer_Gather,         OP_NONE,                elem_Gather,         OP_NONE, 0) \
-    X(GatherElements, INJECTIVE,   2, 2,  1, 1,  0x0,  infer_GatherElements,  OP_NONE,                elem_GatherElements, OP_NONE, 0) \
-    X(GatherND,       INJECTIVE,   2, 2,  1, 1,  0x0,  infer_GatherND,        OP_NONE,                elem_GatherND,       OP_NONE, 0) \
-    X(DepthToSpace,   INJECTIVE,   1, 1,  1, 1,  0x0,  infer_DepthToSpace,    OP_NONE,                elem_DepthToSpace,   OP_NONE, 0) \
-    X(SpaceToDepth,   INJECTIVE,   1, 1,  1, 1,  0x0,  infer_DepthToSpace,    OP_NONE,                elem_SpaceToDepth,   OP_NONE, 0) \
-    X(Where,          BROADCAST,   3, 3,  1, 1,  0x0,  infer_Where,          scalar_Where,           OP_NONE,             OP_NONE, 0) \
-    X(Range,          INJECTIVE,   3, 3,  1, 1,  0x7,  infer_Range,          OP_NONE,                elem_Range,          OP_NONE, 0) \
-    X(Tile,           INJECTIVE,   2, 2,  1, 1,  0x2,  infer_Tile,           OP_NONE,                elem_Tile,           OP_NONE, 0) \
-    X(Pad,            INJECTIVE,   1, 4,  1, 1,  0xa,  infer_Pad,            OP_NONE,                elem_Pad,            OP_NONE, 0) \
-    X(Dropout,        INJECTIVE,   1, 3,  1, 2,  0x0,  infer_Dropout,        OP_NONE,                elem_Dropout,        OP_NONE, 0) \
-    X(Add,            BROADCAST,   2, 2,  1, 1,  0x0,  infer_broadcast,      scalar_Add,             OP_NONE,             OP_NONE, 0) \
-    X(Sub,            BROADCAST,   2, 2,  1, 1,  0x0,  infer_broadcast,      scalar_Sub,             OP_NONE,             OP_NONE, 0) \
-    X(Mul,            BROADCAST,   2, 2,  1, 1,  0x0,  infer_broadcast,      scalar_Mul,             OP_NONE,             OP_NONE, 0) \
-    X(Div,            BROADCAST,   2, 2,  1, 1,  0x0,  infer_broadcast,      scalar_Div,             OP_NONE,             OP_NONE, 0) \
-    X(Mod,            BROADCAST,   2, 2,  1, 1,  0x0,  infer_broadcast,      scalar_Mod,             OP_NONE,             OP_NONE, 0) \
-    X(Pow,            BROADCAST,   2, 2,  1, 1,  0x0,  infer_Pow,            scalar_Pow,             OP_NONE,             OP_NONE, 0) \
-    X(Sum,            BROADCAST,   1, 64, 1, 1,  0x0,  infer_broadcast,      scalar_Sum,             OP_NONE,             OP_NONE, 0) \
-    X(Mean,           BROADCAST,   1, 64, 1, 1,  0x0,  infer_float_broadcast,scalar_Mean,            OP_NONE,             OP_NONE, 0) \
-    X(Min,            BROADCAST,   1, 64, 1, 1,  0x0,  infer_broadcast,      scalar_Min,             OP_NONE,             OP_NONE, 0) \
-    X(Max,            BROADCAST,   1, 64, 1, 1,  0x0,  infer_broadcast,      scalar_Max,             OP_NONE,             OP_NONE, 0) \
-    X(PRelu,          BROADCAST,   2, 2,  1, 1,  0x0,  infer_PRelu,          scalar_PRelu,           OP_NONE,             OP_NONE, 0) \
-    X(Sqrt,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Sqrt,            OP_NONE,             OP_NONE, 0) \
-    X(Reciprocal,     ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Reciprocal,      OP_NONE,             OP_NONE, 0) \
-    X(Neg,            ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_numeric,        scalar_Neg,             OP_NONE,             OP_NONE, 0) \
-    X(Abs,            ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_numeric,        scalar_Abs,             OP_NONE,             OP_NONE, 0) \
-    X(Sign,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_numeric,        scalar_Sign,            OP_NONE,             OP_NONE, 0) \
-    X(Exp,            ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Exp,             OP_NONE,             OP_NONE, 0) \
-    X(Log,            ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Log,             OP_NONE,             OP_NONE, 0) \
-    X(Sin,            ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Sin,             OP_NONE,             OP_NONE, 0) \
-    X(Cos,            ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Cos,             OP_NONE,             OP_NONE, 0) \
-    X(Tan,            ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Tan,             OP_NONE,             OP_NONE, 0) \
-    X(Asin,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Asin,            OP_NONE,             OP_NONE, 0) \
-    X(Acos,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Acos,            OP_NONE,             OP_NONE, 0) \
-    X(Atan,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Atan,            OP_NONE,             OP_NONE, 0) \
-    X(Sinh,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Sinh,            OP_NONE,             OP_NONE, 0) \
-    X(Cosh,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Cosh,            OP_NONE,             OP_NONE, 0) \
-    X(Asinh,          ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Asinh,           OP_NONE,             OP_NONE, 0) \
-    X(Acosh,          ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Acosh,           OP_NONE,             OP_NONE, 0) \
-    X(Atanh,          ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Atanh,           OP_NONE,             OP_NONE, 0) \
-    X(Tanh,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Tanh,            OP_NONE,             OP_NONE, 0) \
-    X(Sigmoid,        ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Sigmoid,         OP_NONE,             OP_NONE, 0) \
-    X(Erf,            ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Erf,             OP_NONE,             OP_NONE, 0) \
-    X(Relu,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_numeric,        scalar_Relu,            OP_NONE,             OP_NONE, 0) \
-    X(LeakyRelu,      ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_LeakyRelu,       OP_NONE,             OP_NONE, 0) \
-    X(Elu,            ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Elu,             OP_NONE,             OP_NONE, 0) \
-    X(Selu,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Selu,            OP_NONE,             OP_NONE, 0) \
-    X(Celu,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Celu,            OP_NONE,             OP_NONE, 0) \
-    X(ThresholdedRelu,ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_ThresholdedRelu, OP_NONE,             OP_NONE, 0) \
-    X(Shrink,         ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_numeric,        scalar_Shrink,          OP_NONE,             OP_NONE, 0) \
-    X(Softsign,       ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Softsign,        OP_NONE,             OP_NONE, 0) \
-    X(Mish,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Mish,            OP_NONE,             OP_NONE, 0) \
-    X(Clip,           BROADCAST,   1, 3,  1, 1,  0x0,  infer_Clip,           scalar_Clip,            OP_NONE,             OP_NONE, 0) \
-    X(HardSigmoid,    ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_HardSigmoid,     OP_NONE,             OP_NONE, 0) \
-    X(HardSwish,      ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_HardSwish,       OP_NONE,             OP_NONE, 0) \
-    X(Softplus,       ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Softplus,        OP_NONE,             OP_NONE, 0) \
-    X(Gelu,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Gelu,            OP_NONE,             OP_NONE, 0) \
-    X(Floor,          ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Floor,           OP_NONE,             OP_NONE, 0) \
-    X(Ceil,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Ceil,            OP_NONE,             OP_NONE, 0) \
-    X(Round,          ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Round,           OP_NONE,             OP_NONE, 0) \
-    X(IsNaN,          ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float_test,     scalar_IsNaN,           OP_NONE,             OP_NONE, 0) \
-    X(IsInf,          ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float_test,     scalar_IsInf,           OP_NONE,             OP_NONE, 0) \
-    X(Equal,          BROADCAST,   2, 2,  1, 1,  0x0,  infer_compare,        scalar_Equal,           OP_NONE,             OP_NONE, 0) \
-    X(Less,           BROADCAST,   2, 2,  1, 1,  0x0,  infer_compare,        scalar_Less,            OP_NONE,             OP_NONE, 0) \
-    X(Greater,        BROADCAST,   2, 2,  1, 1,  0x0,  infer_compare,        scalar_Greater,         OP_NONE,             OP_NONE, 0) \
-    X(LessOrEqual,    BROADCAST,   2, 2,  1, 1,  0x0,  infer_compare,        scalar_LessOrEqual,     OP_NONE,             OP_NONE, 0) \
-    X(GreaterOrEqual, BROADCAST,   2, 2,  1, 1,  0x0,  infer_compare,        scalar_GreaterOrEqual,  OP_NONE,             OP_NONE, 0) \
-    X(Not,            ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_logical,        scalar_Not,             OP_NONE,             OP_NONE, 0) \
-    X(And,            BROADCAST,   2, 2,  1, 1,  0x0,  infer_logical,        scalar_And,             OP_NONE,             OP_NONE, 0) \
-    X(Or,             BROADCAST,   2, 2,  1, 1,  0x0,  infer_logical,        scalar_Or,              OP_NONE,             OP_NONE, 0) \
-    X(Xor,            BROADCAST,   2, 2,  1, 1,  0x0,  infer_logical,        scalar_Xor,             OP_NONE,             OP_NONE, 0) \
-    X(BitShift,       BROADCAST,   2, 2,  1, 1,  0x0,  infer_int_broadcast,  scalar_BitShift,        OP_NONE,             OP_NONE, 0) \
-    X(BitwiseNot,     ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_int_unary,       scalar_BitwiseNot,       OP_NONE,             OP_NONE, 0) \
-    X(BitwiseAnd,     BROADCAST,   2, 2,  1, 1,  0x0,  infer_int_broadcast,  scalar_BitwiseAnd,      OP_NONE,             OP_NONE, 0) \
-    X(BitwiseOr,      BROADCAST,   2, 2,  1, 1,  0x0,  infer_int_broadcast,  scalar_BitwiseOr,       OP_NONE,             OP_NONE, 0) \
-    X(BitwiseXor,     BROADCAST,   2, 2,  1, 1,  0x0,  infer_int_broadcast,  scalar_BitwiseXor,      OP_NONE,             OP_NONE, 0)
+    X(Identity,       ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_same,           scalar_Identity,        OP_NONE,             OP_NONE, OPF_VIEW, OP_NONE) \
+    X(Constant,       OPAQUE,      0, 0,  1, 1,  0x0,  infer_Constant,       OP_NONE,                OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(ConstantOfShape,INJECTIVE,   1, 1,  1, 1,  0x1,  infer_ConstantOfShape,OP_NONE,                elem_ConstantOfShape,OP_NONE, 0, OP_NONE) \
+    X(Shape,          OPAQUE,      1, 1,  1, 1,  0x0,  infer_Shape,          OP_NONE,                OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Size,           OPAQUE,      1, 1,  1, 1,  0x0,  infer_Size,           OP_NONE,                OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Cast,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_Cast,           scalar_Cast,            OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(CastLike,       INJECTIVE,   2, 2,  1, 1,  0x0,  infer_Cast,           OP_NONE,                elem_CastLike,       OP_NONE, 0, OP_NONE) \
+    X(Reshape,        INJECTIVE,   2, 2,  1, 1,  0x2,  infer_Reshape,        OP_NONE,                elem_Reshape,        OP_NONE, OPF_VIEW, OP_NONE) \
+    X(Flatten,        INJECTIVE,   1, 1,  1, 1,  0x0,  infer_Flatten,        OP_NONE,                elem_Reshape,        OP_NONE, OPF_VIEW, OP_NONE) \
+    X(Squeeze,        INJECTIVE,   1, 2,  1, 1,  0x2,  infer_Squeeze,        OP_NONE,                elem_Reshape,        OP_NONE, OPF_VIEW, OP_NONE) \
+    X(Unsqueeze,      INJECTIVE,   1, 2,  1, 1,  0x2,  infer_Unsqueeze,      OP_NONE,                elem_Reshape,        OP_NONE, OPF_VIEW, OP_NONE) \
+    X(Transpose,      INJECTIVE,   1, 1,  1, 1,  0x0,  infer_Transpose,      OP_NONE,                elem_Transpose,      OP_NONE, 0, OP_NONE) \
+    X(Expand,         INJECTIVE,   2, 2,  1, 1,  0x2,  infer_Expand,         OP_NONE,                elem_Expand,         OP_NONE, 0, OP_NONE) \
+    X(Concat,         INJECTIVE,   1, 64, 1, 1,  0x0,  infer_Concat,         OP_NONE,                elem_Concat,         OP_NONE, 0, insert_Concat) \
+    X(Split,          INJECTIVE,   1, 2,  1, 64,  0x2,  infer_Split,          OP_NONE,                elem_Split,          OP_NONE, 0, OP_NONE) \
+    X(Slice,          INJECTIVE,   1, 5,  1, 1,  0x1e, infer_Slice,          OP_NONE,                elem_Slice,          OP_NONE, 0, OP_NONE) \
+    X(Gather,         INJECTIVE,   2, 2,  1, 1,  0x0,  infer_Gather,         OP_NONE,                elem_Gather,         OP_NONE, 0, OP_NONE) \
+    X(GatherElements, INJECTIVE,   2, 2,  1, 1,  0x0,  infer_GatherElements,  OP_NONE,                elem_GatherElements, OP_NONE, 0, OP_NONE) \
+    X(GatherND,       INJECTIVE,   2, 2,  1, 1,  0x0,  infer_GatherND,        OP_NONE,                elem_GatherND,       OP_NONE, 0, OP_NONE) \
+    X(DepthToSpace,   INJECTIVE,   1, 1,  1, 1,  0x0,  infer_DepthToSpace,    OP_NONE,                elem_DepthToSpace,   OP_NONE, 0, OP_NONE) \
+    X(SpaceToDepth,   INJECTIVE,   1, 1,  1, 1,  0x0,  infer_DepthToSpace,    OP_NONE,                elem_SpaceToDepth,   OP_NONE, 0, OP_NONE) \
+    X(Where,          BROADCAST,   3, 3,  1, 1,  0x0,  infer_Where,          scalar_Where,           OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Range,          INJECTIVE,   3, 3,  1, 1,  0x7,  infer_Range,          OP_NONE,                elem_Range,          OP_NONE, 0, OP_NONE) \
+    X(Tile,           INJECTIVE,   2, 2,  1, 1,  0x2,  infer_Tile,           OP_NONE,                elem_Tile,           OP_NONE, 0, OP_NONE) \
+    X(Pad,            INJECTIVE,   1, 4,  1, 1,  0xa,  infer_Pad,            OP_NONE,                elem_Pad,            OP_NONE, 0, insert_Pad) \
+    X(Dropout,        INJECTIVE,   1, 3,  1, 2,  0x0,  infer_Dropout,        OP_NONE,                elem_Dropout,        OP_NONE, 0, OP_NONE) \
+    X(Add,            BROADCAST,   2, 2,  1, 1,  0x0,  infer_broadcast,      scalar_Add,             OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Sub,            BROADCAST,   2, 2,  1, 1,  0x0,  infer_broadcast,      scalar_Sub,             OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Mul,            BROADCAST,   2, 2,  1, 1,  0x0,  infer_broadcast,      scalar_Mul,             OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Div,            BROADCAST,   2, 2,  1, 1,  0x0,  infer_broadcast,      scalar_Div,             OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Mod,            BROADCAST,   2, 2,  1, 1,  0x0,  infer_broadcast,      scalar_Mod,             OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Pow,            BROADCAST,   2, 2,  1, 1,  0x0,  infer_Pow,            scalar_Pow,             OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Sum,            BROADCAST,   1, 64, 1, 1,  0x0,  infer_broadcast,      scalar_Sum,             OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Mean,           BROADCAST,   1, 64, 1, 1,  0x0,  infer_float_broadcast,scalar_Mean,            OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Min,            BROADCAST,   1, 64, 1, 1,  0x0,  infer_broadcast,      scalar_Min,             OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Max,            BROADCAST,   1, 64, 1, 1,  0x0,  infer_broadcast,      scalar_Max,             OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(PRelu,          BROADCAST,   2, 2,  1, 1,  0x0,  infer_PRelu,          scalar_PRelu,           OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Sqrt,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Sqrt,            OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Reciprocal,     ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Reciprocal,      OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Neg,            ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_numeric,        scalar_Neg,             OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Abs,            ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_numeric,        scalar_Abs,             OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Sign,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_numeric,        scalar_Sign,            OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Exp,            ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Exp,             OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Log,            ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Log,             OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Sin,            ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Sin,             OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Cos,            ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Cos,             OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Tan,            ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Tan,             OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Asin,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Asin,            OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Acos,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Acos,            OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Atan,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Atan,            OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Sinh,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Sinh,            OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Cosh,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Cosh,            OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Asinh,          ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Asinh,           OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Acosh,          ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Acosh,           OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Atanh,          ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Atanh,           OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Tanh,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Tanh,            OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Sigmoid,        ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Sigmoid,         OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Erf,            ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Erf,             OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Relu,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_numeric,        scalar_Relu,            OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(LeakyRelu,      ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_LeakyRelu,       OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Elu,            ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Elu,             OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Selu,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Selu,            OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Celu,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Celu,            OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(ThresholdedRelu,ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_ThresholdedRelu, OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Shrink,         ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_numeric,        scalar_Shrink,          OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Softsign,       ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Softsign,        OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Mish,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Mish,            OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Clip,           BROADCAST,   1, 3,  1, 1,  0x0,  infer_Clip,           scalar_Clip,            OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(HardSigmoid,    ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_HardSigmoid,     OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(HardSwish,      ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_HardSwish,       OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Softplus,       ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Softplus,        OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Gelu,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Gelu,            OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Floor,          ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Floor,           OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Ceil,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Ceil,            OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Round,          ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float,          scalar_Round,           OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(IsNaN,          ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float_test,     scalar_IsNaN,           OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(IsInf,          ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_float_test,     scalar_IsInf,           OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Equal,          BROADCAST,   2, 2,  1, 1,  0x0,  infer_compare,        scalar_Equal,           OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Less,           BROADCAST,   2, 2,  1, 1,  0x0,  infer_compare,        scalar_Less,            OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Greater,        BROADCAST,   2, 2,  1, 1,  0x0,  infer_compare,        scalar_Greater,         OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(LessOrEqual,    BROADCAST,   2, 2,  1, 1,  0x0,  infer_compare,        scalar_LessOrEqual,     OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(GreaterOrEqual, BROADCAST,   2, 2,  1, 1,  0x0,  infer_compare,        scalar_GreaterOrEqual,  OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Not,            ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_logical,        scalar_Not,             OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(And,            BROADCAST,   2, 2,  1, 1,  0x0,  infer_logical,        scalar_And,             OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Or,             BROADCAST,   2, 2,  1, 1,  0x0,  infer_logical,        scalar_Or,              OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Xor,            BROADCAST,   2, 2,  1, 1,  0x0,  infer_logical,        scalar_Xor,             OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(BitShift,       BROADCAST,   2, 2,  1, 1,  0x0,  infer_int_broadcast,  scalar_BitShift,        OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(BitwiseNot,     ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_int_unary,       scalar_BitwiseNot,       OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(BitwiseAnd,     BROADCAST,   2, 2,  1, 1,  0x0,  infer_int_broadcast,  scalar_BitwiseAnd,      OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(BitwiseOr,      BROADCAST,   2, 2,  1, 1,  0x0,  infer_int_broadcast,  scalar_BitwiseOr,       OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(BitwiseXor,     BROADCAST,   2, 2,  1, 1,  0x0,  infer_int_broadcast,  scalar_BitwiseXor,      OP_NONE,             OP_NONE, 0, OP_NONE)
 
 #endif

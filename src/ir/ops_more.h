@@ -101,31 +101,31 @@ smelt_status lower_LpPool(struct lower_ctx *c);
 
 /*  name                      kind         in    out  value_in infer                           scalar        elem                 lower                            flags */
 #define OPS_MORE(X) \
-    X(RMSNormalization,         REDUCTION,   2, 2, 1, 1, 0x0, infer_RMSNormalization,         OP_NONE,      OP_NONE,             lower_RMSNormalization,          0) \
-    X(GroupNormalization,       REDUCTION,   3, 3, 1, 1, 0x0, infer_GroupNormalization,       OP_NONE,      OP_NONE,             lower_GroupNormalization,        0) \
-    X(MeanVarianceNormalization,REDUCTION,   1, 1, 1, 1, 0x0, infer_MeanVarianceNormalization,OP_NONE,      OP_NONE,             lower_MeanVarianceNormalization, 0) \
-    X(LRN,                      REDUCTION,   1, 1, 1, 1, 0x0, infer_LRN,                      OP_NONE,      OP_NONE,             lower_LRN,                       0) \
-    X(Swish,                    ELEMENTWISE, 1, 1, 1, 1, 0x0, infer_Swish,                    scalar_Swish, OP_NONE,             OP_NONE,                         0) \
-    X(NegativeLogLikelihoodLoss,OPAQUE,      2, 3, 1, 1, 0x0, infer_NegativeLogLikelihoodLoss,OP_NONE,      OP_NONE,             lower_NegativeLogLikelihoodLoss, 0) \
-    X(SoftmaxCrossEntropyLoss,  OPAQUE,      2, 3, 1, 2, 0x0, infer_NegativeLogLikelihoodLoss,OP_NONE,      OP_NONE,             lower_NegativeLogLikelihoodLoss, 0) \
-    X(OneHot,                   INJECTIVE,   3, 3, 1, 1, 0x2, infer_OneHot,                   OP_NONE,      elem_OneHot,         OP_NONE,                         0) \
-    X(EyeLike,                  INJECTIVE,   1, 1, 1, 1, 0x0, infer_EyeLike,                  OP_NONE,      elem_EyeLike,        OP_NONE,                         0) \
-    X(HannWindow,               INJECTIVE,   1, 1, 1, 1, 0x1, infer_Window,                   OP_NONE,      elem_Window,         OP_NONE,                         0) \
-    X(HammingWindow,            INJECTIVE,   1, 1, 1, 1, 0x1, infer_Window,                   OP_NONE,      elem_Window,         OP_NONE,                         0) \
-    X(BlackmanWindow,           INJECTIVE,   1, 1, 1, 1, 0x1, infer_Window,                   OP_NONE,      elem_Window,         OP_NONE,                         0) \
-    X(CenterCropPad,            INJECTIVE,   2, 2, 1, 1, 0x2, infer_CenterCropPad,            OP_NONE,      elem_CenterCropPad,  OP_NONE,                         0) \
-    X(QuantizeLinear,           INJECTIVE,   2, 3, 1, 1, 0x0, infer_QuantizeLinear,           OP_NONE,      elem_QuantizeLinear, OP_NONE,                         0) \
-    X(DequantizeLinear,         INJECTIVE,   2, 3, 1, 1, 0x0, infer_DequantizeLinear,         OP_NONE,      elem_DequantizeLinear,OP_NONE,                        0) \
-    X(CumProd,                  OPAQUE,      2, 2, 1, 1, 0x2, infer_CumProd,                  OP_NONE,      OP_NONE,             lower_CumProd,                   0) \
-    X(TopK,                     OPAQUE,      1, 2, 2, 2, 0x2, infer_TopK,                     OP_NONE,      OP_NONE,             lower_TopK,                      0) \
-    X(ScatterElements,          OPAQUE,      3, 3, 1, 1, 0x0, infer_ScatterElements,          OP_NONE,      OP_NONE,             lower_ScatterElements,           0) \
-    X(Scatter,                  OPAQUE,      3, 3, 1, 1, 0x0, infer_ScatterElements,          OP_NONE,      OP_NONE,             lower_ScatterElements,           0) \
-    X(ScatterND,                OPAQUE,      3, 3, 1, 1, 0x0, infer_ScatterND,                OP_NONE,      OP_NONE,             lower_ScatterND,                 0) \
-    X(Resize,                   INJECTIVE,   1, 4, 1, 1, 0xe, infer_Resize,                   OP_NONE,      elem_Resize,         OP_NONE,                         0) \
-    X(Upsample,                 INJECTIVE,   1, 2, 1, 1, 0x2, infer_Resize,                   OP_NONE,      elem_Resize,         OP_NONE,                         0) \
-    X(Einsum,                   OPAQUE,      1, 8, 1, 1, 0x0, infer_Einsum,                   OP_NONE,      OP_NONE,             lower_Einsum,                    0) \
-    X(Attention,                OPAQUE,      3, 7, 1, 4, 0x0, infer_Attention,                OP_NONE,      OP_NONE,             lower_Attention,                 0) \
-    X(LpPool,                   REDUCTION,   1, 1, 1, 1, 0x0, infer_Pool,                     OP_NONE,      OP_NONE,             lower_LpPool,                    0) \
-    X(RotaryEmbedding,          INJECTIVE,   3, 4, 1, 1, 0x0, infer_RotaryEmbedding,          OP_NONE,      elem_RotaryEmbedding,OP_NONE,                         0)
+    X(RMSNormalization,         REDUCTION,   2, 2, 1, 1, 0x0, infer_RMSNormalization,         OP_NONE,      OP_NONE,             lower_RMSNormalization,          0, OP_NONE) \
+    X(GroupNormalization,       REDUCTION,   3, 3, 1, 1, 0x0, infer_GroupNormalization,       OP_NONE,      OP_NONE,             lower_GroupNormalization,        0, OP_NONE) \
+    X(MeanVarianceNormalization,REDUCTION,   1, 1, 1, 1, 0x0, infer_MeanVarianceNormalization,OP_NONE,      OP_NONE,             lower_MeanVarianceNormalization, 0, OP_NONE) \
+    X(LRN,                      REDUCTION,   1, 1, 1, 1, 0x0, infer_LRN,                      OP_NONE,      OP_NONE,             lower_LRN,                       0, OP_NONE) \
+    X(Swish,                    ELEMENTWISE, 1, 1, 1, 1, 0x0, infer_Swish,                    scalar_Swish, OP_NONE,             OP_NONE,                         0, OP_NONE) \
+    X(NegativeLogLikelihoodLoss,OPAQUE,      2, 3, 1, 1, 0x0, infer_NegativeLogLikelihoodLoss,OP_NONE,      OP_NONE,             lower_NegativeLogLikelihoodLoss, 0, OP_NONE) \
+    X(SoftmaxCrossEntropyLoss,  OPAQUE,      2, 3, 1, 2, 0x0, infer_NegativeLogLikelihoodLoss,OP_NONE,      OP_NONE,             lower_NegativeLogLikelihoodLoss, 0, OP_NONE) \
+    X(OneHot,                   INJECTIVE,   3, 3, 1, 1, 0x2, infer_OneHot,                   OP_NONE,      elem_OneHot,         OP_NONE,                         0, OP_NONE) \
+    X(EyeLike,                  INJECTIVE,   1, 1, 1, 1, 0x0, infer_EyeLike,                  OP_NONE,      elem_EyeLike,        OP_NONE,                         0, OP_NONE) \
+    X(HannWindow,               INJECTIVE,   1, 1, 1, 1, 0x1, infer_Window,                   OP_NONE,      elem_Window,         OP_NONE,                         0, OP_NONE) \
+    X(HammingWindow,            INJECTIVE,   1, 1, 1, 1, 0x1, infer_Window,                   OP_NONE,      elem_Window,         OP_NONE,                         0, OP_NONE) \
+    X(BlackmanWindow,           INJECTIVE,   1, 1, 1, 1, 0x1, infer_Window,                   OP_NONE,      elem_Window,         OP_NONE,                         0, OP_NONE) \
+    X(CenterCropPad,            INJECTIVE,   2, 2, 1, 1, 0x2, infer_CenterCropPad,            OP_NONE,      elem_CenterCropPad,  OP_NONE,                         0, OP_NONE) \
+    X(QuantizeLinear,           INJECTIVE,   2, 3, 1, 1, 0x0, infer_QuantizeLinear,           OP_NONE,      elem_QuantizeLinear, OP_NONE,                         0, OP_NONE) \
+    X(DequantizeLinear,         INJECTIVE,   2, 3, 1, 1, 0x0, infer_DequantizeLinear,         OP_NONE,      elem_DequantizeLinear,OP_NONE,                        0, OP_NONE) \
+    X(CumProd,                  OPAQUE,      2, 2, 1, 1, 0x2, infer_CumProd,                  OP_NONE,      OP_NONE,             lower_CumProd,                   0, OP_NONE) \
+    X(TopK,                     OPAQUE,      1, 2, 2, 2, 0x2, infer_TopK,                     OP_NONE,      OP_NONE,             lower_TopK,                      0, OP_NONE) \
+    X(ScatterElements,          OPAQUE,      3, 3, 1, 1, 0x0, infer_ScatterElements,          OP_NONE,      OP_NONE,             lower_ScatterElements,           0, OP_NONE) \
+    X(Scatter,                  OPAQUE,      3, 3, 1, 1, 0x0, infer_ScatterElements,          OP_NONE,      OP_NONE,             lower_ScatterElements,           0, OP_NONE) \
+    X(ScatterND,                OPAQUE,      3, 3, 1, 1, 0x0, infer_ScatterND,                OP_NONE,      OP_NONE,             lower_ScatterND,                 0, OP_NONE) \
+    X(Resize,                   INJECTIVE,   1, 4, 1, 1, 0xe, infer_Resize,                   OP_NONE,      elem_Resize,         OP_NONE,                         0, OP_NONE) \
+    X(Upsample,                 INJECTIVE,   1, 2, 1, 1, 0x2, infer_Resize,                   OP_NONE,      elem_Resize,         OP_NONE,                         0, OP_NONE) \
+    X(Einsum,                   OPAQUE,      1, 8, 1, 1, 0x0, infer_Einsum,                   OP_NONE,      OP_NONE,             lower_Einsum,                    0, OP_NONE) \
+    X(Attention,                OPAQUE,      3, 7, 1, 4, 0x0, infer_Attention,                OP_NONE,      OP_NONE,             lower_Attention,                 0, OP_NONE) \
+    X(LpPool,                   REDUCTION,   1, 1, 1, 1, 0x0, infer_Pool,                     OP_NONE,      OP_NONE,             lower_LpPool,                    0, OP_NONE) \
+    X(RotaryEmbedding,          INJECTIVE,   3, 4, 1, 1, 0x0, infer_RotaryEmbedding,          OP_NONE,      elem_RotaryEmbedding,OP_NONE,                         0, OP_NONE)
 
 #endif

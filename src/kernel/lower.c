@@ -28,6 +28,7 @@ struct lower_state {
     int n_slots;
     memo_entry *memo;
     int n_memo, cap_memo;
+    bool fill_only;       /* an insert's fill kernel: its inserted inputs are never read */
 };
 
 /* Elements per workgroup that amortize a thread-pool hand-off. */
@@ -206,6 +207,9 @@ kir_val lower_load(lower_ctx *c, int i, const kir_val *idx)
     int t = c->n->in[i];
     const ir_tensor *x = &c->g->tensors[t];
     if (c->st->fp && c->st->fp->inline_of[t] >= 0) return load_inline(c, t, idx);
+    int64_t off[IR_MAX_RANK];
+    if (c->st->fill_only && fuse_insert(c->g, c->n, i, off)) /* only selected where the fill is taken */
+        return kir_is_float(x->dtype) ? kir_const_f(c->k, x->dtype, 0) : kir_const_i(c->k, x->dtype, 0);
     if (x->data && ir_tensor_numel(x) == 1) return inline_scalar(c->k, x);
     int b = buffer_for(c, t, x->dtype, ir_tensor_numel(x), false);
     return kir_load(c->k, b, lower_linear(c->k, &x->shape, idx));
@@ -229,6 +233,21 @@ void lower_store(lower_ctx *c, int o, const kir_val *idx, kir_val v)
     const ir_tensor *x = &c->g->tensors[t];
     const fuse_plan *fp = c->st->fp;
     if (fp && fp->inline_of[t] >= 0) return; /* consumers recompute it */
+    if (fp && fp->insert_into[t] >= 0) {
+        /* Written straight into its block of the insert's output. */
+        const ir_node *saved = c->n;
+        const ir_node *ins = &c->g->nodes[fp->insert_into[t]];
+        int i = 0;
+        while (ins->in[i] != t) i++;
+        int64_t off[IR_MAX_RANK];
+        fuse_insert(c->g, ins, i, off);
+        kir_val at[IR_MAX_RANK];
+        for (int d = 0; d < x->shape.rank; d++) at[d] = kir_add(c->k, idx[d], kir_idx(c->k, off[d]));
+        c->n = ins;
+        lower_store(c, 0, at, v);
+        c->n = saved;
+        return;
+    }
     if (fp && fp->epilogue_of[t] >= 0) {
         /* Continue into the epilogue node, with t's element in hand. */
         const ir_node *saved = c->n;
@@ -501,6 +520,62 @@ smelt_status lower_elementwise(lower_ctx *c)
     return SMELT_OK;
 }
 
+/* An insert op: a kernel per block no producer wrote, one for the fill. */
+typedef struct insert_job {
+    int input;
+    int64_t off[IR_MAX_RANK];
+} insert_job;
+
+static void insert_block_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const insert_job *j = user;
+    kir_val v = lower_load(c, j->input, idx), at[IR_MAX_RANK];
+    int rank = c->g->tensors[c->n->out[0]].shape.rank;
+    for (int d = 0; d < rank; d++) at[d] = kir_add(c->k, idx[d], kir_idx(c->k, j->off[d]));
+    lower_store(c, 0, at, v);
+}
+
+static void insert_fill_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    (void)user;
+    kir_kernel *k = c->k;
+    kir_val inside = 0;
+    for (int i = 0; i < c->n->n_in; i++) {
+        int64_t off[IR_MAX_RANK];
+        if (!fuse_insert(c->g, c->n, i, off)) continue;
+        const ir_shape *xs = &c->g->tensors[c->n->in[i]].shape;
+        kir_val in = kir_const_i(k, SMELT_BOOL, 1);
+        for (int d = 0; d < xs->rank; d++) {
+            in = kir_binary(k, KIR_AND, in, kir_binary(k, KIR_GE, idx[d], kir_idx(k, off[d])));
+            in = kir_binary(k, KIR_AND, in, kir_binary(k, KIR_LT, idx[d], kir_idx(k, off[d] + xs->dim[d])));
+        }
+        inside = inside ? kir_binary(k, KIR_OR, inside, in) : in;
+    }
+    if (inside) kir_if_begin(k, kir_unary(k, KIR_NOT, inside));
+    kir_val v = element_of(c, 0, idx);
+    if (v) lower_store(c, 0, idx, v);
+    if (inside) kir_if_end(k);
+}
+
+static smelt_status lower_insert(lower_ctx *c)
+{
+    const fuse_plan *fp = c->st->fp;
+    int node = (int)(c->n - c->g->nodes);
+    for (int i = 0; i < c->n->n_in; i++) {
+        insert_job j = {.input = i};
+        if (!fuse_insert(c->g, c->n, i, j.off) || (fp && fp->insert_into[c->n->in[i]] == node)) continue;
+        const ir_shape *xs = &c->g->tensors[c->n->in[i]].shape;
+        if (ir_shape_numel(xs) == 0) continue;
+        lower_parallel_for(c, xs, 1, insert_block_body, &j);
+    }
+    if (fuse_insert_fills(c->g, c->n)) {
+        c->st->fill_only = true;
+        lower_parallel_for(c, &c->g->tensors[c->n->out[0]].shape, 1, insert_fill_body, NULL);
+        c->st->fill_only = false;
+    }
+    return SMELT_OK;
+}
+
 static smelt_status lower_root(lower_program *p, const ir_graph *g, const fuse_plan *fp, const fuse_region *r,
                                int node)
 {
@@ -509,7 +584,11 @@ static smelt_status lower_root(lower_program *p, const ir_graph *g, const fuse_p
     const op_info *oi = op_get(c.n->op);
     int first = p->n_kernels;
     smelt_status s;
+    int64_t off[IR_MAX_RANK];
+    bool insert = fp && oi->insert && fuse_insert(g, c.n, 0, off) && fp->inline_of[c.n->out[0]] < 0 &&
+                  fp->epilogue_of[c.n->out[0]] < 0;
     if (oi->lower) s = oi->lower(&c);
+    else if (insert) s = lower_insert(&c);
     else if (oi->scalar || oi->elem) s = lower_elementwise(&c);
     else s = ir_node_fail(c.n, SMELT_ERR_UNSUPPORTED, "op has no lowering (only folded at compile time), but its inputs are not constant");
     free(st.tensor_buf);

@@ -297,3 +297,25 @@ kir_val elem_ConstantOfShape(lower_ctx *c, int out, const kir_val *idx)
     if (kir_is_float(t)) return kir_const_f(c->k, t, ir_const_double(v, 0));
     return kir_const_i(c->k, t, ir_const_int(v, 0));
 }
+
+bool insert_Concat(const ir_graph *g, const ir_node *n, int input, int64_t *offset)
+{
+    const ir_tensor *x = ir_in(g, n, input);
+    if (!x) return false;
+    int r = x->shape.rank, axis = norm_axis(ir_attr_int(n, "axis", 0), r);
+    for (int d = 0; d < r; d++) offset[d] = 0;
+    for (int i = 0; i < input; i++)
+        if (ir_in(g, n, i)) offset[axis] += ir_in(g, n, i)->shape.dim[axis];
+    return true;
+}
+
+bool insert_Pad(const ir_graph *g, const ir_node *n, int input, int64_t *offset)
+{
+    int mode;
+    ir_shape os;
+    if (input != 0 || pad_resolve(g, n, offset, &mode, &os) != SMELT_OK || mode != 0) return false;
+    const ir_shape *xs = &ir_in(g, n, 0)->shape;
+    for (int d = 0; d < xs->rank; d++)
+        if (offset[d] < 0 || offset[d] + xs->dim[d] > os.dim[d]) return false; /* a crop, not an insert */
+    return true;
+}
