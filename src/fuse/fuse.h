@@ -55,6 +55,12 @@
  * guarantees: every live node is the root or epilogue of exactly one region,
  *             or inline (evaluated inside the regions that read it); regions
  *             are listed in an order where each one's inputs are ready.
+ *             Inlining is decided per tensor (inline_of), roles per node: a
+ *             multi-output node (Split) with one output stored and another
+ *             inlined is a root in its own region and also evaluated inside
+ *             the regions that read the inlined output. A region's `reads`
+ *             list its non-inline inputs, constants included, even when a
+ *             one-element constant is printed inline rather than loaded.
  */
 #ifndef SMELT_FUSE_FUSE_H
 #define SMELT_FUSE_FUSE_H

@@ -682,3 +682,80 @@ TEST(fuse_split_with_one_output_stored_and_one_inline)
     ir_graph_set_io(g, 1, &x, 2, outs);
     check_case(g, plan_split, 2, 2, 1e-6);
 }
+
+/* ---- rows: several reductions over the same rows in one kernel ----------------------------- */
+
+static int reduce_last(ir_graph *g, const char *name, op_id id, int x)
+{
+    int y = op1(g, name, id, x);
+    static const int64_t axes[] = {-1};
+    attr_ints(g, g->n_nodes - 1, "axes", 1, axes);
+    attr_int(g, g->n_nodes - 1, "keepdims", 1);
+    return y;
+}
+
+static void plan_softmax_rows(const ir_graph *g, const fuse_plan *fp)
+{
+    CHECK(region_is(g, fp, "div", "max:i sub:i exp:i sum:i div:r", "x", "div"));
+}
+
+TEST(fuse_decomposed_softmax_is_one_kernel)
+{
+    ir_graph *g = ir_graph_new();
+    g->opset = 11;
+    int x = input(g, "x", shp(3, 3, 5, 37));
+    int m = reduce_last(g, "max", OP_ReduceMax, x);
+    int e = op1(g, "exp", OP_Exp, op2(g, "sub", OP_Sub, x, m));
+    int y = op2(g, "div", OP_Div, e, reduce_last(g, "sum", OP_ReduceSum, e));
+    ir_graph_set_io(g, 1, &x, 1, &y);
+    check_case(g, plan_softmax_rows, 1, 1, 1e-6);
+}
+
+static void plan_layernorm_rows(const ir_graph *g, const fuse_plan *fp)
+{
+    CHECK(region_is(g, fp, "shift", "mean:i centre:i square:i var:i eps:i sd:i norm:i scale:i shift:r", "x e g b",
+                    "shift"));
+}
+
+TEST(fuse_decomposed_layernorm_is_one_kernel)
+{
+    ir_graph *g = ir_graph_new();
+    g->opset = 11;
+    int x = input(g, "x", shp(3, 4, 3, 29));
+    int c = op2(g, "centre", OP_Sub, x, reduce_last(g, "mean", OP_ReduceMean, x));
+    int v = reduce_last(g, "var", OP_ReduceMean, op2(g, "square", OP_Mul, c, c));
+    int sd = op1(g, "sd", OP_Sqrt, op2(g, "eps", OP_Add, v, constant(g, "e", shp(0), 0.0f, 1e-5f)));
+    int n = op2(g, "norm", OP_Div, c, sd);
+    int y = op2(g, "shift", OP_Add, op2(g, "scale", OP_Mul, n, constant(g, "g", shp(1, 29), 0.1f, 0.5f)),
+                constant(g, "b", shp(1, 29), 0.05f, -0.2f));
+    ir_graph_set_io(g, 1, &x, 1, &y);
+    check_case(g, plan_layernorm_rows, 1, 1, 1e-5);
+}
+
+/* ---- inserts: producers write into their block of a Concat's output ------------------------ */
+
+static void plan_concat_blocks(const ir_graph *g, const fuse_plan *fp)
+{
+    const fuse_region *r = region_rooted(g, fp, "mm2");
+    CHECK(r && r->n_ranges == 1);
+    if (r && r->n_ranges == 1) {
+        /* mm2 is the second input: columns 5..12 of the concatenation */
+        CHECK_EQ_INT(r->ranges[0].lo[1], 5);
+        CHECK_EQ_INT(r->ranges[0].hi[1], 12);
+        CHECK_EQ_INT(r->ranges[0].hi[0], 6);
+    }
+    const fuse_region *c = region_rooted(g, fp, "cat");
+    CHECK(c && c->n_ranges == 0); /* every block was written by its producer */
+}
+
+TEST(fuse_concat_producers_write_their_own_blocks)
+{
+    ir_graph *g = ir_graph_new();
+    int a = input(g, "a", shp(2, 6, 8));
+    int m1 = op2(g, "mm1", OP_MatMul, a, constant(g, "w1", shp(2, 8, 5), 0.1f, 0.0f));
+    int m2 = op2(g, "mm2", OP_MatMul, a, constant(g, "w2", shp(2, 8, 7), 0.2f, 0.0f));
+    int y = op2(g, "cat", OP_Concat, m1, m2);
+    attr_int(g, g->n_nodes - 1, "axis", 1);
+    ir_graph_set_io(g, 1, &a, 1, &y);
+    check_case(g, plan_concat_blocks, 3, 2, 1e-6);
+}
