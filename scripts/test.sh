@@ -95,7 +95,7 @@ if [ "$venv_ok" -eq 1 ]; then
     if "$py" tests/models/build_models.py "$build/models"; then
         for dir in "$build"/models/*/; do
             dir="${dir%/}"
-            for extra in "" "--no-fuse"; do
+            for extra in "" "--no-fuse" "--locals reuse" "--fuse-pad never"; do
                 name="$(basename "$dir")${extra:+ $extra}"
                 out="$(timeout 300 "$smelt" check "$dir" $extra 2>&1)"; rc=$?
                 printf '%s\n' "$out" | sed "s|^|$name: |"
@@ -105,6 +105,16 @@ if [ "$venv_ok" -eq 1 ]; then
     else
         bad "tests/models/build_models.py failed"
     fi
+fi
+stage_end
+
+# ---- bad input through the tool ---------------------------------------------------------------
+stage_start cli
+if [ "$venv_ok" -eq 1 ]; then
+    while read -r verdict rest; do
+        echo "$verdict $rest"
+        if [ "$verdict" = PASS ]; then ok; else bad "cli: $rest"; fi
+    done < <(scripts/cli-tests.sh "$smelt" "$py" 2>&1)
 fi
 stage_end
 
