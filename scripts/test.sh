@@ -119,24 +119,31 @@ fi
 stage_end
 
 # ---- conformance ------------------------------------------------------------------------------
-stage_start conformance
-if [ "$venv_ok" -eq 1 ]; then
-    out="$("$py" scripts/conformance.py --quiet --jobs "$jobs" --smelt "$smelt" \
-           --results "$build/conformance/results.txt" \
-           --budget "${SMELT_CONFORMANCE_BUDGET:-2400}" 2>&1)"; rc=$?
-    printf '%s\n' "$out"
-    counts="$(printf '%s\n' "$out" \
-              | sed -n 's/^must-pass: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p')"
-    if [ -n "$counts" ]; then
-        ok "${counts% *}"
-        s_failed=$((s_failed + ${counts#* }))
+# run_conformance STAGE ARGS...: the must-pass list through `smelt check ARGS`.
+run_conformance() {
+    stage_start "$1"
+    shift
+    if [ "$venv_ok" -eq 1 ]; then
+        out="$("$py" scripts/conformance.py --quiet --jobs "$jobs" --smelt "$smelt" \
+               --results "$build/conformance/results${extra_tag:-}.txt" \
+               --budget "${SMELT_CONFORMANCE_BUDGET:-2400}" "$@" 2>&1)"; rc=$?
+        printf '%s\n' "$out"
+        counts="$(printf '%s\n' "$out" \
+                  | sed -n 's/^must-pass: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p')"
+        if [ -n "$counts" ]; then
+            ok "${counts% *}"
+            s_failed=$((s_failed + ${counts#* }))
+        else
+            bad "scripts/conformance.py exited $rc without a verdict"
+        fi
     else
-        bad "scripts/conformance.py exited $rc without a verdict"
+        bad "not run: no venv"
     fi
-else
-    bad "not run: no venv"
-fi
-stage_end
+    stage_end
+}
+run_conformance conformance
+# The other local allocator (hybrid is the C target's default) passes the same list.
+extra_tag=-reuse run_conformance conf-reuse --extra="--locals reuse"
 
 echo
 echo "== summary"
