@@ -24,16 +24,22 @@ void smelt_options_init(smelt_options *opt)
     opt->devices = "cpu";
 }
 
-static smelt_status check_devices(const char *list)
+/* Every name in the list must be a device smelt knows; the first runs the
+ * program (placement over several devices is later work). */
+static smelt_status check_devices(const char *list, char *first, size_t cap)
 {
     const char *p = list && *list ? list : "cpu";
+    first[0] = 0;
     while (*p) {
         size_t n = strcspn(p, ",");
-        if (!(n == 3 && strncmp(p, "cpu", 3) == 0))
-            return diag_fail(SMELT_ERR_DEVICE, "device '%.*s' is not available (this build runs on: cpu)", (int)n, p);
+        if (!rt_device_name_ok(p, n))
+            return diag_fail(SMELT_ERR_DEVICE, "device '%.*s' is not known (devices: cpu, opencl, opencl:N, cuda, cuda:N)",
+                             (int)(n < 64 ? n : 64), p);
+        if (!first[0]) snprintf(first, cap, "%.*s", (int)n, p);
         p += n;
         if (*p == ',') p++;
     }
+    if (!first[0]) snprintf(first, cap, "cpu");
     return SMELT_OK;
 }
 
@@ -44,35 +50,56 @@ static smelt_status lower_all(smelt_program *p)
     return SMELT_OK;
 }
 
+/* Device memory for every plan slot: the arena, and constants (bound in
+ * place on host memory, else copied once). */
 static smelt_status link_program(smelt_program *p)
 {
     const lower_program *lp = &p->lp;
+    const rt_device_ops *ops = p->dev->ops;
     int total = 0;
-    p->fns = calloc((size_t)lp->n_kernels + 1, sizeof(rt_kernel_fn));
+    p->fns = calloc((size_t)lp->n_kernels + 1, sizeof(rt_kernel *));
     p->buf_start = calloc((size_t)lp->n_kernels + 1, sizeof(int));
     for (int i = 0; i < lp->n_kernels; i++) {
         p->buf_start[i] = total;
         total += lp->kernels[i]->n_bufs;
     }
-    p->buf_table = calloc((size_t)total + 1, sizeof(void *));
+    p->buf_table = calloc((size_t)total + 1, sizeof(rt_arg));
+    p->slot_mem = calloc((size_t)p->plan.n_slots + 1, sizeof(rt_arg));
     p->slot_ptr = calloc((size_t)p->plan.n_slots + 1, sizeof(void *));
-    p->mem = aligned_alloc(PLAN_ALIGN, (size_t)p->plan.arena_bytes + PLAN_ALIGN);
-    if (!p->fns || !p->buf_start || !p->buf_table || !p->slot_ptr || !p->mem)
-        return diag_fail(SMELT_ERR_NOMEM, "out of memory: the activation arena needs %lld bytes",
-                         (long long)p->plan.arena_bytes);
+    p->host_out = calloc((size_t)p->g->n_outputs + 1, sizeof(void *));
+    if (!p->fns || !p->buf_start || !p->buf_table || !p->slot_mem || !p->slot_ptr || !p->host_out)
+        return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+    TRY(ops->alloc(p->dev, (size_t)p->plan.arena_bytes + PLAN_ALIGN, &p->mem));
     for (int s = 0; s < p->plan.n_slots; s++) {
         const plan_slot *x = &p->plan.slots[s];
-        if (x->kind == PLAN_ARENA) p->slot_ptr[s] = p->mem + x->offset;
-        else if (x->kind == PLAN_CONST) p->slot_ptr[s] = p->g->tensors[s].data;
+        if (x->kind == PLAN_ARENA) {
+            p->slot_mem[s] = (rt_arg){p->mem, x->offset};
+            if (ops->host_memory) p->slot_ptr[s] = (char *)(uintptr_t)p->mem + x->offset;
+        } else if (x->kind == PLAN_CONST) {
+            void *data = p->g->tensors[s].data;
+            p->slot_ptr[s] = data;
+            if (ops->host_memory) {
+                p->slot_mem[s].mem = (rt_mem)(uintptr_t)data;
+            } else if (x->bytes > 0) {
+                TRY(ops->alloc(p->dev, (size_t)x->bytes, &p->slot_mem[s].mem));
+                TRY(ops->upload(p->dev, p->slot_mem[s].mem, 0, data, (size_t)x->bytes));
+            }
+        } else if (x->kind == PLAN_INPUT && !ops->host_memory && x->bytes > 0) {
+            TRY(ops->alloc(p->dev, (size_t)x->bytes, &p->slot_mem[s].mem));
+        }
+    }
+    for (int o = 0; o < p->g->n_outputs && !ops->host_memory; o++) {
+        int t = p->g->outputs[o];
+        if (p->plan.slots[t].kind == PLAN_ARENA && !(p->host_out[o] = malloc((size_t)p->plan.slots[t].bytes + 1)))
+            return diag_fail(SMELT_ERR_NOMEM, "out of memory");
     }
     for (int i = 0; i < lp->n_kernels; i++) {
         char name[64];
         emit_kernel_name(lp->kernels[i], name, sizeof name);
-        p->fns[i] = (rt_kernel_fn)rt_so_sym(p->so, name);
-        if (!p->fns[i]) return diag_fail(SMELT_ERR_INTERNAL, "kernel %s missing from the compiled object", name);
+        TRY(ops->kernel(p->dev, p->module, name, &p->fns[i]));
         const kir_kernel *k = lp->kernels[i];
         for (int b = 0; b < k->n_bufs; b++)
-            p->stats.bytes_moved += k->bufs[b].numel * (int64_t)smelt_dtype_size(k->bufs[b].type);
+            if (!k->bufs[b].workgroup) p->stats.bytes_moved += k->bufs[b].numel * (int64_t)smelt_dtype_size(k->bufs[b].type);
     }
     return SMELT_OK;
 }
@@ -81,7 +108,11 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
                                     const smelt_tensor *inputs)
 {
     double t0 = now_ms();
-    TRY(check_devices(opt->devices));
+    char dev_name[64];
+    TRY(check_devices(opt->devices, dev_name, sizeof dev_name));
+    TRY(rt_device_open(dev_name, opt->threads, &p->dev));
+    static const emit_lang langs[] = {[RT_LANG_C] = EMIT_C, [RT_LANG_OPENCL] = EMIT_OPENCL, [RT_LANG_CUDA] = EMIT_CUDA};
+    emit_lang lang = langs[p->dev->ops->lang];
     p->g = ir_graph_clone(m->g);
     if (!p->g) return diag_fail(SMELT_ERR_NOMEM, "out of memory copying the model");
     TRY(graph_bind_inputs(p->g, n_inputs, inputs));
@@ -90,23 +121,21 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     double t1 = now_ms();
     TRY(lower_all(p));
     p->locals = opt->locals == SMELT_LOCALS_REUSE ? LOCALS_REUSE : LOCALS_HYBRID;
-    TRY(emit_program(p->lp.kernels, p->lp.n_kernels, EMIT_C, p->locals, &p->source));
+    TRY(emit_program(p->lp.kernels, p->lp.n_kernels, lang, p->locals, &p->source));
     TRY(plan_build(p->g, &p->lp, &p->plan));
     if (opt->max_memory > 0 && p->plan.arena_bytes > opt->max_memory)
         return diag_fail(SMELT_ERR_NOMEM, "the memory plan needs %lld bytes of activations, over the limit of %lld bytes",
                          (long long)p->plan.arena_bytes, (long long)opt->max_memory);
     double t2 = now_ms();
-    TRY(rt_cc_load(p->source, &p->so, &p->stats.cc_cached));
+    TRY(p->dev->ops->build(p->dev, p->source, &p->module, &p->stats.cc_cached));
     double t3 = now_ms();
-    p->pool = rt_pool_new(opt->threads);
-    if (!p->pool) return diag_fail(SMELT_ERR_DEVICE, "could not start %d worker threads", opt->threads);
     TRY(link_program(p));
     p->stats.t_frontend_ms = t1 - t0;
     p->stats.t_lower_ms = t2 - t1;
     p->stats.t_cc_ms = t3 - t2;
     if (opt->verbose)
-        fprintf(stderr, "smelt: frontend %.1f ms, lower+emit %.1f ms, cc %.1f ms (%s), %d kernels\n", t1 - t0, t2 - t1,
-                t3 - t2, p->stats.cc_cached ? "cached" : "compiled", p->lp.n_kernels);
+        fprintf(stderr, "smelt: %s: frontend %.1f ms, lower+emit %.1f ms, build %.1f ms (%s), %d kernels\n",
+                p->dev->name, t1 - t0, t2 - t1, t3 - t2, p->stats.cc_cached ? "cached" : "compiled", p->lp.n_kernels);
     return SMELT_OK;
 }
 
@@ -133,14 +162,23 @@ smelt_status smelt_program_compile(const smelt_model *m, const smelt_options *op
 void smelt_program_free(smelt_program *p)
 {
     if (!p) return;
-    if (p->pool) rt_pool_free(p->pool);
-    if (p->so) rt_so_close(p->so);
+    if (p->dev) {
+        const rt_device_ops *ops = p->dev->ops;
+        if (!ops->host_memory && p->slot_mem)
+            for (int s = 0; s < p->plan.n_slots; s++)
+                if (p->plan.slots[s].kind != PLAN_ARENA && p->slot_mem[s].mem) ops->mem_free(p->dev, p->slot_mem[s].mem);
+        if (p->mem) ops->mem_free(p->dev, p->mem);
+        if (p->module) ops->module_free(p->dev, p->module);
+        rt_device_close(p->dev);
+    }
+    for (int o = 0; p->host_out && o < p->g->n_outputs; o++) free(p->host_out[o]);
+    free(p->host_out);
     free(p->source);
     free(p->fns);
     free(p->buf_table);
     free(p->buf_start);
+    free(p->slot_mem);
     free(p->slot_ptr);
-    free(p->mem);
     plan_free(&p->plan);
     lower_program_free(&p->lp);
     arena_free(&p->arena);
@@ -167,6 +205,9 @@ static smelt_status bind_run_inputs(smelt_program *p, int n, const smelt_tensor 
                              x->name, smelt_dtype_name(x->dtype), ir_shape_str(&x->shape, a, sizeof a));
         }
         p->slot_ptr[t] = in->data;
+        if (p->dev->ops->host_memory) p->slot_mem[t].mem = (rt_mem)(uintptr_t)in->data;
+        else if (p->slot_mem[t].mem)
+            TRY(p->dev->ops->upload(p->dev, p->slot_mem[t].mem, 0, in->data, (size_t)p->plan.slots[t].bytes));
     }
     return SMELT_OK;
 }
@@ -174,12 +215,22 @@ static smelt_status bind_run_inputs(smelt_program *p, int n, const smelt_tensor 
 smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tensor *inputs)
 {
     if (!p) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: no program");
+    const rt_device_ops *ops = p->dev->ops;
     TRY(bind_run_inputs(p, n_inputs, inputs));
     for (int i = 0; i < p->lp.n_kernels; i++) {
         const kir_kernel *k = p->lp.kernels[i];
-        void **bufs = p->buf_table + p->buf_start[i];
-        for (int b = 0; b < k->n_bufs; b++) bufs[b] = p->slot_ptr[k->bufs[b].tensor];
-        rt_pool_run(p->pool, p->fns[i], k->n_workgroups, bufs);
+        if (k->n_workgroups <= 0) continue;
+        rt_arg *bufs = p->buf_table + p->buf_start[i];
+        for (int b = 0; b < k->n_bufs; b++) bufs[b] = k->bufs[b].workgroup ? (rt_arg){0, -1} : p->slot_mem[k->bufs[b].tensor];
+        TRY(ops->dispatch(p->dev, p->fns[i], k->n_bufs, bufs, k->n_workgroups, k->wg_size));
+    }
+    TRY(ops->finish(p->dev));
+    for (int o = 0; o < p->g->n_outputs && !ops->host_memory; o++) {
+        int t = p->g->outputs[o];
+        if (!p->host_out[o]) continue;
+        TRY(ops->download(p->dev, p->slot_mem[t].mem, (size_t)p->slot_mem[t].offset, p->host_out[o],
+                          (size_t)p->plan.slots[t].bytes));
+        p->slot_ptr[t] = p->host_out[o];
     }
     return SMELT_OK;
 }

@@ -3,10 +3,12 @@
  * command list that runs it. The public smelt_program is this struct.
  *
  *   compile: clone model graph → bind inputs → infer + fold → DCE →
- *            regions → lower → emit → plan → cc + dlopen
- *   run:     bind caller's inputs → for each kernel: fill its buffer table
- *            from the plan, hand its workgroups to the pool → outputs are
- *            views into the arena (or constants / inputs).
+ *            regions → lower (for the device's target) → emit → plan →
+ *            build on the device → constants to the device
+ *   run:     the command list: upload inputs → dispatch every kernel with
+ *            its buffer table from the plan → finish → download outputs.
+ *            On the CPU (host memory) inputs and constants are bound in
+ *            place and outputs are views into the arena.
  */
 #ifndef SMELT_API_PROGRAM_H
 #define SMELT_API_PROGRAM_H
@@ -15,7 +17,7 @@
 #include "kernel/locals.h"
 #include "kernel/lower.h"
 #include "plan/plan.h"
-#include "rt/rt.h"
+#include "rt/device.h"
 
 struct smelt_model {
     ir_graph *g;
@@ -24,7 +26,7 @@ struct smelt_model {
 typedef struct program_stats {
     double t_frontend_ms;  /* bind, infer, fold, dce */
     double t_lower_ms;     /* regions + lowering + emit */
-    double t_cc_ms;        /* system compiler or cache load */
+    double t_cc_ms;        /* device build (system compiler, OpenCL, NVRTC) or cache load */
     bool cc_cached;
     int64_t bytes_moved;   /* bytes all kernels read + write once */
 } program_stats;
@@ -36,13 +38,15 @@ struct smelt_program {
     mem_plan plan;
     locals_strategy locals;
     char *source;
-    rt_so *so;
-    rt_pool *pool;
-    rt_kernel_fn *fns;
-    void **slot_ptr;       /* per plan slot: where its bytes are during a run */
-    void **buf_table;      /* all kernels' buffer tables, back to back */
+    rt_device *dev;        /* the device that runs every kernel */
+    rt_module *module;
+    rt_kernel **fns;       /* per kernel */
+    rt_arg *slot_mem;      /* per plan slot: its device memory during a run */
+    void **slot_ptr;       /* per plan slot: its bytes as the host sees them (outputs) */
+    void **host_out;       /* devices without host memory: per graph output, its downloaded copy */
+    rt_arg *buf_table;     /* all kernels' buffer tables, back to back */
     int *buf_start;        /* per kernel: its first entry in buf_table */
-    unsigned char *mem;    /* the activation arena */
+    rt_mem mem;            /* the activation arena */
     program_stats stats;
 };
 

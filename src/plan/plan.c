@@ -34,6 +34,7 @@ smelt_status plan_build(const ir_graph *g, const lower_program *p, mem_plan *out
     for (int ki = 0; ki < p->n_kernels; ki++) {
         const kir_kernel *k = p->kernels[ki];
         for (int b = 0; b < k->n_bufs; b++) {
+            if (k->bufs[b].workgroup) continue; /* workgroup memory: the kernel's own */
             plan_slot *s = &out->slots[k->bufs[b].tensor];
             if (ki < s->first) s->first = ki;
             if (ki > s->last) s->last = ki;
