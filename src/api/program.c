@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "graph/passes.h"
+#include "kernel/smem.h"
 #include "target/emit.h"
 
 static double now_ms(void)
@@ -43,10 +44,18 @@ static smelt_status check_devices(const char *list, char *first, size_t cap)
     return SMELT_OK;
 }
 
-static smelt_status lower_all(smelt_program *p)
+static smelt_status lower_all(smelt_program *p, const target_info *target)
 {
     lower_program_init(&p->lp, &p->arena);
+    p->lp.target = target;
     for (int i = 0; i < p->g->n_nodes; i++) TRY(lower_node(&p->lp, p->g, i));
+    for (int i = 0; i < p->lp.n_kernels; i++) {
+        kir_kernel *k = p->lp.kernels[i];
+        TRY(smem_assign(k, NULL));
+        if (target->smem_limit > 0 && k->smem_bytes > target->smem_limit)
+            return diag_fail(SMELT_ERR_UNSUPPORTED, "kernel %d needs %lld bytes of workgroup memory, over %s's %lld",
+                             k->id, (long long)k->smem_bytes, target->name, (long long)target->smem_limit);
+    }
     return SMELT_OK;
 }
 
@@ -110,23 +119,28 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     double t0 = now_ms();
     char dev_name[64];
     TRY(check_devices(opt->devices, dev_name, sizeof dev_name));
-    TRY(rt_device_open(dev_name, opt->threads, &p->dev));
-    static const emit_lang langs[] = {[RT_LANG_C] = EMIT_C, [RT_LANG_OPENCL] = EMIT_OPENCL, [RT_LANG_CUDA] = EMIT_CUDA};
-    emit_lang lang = langs[p->dev->ops->lang];
+    /* The target follows from the device's kind; compile_only stops before
+     * the device is needed, so source can be emitted for absent devices. */
+    const target_info *target = dev_name[0] == 'o' ? &target_opencl : dev_name[0] == 'c' && dev_name[1] == 'u' ? &target_cuda : &target_cpu;
+    emit_lang lang = target == &target_opencl ? EMIT_OPENCL : target == &target_cuda ? EMIT_CUDA : EMIT_C;
+    p->lang = lang;
+    if (!opt->compile_only) TRY(rt_device_open(dev_name, opt->threads, &p->dev));
     p->g = ir_graph_clone(m->g);
     if (!p->g) return diag_fail(SMELT_ERR_NOMEM, "out of memory copying the model");
     TRY(graph_bind_inputs(p->g, n_inputs, inputs));
     TRY(graph_infer(p->g));
     TRY(graph_dce(p->g));
     double t1 = now_ms();
-    TRY(lower_all(p));
-    p->locals = opt->locals == SMELT_LOCALS_REUSE ? LOCALS_REUSE : LOCALS_HYBRID;
+    TRY(lower_all(p, target));
+    p->locals = opt->locals == SMELT_LOCALS_REUSE ? LOCALS_REUSE
+              : opt->locals == SMELT_LOCALS_HYBRID ? LOCALS_HYBRID : target->locals;
     TRY(emit_program(p->lp.kernels, p->lp.n_kernels, lang, p->locals, &p->source));
     TRY(plan_build(p->g, &p->lp, &p->plan));
     if (opt->max_memory > 0 && p->plan.arena_bytes > opt->max_memory)
         return diag_fail(SMELT_ERR_NOMEM, "the memory plan needs %lld bytes of activations, over the limit of %lld bytes",
                          (long long)p->plan.arena_bytes, (long long)opt->max_memory);
     double t2 = now_ms();
+    if (opt->compile_only) return SMELT_OK;
     TRY(p->dev->ops->build(p->dev, p->source, &p->module, &p->stats.cc_cached));
     double t3 = now_ms();
     TRY(link_program(p));
@@ -215,6 +229,7 @@ static smelt_status bind_run_inputs(smelt_program *p, int n, const smelt_tensor 
 smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tensor *inputs)
 {
     if (!p) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: no program");
+    if (!p->dev) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: the program was compiled with compile_only");
     const rt_device_ops *ops = p->dev->ops;
     TRY(bind_run_inputs(p, n_inputs, inputs));
     for (int i = 0; i < p->lp.n_kernels; i++) {

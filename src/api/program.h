@@ -37,6 +37,7 @@ struct smelt_program {
     lower_program lp;
     mem_plan plan;
     locals_strategy locals;
+    int lang;              /* emit_lang of source */
     char *source;
     rt_device *dev;        /* the device that runs every kernel */
     rt_module *module;

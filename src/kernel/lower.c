@@ -193,6 +193,10 @@ void lower_scratch_store(lower_ctx *c, int s, kir_val linear, kir_val v)
 void lower_parallel_for(lower_ctx *c, const ir_shape *shape, int64_t work_per_elem,
                         lower_body_fn body, void *user)
 {
+    if (c->target->wg_size > 1) {
+        lower_parallel_for_gpu(c, shape, work_per_elem, body, user);
+        return;
+    }
     int r = shape->rank;
     int64_t numel = ir_shape_numel(shape);
     if (r == 0) {
@@ -266,11 +270,13 @@ smelt_status lower_elementwise(lower_ctx *c)
 smelt_status lower_node(lower_program *p, const ir_graph *g, int node)
 {
     struct lower_state st = {p, NULL, 0};
-    lower_ctx c = {g, &g->nodes[node], NULL, &st};
+    lower_ctx c = {g, &g->nodes[node], NULL, &st, p->target ? p->target : &target_cpu};
     const op_info *oi = op_get(c.n->op);
     int first = p->n_kernels;
     smelt_status s;
-    if (oi->lower) s = oi->lower(&c);
+    lower_gpu_fn gpu = c.target->wg_size > 1 ? lower_gpu_for(c.n->op) : NULL;
+    if (gpu) s = gpu(&c);
+    else if (oi->lower) s = oi->lower(&c);
     else if (oi->scalar || oi->elem) s = lower_elementwise(&c);
     else s = ir_node_fail(c.n, SMELT_ERR_UNSUPPORTED, "op has no lowering (only folded at compile time), but its inputs are not constant");
     free(st.tensor_buf);
