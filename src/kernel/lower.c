@@ -101,10 +101,12 @@ kir_val lower_linear(kir_kernel *k, const ir_shape *s, const kir_val *idx)
 
 void lower_unravel(kir_kernel *k, const ir_shape *s, kir_val linear, kir_val *idx)
 {
+    int outer = 0; /* the outermost dim that is not 1 takes what is left (no dead division) */
+    while (outer < s->rank - 1 && s->dim[outer] == 1) outer++;
     for (int d = s->rank - 1; d >= 0; d--) {
         if (s->dim[d] == 1) {
             idx[d] = kir_idx(k, 0);
-        } else if (d == 0) {
+        } else if (d == outer) {
             idx[d] = linear;
         } else {
             idx[d] = kir_binary(k, KIR_MOD, linear, kir_idx(k, s->dim[d]));

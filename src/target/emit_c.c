@@ -65,7 +65,7 @@ static const dialect dialects[] = {
     [EMIT_OPENCL] = {"OpenCL C", opencl_prelude, "static inline", "__kernel ", "restrict", "__global ", "__local ",
                      "__local uchar smem[%lld] __attribute__((aligned(16)));", "get_group_id(0)", "get_local_id(0)",
                      "barrier(CLK_LOCAL_MEM_FENCE);", "", "L", PARAMS_OFFSET},
-    [EMIT_CUDA] = {"CUDA C", cuda_prelude, "static __device__ __forceinline__", "extern \"C\" __global__ ",
+    [EMIT_CUDA] = {"CUDA C", cuda_prelude, "__device__ __forceinline__", "extern \"C\" __global__ ",
                    "__restrict__", "", "", "__shared__ __align__(16) unsigned char smem[%lld];", "blockIdx.x",
                    "threadIdx.x", "__syncthreads();", "f", "ll", PARAMS_PLAIN},
 };
