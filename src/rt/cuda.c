@@ -209,7 +209,7 @@ static smelt_status cuda_open(int index, int threads, rt_device **out)
     nv.nvrtcVersion(&nvm, &nvn);
     snprintf(d->arch, sizeof d->arch, "sm_%d%d", major, minor);
     snprintf(d->base.name, sizeof d->base.name, "cuda:%d (%.100s, %s)", index, name, d->arch);
-    snprintf(d->base.ident, sizeof d->base.ident, "cuda|%s|%s|driver %d|nvrtc %d.%d", name, d->arch, drv, nvm, nvn);
+    snprintf(d->base.ident, sizeof d->base.ident, "cuda|%.120s|%s|driver %d|nvrtc %d.%d", name, d->arch, drv, nvm, nvn);
     *out = &d->base;
     return SMELT_OK;
 }

@@ -106,7 +106,7 @@ static smelt_status ocl_open(int index, int threads, rt_device **out)
         cl.clGetDeviceInfo(d->id, CL_DRIVER_VERSION, sizeof drv - 1, drv, NULL);
         cl.clGetDeviceInfo(d->id, CL_DEVICE_VERSION, sizeof ver - 1, ver, NULL);
         snprintf(d->base.name, sizeof d->base.name, "opencl:%d (%.100s)", index, dname);
-        snprintf(d->base.ident, sizeof d->base.ident, "opencl|%s|%s|%s|%s", pname, dname, drv, ver);
+        snprintf(d->base.ident, sizeof d->base.ident, "opencl|%.60s|%.80s|%.50s|%.50s", pname, dname, drv, ver);
         d->ctx = cl.clCreateContext(NULL, 1, &d->id, NULL, NULL, &err);
         if (err == CL_SUCCESS) d->q = cl.clCreateCommandQueue(d->ctx, d->id, 0, &err);
         if (err != CL_SUCCESS) {
