@@ -22,7 +22,7 @@ for dir in "$build"/models/*/; do
     if timeout 300 "$build/smelt" check "${dir%/}" --device "$dev"; then passed=$((passed + 1))
     else failed=$((failed + 1)); echo "FAIL: $(basename "$dir") --device $dev"; fi
 done
-out="$("$py" scripts/conformance.py --quiet --jobs "$jobs" --smelt "$build/smelt" --extra="--device $dev" \
+out="$("$py" scripts/conformance.py --quiet --must-pass-only --jobs "$jobs" --smelt "$build/smelt" --extra="--device $dev" \
        --results "$build/conformance-$dev/results.txt" 2>&1)"
 printf '%s\n' "$out"
 counts="$(printf '%s\n' "$out" | sed -n 's/^must-pass: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p')"
