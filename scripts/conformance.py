@@ -229,7 +229,8 @@ def main():
     to_run = [n for n in tests if args.run_skipped or n not in skipped]
     if args.must_pass_only:
         to_run = [n for n in to_run if n in set(must_pass)]
-    results = {n: ("SKIP", skipped[n]) for n in tests if n not in to_run}
+    results = {n: ("SKIP", skipped.get(n, "not in must_pass.txt (--must-pass-only)")) for n in tests
+               if n not in to_run}
     print(f"conformance: {len(to_run)} tests, {jobs} jobs, timeout {args.timeout:g} s, "
           f"smelt {args.smelt}{' ' + args.extra if args.extra else ''}", flush=True)
     start = time.monotonic()
