@@ -163,9 +163,33 @@ void smelt_program_free(smelt_program *p);
  * must have the shapes the program was compiled for. */
 smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tensor *inputs);
 
-/* A view of output i after a run, valid until the next run or free. */
+/* A view of output i after a run, valid until the next run or free. An output
+ * that is a view of a graph input (e.g. a Reshape or Identity of it) is the
+ * caller's input memory itself, and a view of a constant points into the
+ * model's weights: no copy is made. */
 int smelt_program_output_count(const smelt_program *p);
 smelt_status smelt_program_output(const smelt_program *p, int i, smelt_tensor *out);
+
+/* ---- profiling ------------------------------------------------------------ */
+
+/* One kernel's share of the profiled runs. */
+typedef struct smelt_kernel_profile {
+    int id;                 /* position in the program's command list          */
+    const char *what;       /* what it computes, e.g. "Conv 'conv1'" (program-owned) */
+    int64_t workgroups;     /* workgroups per dispatch                          */
+    int64_t dispatches;     /* how many times it ran while profiling was on     */
+    double total_ms;        /* wall time of those dispatches, summed            */
+} smelt_kernel_profile;
+
+/* Turn per-kernel timing on (1) or off (0); turning it on clears the totals.
+ * While on, every smelt_program_run times each kernel's dispatch (two clock
+ * reads per kernel); while off, runs make no timing calls at all. */
+smelt_status smelt_program_set_profiling(smelt_program *p, int on);
+/* Number of kernels in p's command list. */
+int smelt_program_kernel_count(const smelt_program *p);
+/* Totals of kernel i (0 <= i < smelt_program_kernel_count) since profiling was
+ * turned on. */
+smelt_status smelt_program_profile(const smelt_program *p, int i, smelt_kernel_profile *out);
 
 /* ---- tensor files -------------------------------------------------------- */
 
@@ -176,6 +200,19 @@ smelt_status smelt_tensor_load(const char *path, smelt_tensor *out);
 /* Write t as .pb when path ends in ".pb", else as .npy; never leaves a partial file. */
 smelt_status smelt_tensor_save(const char *path, const smelt_tensor *t);
 void smelt_tensor_free(smelt_tensor *t);
+
+/* What a compiled program costs, for reports and comparisons (fused against
+ * --no-fuse). bytes_moved counts every kernel's buffers once per run. */
+typedef struct smelt_program_stats {
+    int nodes;               /* graph nodes after folding and simplification */
+    int regions;             /* fusion regions */
+    int kernels;             /* kernels dispatched per run */
+    int64_t bytes_moved;     /* bytes all kernels read and write per run */
+    int64_t arena_bytes;     /* planned activation arena */
+    int64_t weight_bytes;    /* constants the kernels read */
+} smelt_program_stats;
+
+smelt_status smelt_program_get_stats(const smelt_program *p, smelt_program_stats *out);
 
 /* Text of one stage for `smelt compile --emit KIND` and `smelt info`: "ir",
  * "regions", "kir", "c", "plan", "info". Free *text with smelt_free. */

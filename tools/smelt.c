@@ -3,7 +3,7 @@
  *
  *   smelt run     MODEL [--input NAME=FILE]... [--output-dir DIR]
  *   smelt check   DIR        (ONNX backend-test layout)
- *   smelt bench   MODEL|DIR  [--runs N]
+ *   smelt bench   MODEL|DIR  [--runs N] [--profile]
  *   smelt compile MODEL|DIR --emit ir|regions|kir|c|opencl|cuda|plan [-o FILE]
  *   smelt info    MODEL
  * Common: --device LIST --threads N --locals reuse|hybrid --no-fuse
@@ -30,6 +30,7 @@ typedef struct cli {
     smelt_options opt;
     int runs;
     bool devices_given;
+    int profile;     /* bench: per-kernel time breakdown */
     int n_inputs;
     smelt_tensor inputs[MAX_INPUTS]; /* from --input (data) or --shape (no data) */
     char *input_names[MAX_INPUTS];
@@ -40,7 +41,7 @@ static int usage(void)
     fprintf(stderr,
             "usage: smelt run     MODEL.onnx [--input NAME=FILE]... [--output-dir DIR]\n"
             "       smelt check   DIR\n"
-            "       smelt bench   MODEL.onnx|DIR [--runs N]\n"
+            "       smelt bench   MODEL.onnx|DIR [--runs N] [--profile]\n"
             "       smelt compile MODEL.onnx|DIR --emit ir|regions|kir|c|opencl|cuda|plan [-o FILE]\n"
             "       smelt info    MODEL.onnx\n"
             "options: --device LIST  --threads N  --locals reuse|hybrid  --no-fuse\n"
@@ -95,6 +96,7 @@ static int parse_args(cli *c, int argc, char **argv)
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--no-fuse") == 0) { c->opt.no_fuse = 1; continue; }
         if (strcmp(a, "-v") == 0) { c->opt.verbose = 1; continue; }
+        if (strcmp(a, "--profile") == 0) { c->profile = 1; continue; }
         if (!v) return usage();
         i++;
         if (strcmp(a, "--device") == 0) c->opt.devices = v, c->devices_given = true;
@@ -464,6 +466,67 @@ static int load_dir_inputs(cli *c, const char *dir, const smelt_model *m)
     return ok;
 }
 
+static smelt_kernel_profile *prof_sort_base;
+static int by_time_desc(const void *a, const void *b)
+{
+    double x = prof_sort_base[*(const int *)a].total_ms, y = prof_sort_base[*(const int *)b].total_ms;
+    return x < y ? 1 : x > y ? -1 : *(const int *)a - *(const int *)b;
+}
+
+/* bench --profile: `runs` more runs with per-kernel timing, then a table sorted by time. */
+static int print_profile(cli *c, smelt_program *p)
+{
+    int n = smelt_program_kernel_count(p);
+    smelt_kernel_profile *k = calloc((size_t)n + 1, sizeof *k);
+    int *order = calloc((size_t)n + 1, sizeof(int));
+    int rc = 0;
+    if (!k || !order || smelt_program_set_profiling(p, 1)) rc = fail("profile");
+    double t0 = now_ms();
+    for (int i = 0; i < c->runs && !rc; i++)
+        if (smelt_program_run(p, c->n_inputs, c->inputs)) rc = fail("run");
+    double wall = now_ms() - t0, sum = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        smelt_program_profile(p, i, &k[i]);
+        order[i] = i;
+        sum += k[i].total_ms;
+    }
+    if (!rc) {
+        prof_sort_base = k;
+        qsort(order, (size_t)n, sizeof(int), by_time_desc);
+        printf("profile: %d kernels, %d runs, %.3f ms per run in kernels, %.3f ms per run wall\n", n, c->runs,
+               sum / c->runs, wall / c->runs);
+        printf("%6s %12s %12s %7s  %s\n", "kernel", "workgroups", "total_ms", "%run", "what");
+        for (int j = 0; j < n; j++) {
+            const smelt_kernel_profile *x = &k[order[j]];
+            printf("%6d %12lld %12.3f %6.1f%%  %s\n", x->id, (long long)x->workgroups, x->total_ms,
+                   wall > 0 ? 100.0 * x->total_ms / wall : 0.0, x->what);
+        }
+    }
+    smelt_program_set_profiling(p, 0);
+    free(k);
+    free(order);
+    return rc;
+}
+
+/* This process's peak resident set in kB: VmHWM, which starts afresh at exec.
+ * (getrusage's ru_maxrss does not: Linux carries the pre-exec high-water mark
+ * over, so a child of a large process would report its parent's peak.) */
+static long peak_rss_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmHWM:", 6) == 0) kb = strtol(line + 6, NULL, 10);
+    if (f) fclose(f);
+    if (kb < 0) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        kb = ru.ru_maxrss;
+    }
+    return kb;
+}
+
 static int cmd_bench(cli *c)
 {
     struct stat sb;
@@ -515,16 +578,33 @@ static int cmd_bench(cli *c)
         }
         if (!rc) {
             qsort(t, (size_t)c->runs, sizeof(double), cmp_double);
-            struct rusage ru;
-            getrusage(RUSAGE_SELF, &ru);
             printf("compile_cold_ms: %.1f\ncompile_cached_ms: %.1f\nruns: %d\nmedian_ms: %.4f\nmin_ms: %.4f\nmax_ms: %.4f\npeak_rss_kb: %ld\n",
-                   t_cold, t_warm, c->runs, t[c->runs / 2], t[0], t[c->runs - 1], ru.ru_maxrss);
+                   t_cold, t_warm, c->runs, t[c->runs / 2], t[0], t[c->runs - 1], peak_rss_kb());
+            if (c->profile) rc = print_profile(c, p);
         }
     }
     free(t);
     smelt_program_free(p);
     smelt_model_free(m);
     return rc;
+}
+
+/* `smelt info`: the same model without fusion, for comparison (printed first,
+ * to stderr-free stdout, before the fused report). */
+static int print_unfused(cli *c, const smelt_model *m, const smelt_program *fused)
+{
+    smelt_options o = c->opt;
+    o.no_fuse = 1;
+    smelt_program *u;
+    if (smelt_program_compile(m, &o, c->n_inputs, c->inputs, &u)) return fail("compile --no-fuse");
+    smelt_program_stats a, b;
+    smelt_program_get_stats(fused, &a);
+    smelt_program_get_stats(u, &b);
+    printf("fusion:       %d kernels, %lld bytes moved per run (--no-fuse: %d kernels, %lld bytes; %.2fx fewer bytes)\n",
+           a.kernels, (long long)a.bytes_moved, b.kernels, (long long)b.bytes_moved,
+           a.bytes_moved ? (double)b.bytes_moved / (double)a.bytes_moved : 0.0);
+    smelt_program_free(u);
+    return 0;
 }
 
 static int cmd_dump(cli *c, const char *what)
@@ -552,6 +632,7 @@ static int cmd_dump(cli *c, const char *what)
         rc = fail(c->path);
     } else {
         if (smelt_program_dump(p, what, &text)) rc = fail("dump");
+        if (!rc && strcmp(what, "info") == 0 && !c->opt.no_fuse) rc = print_unfused(c, m, p);
         smelt_program_free(p);
     }
     if (text) {

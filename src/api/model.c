@@ -96,6 +96,18 @@ void smelt_tensor_free(smelt_tensor *t)
     if (t) tensor_file_free(t);
 }
 
+smelt_status smelt_program_get_stats(const smelt_program *p, smelt_program_stats *out)
+{
+    if (!p || !out) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_get_stats: no program");
+    out->nodes = p->g->n_nodes;
+    out->regions = p->fp.n_regions;
+    out->kernels = p->lp.n_kernels;
+    out->bytes_moved = p->stats.bytes_moved;
+    out->arena_bytes = p->plan.arena_bytes;
+    out->weight_bytes = p->plan.weight_bytes;
+    return SMELT_OK;
+}
+
 smelt_status smelt_program_dump(const smelt_program *p, const char *what, char **text)
 {
     *text = NULL;
@@ -122,18 +134,19 @@ smelt_status smelt_program_dump(const smelt_program *p, const char *what, char *
     } else if (strcmp(what, "plan") == 0) {
         plan_dump(p->g, &p->plan, f);
     } else if (strcmp(what, "regions") == 0) {
-        for (int i = 0; i < p->lp.n_kernels; i++) {
-            const kir_kernel *k = p->lp.kernels[i];
-            const ir_node *n = &p->g->nodes[p->lp.kernel_node[i]];
-            fprintf(f, "region %d: root %s '%s' (%s), %lld workgroups\n", i, op_get(n->op)->name, n->name,
-                    op_kind_name(op_get(n->op)->kind), (long long)k->n_workgroups);
-        }
+        fuse_dump(p->g, &p->fp, f);
+    } else if (strcmp(what, "dot") == 0) {
+        fuse_dot(p->g, &p->fp, f);
     } else if (strcmp(what, "info") == 0) {
         int64_t weights = p->plan.weight_bytes;
-        fprintf(f, "nodes:        %d\nkernels:      %d\nweights:      %lld bytes\narena:        %lld bytes (planned peak)\n"
-                   "unplanned:    %lld bytes (sum of all intermediates)\nbytes moved:  %lld per run\n",
-                p->g->n_nodes, p->lp.n_kernels, (long long)weights, (long long)p->plan.arena_bytes,
-                (long long)p->plan.total_bytes, (long long)p->stats.bytes_moved);
+        const mem_plan *mp = &p->plan;
+        fprintf(f, "nodes:        %d\nregions:      %d\nkernels:      %d\nweights:      %lld bytes\narena:        %lld bytes (planned peak)\n"
+                   "lower bound:  %lld bytes (most bytes live during one kernel)\n"
+                   "unplanned:    %lld bytes (sum of all intermediates)\n"
+                   "aliases:      %d views, %d in-place\nbytes moved:  %lld per run\n",
+                p->g->n_nodes, p->fp.n_regions, p->lp.n_kernels, (long long)weights, (long long)mp->arena_bytes,
+                (long long)mp->lower_bound, (long long)mp->total_bytes, mp->n_views, mp->n_in_place,
+                (long long)p->stats.bytes_moved);
         int counts[OP_COUNT] = {0};
         for (int i = 0; i < p->g->n_nodes; i++) counts[p->g->nodes[i].op]++;
         fprintf(f, "ops:");
@@ -141,7 +154,7 @@ smelt_status smelt_program_dump(const smelt_program *p, const char *what, char *
             if (counts[o]) fprintf(f, " %s=%d", op_get((op_id)o)->name, counts[o]);
         fprintf(f, "\n");
     } else {
-        st = diag_fail(SMELT_ERR_INVALID_ARG, "unknown dump '%s' (ir, regions, kir, c, plan, info)", what);
+        st = diag_fail(SMELT_ERR_INVALID_ARG, "unknown dump '%s' (ir, regions, dot, kir, c, plan, info)", what);
     }
     fclose(f);
     if (st) {

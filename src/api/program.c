@@ -44,11 +44,17 @@ static smelt_status check_devices(const char *list, char *first, size_t cap)
     return SMELT_OK;
 }
 
-static smelt_status lower_all(smelt_program *p, const target_info *target)
+static smelt_status lower_all(smelt_program *p, const smelt_options *opt, const target_info *target)
 {
+    fuse_options fo = {.no_fuse = opt->no_fuse != 0};
+    TRY(fuse_build(p->g, &fo, &p->fp));
     lower_program_init(&p->lp, &p->arena);
     p->lp.target = target;
-    for (int i = 0; i < p->g->n_nodes; i++) TRY(lower_node(&p->lp, p->g, i));
+    for (int r = 0; r < p->fp.n_regions; r++) {
+        const fuse_region *x = &p->fp.regions[r];
+        if (x->n_nodes == 1 && plan_node_is_view(p->g, x->root)) continue; /* a view aliases its input: no copy */
+        TRY(lower_region(&p->lp, p->g, &p->fp, r));
+    }
     for (int i = 0; i < p->lp.n_kernels; i++) {
         kir_kernel *k = p->lp.kernels[i];
         TRY(smem_assign(k, NULL));
@@ -60,7 +66,7 @@ static smelt_status lower_all(smelt_program *p, const target_info *target)
 }
 
 /* Device memory for every plan slot: the arena, and constants (bound in
- * place on host memory, else copied once). */
+ * place on host memory, else copied once). An alias shares its root's. */
 static smelt_status link_program(smelt_program *p)
 {
     const lower_program *lp = &p->lp;
@@ -81,6 +87,7 @@ static smelt_status link_program(smelt_program *p)
     TRY(ops->alloc(p->dev, (size_t)p->plan.arena_bytes + PLAN_ALIGN, &p->mem));
     for (int s = 0; s < p->plan.n_slots; s++) {
         const plan_slot *x = &p->plan.slots[s];
+        if (x->alias >= 0) continue;
         if (x->kind == PLAN_ARENA) {
             p->slot_mem[s] = (rt_arg){p->mem, x->offset};
             if (ops->host_memory) p->slot_ptr[s] = (char *)(uintptr_t)p->mem + x->offset;
@@ -97,6 +104,11 @@ static smelt_status link_program(smelt_program *p)
             TRY(ops->alloc(p->dev, (size_t)x->bytes, &p->slot_mem[s].mem));
         }
     }
+    for (int s = 0; s < p->plan.n_slots; s++)
+        if (p->plan.slots[s].alias >= 0) {
+            p->slot_mem[s] = p->slot_mem[p->plan.slots[s].alias];
+            p->slot_ptr[s] = p->slot_ptr[p->plan.slots[s].alias];
+        }
     for (int o = 0; o < p->g->n_outputs && !ops->host_memory; o++) {
         int t = p->g->outputs[o];
         if (p->plan.slots[t].kind == PLAN_ARENA && !(p->host_out[o] = malloc((size_t)p->plan.slots[t].bytes + 1)))
@@ -121,7 +133,8 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     TRY(check_devices(opt->devices, dev_name, sizeof dev_name));
     /* The target follows from the device's kind; compile_only stops before
      * the device is needed, so source can be emitted for absent devices. */
-    const target_info *target = dev_name[0] == 'o' ? &target_opencl : dev_name[0] == 'c' && dev_name[1] == 'u' ? &target_cuda : &target_cpu;
+    const target_info *target = dev_name[0] == 'o' ? &target_opencl
+                              : dev_name[0] == 'c' && dev_name[1] == 'u' ? &target_cuda : &target_cpu;
     emit_lang lang = target == &target_opencl ? EMIT_OPENCL : target == &target_cuda ? EMIT_CUDA : EMIT_C;
     p->lang = lang;
     if (!opt->compile_only) TRY(rt_device_open(dev_name, opt->threads, &p->dev));
@@ -129,13 +142,14 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     if (!p->g) return diag_fail(SMELT_ERR_NOMEM, "out of memory copying the model");
     TRY(graph_bind_inputs(p->g, n_inputs, inputs));
     TRY(graph_infer(p->g));
+    TRY(graph_fold_batchnorm(p->g));
     TRY(graph_dce(p->g));
     double t1 = now_ms();
-    TRY(lower_all(p, target));
+    TRY(lower_all(p, opt, target));
     p->locals = opt->locals == SMELT_LOCALS_REUSE ? LOCALS_REUSE
               : opt->locals == SMELT_LOCALS_HYBRID ? LOCALS_HYBRID : target->locals;
+    TRY(plan_build(p->g, &p->lp, &p->plan)); /* before emitting: in-place sets kir_buffer.alias_of */
     TRY(emit_program(p->lp.kernels, p->lp.n_kernels, lang, p->locals, &p->source));
-    TRY(plan_build(p->g, &p->lp, &p->plan));
     if (opt->max_memory > 0 && p->plan.arena_bytes > opt->max_memory)
         return diag_fail(SMELT_ERR_NOMEM, "the memory plan needs %lld bytes of activations, over the limit of %lld bytes",
                          (long long)p->plan.arena_bytes, (long long)opt->max_memory);
@@ -180,20 +194,24 @@ void smelt_program_free(smelt_program *p)
         const rt_device_ops *ops = p->dev->ops;
         if (!ops->host_memory && p->slot_mem)
             for (int s = 0; s < p->plan.n_slots; s++)
-                if (p->plan.slots[s].kind != PLAN_ARENA && p->slot_mem[s].mem) ops->mem_free(p->dev, p->slot_mem[s].mem);
+                if (p->plan.slots[s].kind != PLAN_ARENA && p->plan.slots[s].alias < 0 && p->slot_mem[s].mem)
+                    ops->mem_free(p->dev, p->slot_mem[s].mem);
         if (p->mem) ops->mem_free(p->dev, p->mem);
         if (p->module) ops->module_free(p->dev, p->module);
         rt_device_close(p->dev);
     }
     for (int o = 0; p->host_out && o < p->g->n_outputs; o++) free(p->host_out[o]);
     free(p->host_out);
+    free(p->slot_mem);
     free(p->source);
     free(p->fns);
     free(p->buf_table);
     free(p->buf_start);
-    free(p->slot_mem);
     free(p->slot_ptr);
+    free(p->prof_ms);
+    free(p->prof_calls);
     plan_free(&p->plan);
+    fuse_free(&p->fp);
     lower_program_free(&p->lp);
     arena_free(&p->arena);
     ir_graph_free(p->g);
@@ -223,9 +241,17 @@ static smelt_status bind_run_inputs(smelt_program *p, int n, const smelt_tensor 
         else if (p->slot_mem[t].mem)
             TRY(p->dev->ops->upload(p->dev, p->slot_mem[t].mem, 0, in->data, (size_t)p->plan.slots[t].bytes));
     }
+    for (int s = 0; s < p->plan.n_slots; s++) /* views of inputs are the caller's memory too */
+        if (p->plan.slots[s].alias >= 0 && p->plan.slots[s].kind == PLAN_INPUT) {
+            p->slot_ptr[s] = p->slot_ptr[p->plan.slots[s].alias];
+            p->slot_mem[s] = p->slot_mem[p->plan.slots[s].alias];
+        }
     return SMELT_OK;
 }
 
+/* The command list: dispatch every kernel with its buffer table, wait, and
+ * on devices without host memory download the outputs. Profiling reads a
+ * clock around each dispatch and waits for each kernel. */
 smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tensor *inputs)
 {
     if (!p) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: no program");
@@ -237,7 +263,13 @@ smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tenso
         if (k->n_workgroups <= 0) continue;
         rt_arg *bufs = p->buf_table + p->buf_start[i];
         for (int b = 0; b < k->n_bufs; b++) bufs[b] = k->bufs[b].workgroup ? (rt_arg){0, -1} : p->slot_mem[k->bufs[b].tensor];
+        double t0 = p->prof_ms ? now_ms() : 0;
         TRY(ops->dispatch(p->dev, p->fns[i], k->n_bufs, bufs, k->n_workgroups, k->wg_size));
+        if (p->prof_ms) {
+            TRY(ops->finish(p->dev));
+            p->prof_ms[i] += now_ms() - t0;
+            p->prof_calls[i]++;
+        }
     }
     TRY(ops->finish(p->dev));
     for (int o = 0; o < p->g->n_outputs && !ops->host_memory; o++) {
@@ -266,5 +298,40 @@ smelt_status smelt_program_output(const smelt_program *p, int i, smelt_tensor *o
     out->data = x->data ? x->data : p->slot_ptr[t];
     if (!out->data && ir_tensor_numel(x) > 0)
         return diag_fail(SMELT_ERR_INVALID_ARG, "output '%s' is not computed yet: run the program first", x->name);
+    return SMELT_OK;
+}
+
+smelt_status smelt_program_set_profiling(smelt_program *p, int on)
+{
+    if (!p) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_set_profiling: no program");
+    free(p->prof_ms);
+    free(p->prof_calls);
+    p->prof_ms = NULL;
+    p->prof_calls = NULL;
+    if (!on) return SMELT_OK;
+    p->prof_ms = calloc((size_t)p->lp.n_kernels + 1, sizeof(double));
+    p->prof_calls = calloc((size_t)p->lp.n_kernels + 1, sizeof(int64_t));
+    if (!p->prof_ms || !p->prof_calls) {
+        free(p->prof_ms);
+        free(p->prof_calls);
+        p->prof_ms = NULL;
+        p->prof_calls = NULL;
+        return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+    }
+    return SMELT_OK;
+}
+
+int smelt_program_kernel_count(const smelt_program *p) { return p ? p->lp.n_kernels : 0; }
+
+smelt_status smelt_program_profile(const smelt_program *p, int i, smelt_kernel_profile *out)
+{
+    if (!p || !out || i < 0 || i >= p->lp.n_kernels)
+        return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_profile: no kernel %d", i);
+    const kir_kernel *k = p->lp.kernels[i];
+    out->id = k->id;
+    out->what = k->comment;
+    out->workgroups = k->n_workgroups;
+    out->dispatches = p->prof_calls ? p->prof_calls[i] : 0;
+    out->total_ms = p->prof_ms ? p->prof_ms[i] : 0;
     return SMELT_OK;
 }

@@ -3,8 +3,10 @@
  * command list that runs it. The public smelt_program is this struct.
  *
  *   compile: clone model graph → bind inputs → infer + fold → DCE →
- *            regions → lower (for the device's target) → emit → plan →
- *            build on the device → constants to the device
+ *            regions (fuse) → lower for the device's target (view nodes skipped:
+ *            plan_node_is_view) → workgroup memory (smem) → plan (aliases,
+ *            in-place: sets kir_buffer.alias_of) → emit → build on the device
+ *            → constants to the device
  *   run:     the command list: upload inputs → dispatch every kernel with
  *            its buffer table from the plan → finish → download outputs.
  *            On the CPU (host memory) inputs and constants are bound in
@@ -13,6 +15,7 @@
 #ifndef SMELT_API_PROGRAM_H
 #define SMELT_API_PROGRAM_H
 
+#include "fuse/fuse.h"
 #include "ir/ir.h"
 #include "kernel/locals.h"
 #include "kernel/lower.h"
@@ -34,6 +37,7 @@ typedef struct program_stats {
 struct smelt_program {
     ir_graph *g;
     arena arena;
+    fuse_plan fp;
     lower_program lp;
     mem_plan plan;
     locals_strategy locals;
@@ -48,6 +52,8 @@ struct smelt_program {
     rt_arg *buf_table;     /* all kernels' buffer tables, back to back */
     int *buf_start;        /* per kernel: its first entry in buf_table */
     rt_mem mem;            /* the activation arena */
+    double *prof_ms;       /* per kernel, while profiling is on; else NULL */
+    int64_t *prof_calls;
     program_stats stats;
 };
 

@@ -32,4 +32,12 @@ smelt_status graph_infer(ir_graph *g);
 /* requires: inferred graph. guarantees: no dead node, no unreachable tensor. */
 smelt_status graph_dce(ir_graph *g);
 
+/* Algebraic simplification: a Conv whose only consumer is an inference-mode
+ * BatchNormalization with constant parameters (and constant Conv weights)
+ * absorbs it: W' = W * s, B' = (B - mean) * s + bias with
+ * s = scale / sqrt(var + epsilon), computed in double at compile time.
+ * requires: inferred graph. guarantees: the graph computes the same values;
+ * folded BatchNormalization nodes are dead (run graph_dce after). */
+smelt_status graph_fold_batchnorm(ir_graph *g);
+
 #endif

@@ -64,7 +64,7 @@ kir_kernel *kir_kernel_new(arena *a, int id, int64_t n_workgroups, const char *c
 int kir_buffer_add(kir_kernel *k, smelt_dtype type, int64_t numel, int tensor, bool read, bool written)
 {
     if (!grow(k, (void **)&k->bufs, &k->cap_bufs, k->n_bufs + 1, sizeof(kir_buffer))) return 0;
-    k->bufs[k->n_bufs] = (kir_buffer){.type = type, .numel = numel, .tensor = tensor, .read = read, .written = written};
+    k->bufs[k->n_bufs] = (kir_buffer){.type = type, .numel = numel, .tensor = tensor, .read = read, .written = written, .alias_of = -1};
     return k->n_bufs++;
 }
 
@@ -260,13 +260,19 @@ kir_val kir_cast(kir_kernel *k, smelt_dtype to, kir_val a)
     return def_value(k, KIR_CAST, to, a, 0, 0);
 }
 
+static void open_block(kir_kernel *k, int stmt)
+{
+    if (++k->depth > KIR_MAX_DEPTH) k->oom = true;
+    else k->scope[k->depth] = stmt;
+}
+
 kir_val kir_loop_begin(kir_kernel *k, kir_val lo, kir_val hi, kir_val step)
 {
     kir_val v = new_value(k, KIR_LOOPVAR, SMELT_I64);
     if (!v) return 0;
     int s = add_stmt(k, (kir_stmt){.kind = KS_LOOP_BEGIN, .val = v, .lo = lo, .hi = hi, .step = step});
     k->vals[v].def = s;
-    k->depth++;
+    open_block(k, s);
     return v;
 }
 
@@ -280,21 +286,34 @@ kir_val kir_loop_begin_parallel(kir_kernel *k, kir_val lo, kir_val hi)
 void kir_loop_end(kir_kernel *k)
 {
     add_stmt(k, (kir_stmt){.kind = KS_LOOP_END});
-    k->depth--;
+    if (k->depth > 0) k->depth--;
 }
 
 void kir_if_begin(kir_kernel *k, kir_val cond)
 {
-    add_stmt(k, (kir_stmt){.kind = KS_IF_BEGIN, .cond = cond});
-    k->depth++;
+    open_block(k, add_stmt(k, (kir_stmt){.kind = KS_IF_BEGIN, .cond = cond}));
 }
 
-void kir_else(kir_kernel *k) { add_stmt(k, (kir_stmt){.kind = KS_ELSE}); }
+void kir_else(kir_kernel *k)
+{
+    int s = add_stmt(k, (kir_stmt){.kind = KS_ELSE});
+    if (k->depth > 0 && k->depth <= KIR_MAX_DEPTH) k->scope[k->depth] = s;
+}
 
 void kir_if_end(kir_kernel *k)
 {
     add_stmt(k, (kir_stmt){.kind = KS_IF_END});
-    k->depth--;
+    if (k->depth > 0) k->depth--;
+}
+
+int kir_scope(const kir_kernel *k) { return k->depth == 0 || k->depth > KIR_MAX_DEPTH ? -1 : k->scope[k->depth]; }
+
+bool kir_scope_open(const kir_kernel *k, int scope)
+{
+    if (scope < 0) return true;
+    for (int d = 1; d <= k->depth && d <= KIR_MAX_DEPTH; d++)
+        if (k->scope[d] == scope) return true;
+    return false;
 }
 
 int kir_var_new(kir_kernel *k, smelt_dtype type, kir_val init)

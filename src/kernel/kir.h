@@ -32,7 +32,9 @@
  *
  * Buffers are the kernel's parameters: each names a graph tensor (or a scratch
  * buffer) and says whether the kernel reads and/or writes it. Loads and stores
- * index a buffer with a linear element index.
+ * index a buffer with a linear element index. Parameter buffers do not overlap
+ * (they are `restrict`), except a read buffer with alias_of set, which is the
+ * same memory as the written buffer it names.
  *
  * Building: kir_* functions append to the kernel being built. Arithmetic on
  * constants folds (x*1, x+0, c1+c2), so index expressions stay readable.
@@ -120,11 +122,16 @@ typedef struct kir_buffer {
     bool workgroup;       /* workgroup memory, not a parameter */
     bool promote_reuse;   /* smem: insert a barrier after the last read so the space can be reused */
     int64_t smem_offset;  /* smem: byte offset in the workgroup stack (set by kernel/smem.c) */
+    int alias_of;         /* -1, or the written buffer of this kernel whose memory this read-only
+                           * buffer shares (in-place reuse, set by plan/plan.c): emitters bind it
+                           * to that buffer's pointer instead of a second `restrict` pointer */
 } kir_buffer;
 
 typedef struct kir_var {
     smelt_dtype type;
 } kir_var;
+
+#define KIR_MAX_DEPTH 64
 
 typedef struct kir_kernel {
     arena *arena;         /* owner of all arrays below */
@@ -142,7 +149,8 @@ typedef struct kir_kernel {
     kir_var *vars;
     int n_vars, cap_vars;
     int depth;            /* open LOOP/IF blocks while building */
-    bool oom;
+    int scope[KIR_MAX_DEPTH + 1]; /* statement that opened each open block */
+    bool oom;             /* out of memory (or blocks nested deeper than KIR_MAX_DEPTH) */
 } kir_kernel;
 
 /* ---- building ----------------------------------------------------------- */
@@ -179,6 +187,12 @@ void kir_loop_end(kir_kernel *k);
 void kir_if_begin(kir_kernel *k, kir_val cond);
 void kir_else(kir_kernel *k);
 void kir_if_end(kir_kernel *k);
+
+/* The innermost open block (-1: the kernel body), and whether a block is still
+ * open. A value defined while scope s is innermost may be reused while
+ * kir_scope_open(k, s): builders that memoize values check this. */
+int kir_scope(const kir_kernel *k);
+bool kir_scope_open(const kir_kernel *k, int scope);
 
 /* Mutable variable initialised to `init` at this point; returns its index. */
 int kir_var_new(kir_kernel *k, smelt_dtype type, kir_val init);

@@ -11,10 +11,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuse/fuse.h"
+
+/* An inlined element already computed in this kernel. */
+typedef struct memo_entry {
+    int tensor, rank, scope;
+    kir_val idx[IR_MAX_RANK];
+    kir_val val;
+} memo_entry;
+
 struct lower_state {
     lower_program *p;
-    int *tensor_buf;   /* per tensor (and scratch): buffer index in c->k, or -1 */
+    const fuse_plan *fp;  /* NULL: no fusion */
+    const fuse_region *region;
+    int *tensor_buf;      /* per tensor (and scratch): buffer index in c->k, or -1 */
     int n_slots;
+    memo_entry *memo;
+    int n_memo, cap_memo;
 };
 
 /* Elements per workgroup that amortize a thread-pool hand-off. */
@@ -49,11 +62,23 @@ static int ensure_slots(lower_ctx *c)
     return 1;
 }
 
+/* "Conv 'conv1' + Relu 'relu1'": the region's materialized nodes. */
+static void kernel_comment(const lower_ctx *c, char *buf, size_t cap)
+{
+    const fuse_region *r = c->st->region;
+    size_t len = (size_t)snprintf(buf, cap, "%s '%s'", op_get(c->n->op)->name, c->n->name);
+    for (int i = 0; r && i < r->n_nodes && len < cap; i++) {
+        const ir_node *n = &c->g->nodes[r->nodes[i]];
+        if (n == c->n) continue;
+        len += (size_t)snprintf(buf + len, cap - len, " + %s", op_get(n->op)->name);
+    }
+}
+
 kir_kernel *lower_kernel_begin(lower_ctx *c, int64_t n_workgroups)
 {
     lower_program *p = c->st->p;
     char comment[256];
-    snprintf(comment, sizeof comment, "%s '%s'", op_get(c->n->op)->name, c->n->name);
+    kernel_comment(c, comment, sizeof comment);
     kir_kernel *k = kir_kernel_new(p->arena, p->n_kernels, n_workgroups, comment);
     if (!k || !ensure_slots(c)) return NULL;
     if (p->n_kernels == p->cap_kernels) {
@@ -70,6 +95,7 @@ kir_kernel *lower_kernel_begin(lower_ctx *c, int64_t n_workgroups)
     p->kernel_node[p->n_kernels] = (int)(c->n - c->g->nodes);
     p->n_kernels++;
     for (int i = 0; i < c->st->n_slots; i++) c->st->tensor_buf[i] = -1;
+    c->st->n_memo = 0;
     c->k = k;
     return k;
 }
@@ -128,11 +154,60 @@ static kir_val inline_scalar(kir_kernel *k, const ir_tensor *t)
     return kir_const_i(k, t->dtype, ir_const_int(t, 0));
 }
 
+static kir_val element_of(lower_ctx *c, int out, const kir_val *idx);
+
+static memo_entry *memo_find(lower_ctx *c, int t, int rank, const kir_val *idx)
+{
+    struct lower_state *st = c->st;
+    for (int i = st->n_memo - 1; i >= 0; i--) {
+        memo_entry *m = &st->memo[i];
+        if (m->tensor != t || m->rank != rank || !kir_scope_open(c->k, m->scope)) continue;
+        if (rank == 0 || memcmp(m->idx, idx, sizeof(kir_val) * (size_t)rank) == 0) return m;
+    }
+    return NULL;
+}
+
+static void memo_add(lower_ctx *c, int t, int rank, const kir_val *idx, kir_val v)
+{
+    struct lower_state *st = c->st;
+    if (st->n_memo == st->cap_memo) {
+        int cap = st->cap_memo ? st->cap_memo * 2 : 64;
+        memo_entry *m = realloc(st->memo, sizeof(*m) * (size_t)cap);
+        if (!m) return; /* memoization is an optimization: skip it */
+        st->memo = m;
+        st->cap_memo = cap;
+    }
+    memo_entry *m = &st->memo[st->n_memo++];
+    memset(m, 0, sizeof *m);
+    m->tensor = t;
+    m->rank = rank;
+    m->scope = kir_scope(c->k);
+    if (rank) memcpy(m->idx, idx, sizeof(kir_val) * (size_t)rank);
+    m->val = v;
+}
+
+/* Element idx of tensor t, computed by its (inlined) producer. */
+static kir_val load_inline(lower_ctx *c, int t, const kir_val *idx)
+{
+    int rank = c->g->tensors[t].shape.rank;
+    memo_entry *m = memo_find(c, t, rank, idx);
+    if (m) return m->val;
+    const ir_node *saved = c->n;
+    c->n = &c->g->nodes[c->st->fp->inline_of[t]];
+    int out = 0;
+    while (c->n->out[out] != t) out++;
+    kir_val v = element_of(c, out, idx);
+    c->n = saved;
+    memo_add(c, t, rank, idx, v);
+    return v;
+}
+
 kir_val lower_load(lower_ctx *c, int i, const kir_val *idx)
 {
     if (i >= c->n->n_in || c->n->in[i] < 0) return 0;
     int t = c->n->in[i];
     const ir_tensor *x = &c->g->tensors[t];
+    if (c->st->fp && c->st->fp->inline_of[t] >= 0) return load_inline(c, t, idx);
     if (x->data && ir_tensor_numel(x) == 1) return inline_scalar(c->k, x);
     int b = buffer_for(c, t, x->dtype, ir_tensor_numel(x), false);
     return kir_load(c->k, b, lower_linear(c->k, &x->shape, idx));
@@ -154,6 +229,21 @@ void lower_store(lower_ctx *c, int o, const kir_val *idx, kir_val v)
 {
     int t = c->n->out[o];
     const ir_tensor *x = &c->g->tensors[t];
+    const fuse_plan *fp = c->st->fp;
+    if (fp && fp->inline_of[t] >= 0) return; /* consumers recompute it */
+    if (fp && fp->epilogue_of[t] >= 0) {
+        /* Continue into the epilogue node, with t's element in hand. */
+        const ir_node *saved = c->n;
+        const ir_node *e = &c->g->nodes[fp->epilogue_of[t]];
+        kir_val in[64] = {0};
+        c->n = e;
+        for (int j = 0; j < e->n_in && j < 64; j++)
+            in[j] = e->in[j] == t ? v : lower_load_bcast(c, j, x->shape.rank, idx);
+        kir_val r = op_get(e->op)->scalar(c->k, e, in);
+        lower_store(c, 0, idx, r);
+        c->n = saved;
+        return;
+    }
     int b = buffer_for(c, t, x->dtype, ir_tensor_numel(x), true);
     kir_store(c->k, b, lower_linear(c->k, &x->shape, idx), v);
 }
@@ -192,13 +282,9 @@ void lower_scratch_store(lower_ctx *c, int s, kir_val linear, kir_val v)
     kir_store(c->k, b, linear, v);
 }
 
-void lower_parallel_for(lower_ctx *c, const ir_shape *shape, int64_t work_per_elem,
-                        lower_body_fn body, void *user)
+static void parallel_rows(lower_ctx *c, const ir_shape *shape, int64_t work_per_elem, lower_body_fn body,
+                          void *user)
 {
-    if (c->target->wg_size > 1) {
-        lower_parallel_for_gpu(c, shape, work_per_elem, body, user);
-        return;
-    }
     int r = shape->rank;
     int64_t numel = ir_shape_numel(shape);
     if (r == 0) {
@@ -233,10 +319,110 @@ void lower_parallel_for(lower_ctx *c, const ir_shape *shape, int64_t work_per_el
         row = kir_wg(k);
     }
     lower_unravel(k, &outer_shape, row, idx);
-    idx[r - 1] = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, inner), kir_idx(k, 1));
+    idx[r - 1] = kir_loop_begin_parallel(k, kir_idx(k, 0), kir_idx(k, inner));
     body(c, idx, user);
     kir_loop_end(k);
     if (row_loop) kir_loop_end(k);
+}
+
+/* Stride of index value v per step of loop value `var`: 0 when v does not
+ * depend on it, STRIDE_UNKNOWN when not affine (gathers, div/mod). */
+#define STRIDE_UNKNOWN INT64_MIN
+
+static int64_t stride_of(const kir_kernel *k, kir_val v, kir_val var, int depth)
+{
+    const kir_value *x = &k->vals[v];
+    if (v == var) return 1;
+    if (x->op == KIR_CONST || x->op == KIR_WG || x->op == KIR_LID || x->op == KIR_LOOPVAR || x->op == KIR_VARGET)
+        return 0;
+    if (depth > 64) return STRIDE_UNKNOWN;
+    int64_t a = x->a ? stride_of(k, x->a, var, depth + 1) : 0;
+    int64_t b = kir_op_arity(x->op) > 1 && x->b ? stride_of(k, x->b, var, depth + 1) : 0;
+    int64_t cc = kir_op_arity(x->op) > 2 && x->c ? stride_of(k, x->c, var, depth + 1) : 0;
+    if (a == STRIDE_UNKNOWN || b == STRIDE_UNKNOWN || cc == STRIDE_UNKNOWN) return STRIDE_UNKNOWN;
+    switch (x->op) {
+    case KIR_ADD: return a + b;
+    case KIR_SUB: return a - b;
+    case KIR_CAST: return a;
+    case KIR_MUL:
+        if (!a && !b) return 0;
+        if (k->vals[x->a].op == KIR_CONST && !a) return k->vals[x->a].imm.i * b;
+        if (k->vals[x->b].op == KIR_CONST && !b) return a * k->vals[x->b].imm.i;
+        return STRIDE_UNKNOWN;
+    default: return a || b || cc ? STRIDE_UNKNOWN : 0;
+    }
+}
+
+/* Whether some load of the kernel walks memory with a stride other than 0
+ * or 1 along the loop of `var`, i.e. the loop nest reads across rows. */
+static bool reads_across(const kir_kernel *k, kir_val var)
+{
+    for (int i = 0; i < k->n_stmts; i++) {
+        const kir_stmt *s = &k->stmts[i];
+        if (s->kind != KS_DEF || k->vals[s->val].op != KIR_LOAD || k->bufs[k->vals[s->val].buf].workgroup) continue;
+        int64_t st = stride_of(k, k->vals[s->val].a, var, 0);
+        if (st != 0 && st != 1) return true;
+    }
+    return false;
+}
+
+#define LOWER_TILE 64
+
+/* The last two dims in LOWER_TILE x LOWER_TILE tiles, one row of tiles per
+ * workgroup: a transposed read then reuses each cache line it fetches. */
+static void parallel_tiles(lower_ctx *c, const ir_shape *shape, lower_body_fn body, void *user)
+{
+    int r = shape->rank;
+    int64_t h = shape->dim[r - 2], w = shape->dim[r - 1];
+    int64_t hb = (h + LOWER_TILE - 1) / LOWER_TILE, outer = ir_shape_numel(shape) / (h * w);
+    kir_kernel *k = lower_kernel_begin(c, outer * hb);
+    if (!k) return;
+    kir_val idx[IR_MAX_RANK];
+    ir_shape outer_shape = *shape;
+    outer_shape.rank = r - 2;
+    kir_val wg = kir_wg(k);
+    lower_unravel(k, &outer_shape, kir_binary(k, KIR_DIV, wg, kir_idx(k, hb)), idx);
+    kir_val i0 = kir_mul(k, kir_binary(k, KIR_MOD, wg, kir_idx(k, hb)), kir_idx(k, LOWER_TILE));
+    kir_val i1 = kir_binary(k, KIR_MIN, kir_add(k, i0, kir_idx(k, LOWER_TILE)), kir_idx(k, h));
+    kir_val j0 = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, w), kir_idx(k, LOWER_TILE));
+    kir_val j1 = kir_binary(k, KIR_MIN, kir_add(k, j0, kir_idx(k, LOWER_TILE)), kir_idx(k, w));
+    idx[r - 2] = kir_loop_begin(k, i0, i1, kir_idx(k, 1));
+    idx[r - 1] = kir_loop_begin_parallel(k, j0, j1);
+    body(c, idx, user);
+    kir_loop_end(k);
+    kir_loop_end(k);
+    kir_loop_end(k);
+}
+
+void lower_parallel_for(lower_ctx *c, const ir_shape *shape, int64_t work_per_elem, lower_body_fn body, void *user)
+{
+    if (c->target->wg_size > 1) {
+        lower_parallel_for_gpu(c, shape, work_per_elem, body, user);
+        return;
+    }
+    lower_program *p = c->st->p;
+    int first = p->n_kernels, r = shape->rank;
+    parallel_rows(c, shape, work_per_elem, body, user);
+    bool big = r >= 2 && shape->dim[r - 2] >= 2 * LOWER_TILE && shape->dim[r - 1] >= 2 * LOWER_TILE;
+    if (!big || p->n_kernels != first + 1 || c->k->oom) return;
+    /* The element loop is the first parallel loop (bodies may open serial loops of their own). */
+    kir_val inner = 0;
+    for (int i = 0; i < c->k->n_stmts && !inner; i++)
+        if (c->k->stmts[i].kind == KS_LOOP_BEGIN && c->k->stmts[i].parallel) inner = c->k->stmts[i].val;
+    if (!inner || !reads_across(c->k, inner)) return;
+    p->n_kernels = first; /* rebuild the kernel tiled; the first attempt stays unused in the arena */
+    parallel_tiles(c, shape, body, user);
+}
+
+/* Element idx of output `out` of c->n, from its scalar or element function. */
+static kir_val element_of(lower_ctx *c, int out, const kir_val *idx)
+{
+    const op_info *oi = op_get(c->n->op);
+    if (!oi->scalar) return oi->elem(c, out, idx);
+    kir_val in[64] = {0};
+    int rank = c->g->tensors[c->n->out[out]].shape.rank;
+    for (int i = 0; i < c->n->n_in && i < 64; i++) in[i] = lower_load_bcast(c, i, rank, idx);
+    return oi->scalar(c->k, c->n, in);
 }
 
 typedef struct elem_job {
@@ -246,32 +432,25 @@ typedef struct elem_job {
 static void elem_body(lower_ctx *c, const kir_val *idx, void *user)
 {
     const elem_job *job = user;
-    const op_info *oi = op_get(c->n->op);
-    kir_val v;
-    if (oi->scalar) {
-        kir_val in[64] = {0};
-        int rank = c->g->tensors[c->n->out[job->out]].shape.rank;
-        for (int i = 0; i < c->n->n_in && i < 64; i++) in[i] = lower_load_bcast(c, i, rank, idx);
-        v = oi->scalar(c->k, c->n, in);
-    } else {
-        v = oi->elem(c, job->out, idx);
-    }
+    kir_val v = element_of(c, job->out, idx);
     if (v) lower_store(c, job->out, idx, v);
 }
 
 smelt_status lower_elementwise(lower_ctx *c)
 {
+    const fuse_plan *fp = c->st->fp;
     for (int o = 0; o < c->n->n_out; o++) {
-        if (c->n->out[o] < 0) continue;
+        if (c->n->out[o] < 0 || (fp && fp->inline_of[c->n->out[o]] >= 0)) continue;
         elem_job job = {o};
         lower_parallel_for(c, &c->g->tensors[c->n->out[o]].shape, 1, elem_body, &job);
     }
     return SMELT_OK;
 }
 
-smelt_status lower_node(lower_program *p, const ir_graph *g, int node)
+static smelt_status lower_root(lower_program *p, const ir_graph *g, const fuse_plan *fp, const fuse_region *r,
+                               int node)
 {
-    struct lower_state st = {p, NULL, 0};
+    struct lower_state st = {.p = p, .fp = fp, .region = r};
     lower_ctx c = {g, &g->nodes[node], NULL, &st, p->target ? p->target : &target_cpu};
     const op_info *oi = op_get(c.n->op);
     int first = p->n_kernels;
@@ -282,6 +461,7 @@ smelt_status lower_node(lower_program *p, const ir_graph *g, int node)
     else if (oi->scalar || oi->elem) s = lower_elementwise(&c);
     else s = ir_node_fail(c.n, SMELT_ERR_UNSUPPORTED, "op has no lowering (only folded at compile time), but its inputs are not constant");
     free(st.tensor_buf);
+    free(st.memo);
     if (s) return s;
     for (int i = first; i < p->n_kernels; i++) {
         if (p->kernels[i]->oom) return diag_fail(SMELT_ERR_NOMEM, "out of memory lowering node '%s'", c.n->name);
@@ -289,4 +469,11 @@ smelt_status lower_node(lower_program *p, const ir_graph *g, int node)
         if (s) return diag_context(s, "lowering node '%s' (%s)", c.n->name, oi->name);
     }
     return SMELT_OK;
+}
+
+smelt_status lower_node(lower_program *p, const ir_graph *g, int node) { return lower_root(p, g, NULL, NULL, node); }
+
+smelt_status lower_region(lower_program *p, const ir_graph *g, const fuse_plan *fp, int r)
+{
+    return lower_root(p, g, fp, &fp->regions[r], fp->regions[r].root);
 }

@@ -9,6 +9,9 @@
  * store, or an elementwise epilogue first. That is how fusion reuses every
  * op's lowering unchanged.
  *
+ * Within one kernel, an inlined element requested twice at the same index is
+ * computed once (memoized while the block that computed it is open).
+ *
  * Element functions (op_elem_fn, injective ops) and lowerings (op_lower_fn)
  * see the node being computed in c->n. A lowering starts each kernel it needs
  * with lower_kernel_begin(), usually through lower_parallel_for(), which also
@@ -111,7 +114,14 @@ typedef struct lower_program {
 void lower_program_init(lower_program *p, arena *a);
 void lower_program_free(lower_program *p);
 
-/* Lower node `node` of g, appending its kernels to p; each is verified. */
+/* Lower node `node` of g on its own (no fusion), appending its kernels to p;
+ * each is verified. Used for constant folding. */
 smelt_status lower_node(lower_program *p, const ir_graph *g, int node);
+
+struct fuse_plan;
+/* Lower region r of a fusion plan: the root's lowering, with loads of inlined
+ * tensors replaced by their producers' element functions and stores of
+ * tensors with an epilogue continued into it. */
+smelt_status lower_region(lower_program *p, const ir_graph *g, const struct fuse_plan *fp, int r);
 
 #endif

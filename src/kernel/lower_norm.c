@@ -188,6 +188,7 @@ static void lp_body(lower_ctx *c, const kir_val *row, void *user)
     kir_loop_end(K);
     kir_val norm = kir_var_get(K, acc);
     if (j->p == 2) norm = kir_unary(K, KIR_SQRT, norm);
+    norm = kir_select(K, kir_binary(K, KIR_EQ, norm, kir_const_f(K, j->dt, 0)), kir_const_f(K, j->dt, 1), norm); /* 0/0 -> 0 */
     idx[j->axis] = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, j->len), kir_idx(K, 1));
     lower_store(c, 0, idx, kir_binary(K, KIR_DIV, lower_load(c, 0, idx), norm));
     kir_loop_end(K);

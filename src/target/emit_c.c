@@ -480,7 +480,7 @@ static void emit_params(emitter *e)
         if (e->d->params == PARAMS_OFFSET)
             sb_printf(sb, "%s%s%s *g%d, long o%d", e->d->global_space, q, t, b, b);
         else
-            sb_printf(sb, "%s%s *%s b%d", q, t, e->d->restrict_kw, b);
+            sb_printf(sb, "%s%s *p%d", q, t, b);
     }
     sb_puts(sb, n ? ")\n{\n" : "void)\n{\n");
 }
@@ -504,7 +504,7 @@ static void emit_header(emitter *e)
     emit_params(e);
     int n_bound = 0;
     for (int b = 0; b < k->n_bufs; b++) {
-        if (k->bufs[b].workgroup || !buffer_used(k, b)) continue;
+        if (k->bufs[b].workgroup || !buffer_used(k, b) || k->bufs[b].alias_of >= 0) continue;
         n_bound++;
         const char *q = k->bufs[b].written ? "" : "const ";
         const char *t = ctypes[k->bufs[b].type].name;
@@ -514,6 +514,8 @@ static void emit_header(emitter *e)
         else if (e->d->params == PARAMS_OFFSET)
             sb_printf(sb, "    %s%s%s *%s b%d = (%s%s%s *)((%s%schar *)g%d + o%d);\n", gs, q, t, e->d->restrict_kw, b, gs,
                       q, t, gs, q, b, b);
+        else
+            sb_printf(sb, "    %s%s *%s b%d = p%d;\n", q, t, e->d->restrict_kw, b, b);
     }
     if (k->smem_bytes > 0) {
         sb_puts(sb, "    ");
@@ -524,6 +526,22 @@ static void emit_header(emitter *e)
             const char *t = ctypes[k->bufs[b].type].name, *ls = e->d->local_space;
             sb_printf(sb, "    %s%s *b%d = (%s%s *)(smem + %lld);\n", ls, t, b, ls, t, (long long)k->bufs[b].smem_offset);
         }
+    }
+    /* In-place: a pointer based on the written buffer's, so one object has one restrict pointer. */
+    for (int b = 0; b < k->n_bufs; b++) {
+        if (!buffer_used(k, b) || k->bufs[b].alias_of < 0) continue;
+        n_bound++;
+        const char *t = ctypes[k->bufs[b].type].name;
+        int w = k->bufs[b].alias_of;
+        const char *gs = e->d->global_space;
+        if (!buffer_used(k, w) && e->d->params == PARAMS_TABLE)
+            sb_printf(sb, "    %sconst %s *b%d = (%sconst %s *)bufs[%d];\n", gs, t, b, gs, t, b);
+        else if (!buffer_used(k, w) && e->d->params == PARAMS_OFFSET)
+            sb_printf(sb, "    %sconst %s *b%d = (%sconst %s *)((%sconst char *)g%d + o%d);\n", gs, t, b, gs, t, gs, b, b);
+        else if (!buffer_used(k, w))
+            sb_printf(sb, "    const %s *b%d = p%d;\n", t, b, b);
+        else
+            sb_printf(sb, "    %sconst %s *b%d = b%d; /* in place */\n", e->d->global_space, t, b, w);
     }
     /* Slots declared at the top, grouped by type in slot order. */
     for (int q = 0; q < e->loc.n_slots; q++) {

@@ -1,0 +1,328 @@
+/*
+ * fuse.c — region formation by op kinds (the rules are in fuse.h).
+ */
+#include "fuse/fuse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Consumers of every tensor, as a compressed list: cons[start[t] .. start[t+1]). */
+typedef struct uses {
+    int *start;
+    int *cons;
+} uses;
+
+static bool uses_build(const ir_graph *g, uses *u)
+{
+    u->start = calloc((size_t)g->n_tensors + 2, sizeof(int));
+    int total = 0;
+    for (int i = 0; i < g->n_nodes; i++) total += g->nodes[i].n_in;
+    u->cons = calloc((size_t)total + 1, sizeof(int));
+    if (!u->start || !u->cons) return false;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_in; k++)
+            if (g->nodes[i].in[k] >= 0) u->start[g->nodes[i].in[k] + 1]++;
+    for (int t = 0; t < g->n_tensors; t++) u->start[t + 1] += u->start[t];
+    int *fill = calloc((size_t)g->n_tensors + 1, sizeof(int));
+    if (!fill) return false;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_in; k++) {
+            int t = g->nodes[i].in[k];
+            if (t >= 0) u->cons[u->start[t] + fill[t]++] = i;
+        }
+    free(fill);
+    return true;
+}
+
+static void uses_free(uses *u)
+{
+    free(u->start);
+    free(u->cons);
+}
+
+static bool is_elementwise_kind(op_kind k) { return k == OPK_ELEMENTWISE || k == OPK_BROADCAST; }
+
+/* Arithmetic a node adds per element: index-only ops (views, transposes,
+ * slices, pads, gathers) cost nothing beyond address computation. */
+static int node_cost(const ir_node *n)
+{
+    const op_info *oi = op_get(n->op);
+    if (oi->flags & OPF_VIEW || oi->kind == OPK_INJECTIVE) return 0;
+    return 1;
+}
+
+static bool can_inline(const ir_graph *g, const uses *u, const int *cost, int node, int t)
+{
+    const ir_node *n = &g->nodes[node];
+    const op_info *oi = op_get(n->op);
+    const ir_tensor *x = &g->tensors[t];
+    if (!(oi->scalar || oi->elem) || !(is_elementwise_kind(oi->kind) || oi->kind == OPK_INJECTIVE)) return false;
+    if (x->is_output || u->start[t] == u->start[t + 1]) return false;
+    bool cheap = cost[node] <= FUSE_RECOMPUTE_MAX;
+    /* One consuming node reading t twice (x * x) reads the same element: memoized. */
+    bool single = true;
+    for (int j = u->start[t] + 1; j < u->start[t + 1]; j++) single &= u->cons[j] == u->cons[u->start[t]];
+    for (int j = u->start[t]; j < u->start[t + 1]; j++) {
+        const ir_node *c = &g->nodes[u->cons[j]];
+        op_kind ck = op_get(c->op)->kind;
+        if (ck == OPK_CONTRACTION || ck == OPK_OPAQUE) {
+            if (cost[node] != 0) return false;
+            continue;
+        }
+        bool expands = false;
+        if (ck != OPK_REDUCTION)
+            for (int o = 0; o < c->n_out; o++)
+                if (c->out[o] >= 0 && ir_tensor_numel(&g->tensors[c->out[o]]) > ir_tensor_numel(x)) expands = true;
+        if ((!single || expands) && !cheap) return false;
+    }
+    return true;
+}
+
+/* Whether tensor t can be read at the start of region `root_node`: it is
+ * ready in memory, or inline with every materialized input ready. */
+static bool ready_before(const ir_graph *g, const fuse_plan *p, int t, int root_node)
+{
+    const ir_tensor *x = &g->tensors[t];
+    if (x->data || x->producer < 0) return true;
+    if (p->inline_of[t] < 0) return x->producer < root_node;
+    const ir_node *n = &g->nodes[p->inline_of[t]];
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] >= 0 && !ready_before(g, p, n->in[k], root_node)) return false;
+    return true;
+}
+
+/* The root of the region that computes tensor t (t not inline). */
+static int root_of(const ir_graph *g, const fuse_plan *p, const int *region_root, int t)
+{
+    return region_root[g->tensors[t].producer];
+    (void)p;
+}
+
+/* Node e can be an epilogue on input t: see fuse.h. */
+static bool epilogue_input(const ir_graph *g, const uses *u, const fuse_plan *p, const int *region_root, int e, int t)
+{
+    const ir_node *n = &g->nodes[e];
+    const ir_tensor *x = &g->tensors[t];
+    if (x->producer < 0 || x->data || x->is_output || p->inline_of[t] >= 0) return false;
+    if (u->start[t + 1] - u->start[t] != 1) return false;
+    if (!ir_shape_eq(&x->shape, &g->tensors[n->out[0]].shape)) return false;
+    int root = root_of(g, p, region_root, t);
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] >= 0 && n->in[k] != t && !ready_before(g, p, n->in[k], root)) return false;
+    return true;
+}
+
+static bool push(int **arr, int *n, int v)
+{
+    for (int i = 0; i < *n; i++)
+        if ((*arr)[i] == v) return true;
+    int *a = realloc(*arr, sizeof(int) * (size_t)(*n + 1));
+    if (!a) return false;
+    a[(*n)++] = v;
+    *arr = a;
+    return true;
+}
+
+/* Collect the nodes and memory reads reached from node i's inputs. */
+static bool collect_reads(const ir_graph *g, const fuse_plan *p, fuse_region *r, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    for (int k = 0; k < n->n_in; k++) {
+        int t = n->in[k];
+        if (t < 0) continue;
+        if (p->inline_of[t] >= 0) {
+            if (!push(&r->nodes, &r->n_nodes, p->inline_of[t]) || !collect_reads(g, p, r, p->inline_of[t])) return false;
+        } else if (p->epilogue_of[t] < 0 || p->epilogue_of[t] != node) {
+            if (!push(&r->reads, &r->n_reads, t)) return false;
+        }
+    }
+    return true;
+}
+
+static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+smelt_status fuse_build(const ir_graph *g, const fuse_options *opt, fuse_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    uses u = {0};
+    int *cost = calloc((size_t)g->n_nodes + 1, sizeof(int));
+    int *region_root = calloc((size_t)g->n_nodes + 1, sizeof(int));
+    p->role = calloc((size_t)g->n_nodes + 1, sizeof(fuse_role));
+    p->inline_of = malloc(sizeof(int) * ((size_t)g->n_tensors + 1));
+    p->epilogue_of = malloc(sizeof(int) * ((size_t)g->n_tensors + 1));
+    p->regions = calloc((size_t)g->n_nodes + 1, sizeof(fuse_region));
+    p->n_tensors = g->n_tensors;
+    smelt_status st = SMELT_OK;
+    if (!cost || !region_root || !p->role || !p->inline_of || !p->epilogue_of || !p->regions || !uses_build(g, &u)) {
+        st = diag_fail(SMELT_ERR_NOMEM, "out of memory forming regions");
+        goto out;
+    }
+    for (int t = 0; t < g->n_tensors; t++) p->inline_of[t] = p->epilogue_of[t] = -1;
+
+    /* One pass in graph order, so each decision sees its inputs' roles and a
+     * node's cone cost includes its inlined inputs. Epilogue is tried first:
+     * finishing a root's region saves a store and a load, while inlining into
+     * the consumer would still leave the root's output in memory. */
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        const op_info *oi = op_get(n->op);
+        region_root[i] = i;
+        p->role[i] = FUSE_ROOT;
+        if (opt->no_fuse) continue;
+        cost[i] = node_cost(n);
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] >= 0 && p->inline_of[n->in[k]] >= 0) cost[i] += cost[p->inline_of[n->in[k]]];
+        int via = -1;
+        if (is_elementwise_kind(oi->kind) && oi->scalar && n->n_out == 1)
+            for (int k = 0; k < n->n_in && via < 0; k++)
+                if (n->in[k] >= 0 && epilogue_input(g, &u, p, region_root, i, n->in[k])) via = n->in[k];
+        if (via >= 0) {
+            p->role[i] = FUSE_EPILOGUE;
+            p->epilogue_of[via] = i;
+            region_root[i] = root_of(g, p, region_root, via);
+            continue;
+        }
+        bool all = n->n_out > 0;
+        for (int o = 0; o < n->n_out; o++) {
+            int t = n->out[o];
+            if (t >= 0 && can_inline(g, &u, cost, i, t)) p->inline_of[t] = i;
+            else if (t >= 0) all = false;
+        }
+        if (all) p->role[i] = FUSE_INLINE;
+    }
+
+    /* Regions: one per root, members gathered from the roles. */
+    int *region_index = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
+    if (!region_index) {
+        st = diag_fail(SMELT_ERR_NOMEM, "out of memory forming regions");
+        goto out;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (p->role[i] == FUSE_ROOT) {
+            region_index[i] = p->n_regions;
+            p->regions[p->n_regions++].root = i;
+        }
+    }
+    for (int i = 0; i < g->n_nodes && !st; i++) {
+        if (p->role[i] == FUSE_INLINE) continue;
+        fuse_region *r = &p->regions[region_index[region_root[i]]];
+        const ir_node *n = &g->nodes[i];
+        if (!push(&r->nodes, &r->n_nodes, i) || !collect_reads(g, p, r, i)) st = diag_fail(SMELT_ERR_NOMEM, "out of memory forming regions");
+        for (int o = 0; o < n->n_out && !st; o++) {
+            int t = n->out[o];
+            if (t >= 0 && p->inline_of[t] < 0 && p->epilogue_of[t] < 0 && !push(&r->writes, &r->n_writes, t))
+                st = diag_fail(SMELT_ERR_NOMEM, "out of memory forming regions");
+        }
+    }
+    for (int r = 0; r < p->n_regions; r++) qsort(p->regions[r].nodes, (size_t)p->regions[r].n_nodes, sizeof(int), cmp_int);
+    free(region_index);
+out:
+    uses_free(&u);
+    free(cost);
+    free(region_root);
+    if (st) fuse_free(p);
+    return st;
+}
+
+void fuse_free(fuse_plan *p)
+{
+    for (int r = 0; p->regions && r < p->n_regions; r++) {
+        free(p->regions[r].nodes);
+        free(p->regions[r].reads);
+        free(p->regions[r].writes);
+    }
+    free(p->regions);
+    free(p->role);
+    free(p->inline_of);
+    free(p->epilogue_of);
+    memset(p, 0, sizeof *p);
+}
+
+static const char *role_name(fuse_role r)
+{
+    return r == FUSE_ROOT ? "root" : r == FUSE_INLINE ? "inline" : "epilogue";
+}
+
+static void dump_tensor_list(const ir_graph *g, const int *ts, int n, FILE *f)
+{
+    char sb[128];
+    for (int i = 0; i < n; i++) {
+        const ir_tensor *x = &g->tensors[ts[i]];
+        fprintf(f, " %%%d%s", ts[i], ir_shape_str(&x->shape, sb, sizeof sb));
+    }
+    fprintf(f, "\n");
+}
+
+void fuse_dump(const ir_graph *g, const fuse_plan *p, FILE *f)
+{
+    char sb[128];
+    fprintf(f, "%d regions for %d nodes\n", p->n_regions, g->n_nodes);
+    for (int r = 0; r < p->n_regions; r++) {
+        const fuse_region *x = &p->regions[r];
+        const ir_node *root = &g->nodes[x->root];
+        const ir_tensor *space = &g->tensors[root->out[0] >= 0 ? root->out[0] : 0];
+        fprintf(f, "region %d: root %s '%s' (%s), space %s\n", r, op_get(root->op)->name, root->name,
+                op_kind_name(op_get(root->op)->kind), ir_shape_str(&space->shape, sb, sizeof sb));
+        for (int i = 0; i < x->n_nodes; i++) {
+            const ir_node *n = &g->nodes[x->nodes[i]];
+            fprintf(f, "  %-8s %s '%s'\n", role_name(p->role[x->nodes[i]]), op_get(n->op)->name, n->name);
+        }
+        fprintf(f, "  reads: ");
+        dump_tensor_list(g, x->reads, x->n_reads, f);
+        fprintf(f, "  writes:");
+        dump_tensor_list(g, x->writes, x->n_writes, f);
+    }
+}
+
+/* Graphviz identifiers and labels are made by smelt; model names are
+ * reduced to a safe alphabet before they appear in a label. */
+static void dot_label(const char *s, FILE *f)
+{
+    for (int i = 0; s[i] && i < 48; i++) {
+        char c = s[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+                  c == '-' || c == '/' || c == ':';
+        fputc(ok ? c : '_', f);
+    }
+}
+
+void fuse_dot(const ir_graph *g, const fuse_plan *p, FILE *f)
+{
+    fprintf(f, "digraph smelt {\n  rankdir=TB;\n  node [shape=box, fontsize=10];\n");
+    for (int r = 0; r < p->n_regions; r++) {
+        const fuse_region *x = &p->regions[r];
+        fprintf(f, "  subgraph cluster_%d {\n    label=\"region %d\";\n    style=rounded;\n", r, r);
+        for (int i = 0; i < x->n_nodes; i++) {
+            int ni = x->nodes[i];
+            const ir_node *n = &g->nodes[ni];
+            /* An inline node may be recomputed by several regions: draw it in each. */
+            fprintf(f, "    r%d_n%d [label=\"%s\\n", r, ni, op_get(n->op)->name);
+            dot_label(n->name, f);
+            fprintf(f, "\"%s];\n", p->role[ni] == FUSE_INLINE ? ", style=dashed" : "");
+        }
+        fprintf(f, "  }\n");
+    }
+    /* Edges between node instances inside a region, and region to region through memory. */
+    for (int r = 0; r < p->n_regions; r++) {
+        const fuse_region *x = &p->regions[r];
+        for (int i = 0; i < x->n_nodes; i++) {
+            const ir_node *n = &g->nodes[x->nodes[i]];
+            for (int k = 0; k < n->n_in; k++) {
+                int t = n->in[k];
+                if (t < 0 || g->tensors[t].producer < 0) continue;
+                int prod = g->tensors[t].producer;
+                bool local = false;
+                for (int j = 0; j < x->n_nodes; j++) local |= x->nodes[j] == prod;
+                if (local) {
+                    fprintf(f, "  r%d_n%d -> r%d_n%d;\n", r, prod, r, x->nodes[i]);
+                } else {
+                    for (int q = 0; q < p->n_regions; q++)
+                        for (int j = 0; j < p->regions[q].n_writes; j++)
+                            if (p->regions[q].writes[j] == t)
+                                fprintf(f, "  r%d_n%d -> r%d_n%d [style=bold];\n", q, prod, r, x->nodes[i]);
+                }
+            }
+        }
+    }
+    fprintf(f, "}\n");
+}
