@@ -480,7 +480,7 @@ static void emit_params(emitter *e)
         if (e->d->params == PARAMS_OFFSET)
             sb_printf(sb, "%s%s%s *g%d, long o%d", e->d->global_space, q, t, b, b);
         else
-            sb_printf(sb, "%s%s *p%d", q, t, b);
+            sb_printf(sb, "%s%s *a%d", q, t, b); /* a: no slot prefix */
     }
     sb_puts(sb, n ? ")\n{\n" : "void)\n{\n");
 }
@@ -515,7 +515,7 @@ static void emit_header(emitter *e)
             sb_printf(sb, "    %s%s%s *%s b%d = (%s%s%s *)((%s%schar *)g%d + o%d);\n", gs, q, t, e->d->restrict_kw, b, gs,
                       q, t, gs, q, b, b);
         else
-            sb_printf(sb, "    %s%s *%s b%d = p%d;\n", q, t, e->d->restrict_kw, b, b);
+            sb_printf(sb, "    %s%s *%s b%d = a%d;\n", q, t, e->d->restrict_kw, b, b);
     }
     if (k->smem_bytes > 0) {
         sb_puts(sb, "    ");
@@ -539,7 +539,7 @@ static void emit_header(emitter *e)
         else if (!buffer_used(k, w) && e->d->params == PARAMS_OFFSET)
             sb_printf(sb, "    %sconst %s *b%d = (%sconst %s *)((%sconst char *)g%d + o%d);\n", gs, t, b, gs, t, gs, b, b);
         else if (!buffer_used(k, w))
-            sb_printf(sb, "    const %s *b%d = p%d;\n", t, b, b);
+            sb_printf(sb, "    const %s *b%d = a%d;\n", t, b, b);
         else
             sb_printf(sb, "    %sconst %s *b%d = b%d; /* in place */\n", e->d->global_space, t, b, w);
     }

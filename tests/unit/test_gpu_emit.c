@@ -83,8 +83,8 @@ TEST(gpu_emit_two_reductions_reuse)
         CHECK_STR_HAS(cl, "const int64_t wg = get_group_id(0);");
         CHECK_STR_HAS(cl, "for (int64_t i0 = 0 + lid; i0 < 100; i0 += 64)");
         CHECK_STR_HAS(cl, "for (int64_t i0 = lid; i0 < 100; i0 += 64)");
-        CHECK_STR_HAS(cu, "extern \"C\" __global__ void smelt_k7(const float *p0, float *p1, float *p2)");
-        CHECK_STR_HAS(cu, "const float *__restrict__ b0 = p0;");
+        CHECK_STR_HAS(cu, "extern \"C\" __global__ void smelt_k7(const float *a0, float *a1, float *a2)");
+        CHECK_STR_HAS(cu, "const float *__restrict__ b0 = a0;");
         CHECK_STR_HAS(cu, "__shared__ __align__(16) unsigned char smem[256];");
         CHECK_STR_HAS(cu, "__syncthreads();");
         CHECK_STR_HAS(cu, "threadIdx.x");
