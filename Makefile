@@ -23,7 +23,7 @@ TEST_SRCS := $(sort $(wildcard tests/unit/*.c))
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
 .PHONY: all deps run test unit bench clean
-all: $(BUILD)/libsmelt.a $(BUILD)/libsmelt.so $(BUILD)/smelt
+all: $(BUILD)/libsmelt.a $(BUILD)/libsmelt.so $(BUILD)/smelt $(BUILD)/nvrtc_check
 
 deps:
 	@scripts/deps.sh
@@ -48,6 +48,10 @@ $(BUILD)/libsmelt.so: $(OBJS)
 	$(CC) -shared -o $@ $^ $(LDLIBS)
 
 $(BUILD)/smelt: $(BUILD)/tools/smelt.o $(BUILD)/libsmelt.a
+	$(CC) -o $@ $^ $(LDLIBS)
+
+# Compiles emitted CUDA C with NVRTC for sm_90 and sm_80 (scripts/test.sh, no GPU needed).
+$(BUILD)/nvrtc_check: $(BUILD)/tools/nvrtc_check.o $(BUILD)/libsmelt.a
 	$(CC) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/unit_tests: $(TEST_OBJS) $(BUILD)/libsmelt.a

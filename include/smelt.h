@@ -140,6 +140,9 @@ typedef struct smelt_options {
     int fuse_pad;            /* fusing a Pad into its producer: 0 auto, 1 never, 2 always */
     int64_t max_memory;      /* fail compilation if the plan exceeds it; 0=off */
     int verbose;             /* 1: print stage timings to stderr              */
+    int compile_only;        /* 1: lower and emit for the first device's target
+                                without opening it (for smelt_program_dump);
+                                such a program cannot run                     */
 } smelt_options;
 
 void smelt_options_init(smelt_options *opt);

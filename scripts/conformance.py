@@ -188,6 +188,8 @@ def main():
                     help="also run the tests in skipped.txt (and list those that pass now)")
     ap.add_argument("--cold-cache", action="store_true",
                     help="point SMELT_CACHE_DIR at a fresh empty directory for this run")
+    ap.add_argument("--must-pass-only", action="store_true",
+                    help="run only the tests in must_pass.txt (e.g. for a slower device)")
     ap.add_argument("--quiet", action="store_true",
                     help="no per-op table; only must-pass failures and the totals")
     args = ap.parse_args()
@@ -225,7 +227,10 @@ def main():
     jobs = max(1, args.jobs)
 
     to_run = [n for n in tests if args.run_skipped or n not in skipped]
-    results = {n: ("SKIP", skipped[n]) for n in tests if n not in to_run}
+    if args.must_pass_only:
+        to_run = [n for n in to_run if n in set(must_pass)]
+    results = {n: ("SKIP", skipped.get(n, "not in must_pass.txt (--must-pass-only)")) for n in tests
+               if n not in to_run}
     print(f"conformance: {len(to_run)} tests, {jobs} jobs, timeout {args.timeout:g} s, "
           f"smelt {args.smelt}{' ' + args.extra if args.extra else ''}", flush=True)
     start = time.monotonic()

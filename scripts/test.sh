@@ -8,11 +8,15 @@
 #                fused and --no-fuse (one test each)
 #   conformance  scripts/conformance.py over the ONNX backend node tests; each test in
 #                tests/conformance/must_pass.txt counts as one test
+#   opencl       the same must-pass tests with --device opencl (PoCL on the CPU), and the model
+#                tests on it; skipped (not failed) when no OpenCL platform exists
+#   cuda-compile every must-pass test's CUDA C compiled by NVRTC for sm_90 and sm_80 (no GPU
+#                needed; scripts/cuda-compile.sh); skipped when libnvrtc is absent
 # A failing stage does not stop the others. The last line is `N passed, M failed` over all
 # stages; the exit status is 1 when M > 0.
 #
 # Environment: BUILD (default build), SMELT_TEST_JOBS (parallel jobs, default: online cores),
-# SMELT_CONFORMANCE_BUDGET (seconds for the conformance stage, default 2400).
+# SMELT_CONFORMANCE_BUDGET (seconds for each conformance stage, default 2400).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -144,6 +148,52 @@ run_conformance() {
 run_conformance conformance
 # The other local allocator (hybrid is the C target's default) passes the same list.
 extra_tag=-reuse run_conformance conf-reuse --extra="--locals reuse"
+
+# ---- opencl -----------------------------------------------------------------------------------
+stage_start opencl
+if [ "$venv_ok" -ne 1 ]; then
+    bad "not run: no venv"
+elif ! "$smelt" run examples/digits_mlp.onnx --shape x=1x64 --device opencl > /dev/null 2>&1; then
+    echo "opencl: skipped: $("$smelt" run examples/digits_mlp.onnx --shape x=1x64 --device opencl 2>&1 | tail -n 1)"
+else
+    for dir in "$build"/models/*/; do
+        dir="${dir%/}"
+        name="$(basename "$dir") --device opencl"
+        out="$(timeout 300 "$smelt" check "$dir" --device opencl 2>&1)"; rc=$?
+        printf '%s\n' "$out" | sed "s|^|$name: |"
+        if [ "$rc" -eq 0 ]; then ok; else bad "$name (exit $rc)"; fi
+    done
+    out="$("$py" scripts/conformance.py --quiet --must-pass-only --jobs "$jobs" --smelt "$smelt" --extra="--device opencl" \
+           --results "$build/conformance-opencl/results.txt" \
+           --budget "${SMELT_CONFORMANCE_BUDGET:-2400}" 2>&1)"; rc=$?
+    printf '%s\n' "$out"
+    counts="$(printf '%s\n' "$out" \
+              | sed -n 's/^must-pass: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p')"
+    if [ -n "$counts" ]; then
+        ok "${counts% *}"
+        s_failed=$((s_failed + ${counts#* }))
+    else
+        bad "scripts/conformance.py --device opencl exited $rc without a verdict"
+    fi
+fi
+stage_end
+
+# ---- cuda-compile -------------------------------------------------------------------------------
+stage_start cuda-compile
+if [ "$venv_ok" -eq 1 ] && [ -x "$build/nvrtc_check" ]; then
+    out="$(scripts/cuda-compile.sh "$build" "$jobs" 2>&1)"
+    printf '%s\n' "$out" | tail -n 21
+    counts="$(printf '%s\n' "$out" | sed -n 's/^cuda-compile: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p')"
+    if [ -n "$counts" ]; then
+        ok "${counts% *}"
+        s_failed=$((s_failed + ${counts#* }))
+    else
+        bad "scripts/cuda-compile.sh gave no verdict"
+    fi
+else
+    bad "not run: no venv or $build/nvrtc_check"
+fi
+stage_end
 
 echo
 echo "== summary"

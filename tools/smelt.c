@@ -4,7 +4,7 @@
  *   smelt run     MODEL [--input NAME=FILE]... [--output-dir DIR]
  *   smelt check   DIR        (ONNX backend-test layout)
  *   smelt bench   MODEL|DIR  [--runs N] [--profile]
- *   smelt compile MODEL --emit ir|regions|kir|c|plan [-o FILE]
+ *   smelt compile MODEL|DIR --emit ir|regions|kir|c|opencl|cuda|plan [-o FILE]
  *   smelt info    MODEL
  * Common: --device LIST --threads N --locals reuse|hybrid --no-fuse
  *         --shape NAME=1x3x224x224 --max-memory BYTES -v
@@ -29,6 +29,7 @@ typedef struct cli {
     const char *cmd, *path, *output_dir, *emit, *out_file;
     smelt_options opt;
     int runs;
+    bool devices_given;
     int profile;     /* bench: per-kernel time breakdown */
     int n_inputs;
     smelt_tensor inputs[MAX_INPUTS]; /* from --input (data) or --shape (no data) */
@@ -41,7 +42,7 @@ static int usage(void)
             "usage: smelt run     MODEL.onnx [--input NAME=FILE]... [--output-dir DIR]\n"
             "       smelt check   DIR\n"
             "       smelt bench   MODEL.onnx|DIR [--runs N] [--profile]\n"
-            "       smelt compile MODEL.onnx --emit ir|regions|kir|c|plan [-o FILE]\n"
+            "       smelt compile MODEL.onnx|DIR --emit ir|regions|kir|c|opencl|cuda|plan [-o FILE]\n"
             "       smelt info    MODEL.onnx\n"
             "options: --device LIST  --threads N  --locals reuse|hybrid  --no-fuse  --fuse-pad auto|never|always\n"
             "         --shape NAME=1x3x224x224  --max-memory BYTES  -v\n");
@@ -98,7 +99,7 @@ static int parse_args(cli *c, int argc, char **argv)
         if (strcmp(a, "--profile") == 0) { c->profile = 1; continue; }
         if (!v) return usage();
         i++;
-        if (strcmp(a, "--device") == 0) c->opt.devices = v;
+        if (strcmp(a, "--device") == 0) c->opt.devices = v, c->devices_given = true;
         else if (strcmp(a, "--threads") == 0) c->opt.threads = atoi(v);
         else if (strcmp(a, "--runs") == 0) c->runs = atoi(v) > 0 ? atoi(v) : 1;
         else if (strcmp(a, "--output-dir") == 0) c->output_dir = v;
@@ -615,8 +616,18 @@ static int cmd_dump(cli *c, const char *what)
 {
     smelt_model *m;
     smelt_program *p;
-    if (smelt_model_load_file(c->path, &m)) return fail(c->path);
-    if (!complete_inputs(c, m)) {
+    /* Source for a target needs no device: --emit opencl / cuda lowers for it. */
+    bool source = !strcmp(what, "c") || !strcmp(what, "opencl") || !strcmp(what, "cuda");
+    if (source) {
+        c->opt.compile_only = 1;
+        if (!c->devices_given) c->opt.devices = !strcmp(what, "c") ? "cpu" : what;
+    }
+    struct stat sb;
+    char model[4096];
+    bool is_dir = stat(c->path, &sb) == 0 && S_ISDIR(sb.st_mode);
+    snprintf(model, sizeof model, is_dir ? "%s/model.onnx" : "%s", c->path);
+    if (smelt_model_load_file(model, &m)) return fail(model);
+    if ((is_dir && !load_dir_inputs(c, c->path, m)) || !complete_inputs(c, m)) {
         smelt_model_free(m);
         return 2;
     }

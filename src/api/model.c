@@ -7,6 +7,7 @@
 
 #include "api/program.h"
 #include "onnx/onnx.h"
+#include "target/emit.h"
 
 static smelt_status wrap_model(ir_graph *g, smelt_model **out)
 {
@@ -111,9 +112,15 @@ smelt_status smelt_program_dump(const smelt_program *p, const char *what, char *
 {
     *text = NULL;
     if (!p || !what) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_dump: nothing to dump");
-    if (strcmp(what, "c") == 0) {
-        *text = strdup(p->source);
-        return *text ? SMELT_OK : diag_fail(SMELT_ERR_NOMEM, "out of memory");
+    static const char *const langs[] = {[EMIT_C] = "c", [EMIT_OPENCL] = "opencl", [EMIT_CUDA] = "cuda"};
+    for (int l = 0; l < EMIT_LANG_COUNT; l++) {
+        if (strcmp(what, langs[l]) != 0) continue;
+        if (l == p->lang) {
+            *text = strdup(p->source);
+            return *text ? SMELT_OK : diag_fail(SMELT_ERR_NOMEM, "out of memory");
+        }
+        return diag_fail(SMELT_ERR_INVALID_ARG, "the program was compiled for %s source, not %s: compile for that device",
+                         langs[p->lang], what);
     }
     char *buf = NULL;
     size_t len = 0;

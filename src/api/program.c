@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "graph/passes.h"
+#include "kernel/smem.h"
 #include "target/emit.h"
 
 static double now_ms(void)
@@ -24,62 +25,103 @@ void smelt_options_init(smelt_options *opt)
     opt->devices = "cpu";
 }
 
-static smelt_status check_devices(const char *list)
+/* Every name in the list must be a device smelt knows; the first runs the
+ * program (placement over several devices is later work). */
+static smelt_status check_devices(const char *list, char *first, size_t cap)
 {
     const char *p = list && *list ? list : "cpu";
+    first[0] = 0;
     while (*p) {
         size_t n = strcspn(p, ",");
-        if (!(n == 3 && strncmp(p, "cpu", 3) == 0))
-            return diag_fail(SMELT_ERR_DEVICE, "device '%.*s' is not available (this build runs on: cpu)", (int)n, p);
+        if (!rt_device_name_ok(p, n))
+            return diag_fail(SMELT_ERR_DEVICE, "device '%.*s' is not known (devices: cpu, opencl, opencl:N, cuda, cuda:N)",
+                             (int)(n < 64 ? n : 64), p);
+        if (!first[0]) snprintf(first, cap, "%.*s", (int)n, p);
         p += n;
         if (*p == ',') p++;
     }
+    if (!first[0]) snprintf(first, cap, "cpu");
     return SMELT_OK;
 }
 
-static smelt_status lower_all(smelt_program *p, const smelt_options *opt)
+static smelt_status lower_all(smelt_program *p, const smelt_options *opt, const target_info *target)
 {
     fuse_options fo = {.no_fuse = opt->no_fuse != 0,
                        .pad = opt->fuse_pad == 1 ? FUSE_PAD_NEVER : opt->fuse_pad == 2 ? FUSE_PAD_ALWAYS : FUSE_PAD_AUTO};
     TRY(fuse_build(p->g, &fo, &p->fp));
     lower_program_init(&p->lp, &p->arena);
+    p->lp.target = target;
     for (int r = 0; r < p->fp.n_regions; r++) {
         const fuse_region *x = &p->fp.regions[r];
         if (x->n_nodes == 1 && plan_node_is_view(p->g, x->root)) continue; /* a view aliases its input: no copy */
         TRY(lower_region(&p->lp, p->g, &p->fp, r));
     }
+    for (int i = 0; i < p->lp.n_kernels; i++) {
+        kir_kernel *k = p->lp.kernels[i];
+        TRY(smem_assign(k, NULL));
+        if (target->smem_limit > 0 && k->smem_bytes > target->smem_limit)
+            return diag_fail(SMELT_ERR_UNSUPPORTED, "kernel %d needs %lld bytes of workgroup memory, over %s's %lld",
+                             k->id, (long long)k->smem_bytes, target->name, (long long)target->smem_limit);
+    }
     return SMELT_OK;
 }
 
+/* Device memory for every plan slot: the arena, and constants (bound in
+ * place on host memory, else copied once). An alias shares its root's. */
 static smelt_status link_program(smelt_program *p)
 {
     const lower_program *lp = &p->lp;
+    const rt_device_ops *ops = p->dev->ops;
     int total = 0;
-    p->fns = calloc((size_t)lp->n_kernels + 1, sizeof(rt_kernel_fn));
+    p->fns = calloc((size_t)lp->n_kernels + 1, sizeof(rt_kernel *));
     p->buf_start = calloc((size_t)lp->n_kernels + 1, sizeof(int));
     for (int i = 0; i < lp->n_kernels; i++) {
         p->buf_start[i] = total;
         total += lp->kernels[i]->n_bufs;
     }
-    p->buf_table = calloc((size_t)total + 1, sizeof(void *));
+    p->buf_table = calloc((size_t)total + 1, sizeof(rt_arg));
+    p->slot_mem = calloc((size_t)p->plan.n_slots + 1, sizeof(rt_arg));
     p->slot_ptr = calloc((size_t)p->plan.n_slots + 1, sizeof(void *));
-    p->mem = aligned_alloc(PLAN_ALIGN, (size_t)p->plan.arena_bytes + PLAN_ALIGN);
-    if (!p->fns || !p->buf_start || !p->buf_table || !p->slot_ptr || !p->mem)
-        return diag_fail(SMELT_ERR_NOMEM, "out of memory: the activation arena needs %lld bytes",
-                         (long long)p->plan.arena_bytes);
+    p->host_out = calloc((size_t)p->g->n_outputs + 1, sizeof(void *));
+    if (!p->fns || !p->buf_start || !p->buf_table || !p->slot_mem || !p->slot_ptr || !p->host_out)
+        return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+    TRY(ops->alloc(p->dev, (size_t)p->plan.arena_bytes + PLAN_ALIGN, &p->mem));
     for (int s = 0; s < p->plan.n_slots; s++) {
         const plan_slot *x = &p->plan.slots[s];
-        if (x->kind == PLAN_ARENA) p->slot_ptr[s] = p->mem + x->offset;
-        else if (x->kind == PLAN_CONST) p->slot_ptr[s] = p->g->tensors[x->alias >= 0 ? x->alias : s].data;
+        if (x->alias >= 0) continue;
+        if (x->kind == PLAN_ARENA) {
+            p->slot_mem[s] = (rt_arg){p->mem, x->offset};
+            if (ops->host_memory) p->slot_ptr[s] = (char *)(uintptr_t)p->mem + x->offset;
+        } else if (x->kind == PLAN_CONST) {
+            void *data = p->g->tensors[s].data;
+            p->slot_ptr[s] = data;
+            if (ops->host_memory) {
+                p->slot_mem[s].mem = (rt_mem)(uintptr_t)data;
+            } else if (x->bytes > 0) {
+                TRY(ops->alloc(p->dev, (size_t)x->bytes, &p->slot_mem[s].mem));
+                TRY(ops->upload(p->dev, p->slot_mem[s].mem, 0, data, (size_t)x->bytes));
+            }
+        } else if (x->kind == PLAN_INPUT && !ops->host_memory && x->bytes > 0) {
+            TRY(ops->alloc(p->dev, (size_t)x->bytes, &p->slot_mem[s].mem));
+        }
+    }
+    for (int s = 0; s < p->plan.n_slots; s++)
+        if (p->plan.slots[s].alias >= 0) {
+            p->slot_mem[s] = p->slot_mem[p->plan.slots[s].alias];
+            p->slot_ptr[s] = p->slot_ptr[p->plan.slots[s].alias];
+        }
+    for (int o = 0; o < p->g->n_outputs && !ops->host_memory; o++) {
+        int t = p->g->outputs[o];
+        if (p->plan.slots[t].kind == PLAN_ARENA && !(p->host_out[o] = malloc((size_t)p->plan.slots[t].bytes + 1)))
+            return diag_fail(SMELT_ERR_NOMEM, "out of memory");
     }
     for (int i = 0; i < lp->n_kernels; i++) {
         char name[64];
         emit_kernel_name(lp->kernels[i], name, sizeof name);
-        p->fns[i] = (rt_kernel_fn)rt_so_sym(p->so, name);
-        if (!p->fns[i]) return diag_fail(SMELT_ERR_INTERNAL, "kernel %s missing from the compiled object", name);
+        TRY(ops->kernel(p->dev, p->module, name, &p->fns[i]));
         const kir_kernel *k = lp->kernels[i];
         for (int b = 0; b < k->n_bufs; b++)
-            p->stats.bytes_moved += k->bufs[b].numel * (int64_t)smelt_dtype_size(k->bufs[b].type);
+            if (!k->bufs[b].workgroup) p->stats.bytes_moved += k->bufs[b].numel * (int64_t)smelt_dtype_size(k->bufs[b].type);
     }
     return SMELT_OK;
 }
@@ -88,7 +130,15 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
                                     const smelt_tensor *inputs)
 {
     double t0 = now_ms();
-    TRY(check_devices(opt->devices));
+    char dev_name[64];
+    TRY(check_devices(opt->devices, dev_name, sizeof dev_name));
+    /* The target follows from the device's kind; compile_only stops before
+     * the device is needed, so source can be emitted for absent devices. */
+    const target_info *target = dev_name[0] == 'o' ? &target_opencl
+                              : dev_name[0] == 'c' && dev_name[1] == 'u' ? &target_cuda : &target_cpu;
+    emit_lang lang = target == &target_opencl ? EMIT_OPENCL : target == &target_cuda ? EMIT_CUDA : EMIT_C;
+    p->lang = lang;
+    if (!opt->compile_only) TRY(rt_device_open(dev_name, opt->threads, &p->dev));
     p->g = ir_graph_clone(m->g);
     if (!p->g) return diag_fail(SMELT_ERR_NOMEM, "out of memory copying the model");
     TRY(graph_bind_inputs(p->g, n_inputs, inputs));
@@ -96,25 +146,25 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     TRY(graph_fold_batchnorm(p->g));
     TRY(graph_dce(p->g));
     double t1 = now_ms();
-    TRY(lower_all(p, opt));
-    p->locals = opt->locals == SMELT_LOCALS_REUSE ? LOCALS_REUSE : LOCALS_HYBRID;
+    TRY(lower_all(p, opt, target));
+    p->locals = opt->locals == SMELT_LOCALS_REUSE ? LOCALS_REUSE
+              : opt->locals == SMELT_LOCALS_HYBRID ? LOCALS_HYBRID : target->locals;
     TRY(plan_build(p->g, &p->lp, &p->plan)); /* before emitting: in-place sets kir_buffer.alias_of */
-    TRY(emit_program(p->lp.kernels, p->lp.n_kernels, EMIT_C, p->locals, &p->source));
+    TRY(emit_program(p->lp.kernels, p->lp.n_kernels, lang, p->locals, &p->source));
     if (opt->max_memory > 0 && p->plan.arena_bytes > opt->max_memory)
         return diag_fail(SMELT_ERR_NOMEM, "the memory plan needs %lld bytes of activations, over the limit of %lld bytes",
                          (long long)p->plan.arena_bytes, (long long)opt->max_memory);
     double t2 = now_ms();
-    TRY(rt_cc_load(p->source, &p->so, &p->stats.cc_cached));
+    if (opt->compile_only) return SMELT_OK;
+    TRY(p->dev->ops->build(p->dev, p->source, &p->module, &p->stats.cc_cached));
     double t3 = now_ms();
-    p->pool = rt_pool_new(opt->threads);
-    if (!p->pool) return diag_fail(SMELT_ERR_DEVICE, "could not start %d worker threads", opt->threads);
     TRY(link_program(p));
     p->stats.t_frontend_ms = t1 - t0;
     p->stats.t_lower_ms = t2 - t1;
     p->stats.t_cc_ms = t3 - t2;
     if (opt->verbose)
-        fprintf(stderr, "smelt: frontend %.1f ms, lower+emit %.1f ms, cc %.1f ms (%s), %d kernels\n", t1 - t0, t2 - t1,
-                t3 - t2, p->stats.cc_cached ? "cached" : "compiled", p->lp.n_kernels);
+        fprintf(stderr, "smelt: %s: frontend %.1f ms, lower+emit %.1f ms, build %.1f ms (%s), %d kernels\n",
+                p->dev->name, t1 - t0, t2 - t1, t3 - t2, p->stats.cc_cached ? "cached" : "compiled", p->lp.n_kernels);
     return SMELT_OK;
 }
 
@@ -141,14 +191,24 @@ smelt_status smelt_program_compile(const smelt_model *m, const smelt_options *op
 void smelt_program_free(smelt_program *p)
 {
     if (!p) return;
-    if (p->pool) rt_pool_free(p->pool);
-    if (p->so) rt_so_close(p->so);
+    if (p->dev) {
+        const rt_device_ops *ops = p->dev->ops;
+        if (!ops->host_memory && p->slot_mem)
+            for (int s = 0; s < p->plan.n_slots; s++)
+                if (p->plan.slots[s].kind != PLAN_ARENA && p->plan.slots[s].alias < 0 && p->slot_mem[s].mem)
+                    ops->mem_free(p->dev, p->slot_mem[s].mem);
+        if (p->mem) ops->mem_free(p->dev, p->mem);
+        if (p->module) ops->module_free(p->dev, p->module);
+        rt_device_close(p->dev);
+    }
+    for (int o = 0; p->host_out && o < p->g->n_outputs; o++) free(p->host_out[o]);
+    free(p->host_out);
+    free(p->slot_mem);
     free(p->source);
     free(p->fns);
     free(p->buf_table);
     free(p->buf_start);
     free(p->slot_ptr);
-    free(p->mem);
     free(p->prof_ms);
     free(p->prof_calls);
     plan_free(&p->plan);
@@ -178,40 +238,47 @@ static smelt_status bind_run_inputs(smelt_program *p, int n, const smelt_tensor 
                              x->name, smelt_dtype_name(x->dtype), ir_shape_str(&x->shape, a, sizeof a));
         }
         p->slot_ptr[t] = in->data;
+        if (p->dev->ops->host_memory) p->slot_mem[t].mem = (rt_mem)(uintptr_t)in->data;
+        else if (p->slot_mem[t].mem)
+            TRY(p->dev->ops->upload(p->dev, p->slot_mem[t].mem, 0, in->data, (size_t)p->plan.slots[t].bytes));
     }
     for (int s = 0; s < p->plan.n_slots; s++) /* views of inputs are the caller's memory too */
-        if (p->plan.slots[s].alias >= 0 && p->plan.slots[s].kind == PLAN_INPUT)
+        if (p->plan.slots[s].alias >= 0 && p->plan.slots[s].kind == PLAN_INPUT) {
             p->slot_ptr[s] = p->slot_ptr[p->plan.slots[s].alias];
+            p->slot_mem[s] = p->slot_mem[p->plan.slots[s].alias];
+        }
     return SMELT_OK;
 }
 
-/* The run loop with a clock read around each dispatch; the plain loop has none. */
-static void run_profiled(smelt_program *p)
-{
-    for (int i = 0; i < p->lp.n_kernels; i++) {
-        const kir_kernel *k = p->lp.kernels[i];
-        void **bufs = p->buf_table + p->buf_start[i];
-        for (int b = 0; b < k->n_bufs; b++) bufs[b] = p->slot_ptr[k->bufs[b].tensor];
-        double t0 = now_ms();
-        rt_pool_run(p->pool, p->fns[i], k->n_workgroups, bufs);
-        p->prof_ms[i] += now_ms() - t0;
-        p->prof_calls[i]++;
-    }
-}
-
+/* The command list: dispatch every kernel with its buffer table, wait, and
+ * on devices without host memory download the outputs. Profiling reads a
+ * clock around each dispatch and waits for each kernel. */
 smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tensor *inputs)
 {
     if (!p) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: no program");
+    if (!p->dev) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: the program was compiled with compile_only");
+    const rt_device_ops *ops = p->dev->ops;
     TRY(bind_run_inputs(p, n_inputs, inputs));
-    if (p->prof_ms) {
-        run_profiled(p);
-        return SMELT_OK;
-    }
     for (int i = 0; i < p->lp.n_kernels; i++) {
         const kir_kernel *k = p->lp.kernels[i];
-        void **bufs = p->buf_table + p->buf_start[i];
-        for (int b = 0; b < k->n_bufs; b++) bufs[b] = p->slot_ptr[k->bufs[b].tensor];
-        rt_pool_run(p->pool, p->fns[i], k->n_workgroups, bufs);
+        if (k->n_workgroups <= 0) continue;
+        rt_arg *bufs = p->buf_table + p->buf_start[i];
+        for (int b = 0; b < k->n_bufs; b++) bufs[b] = k->bufs[b].workgroup ? (rt_arg){0, -1} : p->slot_mem[k->bufs[b].tensor];
+        double t0 = p->prof_ms ? now_ms() : 0;
+        TRY(ops->dispatch(p->dev, p->fns[i], k->n_bufs, bufs, k->n_workgroups, k->wg_size));
+        if (p->prof_ms) {
+            TRY(ops->finish(p->dev));
+            p->prof_ms[i] += now_ms() - t0;
+            p->prof_calls[i]++;
+        }
+    }
+    TRY(ops->finish(p->dev));
+    for (int o = 0; o < p->g->n_outputs && !ops->host_memory; o++) {
+        int t = p->g->outputs[o];
+        if (!p->host_out[o]) continue;
+        TRY(ops->download(p->dev, p->slot_mem[t].mem, (size_t)p->slot_mem[t].offset, p->host_out[o],
+                          (size_t)p->plan.slots[t].bytes));
+        p->slot_ptr[t] = p->host_out[o];
     }
     return SMELT_OK;
 }

@@ -3,12 +3,14 @@
  * command list that runs it. The public smelt_program is this struct.
  *
  *   compile: clone model graph → bind inputs → infer + fold → DCE →
- *            regions (fuse) → lower (view nodes skipped: plan_node_is_view) →
- *            plan (aliases, in-place: sets kir_buffer.alias_of) → emit →
- *            cc + dlopen
- *   run:     bind caller's inputs → for each kernel: fill its buffer table
- *            from the plan, hand its workgroups to the pool → outputs are
- *            views into the arena (or constants / inputs).
+ *            regions (fuse) → lower for the device's target (view nodes skipped:
+ *            plan_node_is_view) → workgroup memory (smem) → plan (aliases,
+ *            in-place: sets kir_buffer.alias_of) → emit → build on the device
+ *            → constants to the device
+ *   run:     the command list: upload inputs → dispatch every kernel with
+ *            its buffer table from the plan → finish → download outputs.
+ *            On the CPU (host memory) inputs and constants are bound in
+ *            place and outputs are views into the arena.
  */
 #ifndef SMELT_API_PROGRAM_H
 #define SMELT_API_PROGRAM_H
@@ -18,7 +20,7 @@
 #include "kernel/locals.h"
 #include "kernel/lower.h"
 #include "plan/plan.h"
-#include "rt/rt.h"
+#include "rt/device.h"
 
 struct smelt_model {
     ir_graph *g;
@@ -27,7 +29,7 @@ struct smelt_model {
 typedef struct program_stats {
     double t_frontend_ms;  /* bind, infer, fold, dce */
     double t_lower_ms;     /* regions + lowering + emit */
-    double t_cc_ms;        /* system compiler or cache load */
+    double t_cc_ms;        /* device build (system compiler, OpenCL, NVRTC) or cache load */
     bool cc_cached;
     int64_t bytes_moved;   /* bytes all kernels read + write once */
 } program_stats;
@@ -39,14 +41,17 @@ struct smelt_program {
     lower_program lp;
     mem_plan plan;
     locals_strategy locals;
+    int lang;              /* emit_lang of source */
     char *source;
-    rt_so *so;
-    rt_pool *pool;
-    rt_kernel_fn *fns;
-    void **slot_ptr;       /* per plan slot: where its bytes are during a run */
-    void **buf_table;      /* all kernels' buffer tables, back to back */
+    rt_device *dev;        /* the device that runs every kernel */
+    rt_module *module;
+    rt_kernel **fns;       /* per kernel */
+    rt_arg *slot_mem;      /* per plan slot: its device memory during a run */
+    void **slot_ptr;       /* per plan slot: its bytes as the host sees them (outputs) */
+    void **host_out;       /* devices without host memory: per graph output, its downloaded copy */
+    rt_arg *buf_table;     /* all kernels' buffer tables, back to back */
     int *buf_start;        /* per kernel: its first entry in buf_table */
-    unsigned char *mem;    /* the activation arena */
+    rt_mem mem;            /* the activation arena */
     double *prof_ms;       /* per kernel, while profiling is on; else NULL */
     int64_t *prof_calls;
     program_stats stats;

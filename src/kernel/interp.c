@@ -439,9 +439,25 @@ static smelt_status run(const kir_kernel *k, void *const *bufs, const int *match
     return SMELT_OK;
 }
 
-smelt_status kir_interpret(const kir_kernel *k, void *const *bufs)
+smelt_status kir_interpret(const kir_kernel *k, void *const *caller_bufs)
 {
     TRY(kir_verify(k));
+    if (k->wg_size != 1)
+        return diag_fail(SMELT_ERR_UNSUPPORTED, "kernel %d: the interpreter runs one thread per workgroup, not %d",
+                         k->id, k->wg_size);
+    /* Workgroup memory: one private array per buffer (one thread shares with nobody). */
+    void **bufs = calloc((size_t)k->n_bufs + 1, sizeof(void *));
+    if (!bufs) return diag_fail(SMELT_ERR_NOMEM, "kernel %d: out of memory interpreting", k->id);
+    for (int b = 0; b < k->n_bufs; b++) {
+        bufs[b] = k->bufs[b].workgroup ? calloc((size_t)k->bufs[b].numel + 1, smelt_dtype_size(k->bufs[b].type) + 1)
+                                       : caller_bufs[b];
+        if (k->bufs[b].workgroup && !bufs[b]) {
+            for (int q = 0; q < b; q++)
+                if (k->bufs[q].workgroup) free(bufs[q]);
+            free(bufs);
+            return diag_fail(SMELT_ERR_NOMEM, "kernel %d: out of memory interpreting", k->id);
+        }
+    }
     int *match = malloc(((size_t)k->n_stmts + 1) * sizeof(int));
     int *stack = malloc(((size_t)k->n_stmts + 1) * sizeof(int));
     cell *val = calloc((size_t)k->n_vals + 1, sizeof(cell));
@@ -455,5 +471,8 @@ smelt_status kir_interpret(const kir_kernel *k, void *const *bufs)
     free(stack);
     free(val);
     free(var);
+    for (int b = 0; b < k->n_bufs; b++)
+        if (k->bufs[b].workgroup) free(bufs[b]);
+    free(bufs);
     return st;
 }

@@ -128,10 +128,12 @@ kir_val lower_linear(kir_kernel *k, const ir_shape *s, const kir_val *idx)
 
 void lower_unravel(kir_kernel *k, const ir_shape *s, kir_val linear, kir_val *idx)
 {
+    int outer = 0; /* the outermost dim that is not 1 takes what is left (no dead division) */
+    while (outer < s->rank - 1 && s->dim[outer] == 1) outer++;
     for (int d = s->rank - 1; d >= 0; d--) {
         if (s->dim[d] == 1) {
             idx[d] = kir_idx(k, 0);
-        } else if (d == 0) {
+        } else if (d == outer) {
             idx[d] = linear;
         } else {
             idx[d] = kir_binary(k, KIR_MOD, linear, kir_idx(k, s->dim[d]));
@@ -413,6 +415,10 @@ static void parallel_tiles(lower_ctx *c, const ir_shape *shape, lower_body_fn bo
 
 void lower_parallel_for(lower_ctx *c, const ir_shape *shape, int64_t work_per_elem, lower_body_fn body, void *user)
 {
+    if (c->target->wg_size > 1) {
+        lower_parallel_for_gpu(c, shape, work_per_elem, body, user);
+        return;
+    }
     lower_program *p = c->st->p;
     int first = p->n_kernels, r = shape->rank;
     parallel_rows(c, shape, work_per_elem, body, user);
@@ -580,14 +586,16 @@ static smelt_status lower_root(lower_program *p, const ir_graph *g, const fuse_p
                                int node)
 {
     struct lower_state st = {.p = p, .fp = fp, .region = r};
-    lower_ctx c = {g, &g->nodes[node], NULL, &st};
+    lower_ctx c = {g, &g->nodes[node], NULL, &st, p->target ? p->target : &target_cpu};
     const op_info *oi = op_get(c.n->op);
     int first = p->n_kernels;
     smelt_status s;
     int64_t off[IR_MAX_RANK];
     bool insert = fp && oi->insert && fuse_insert(g, c.n, 0, off) && fp->inline_of[c.n->out[0]] < 0 &&
                   fp->epilogue_of[c.n->out[0]] < 0;
-    if (oi->lower) s = oi->lower(&c);
+    lower_gpu_fn gpu = c.target->wg_size > 1 ? lower_gpu_for(c.n->op) : NULL;
+    if (gpu) s = gpu(&c);
+    else if (oi->lower) s = oi->lower(&c);
     else if (insert) s = lower_insert(&c);
     else if (oi->scalar || oi->elem) s = lower_elementwise(&c);
     else s = ir_node_fail(c.n, SMELT_ERR_UNSUPPORTED, "op has no lowering (only folded at compile time), but its inputs are not constant");

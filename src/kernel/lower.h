@@ -22,14 +22,29 @@
 
 #include "ir/ir.h"
 #include "kernel/kir.h"
+#include "kernel/locals.h"
 
 struct lower_state;
+
+/* What lowerings may assume about the target (DESIGN.md: TargetInfo). On a
+ * target with wg_size > 1, lower_parallel_for spreads elements over the
+ * threads of a workgroup and ops with a GPU lowering (lower_gpu_*.c) use it. */
+typedef struct target_info {
+    const char *name;        /* "cpu", "opencl", "cuda" */
+    int vector_width;        /* f32 lanes the target compiler vectorizes to */
+    int wg_size;             /* threads per workgroup of GPU lowerings; 1: CPU */
+    int64_t smem_limit;      /* bytes of workgroup memory per workgroup */
+    locals_strategy locals;  /* default local-variable allocator */
+} target_info;
+
+extern const target_info target_cpu, target_opencl, target_cuda;
 
 typedef struct lower_ctx {
     const ir_graph *g;
     const ir_node *n;         /* node whose element/kernel is being built */
     kir_kernel *k;            /* kernel being built                        */
     struct lower_state *st;   /* private to lower.c                       */
+    const target_info *target;
 } lower_ctx;
 
 /* Start a new kernel with `n_workgroups` workgroups; becomes c->k. */
@@ -74,6 +89,13 @@ void lower_scratch_store(lower_ctx *c, int scratch, kir_val linear, kir_val v);
  * or element function. */
 smelt_status lower_elementwise(lower_ctx *c);
 
+/* GPU lowerings (lower_gpu_*.c), used when c->target->wg_size > 1. */
+void lower_parallel_for_gpu(lower_ctx *c, const ir_shape *shape, int64_t work_per_elem, lower_body_fn body,
+                            void *user);
+/* The GPU lowering of op, or NULL to use the op's own. */
+typedef smelt_status (*lower_gpu_fn)(lower_ctx *c);
+lower_gpu_fn lower_gpu_for(int op);
+
 /* ---- the driver's side ---------------------------------------------------- */
 
 /* All kernels lowered for a graph, in execution order. Scratch buffers are
@@ -86,6 +108,7 @@ typedef struct lower_program {
     smelt_dtype *scratch_type;
     int64_t *scratch_numel;
     int n_scratch, cap_scratch;
+    const target_info *target; /* NULL: target_cpu */
 } lower_program;
 
 void lower_program_init(lower_program *p, arena *a);

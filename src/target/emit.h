@@ -11,6 +11,13 @@
  * Every kernel of the C dialect has the signature
  *     void smelt_k<id>(int64_t wg, void *const *bufs)
  * with buffer i at bufs[i]; the runtime calls it once per workgroup.
+ * OpenCL kernels take, for each parameter buffer i in order, the pair
+ * (__global T *g<i>, long o<i>): a cl_mem and a byte offset into it. CUDA
+ * kernels (extern "C" __global__) take one device pointer per buffer. Both
+ * read the workgroup index and thread index from builtins; a parallel loop
+ * becomes `for (i = lo + lid; i < hi; i += wg_size)`; workgroup buffers are
+ * views into one byte array (__local / __shared__) at kernel/smem.c's
+ * offsets, and a comment above each kernel shows that layout.
  */
 #ifndef SMELT_TARGET_EMIT_H
 #define SMELT_TARGET_EMIT_H

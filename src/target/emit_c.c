@@ -14,29 +14,60 @@
  */
 #include "target/emit.h"
 
+#include "kernel/smem.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* What differs between C-like targets. OpenCL and CUDA rows get their kernel
- * entry (work-group index from a builtin, buffers as parameters) when their
- * runtimes land; until then they are marked unsupported. */
+/* What differs between C-like targets. */
+typedef enum param_style {
+    PARAMS_TABLE,  /* (int64_t wg, void *const *bufs): the CPU runtime's buffer table */
+    PARAMS_OFFSET, /* per buffer (base, byte offset): OpenCL, one cl_mem arena */
+    PARAMS_PLAIN,  /* per buffer a pointer: CUDA device pointers */
+} param_style;
+
 typedef struct dialect {
     const char *name;
-    bool supported;
-    const char *prelude;     /* includes */
-    const char *kernel_qual; /* before the return type */
+    const char *prelude;      /* includes, types, limits */
+    const char *fn_qual;      /* helpers: "static inline" */
+    const char *kernel_qual;  /* before the return type */
     const char *restrict_kw;
     const char *global_space; /* address space of parameter buffers */
+    const char *local_space;  /* address space of workgroup memory */
+    const char *smem_decl;    /* the workgroup stack; %lld: its bytes */
+    const char *group_id;     /* the workgroup index; NULL: a parameter */
+    const char *local_id;     /* the thread index in the workgroup */
     const char *barrier;      /* NULL: one thread per workgroup, nothing to wait for */
+    const char *f32_sfx;      /* of libm names for float: expf vs overloaded exp */
+    const char *ll_sfx;       /* of 64-bit integer literals */
+    param_style params;
 } dialect;
 
+static const char opencl_prelude[] =
+    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    "typedef char int8_t;\ntypedef uchar uint8_t;\ntypedef short int16_t;\ntypedef ushort uint16_t;\n"
+    "typedef int int32_t;\ntypedef uint uint32_t;\ntypedef long int64_t;\ntypedef ulong uint64_t;\n"
+    "#define INT32_MIN INT_MIN\n#define INT64_MIN LONG_MIN\n#define INT64_MAX LONG_MAX\n#define UINT64_MAX ULONG_MAX\n";
+
+static const char cuda_prelude[] =
+    "typedef signed char int8_t;\ntypedef unsigned char uint8_t;\ntypedef short int16_t;\n"
+    "typedef unsigned short uint16_t;\ntypedef int int32_t;\ntypedef unsigned int uint32_t;\n"
+    "typedef long long int64_t;\ntypedef unsigned long long uint64_t;\n"
+    "#define INT32_MIN (-2147483647 - 1)\n#define INT64_MAX 9223372036854775807ll\n"
+    "#define INT64_MIN (-INT64_MAX - 1)\n#define UINT64_MAX 18446744073709551615ull\n"
+    "#define INFINITY __int_as_float(0x7f800000)\n#define NAN __int_as_float(0x7fffffff)\n";
+
 static const dialect dialects[] = {
-    [EMIT_C] = {"C", true, "#include <math.h>\n#include <stdint.h>\n", "", "restrict", "", NULL},
-    [EMIT_OPENCL] = {"OpenCL C", false, "", "__kernel ", "restrict", "__global ",
-                     "barrier(CLK_LOCAL_MEM_FENCE);"},
-    [EMIT_CUDA] = {"CUDA C", false, "", "extern \"C\" __global__ ", "__restrict__", "", "__syncthreads();"},
+    [EMIT_C] = {"C", "#include <math.h>\n#include <stdint.h>\n", "static inline", "", "restrict", "", "",
+                "_Alignas(16) unsigned char smem[%lld];", NULL, "0", NULL, "f", "ll", PARAMS_TABLE},
+    [EMIT_OPENCL] = {"OpenCL C", opencl_prelude, "static inline", "__kernel ", "restrict", "__global ", "__local ",
+                     "__local uchar smem[%lld] __attribute__((aligned(16)));", "get_group_id(0)", "get_local_id(0)",
+                     "barrier(CLK_LOCAL_MEM_FENCE);", "", "L", PARAMS_OFFSET},
+    [EMIT_CUDA] = {"CUDA C", cuda_prelude, "__device__ __forceinline__", "extern \"C\" __global__ ",
+                   "__restrict__", "", "", "__shared__ __align__(16) unsigned char smem[%lld];", "blockIdx.x",
+                   "threadIdx.x", "__syncthreads();", "f", "ll", PARAMS_PLAIN},
 };
 _Static_assert(sizeof dialects / sizeof dialects[0] == EMIT_LANG_COUNT, "one dialect per emit_lang");
 
@@ -78,6 +109,20 @@ static const char prelude_helpers[] =
     "    return x != x ? 0 : x >= 18446744073709551616.0 ? UINT64_MAX\n"
     "         : x < 0 ? (uint64_t)smelt_f2i64(x) : (uint64_t)x;\n"
     "}\n";
+
+/* The helpers with "static inline" replaced by the dialect's qualifier. */
+static void put_helpers(strbuf *sb, const char *qual)
+{
+    static const char tok[] = "static inline";
+    for (const char *p = prelude_helpers, *q; *p; p = q + sizeof tok - 1) {
+        q = strstr(p, tok);
+        if (!q) {
+            sb_puts(sb, p);
+            return;
+        }
+        sb_printf(sb, "%.*s%s", (int)(q - p), p, qual);
+    }
+}
 
 static const struct {
     const char *name;
@@ -145,16 +190,16 @@ static int64_t const_int(const kir_value *v)
     }
 }
 
-static void put_int(strbuf *sb, smelt_dtype t, int64_t i)
+static void put_int(strbuf *sb, const dialect *d, smelt_dtype t, int64_t i)
 {
     if (t == SMELT_U64 || t == SMELT_U32) {
         uint64_t u = t == SMELT_U32 ? (uint32_t)i : (uint64_t)i;
         if (u <= INT32_MAX) sb_printf(sb, "%llu", (unsigned long long)u);
-        else sb_printf(sb, "%lluu%s", (unsigned long long)u, t == SMELT_U64 ? "ll" : "");
+        else sb_printf(sb, "%lluu%s", (unsigned long long)u, t == SMELT_U64 ? d->ll_sfx : "");
     } else if (i == INT64_MIN) {
         sb_puts(sb, "INT64_MIN");
     } else if (i < INT32_MIN || i > INT32_MAX) {
-        sb_printf(sb, "((int64_t)%lldll)", (long long)i);
+        sb_printf(sb, "((int64_t)%lld%s)", (long long)i, d->ll_sfx);
     } else if (i == INT32_MIN) {
         sb_puts(sb, "INT32_MIN");
     } else {
@@ -173,10 +218,10 @@ static void put_val(emitter *e, kir_val v)
     switch (x->op) {
     case KIR_CONST:
         if (kir_is_float(x->type)) put_float(e->sb, x->imm.f, x->type == SMELT_F32);
-        else put_int(e->sb, x->type, const_int(x));
+        else put_int(e->sb, e->d, x->type, const_int(x));
         break;
     case KIR_WG: sb_puts(e->sb, "wg"); break;
-    case KIR_LID: sb_puts(e->sb, "0"); break; /* the C dialect runs one thread per workgroup */
+    case KIR_LID: sb_puts(e->sb, e->d->group_id ? "lid" : "0"); break; /* C: one thread per workgroup */
     case KIR_LOOPVAR: sb_printf(e->sb, "i%d", e->loop_depth[v]); break;
     default: put_slot(e, e->loc.val_slot[v]); break;
     }
@@ -243,7 +288,7 @@ static smelt_status unsupported(const emitter *e, const kir_value *x, smelt_dtyp
 static smelt_status put_float_expr(emitter *e, const kir_value *x, smelt_dtype ta)
 {
     strbuf *sb = e->sb;
-    const char *sfx = ta == SMELT_F32 ? "f" : "";
+    const char *sfx = ta == SMELT_F32 ? e->d->f32_sfx : "";
     if (libm[x->op]) {
         sb_printf(sb, "%s%s(", libm[x->op], sfx);
         put_pattern(e, kir_op_arity(x->op) == 2 ? "%a, %b)" : "%a)", x);
@@ -258,7 +303,7 @@ static smelt_status put_float_expr(emitter *e, const kir_value *x, smelt_dtype t
         return SMELT_OK;
     case KIR_MIN:
     case KIR_MAX:
-        sb_printf(sb, "smelt_%s%s(", x->op == KIR_MIN ? "min" : "max", sfx);
+        sb_printf(sb, "smelt_%s%s(", x->op == KIR_MIN ? "min" : "max", ta == SMELT_F32 ? "f" : "");
         put_pattern(e, "%a, %b)", x);
         return SMELT_OK;
     case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV:
@@ -407,21 +452,80 @@ static bool buffer_used(const kir_kernel *k, int b)
     return false;
 }
 
+static bool val_used(const emitter *e, kir_op op)
+{
+    for (int v = 1; v < e->k->n_vals; v++)
+        if (e->k->vals[v].op == op && e->uses[v]) return true;
+    return false;
+}
+
+/* Threads of a workgroup share its parallel loops (GPU dialects only). */
+static bool threaded(const emitter *e) { return e->d->group_id && e->k->wg_size > 1; }
+
+static void emit_params(emitter *e)
+{
+    const kir_kernel *k = e->k;
+    strbuf *sb = e->sb;
+    if (e->d->params == PARAMS_TABLE) {
+        sb_printf(sb, "%svoid smelt_k%d(int64_t wg, void *const *bufs)\n{\n", e->d->kernel_qual, k->id);
+        return;
+    }
+    sb_printf(sb, "%svoid smelt_k%d(", e->d->kernel_qual, k->id);
+    int n = 0;
+    for (int b = 0; b < k->n_bufs; b++) {
+        if (k->bufs[b].workgroup) continue;
+        const char *q = k->bufs[b].written ? "" : "const ";
+        const char *t = ctypes[k->bufs[b].type].name;
+        if (n++) sb_puts(sb, ", ");
+        if (e->d->params == PARAMS_OFFSET)
+            sb_printf(sb, "%s%s%s *g%d, long o%d", e->d->global_space, q, t, b, b);
+        else
+            sb_printf(sb, "%s%s *a%d", q, t, b); /* a: no slot prefix */
+    }
+    sb_puts(sb, n ? ")\n{\n" : "void)\n{\n");
+}
+
 static void emit_header(emitter *e)
 {
     const kir_kernel *k = e->k;
     strbuf *sb = e->sb;
     sb_printf(sb, "/* k%d%s", k->id, k->comment && *k->comment ? ": " : "");
     put_comment(sb, k->comment);
-    sb_printf(sb, " */\n%svoid smelt_k%d(int64_t wg, void *const *bufs)\n{\n", e->d->kernel_qual, k->id);
+    sb_puts(sb, " */\n");
+    if (k->smem_bytes > 0 || smem_total_bytes(k) > 0) {
+        sb_puts(sb, "/* workgroup memory:");
+        for (int b = 0; b < k->n_bufs; b++)
+            if (k->bufs[b].workgroup)
+                sb_printf(sb, " b%d %s[%lld] at +%lld;", b, ctypes[k->bufs[b].type].name, (long long)k->bufs[b].numel,
+                          (long long)k->bufs[b].smem_offset);
+        sb_printf(sb, " peak %lld bytes, %lld without reuse */\n", (long long)k->smem_bytes,
+                  (long long)smem_total_bytes(k));
+    }
+    emit_params(e);
     int n_bound = 0;
     for (int b = 0; b < k->n_bufs; b++) {
-        if (!buffer_used(k, b) || k->bufs[b].alias_of >= 0) continue;
+        if (k->bufs[b].workgroup || !buffer_used(k, b) || k->bufs[b].alias_of >= 0) continue;
         n_bound++;
         const char *q = k->bufs[b].written ? "" : "const ";
         const char *t = ctypes[k->bufs[b].type].name;
-        sb_printf(sb, "    %s%s%s *%s b%d = (%s%s%s *)bufs[%d];\n", e->d->global_space, q, t,
-                  e->d->restrict_kw, b, e->d->global_space, q, t, b);
+        const char *gs = e->d->global_space;
+        if (e->d->params == PARAMS_TABLE)
+            sb_printf(sb, "    %s%s%s *%s b%d = (%s%s%s *)bufs[%d];\n", gs, q, t, e->d->restrict_kw, b, gs, q, t, b);
+        else if (e->d->params == PARAMS_OFFSET)
+            sb_printf(sb, "    %s%s%s *%s b%d = (%s%s%s *)((%s%schar *)g%d + o%d);\n", gs, q, t, e->d->restrict_kw, b, gs,
+                      q, t, gs, q, b, b);
+        else
+            sb_printf(sb, "    %s%s *%s b%d = a%d;\n", q, t, e->d->restrict_kw, b, b);
+    }
+    if (k->smem_bytes > 0) {
+        sb_puts(sb, "    ");
+        sb_printf(sb, e->d->smem_decl, (long long)k->smem_bytes);
+        sb_puts(sb, "\n");
+        for (int b = 0; b < k->n_bufs; b++) {
+            if (!k->bufs[b].workgroup || !buffer_used(k, b)) continue;
+            const char *t = ctypes[k->bufs[b].type].name, *ls = e->d->local_space;
+            sb_printf(sb, "    %s%s *b%d = (%s%s *)(smem + %lld);\n", ls, t, b, ls, t, (long long)k->bufs[b].smem_offset);
+        }
     }
     /* In-place: a pointer based on the written buffer's, so one object has one restrict pointer. */
     for (int b = 0; b < k->n_bufs; b++) {
@@ -429,9 +533,13 @@ static void emit_header(emitter *e)
         n_bound++;
         const char *t = ctypes[k->bufs[b].type].name;
         int w = k->bufs[b].alias_of;
-        if (!buffer_used(k, w))
-            sb_printf(sb, "    %sconst %s *b%d = (%sconst %s *)bufs[%d];\n", e->d->global_space, t, b,
-                      e->d->global_space, t, b);
+        const char *gs = e->d->global_space;
+        if (!buffer_used(k, w) && e->d->params == PARAMS_TABLE)
+            sb_printf(sb, "    %sconst %s *b%d = (%sconst %s *)bufs[%d];\n", gs, t, b, gs, t, b);
+        else if (!buffer_used(k, w) && e->d->params == PARAMS_OFFSET)
+            sb_printf(sb, "    %sconst %s *b%d = (%sconst %s *)((%sconst char *)g%d + o%d);\n", gs, t, b, gs, t, gs, b, b);
+        else if (!buffer_used(k, w))
+            sb_printf(sb, "    const %s *b%d = a%d;\n", t, b, b);
         else
             sb_printf(sb, "    %sconst %s *b%d = b%d; /* in place */\n", e->d->global_space, t, b, w);
     }
@@ -450,11 +558,14 @@ static void emit_header(emitter *e)
         }
         sb_puts(sb, ";\n");
     }
-    kir_val wg = 0;
-    for (int v = 1; v < k->n_vals; v++)
-        if (k->vals[v].op == KIR_WG) wg = v;
-    if (!wg || !e->uses[wg]) sb_puts(sb, "    (void)wg;\n");
-    if (!n_bound) sb_puts(sb, "    (void)bufs;\n");
+    bool wg_used = val_used(e, KIR_WG);
+    if (!e->d->group_id) {
+        if (!wg_used) sb_puts(sb, "    (void)wg;\n");
+        if (!n_bound) sb_puts(sb, "    (void)bufs;\n");
+        return;
+    }
+    if (wg_used) sb_printf(sb, "    const int64_t wg = %s;\n", e->d->group_id);
+    if (val_used(e, KIR_LID) || threaded(e)) sb_printf(sb, "    const int64_t lid = %s;\n", e->d->local_id);
 }
 
 static smelt_status emit_body(emitter *e)
@@ -496,10 +607,14 @@ static smelt_status emit_body(emitter *e)
             sb_indent(sb, ind);
             sb_printf(sb, "for (int64_t i%d = ", depth);
             put_val(e, s->lo);
+            bool spread = s->parallel && threaded(e);
+            if (spread) sb_puts(sb, " + lid");
             sb_printf(sb, "; i%d < ", depth);
             put_val(e, s->hi);
             const kir_value *st = &k->vals[s->step];
-            if (st->op == KIR_CONST && st->imm.i == 1) {
+            if (spread) {
+                sb_printf(sb, "; i%d += %d) {\n", depth, k->wg_size);
+            } else if (st->op == KIR_CONST && st->imm.i == 1) {
                 sb_printf(sb, "; ++i%d) {\n", depth);
             } else {
                 sb_printf(sb, "; i%d += ", depth);
@@ -554,9 +669,10 @@ static smelt_status emit_body(emitter *e)
 
 smelt_status emit_kernel(strbuf *sb, const kir_kernel *k, emit_lang lang, locals_strategy s)
 {
-    if ((unsigned)lang >= EMIT_LANG_COUNT || !dialects[lang].supported)
-        return diag_fail(SMELT_ERR_UNSUPPORTED, "kernel %d: no emitter for %s yet", k->id,
-                         (unsigned)lang < EMIT_LANG_COUNT ? dialects[lang].name : "this language");
+    if ((unsigned)lang >= EMIT_LANG_COUNT)
+        return diag_fail(SMELT_ERR_UNSUPPORTED, "kernel %d: no emitter for this language", k->id);
+    if (lang == EMIT_C && k->wg_size != 1)
+        return diag_fail(SMELT_ERR_UNSUPPORTED, "kernel %d: %d threads per workgroup have no C form", k->id, k->wg_size);
     TRY(kir_verify(k));
     for (int b = 0; b < k->n_bufs; b++)
         if (!type_ok(k->bufs[b].type))
@@ -593,16 +709,14 @@ smelt_status emit_kernel(strbuf *sb, const kir_kernel *k, emit_lang lang, locals
 smelt_status emit_program(kir_kernel *const *kernels, int n, emit_lang lang, locals_strategy s, char **out)
 {
     *out = NULL;
-    if ((unsigned)lang >= EMIT_LANG_COUNT || !dialects[lang].supported)
-        return diag_fail(SMELT_ERR_UNSUPPORTED, "no emitter for %s yet",
-                         (unsigned)lang < EMIT_LANG_COUNT ? dialects[lang].name : "this language");
+    if ((unsigned)lang >= EMIT_LANG_COUNT) return diag_fail(SMELT_ERR_UNSUPPORTED, "no emitter for this language");
     strbuf sb;
     sb_init(&sb);
     sb_printf(&sb, "/* generated by smelt (%s, %s locals) */\n", dialects[lang].name,
               s == LOCALS_REUSE ? "reuse" : "hybrid");
     sb_puts(&sb, dialects[lang].prelude);
     sb_puts(&sb, "\n");
-    sb_puts(&sb, prelude_helpers);
+    put_helpers(&sb, dialects[lang].fn_qual);
     for (int i = 0; i < n; i++) {
         sb_puts(&sb, "\n");
         smelt_status st = emit_kernel(&sb, kernels[i], lang, s);

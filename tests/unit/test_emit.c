@@ -433,18 +433,18 @@ TEST(emit_comment_is_sanitized)
     arena_free(&a);
 }
 
-TEST(emit_other_dialects_not_yet)
+TEST(emit_c_refuses_threads)
 {
     arena a;
     arena_init(&a);
     kir_kernel *k = k_chain(&a, 0);
+    k->wg_size = 64;
     strbuf sb;
     sb_init(&sb);
-    CHECK_EQ_INT(emit_kernel(&sb, k, EMIT_OPENCL, LOCALS_REUSE), SMELT_ERR_UNSUPPORTED);
-    CHECK_EQ_INT(emit_kernel(&sb, k, EMIT_CUDA, LOCALS_HYBRID), SMELT_ERR_UNSUPPORTED);
+    CHECK_EQ_INT(emit_kernel(&sb, k, EMIT_C, LOCALS_REUSE), SMELT_ERR_UNSUPPORTED);
     sb_free(&sb);
     char *out = NULL;
-    CHECK_EQ_INT(emit_program(&k, 1, EMIT_CUDA, LOCALS_REUSE, &out), SMELT_ERR_UNSUPPORTED);
+    CHECK_EQ_INT(emit_program(&k, 1, EMIT_C, LOCALS_REUSE, &out), SMELT_ERR_UNSUPPORTED);
     CHECK(out == NULL);
     arena_free(&a);
 }

@@ -1,0 +1,141 @@
+/*
+ * cpu.c — the CPU device: the system compiler and dlopen (cc.c) and the
+ * thread pool (pool.c) behind rt/device.h.
+ *
+ * needs: a C compiler (rt_cc_load). gives: host-memory buffers (an rt_mem is
+ *        the pointer itself), kernels run synchronously by the pool.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/diag.h"
+#include "rt/device.h"
+#include "rt/rt.h"
+
+typedef struct cpu_device {
+    rt_device base;
+    rt_pool *pool;
+    void **bufs;   /* the buffer table of the running dispatch */
+    int cap_bufs;
+} cpu_device;
+
+struct rt_module {
+    rt_so *so;
+};
+
+static smelt_status cpu_open(int index, int threads, rt_device **out)
+{
+    if (index != 0) return diag_fail(SMELT_ERR_DEVICE, "device 'cpu:%d' is not available (there is one cpu device)", index);
+    cpu_device *d = calloc(1, sizeof *d);
+    if (!d) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+    d->base.ops = &rt_cpu_ops;
+    d->pool = rt_pool_new(threads);
+    if (!d->pool) {
+        free(d);
+        return diag_fail(SMELT_ERR_DEVICE, "could not start %d worker threads", threads);
+    }
+    snprintf(d->base.name, sizeof d->base.name, "cpu (%d threads)", rt_pool_threads(d->pool));
+    snprintf(d->base.ident, sizeof d->base.ident, "cpu");
+    *out = &d->base;
+    return SMELT_OK;
+}
+
+static smelt_status cpu_build(rt_device *d, const char *source, rt_module **out, bool *cached)
+{
+    (void)d;
+    rt_module *m = calloc(1, sizeof *m);
+    if (!m) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+    smelt_status st = rt_cc_load(source, &m->so, cached);
+    if (st) {
+        free(m);
+        return st;
+    }
+    *out = m;
+    return SMELT_OK;
+}
+
+/* A kernel handle is the function itself. */
+static smelt_status cpu_kernel(rt_device *d, rt_module *m, const char *name, rt_kernel **out)
+{
+    (void)d;
+    void *fn = rt_so_sym(m->so, name);
+    if (!fn) return diag_fail(SMELT_ERR_INTERNAL, "kernel %s missing from the compiled object", name);
+    *out = fn;
+    return SMELT_OK;
+}
+
+static smelt_status cpu_alloc(rt_device *d, size_t bytes, rt_mem *out)
+{
+    (void)d;
+    enum { ALIGN = 64 };
+    void *p = aligned_alloc(ALIGN, (bytes + ALIGN - 1) / ALIGN * ALIGN + ALIGN);
+    if (!p) return diag_fail(SMELT_ERR_NOMEM, "out of memory: %zu bytes of device memory", bytes);
+    *out = (rt_mem)(uintptr_t)p;
+    return SMELT_OK;
+}
+
+static smelt_status cpu_upload(rt_device *d, rt_mem dst, size_t offset, const void *src, size_t bytes)
+{
+    (void)d;
+    if (bytes) memcpy((char *)(uintptr_t)dst + offset, src, bytes);
+    return SMELT_OK;
+}
+
+static smelt_status cpu_download(rt_device *d, rt_mem src, size_t offset, void *dst, size_t bytes)
+{
+    (void)d;
+    if (bytes) memcpy(dst, (const char *)(uintptr_t)src + offset, bytes);
+    return SMELT_OK;
+}
+
+static smelt_status cpu_dispatch(rt_device *dev, rt_kernel *k, int n_args, const rt_arg *args, int64_t n_wg,
+                                 int wg_size)
+{
+    cpu_device *d = (cpu_device *)dev;
+    if (wg_size != 1)
+        return diag_fail(SMELT_ERR_INTERNAL, "cpu kernels run one thread per workgroup, not %d", wg_size);
+    if (n_args > d->cap_bufs) {
+        void **b = realloc(d->bufs, sizeof(void *) * (size_t)n_args);
+        if (!b) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+        d->bufs = b;
+        d->cap_bufs = n_args;
+    }
+    for (int i = 0; i < n_args; i++)
+        d->bufs[i] = args[i].mem ? (char *)(uintptr_t)args[i].mem + args[i].offset : NULL;
+    rt_pool_run(d->pool, (rt_kernel_fn)(void *)k, n_wg, d->bufs);
+    return SMELT_OK;
+}
+
+static smelt_status cpu_finish(rt_device *d)
+{
+    (void)d;
+    return SMELT_OK;
+}
+
+static void cpu_mem_free(rt_device *d, rt_mem m)
+{
+    (void)d;
+    free((void *)(uintptr_t)m);
+}
+
+static void cpu_module_free(rt_device *d, rt_module *m)
+{
+    (void)d;
+    if (!m) return;
+    rt_so_close(m->so);
+    free(m);
+}
+
+static void cpu_close(rt_device *dev)
+{
+    cpu_device *d = (cpu_device *)dev;
+    rt_pool_free(d->pool);
+    free(d->bufs);
+    free(d);
+}
+
+const rt_device_ops rt_cpu_ops = {
+    "cpu", RT_LANG_C, true, cpu_open, cpu_build, cpu_kernel, cpu_alloc, cpu_upload, cpu_download,
+    cpu_dispatch, cpu_finish, cpu_mem_free, cpu_module_free, cpu_close,
+};
