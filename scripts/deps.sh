@@ -7,9 +7,23 @@ missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-echo "deps: installing ${missing[*]}"
+# Optional, for the model tests only: PyTorch exports of real architectures
+# (tests/models/torch_export.py). Their tests are skipped where these cannot be installed.
+optional=(python3-torch python3-torchvision)
+missing_opt=()
+for p in "${optional[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing_opt+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && [ ${#missing_opt[@]} -eq 0 ] && exit 0
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 $sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "deps: installing ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if [ ${#missing_opt[@]} -gt 0 ]; then
+    echo "deps: installing ${missing_opt[*]} (optional, for the PyTorch export tests)"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing_opt[@]}" >/dev/null ||
+        echo "deps: could not install ${missing_opt[*]}: those model tests will be skipped"
+fi

@@ -14,8 +14,9 @@ come from onnxruntime. Models:
                  Div, Softmax), residual Add, LayerNorm decomposed (ReduceMean, Sub, Pow,
                  Sqrt, Div), feed-forward with GELU written with Erf (opset 17)
     ffn_gelu     LayerNormalization, MatMul+Add, Gelu (opset 20), MatMul+Add, residual Add
-    torch_tiny   a tiny torch.nn model exported with torch.onnx, only when torch is importable
-                 here or by Debian's /usr/bin/python3 (package python3-torch); skipped otherwise
+    torch_*      real architectures exported with torch.onnx (tests/models/torch_export.py:
+                 tiny, resnet18, mobilenet_v2, bert, gpt) when torch is importable here or by
+                 Debian's /usr/bin/python3 (python3-torch, python3-torchvision); else skipped
 
 Prints one line per model written (or skipped).
 """
@@ -188,15 +189,18 @@ def torch_python():
     return None
 
 
-def torch_tiny(out_dir):
-    """Export tests/models/torch_tiny.py's model with whichever python has torch; returns
-    (model, inputs) or a string saying why it was skipped."""
+TORCH_MODELS = ("tiny", "resnet18", "mobilenet_v2", "bert", "gpt")
+
+
+def torch_model(out_dir, name):
+    """Export tests/models/torch_export.py's model `name` with whichever python has torch;
+    returns (model, inputs) or a string saying why it was skipped."""
     py = torch_python()
     if not py:
         return "torch not importable (Debian package python3-torch)"
-    work = os.path.join(out_dir, ".torch_export")
+    work = os.path.join(out_dir, ".torch_export", name)
     os.makedirs(work, exist_ok=True)
-    r = subprocess.run([py, os.path.join(HERE, "torch_tiny.py"), work], capture_output=True,
+    r = subprocess.run([py, os.path.join(HERE, "torch_export.py"), name, work], capture_output=True,
                        text=True)
     if r.returncode != 0:
         tail = (r.stderr.strip().splitlines() or ["?"])[-1]
@@ -231,12 +235,13 @@ def main():
     for name, make in (("mlp", mlp), ("cnn", cnn), ("attention", attention),
                        ("ffn_gelu", ffn_gelu)):
         write_case(out_dir, name, *make())
-    t = torch_tiny(out_dir)
-    if isinstance(t, str):
-        shutil.rmtree(os.path.join(out_dir, "torch_tiny"), ignore_errors=True)
-        print(f"models: torch_tiny: skipped: {t}")
-    else:
-        write_case(out_dir, "torch_tiny", *t)
+    for name in TORCH_MODELS:
+        t = torch_model(out_dir, name)
+        if isinstance(t, str):
+            shutil.rmtree(os.path.join(out_dir, "torch_" + name), ignore_errors=True)
+            print(f"models: torch_{name}: skipped: {t}")
+        else:
+            write_case(out_dir, "torch_" + name, *t)
     return 0
 
 
