@@ -163,7 +163,7 @@ else
         printf '%s\n' "$out" | sed "s|^|$name: |"
         if [ "$rc" -eq 0 ]; then ok; else bad "$name (exit $rc)"; fi
     done
-    out="$("$py" scripts/conformance.py --quiet --must-pass-only --jobs "$jobs" --smelt "$smelt" --extra="--device opencl" \
+    out="$("$py" scripts/conformance.py --quiet --must-pass-only --retry-crashes --jobs "$jobs" --smelt "$smelt" --extra="--device opencl" \
            --results "$build/conformance-opencl/results.txt" \
            --budget "${SMELT_CONFORMANCE_BUDGET:-2400}" 2>&1)"; rc=$?
     printf '%s\n' "$out"
