@@ -244,41 +244,30 @@ smelt_status infer_float_test(ir_graph *g, int node)
     return infer_set_out(g, n, 0, SMELT_BOOL, &x->shape);
 }
 
-smelt_status infer_broadcast(ir_graph *g, int node)
+/* Inputs of one dtype, of the class `is_class` accepts, broadcast to the output. */
+static smelt_status broadcast_of_class(ir_graph *g, int node, bool (*is_class)(smelt_dtype), const char *cls)
 {
     const ir_node *n = &g->nodes[node];
     TRY(infer_check_dtypes(g, n));
     TRY(infer_same_dtype(g, n, 0, n->n_in - 1));
     const ir_tensor *x = ir_in(g, n, 0);
-    TRY(infer_require_class(n, x, x->dtype != SMELT_BOOL, "numeric"));
+    TRY(infer_require_class(n, x, is_class(x->dtype), cls));
     ir_shape s;
     TRY(infer_broadcast_inputs(g, n, 0, &s));
     return infer_set_out(g, n, 0, x->dtype, &s);
 }
+
+static bool is_numeric(smelt_dtype t) { return t != SMELT_BOOL; }
+
+smelt_status infer_broadcast(ir_graph *g, int node) { return broadcast_of_class(g, node, is_numeric, "numeric"); }
 
 smelt_status infer_float_broadcast(ir_graph *g, int node)
 {
-    const ir_node *n = &g->nodes[node];
-    TRY(infer_check_dtypes(g, n));
-    TRY(infer_same_dtype(g, n, 0, n->n_in - 1));
-    const ir_tensor *x = ir_in(g, n, 0);
-    TRY(infer_require_class(n, x, infer_is_float(x->dtype), "float"));
-    ir_shape s;
-    TRY(infer_broadcast_inputs(g, n, 0, &s));
-    return infer_set_out(g, n, 0, x->dtype, &s);
+    return broadcast_of_class(g, node, infer_is_float, "float");
 }
 
-smelt_status infer_int_broadcast(ir_graph *g, int node)
-{
-    const ir_node *n = &g->nodes[node];
-    TRY(infer_check_dtypes(g, n));
-    TRY(infer_same_dtype(g, n, 0, n->n_in - 1));
-    const ir_tensor *x = ir_in(g, n, 0);
-    TRY(infer_require_class(n, x, infer_is_int(x->dtype), "integer"));
-    ir_shape s;
-    TRY(infer_broadcast_inputs(g, n, 0, &s));
-    return infer_set_out(g, n, 0, x->dtype, &s);
-}
+smelt_status infer_int_broadcast(ir_graph *g, int node) { return broadcast_of_class(g, node, infer_is_int, "integer"); }
+
 
 smelt_status infer_Pow(ir_graph *g, int node)
 {
