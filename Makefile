@@ -37,7 +37,14 @@ $(GEN_C) $(GEN_H) &: $(PROTO_SRC)
 $(BUILD)/gen/onnx/onnx.pb-c.o: $(GEN_C)
 	$(CC) -std=c11 -fPIC $(OPT) -w -I$(BUILD)/gen -c $< -o $@
 
-$(BUILD)/%.o: %.c $(GEN_H)
+# kernel/mathf.inc, less its header comment, as a C string for the C emitter's prelude
+# (the interpreter includes the file itself).
+$(BUILD)/gen/mathf_src.h: src/kernel/mathf.inc
+	@mkdir -p $(dir $@)
+	{ echo 'static const char mathf_src[] ='; \
+	  sed -e '1,/^ \*\/$$/d' -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$$/\\n"/' $<; echo ';'; } > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/%.o: %.c $(GEN_H) $(BUILD)/gen/mathf_src.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 

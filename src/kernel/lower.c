@@ -413,6 +413,73 @@ static void parallel_tiles(lower_ctx *c, const ir_shape *shape, lower_body_fn bo
     kir_loop_end(k);
 }
 
+/* Whether some load of the tiled kernel walks memory with stride 1 along the
+ * row loop `i` but not along the element loop `j`: it reads the source
+ * transposed, so computing the tile column by column reads it contiguously. */
+static bool reads_transposed(const kir_kernel *k, kir_val i, kir_val j)
+{
+    for (int s = 0; s < k->n_stmts; s++) {
+        const kir_stmt *st = &k->stmts[s];
+        if (st->kind != KS_DEF || k->vals[st->val].op != KIR_LOAD || k->bufs[k->vals[st->val].buf].workgroup)
+            continue;
+        kir_val at = k->vals[st->val].a;
+        int64_t sj = stride_of(k, at, j, 0);
+        if (sj != 0 && sj != 1 && stride_of(k, at, i, 0) == 1) return true;
+    }
+    return false;
+}
+
+typedef struct elem_job {
+    int out;
+} elem_job;
+
+static kir_val element_of(lower_ctx *c, int out, const kir_val *idx);
+
+/* parallel_tiles for an element body whose source is read transposed: each
+ * LOWER_TILE x LOWER_TILE tile is computed column by column (the source read
+ * and the arithmetic walk memory contiguously, so they vectorize) into a tile
+ * of workgroup memory, then stored row by row (the output written
+ * contiguously). The transposition happens once, inside the tile. */
+static void parallel_tiles_staged(lower_ctx *c, const ir_shape *shape, const elem_job *job)
+{
+    int r = shape->rank;
+    int64_t h = shape->dim[r - 2], w = shape->dim[r - 1];
+    int64_t hb = (h + LOWER_TILE - 1) / LOWER_TILE, outer = ir_shape_numel(shape) / (h * w);
+    kir_kernel *k = lower_kernel_begin(c, outer * hb);
+    if (!k) return;
+    smelt_dtype dt = c->g->tensors[c->n->out[job->out]].dtype;
+    int tile = kir_smem_add(k, dt, LOWER_TILE * LOWER_TILE);
+    kir_val idx[IR_MAX_RANK];
+    ir_shape outer_shape = *shape;
+    outer_shape.rank = r - 2;
+    kir_val wg = kir_wg(k);
+    lower_unravel(k, &outer_shape, kir_binary(k, KIR_DIV, wg, kir_idx(k, hb)), idx);
+    kir_val i0 = kir_mul(k, kir_binary(k, KIR_MOD, wg, kir_idx(k, hb)), kir_idx(k, LOWER_TILE));
+    kir_val i1 = kir_binary(k, KIR_MIN, kir_add(k, i0, kir_idx(k, LOWER_TILE)), kir_idx(k, h));
+    kir_val j0 = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, w), kir_idx(k, LOWER_TILE));
+    kir_val j1 = kir_binary(k, KIR_MIN, kir_add(k, j0, kir_idx(k, LOWER_TILE)), kir_idx(k, w));
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 0: j outer, i inner, compute into the tile; pass 1: i outer, j inner, store */
+        kir_val a = kir_loop_begin(k, pass ? i0 : j0, pass ? i1 : j1, kir_idx(k, 1));
+        kir_val b = kir_loop_begin_parallel(k, pass ? j0 : i0, pass ? j1 : i1);
+        idx[r - 2] = pass ? a : b;
+        idx[r - 1] = pass ? b : a;
+        kir_val at = kir_add(k, kir_mul(k, kir_binary(k, KIR_SUB, idx[r - 1], j0), kir_idx(k, LOWER_TILE)),
+                             kir_binary(k, KIR_SUB, idx[r - 2], i0));
+        if (!pass) {
+            kir_val v = element_of(c, job->out, idx);
+            if (v) kir_store(k, tile, at, v);
+        } else {
+            lower_store(c, job->out, idx, kir_load(k, tile, at));
+        }
+        kir_loop_end(k);
+        kir_loop_end(k);
+    }
+    kir_loop_end(k);
+}
+
+static void elem_body(lower_ctx *c, const kir_val *idx, void *user);
+
 void lower_parallel_for(lower_ctx *c, const ir_shape *shape, int64_t work_per_elem, lower_body_fn body, void *user)
 {
     if (c->target->wg_size > 1) {
@@ -431,6 +498,16 @@ void lower_parallel_for(lower_ctx *c, const ir_shape *shape, int64_t work_per_el
     if (!inner || !reads_across(c->k, inner)) return;
     p->n_kernels = first; /* rebuild the kernel tiled; the first attempt stays unused in the arena */
     parallel_tiles(c, shape, body, user);
+    if (body != elem_body || p->n_kernels != first + 1 || c->k->oom) return;
+    kir_val i = 0, j = 0;
+    for (int s = 0; s < c->k->n_stmts && !j; s++) {
+        const kir_stmt *st = &c->k->stmts[s];
+        if (st->kind == KS_LOOP_BEGIN && st->parallel) j = st->val;
+        else if (st->kind == KS_LOOP_BEGIN) i = st->val;
+    }
+    if (!i || !j || !reads_transposed(c->k, i, j)) return;
+    p->n_kernels = first;
+    parallel_tiles_staged(c, shape, user);
 }
 
 /* Element idx of output `out` of c->n, from its scalar or element function. */
@@ -443,10 +520,6 @@ static kir_val element_of(lower_ctx *c, int out, const kir_val *idx)
     for (int i = 0; i < c->n->n_in && i < 64; i++) in[i] = lower_load_bcast(c, i, rank, idx);
     return oi->scalar(c->k, c->n, in);
 }
-
-typedef struct elem_job {
-    int out;
-} elem_job;
 
 static void elem_body(lower_ctx *c, const kir_val *idx, void *user)
 {

@@ -25,13 +25,24 @@
 #include "core/diag.h"
 #include "core/hash.h"
 
-/* The one place the kernel compile flags live. CC_FLAG_NATIVE is dropped for
- * compilers that reject it; the cache key is the same either way because the
- * choice is fixed by the compiler's identity, which the key includes. */
+/* The one place the kernel compile flags live. The first CC_N_NATIVE flags
+ * tune for this CPU and are dropped together for compilers that reject them;
+ * the cache key is the same either way because the choice is fixed by the
+ * compiler's identity, which the key includes. -std=c11 keeps FMA contraction
+ * off, so kernels round exactly as the interpreter does; -fno-trapping-math
+ * lets conditionals become vector selects (nothing reads the FP flags). On
+ * x86, full-width AVX-512 vectors where the CPU has them. */
+#if defined(__x86_64__) || defined(__i386__)
+#define CC_NATIVE_FLAGS "-march=native", "-mprefer-vector-width=512"
+enum { CC_N_NATIVE = 2 };
+#else
+#define CC_NATIVE_FLAGS "-march=native"
+enum { CC_N_NATIVE = 1 };
+#endif
 static const char *const cc_flags[] = {
-    "-O3", "-march=native", "-fPIC", "-shared", "-std=c11", "-fno-math-errno",
+    CC_NATIVE_FLAGS, "-O3", "-fPIC", "-shared", "-std=c11", "-fno-math-errno", "-fno-trapping-math",
 };
-enum { CC_FLAG_NATIVE = 1, CC_N_FLAGS = sizeof cc_flags / sizeof cc_flags[0] };
+enum { CC_N_FLAGS = sizeof cc_flags / sizeof cc_flags[0] };
 
 #define CC_MAX_ARGS 32
 #define CC_OUTPUT_CAP (16 * 1024)
@@ -249,7 +260,7 @@ static const char *first_lines(char *s)
 }
 
 /* Compile c_path into so_path; text receives the compiler's output, code its
- * exit status. Retries without -march=native if the compiler rejects it. */
+ * exit status. Retries without the native flags if the compiler rejects them. */
 static smelt_status compile(cc_cmd *c, cc_info *info, const char *c_path, const char *so_path,
                             char *text, size_t cap, int *code)
 {
@@ -258,14 +269,14 @@ static smelt_status compile(cc_cmd *c, cc_info *info, const char *c_path, const 
         int n = 0;
         for (int i = 0; i < c->argc; i++) argv[n++] = c->argv[i];
         for (int i = 0; i < CC_N_FLAGS; i++)
-            if (i != CC_FLAG_NATIVE || info->native_ok) argv[n++] = (char *)cc_flags[i];
+            if (i >= CC_N_NATIVE || info->native_ok) argv[n++] = (char *)cc_flags[i];
         argv[n++] = "-o";
         argv[n++] = (char *)so_path;
         argv[n++] = (char *)c_path;
         argv[n++] = "-lm";
         argv[n] = NULL;
         TRY(run_captured(argv, text, cap, code));
-        if (*code == 0 || !info->native_ok || !strstr(text, "march")) return SMELT_OK;
+        if (*code == 0 || !info->native_ok || !(strstr(text, "march") || strstr(text, "mprefer"))) return SMELT_OK;
         info->native_ok = 0;
         cc_info_forget_native(info->cmd);
     }

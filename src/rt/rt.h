@@ -3,7 +3,7 @@
  * thread pool that runs a kernel's workgroups.
  *
  * Compiling: rt_cc_load() writes the source to the cache directory and runs
- *     $SMELT_CC (default "cc") -O3 -march=native -fPIC -shared -std=c11 ...
+ *     $SMELT_CC (default "cc") -march=native [-mprefer-vector-width=512] -O3 -fPIC -shared -std=c11 ...
  * producing a shared object named by a hash of (source, flags, compiler
  * version string); a later call with the same source finds the object and
  * only dlopens it. The cache lives in $SMELT_CACHE_DIR, else
@@ -33,7 +33,7 @@ typedef struct rt_so rt_so;
  *   SMELT_ERR_DEVICE   no usable compiler (SMELT_CC missing or failing on
  *                      --version) or the object would not load;
  *   SMELT_ERR_IO       the cache directory cannot be found, created or written.
- * A compiler that rejects -march=native is retried without it. */
+ * A compiler that rejects the -march/-mprefer flags is retried without them. */
 smelt_status rt_cc_load(const char *source, rt_so **out, bool *cached);
 /* A symbol of the object (NULL if absent). */
 void *rt_so_sym(rt_so *so, const char *name);

@@ -15,6 +15,7 @@
 #include "target/emit.h"
 
 #include "kernel/smem.h"
+#include "mathf_src.h" /* generated from kernel/mathf.inc by the Makefile */
 
 #include <math.h>
 #include <stdio.h>
@@ -43,6 +44,7 @@ typedef struct dialect {
     const char *f32_sfx;      /* of libm names for float: expf vs overloaded exp */
     const char *ll_sfx;       /* of 64-bit integer literals */
     param_style params;
+    bool own_math;            /* float32 exp/tanh/erf from kernel/mathf.inc, not the target's */
 } dialect;
 
 static const char opencl_prelude[] =
@@ -61,13 +63,13 @@ static const char cuda_prelude[] =
 
 static const dialect dialects[] = {
     [EMIT_C] = {"C", "#include <math.h>\n#include <stdint.h>\n", "static inline", "", "restrict", "", "",
-                "_Alignas(16) unsigned char smem[%lld];", NULL, "0", NULL, "f", "ll", PARAMS_TABLE},
+                "_Alignas(16) unsigned char smem[%lld];", NULL, "0", NULL, "f", "ll", PARAMS_TABLE, true},
     [EMIT_OPENCL] = {"OpenCL C", opencl_prelude, "static inline", "__kernel ", "restrict", "__global ", "__local ",
                      "__local uchar smem[%lld] __attribute__((aligned(16)));", "get_group_id(0)", "get_local_id(0)",
-                     "barrier(CLK_LOCAL_MEM_FENCE);", "", "L", PARAMS_OFFSET},
+                     "barrier(CLK_LOCAL_MEM_FENCE);", "", "L", PARAMS_OFFSET, false},
     [EMIT_CUDA] = {"CUDA C", cuda_prelude, "__device__ __forceinline__", "extern \"C\" __global__ ",
                    "__restrict__", "", "", "__shared__ __align__(16) unsigned char smem[%lld];", "blockIdx.x",
-                   "threadIdx.x", "__syncthreads();", "f", "ll", PARAMS_PLAIN},
+                   "threadIdx.x", "__syncthreads();", "f", "ll", PARAMS_PLAIN, false},
 };
 _Static_assert(sizeof dialects / sizeof dialects[0] == EMIT_LANG_COUNT, "one dialect per emit_lang");
 
@@ -289,6 +291,12 @@ static smelt_status put_float_expr(emitter *e, const kir_value *x, smelt_dtype t
 {
     strbuf *sb = e->sb;
     const char *sfx = ta == SMELT_F32 ? e->d->f32_sfx : "";
+    bool own = ta == SMELT_F32 && e->d->own_math && (x->op == KIR_EXP || x->op == KIR_TANH || x->op == KIR_ERF);
+    if (own) {
+        sb_printf(sb, "smelt_%sf(", libm[x->op]);
+        put_pattern(e, "%a)", x);
+        return SMELT_OK;
+    }
     if (libm[x->op]) {
         sb_printf(sb, "%s%s(", libm[x->op], sfx);
         put_pattern(e, kir_op_arity(x->op) == 2 ? "%a, %b)" : "%a)", x);
@@ -717,6 +725,11 @@ smelt_status emit_program(kir_kernel *const *kernels, int n, emit_lang lang, loc
     sb_puts(&sb, dialects[lang].prelude);
     sb_puts(&sb, "\n");
     put_helpers(&sb, dialects[lang].fn_qual);
+    if (dialects[lang].own_math) {
+        sb_printf(&sb, "\n/* float32 exp, tanh and erf, as the interpreter computes them (kernel/mathf.inc) */\n"
+                       "#define SMELT_FN %s\n", dialects[lang].fn_qual);
+        sb_puts(&sb, mathf_src);
+    }
     for (int i = 0; i < n; i++) {
         sb_puts(&sb, "\n");
         smelt_status st = emit_kernel(&sb, kernels[i], lang, s);

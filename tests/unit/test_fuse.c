@@ -265,6 +265,43 @@ TEST(fuse_transpose_gelu_exp_cos_is_one_region)
     check_case(g, plan_chain, 1, 1, 1e-6);
 }
 
+/* A transposed read of a large tensor is staged: each tile is computed in the
+ * source's order into workgroup memory, then stored in the output's. Batch of 2
+ * and sizes off the 64-tile grid, so partial tiles are covered. */
+static void plan_staged(const ir_graph *g, const fuse_plan *fp)
+{
+    CHECK(region_is(g, fp, "mul", "transpose:i sigmoid:i mul:r", "x", "mul"));
+}
+
+static bool has_workgroup_tile(const smelt_program *p)
+{
+    for (int i = 0; i < p->lp.n_kernels; i++)
+        for (int b = 0; b < p->lp.kernels[i]->n_bufs; b++)
+            if (p->lp.kernels[i]->bufs[b].workgroup) return true;
+    return false;
+}
+
+TEST(fuse_transposed_read_is_staged_through_a_tile)
+{
+    for (int transposed = 1; transposed >= 0; transposed--) {
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", shp(3, 2, 200, 136));
+        int t = x;
+        if (transposed) {
+            t = op1(g, "transpose", OP_Transpose, x);
+            attr_ints(g, node_named(g, "transpose"), "perm", 3, (const int64_t[]){0, 2, 1});
+        }
+        t = op1(g, "sigmoid", OP_Sigmoid, t);
+        t = op2(g, "mul", OP_Mul, t, t);
+        ir_graph_set_io(g, 1, &x, 1, &t);
+        smelt_program *p = compile(g, 0);
+        CHECK(p && has_workgroup_tile(p) == transposed); /* a contiguous read needs no tile */
+        smelt_program_free(p);
+        if (transposed) check_case(g, plan_staged, 1, 1, 1e-6);
+        else ir_graph_free(g);
+    }
+}
+
 /* ---- 2. eight elementwise ops with broadcast constants: one kernel ------------------------ */
 
 static void plan_eight(const ir_graph *g, const fuse_plan *fp)
