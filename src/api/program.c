@@ -139,6 +139,10 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     emit_lang lang = target == &target_opencl ? EMIT_OPENCL : target == &target_cuda ? EMIT_CUDA : EMIT_C;
     p->lang = lang;
     if (!opt->compile_only) TRY(rt_device_open(dev_name, opt->threads, &p->dev));
+    /* The device's own workgroup-memory size replaces the target's portable default. */
+    p->target = *target;
+    if (p->dev && p->dev->smem_bytes > 0 && target->smem_limit > 0) p->target.smem_limit = p->dev->smem_bytes;
+    target = &p->target;
     p->g = ir_graph_clone(m->g);
     if (!p->g) return diag_fail(SMELT_ERR_NOMEM, "out of memory copying the model");
     TRY(graph_bind_inputs(p->g, n_inputs, inputs));

@@ -41,6 +41,7 @@ struct smelt_program {
     lower_program lp;
     mem_plan plan;
     locals_strategy locals;
+    target_info target;    /* what the kernels were lowered for, limits read off the device */
     int lang;              /* emit_lang of source */
     char *source;
     rt_device *dev;        /* the device that runs every kernel */

@@ -12,7 +12,9 @@
 #include "kernel/lower.h"
 
 const target_info target_cpu = {"cpu", 8, 1, 0, LOCALS_HYBRID};
-/* PoCL and GPU OpenCL alike: 128 threads, the 32 KiB every device offers. */
+/* PoCL and GPU OpenCL alike: 128 threads. smem_limit is the 32 KiB every device offers,
+ * used when compiling without the device; program.c replaces it by the opened
+ * device's own size (CL_DEVICE_LOCAL_MEM_SIZE, CUDA's shared memory per block). */
 const target_info target_opencl = {"opencl", 1, 128, 32768, LOCALS_HYBRID};
 /* NVRTC compiles hybrid (single-assignment) source ~30% faster than reused slots. */
 const target_info target_cuda = {"cuda", 1, 256, 48 * 1024, LOCALS_HYBRID};
@@ -22,6 +24,7 @@ smelt_status lower_gpu_Softmax(lower_ctx *c);
 smelt_status lower_gpu_LayerNormalization(lower_ctx *c);
 smelt_status lower_gpu_MatMul(lower_ctx *c);
 smelt_status lower_gpu_Gemm(lower_ctx *c);
+smelt_status lower_gpu_Conv(lower_ctx *c);
 
 lower_gpu_fn lower_gpu_for(int op)
 {
@@ -33,6 +36,7 @@ lower_gpu_fn lower_gpu_for(int op)
     case OP_LayerNormalization: return lower_gpu_LayerNormalization;
     case OP_MatMul: return lower_gpu_MatMul;
     case OP_Gemm: return lower_gpu_Gemm;
+    case OP_Conv: return lower_gpu_Conv;
     default: return NULL;
     }
 }

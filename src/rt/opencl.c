@@ -105,6 +105,9 @@ static smelt_status ocl_open(int index, int threads, rt_device **out)
         cl.clGetDeviceInfo(d->id, CL_DEVICE_NAME, sizeof dname - 1, dname, NULL);
         cl.clGetDeviceInfo(d->id, CL_DRIVER_VERSION, sizeof drv - 1, drv, NULL);
         cl.clGetDeviceInfo(d->id, CL_DEVICE_VERSION, sizeof ver - 1, ver, NULL);
+        cl_ulong local_mem = 0;
+        if (cl.clGetDeviceInfo(d->id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem, &local_mem, NULL) == CL_SUCCESS)
+            d->base.smem_bytes = (int64_t)local_mem;
         snprintf(d->base.name, sizeof d->base.name, "opencl:%d (%.100s)", index, dname);
         snprintf(d->base.ident, sizeof d->base.ident, "opencl|%.60s|%.80s|%.50s|%.50s", pname, dname, drv, ver);
         d->ctx = cl.clCreateContext(NULL, 1, &d->id, NULL, NULL, &err);

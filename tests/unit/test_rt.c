@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rt/device.h"
 #include "rt/rt.h"
 #include "test.h"
 
@@ -261,4 +262,18 @@ TEST(rt_pool_runs_every_workgroup_once)
         }
         rt_pool_free(p);
     }
+}
+
+/* An opened OpenCL device reports its own workgroup-memory size (OpenCL
+ * guarantees at least 32 KiB on full-profile devices); the CPU has none. */
+TEST(rt_device_reports_workgroup_memory)
+{
+    rt_device *d = NULL;
+    CHECK(rt_device_open("cpu", 1, &d) == SMELT_OK);
+    CHECK(d && d->smem_bytes == 0);
+    rt_device_close(d);
+    d = NULL;
+    if (rt_device_open("opencl", 1, &d) != SMELT_OK) return; /* no OpenCL here: nothing to ask */
+    CHECK(d->smem_bytes >= 32 * 1024);
+    rt_device_close(d);
 }
