@@ -387,26 +387,42 @@ static bool reads_across(const kir_kernel *k, kir_val var)
 
 #define LOWER_TILE 64
 
-/* The last two dims in LOWER_TILE x LOWER_TILE tiles, one row of tiles per
- * workgroup: a transposed read then reuses each cache line it fetches. */
-static void parallel_tiles(lower_ctx *c, const ir_shape *shape, lower_body_fn body, void *user)
+/* A kernel over the last two dims in LOWER_TILE x LOWER_TILE tiles, one row of
+ * tiles per workgroup: rows [i0, i1) of the workgroup, and the open loop over
+ * column tiles [j0, j1). The leading dims of idx are set; the caller opens the
+ * loops of the tile (i, j: set by parallel_tiles) and closes all of them. */
+typedef struct tile_grid {
+    kir_val i0, i1, j0, j1;
+    kir_val i, j;
+} tile_grid;
+
+static kir_kernel *tiles_begin(lower_ctx *c, const ir_shape *shape, kir_val *idx, tile_grid *t)
 {
     int r = shape->rank;
     int64_t h = shape->dim[r - 2], w = shape->dim[r - 1];
     int64_t hb = (h + LOWER_TILE - 1) / LOWER_TILE, outer = ir_shape_numel(shape) / (h * w);
     kir_kernel *k = lower_kernel_begin(c, outer * hb);
-    if (!k) return;
-    kir_val idx[IR_MAX_RANK];
+    if (!k) return NULL;
     ir_shape outer_shape = *shape;
     outer_shape.rank = r - 2;
     kir_val wg = kir_wg(k);
     lower_unravel(k, &outer_shape, kir_binary(k, KIR_DIV, wg, kir_idx(k, hb)), idx);
-    kir_val i0 = kir_mul(k, kir_binary(k, KIR_MOD, wg, kir_idx(k, hb)), kir_idx(k, LOWER_TILE));
-    kir_val i1 = kir_binary(k, KIR_MIN, kir_add(k, i0, kir_idx(k, LOWER_TILE)), kir_idx(k, h));
-    kir_val j0 = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, w), kir_idx(k, LOWER_TILE));
-    kir_val j1 = kir_binary(k, KIR_MIN, kir_add(k, j0, kir_idx(k, LOWER_TILE)), kir_idx(k, w));
-    idx[r - 2] = kir_loop_begin(k, i0, i1, kir_idx(k, 1));
-    idx[r - 1] = kir_loop_begin_parallel(k, j0, j1);
+    t->i0 = kir_mul(k, kir_binary(k, KIR_MOD, wg, kir_idx(k, hb)), kir_idx(k, LOWER_TILE));
+    t->i1 = kir_binary(k, KIR_MIN, kir_add(k, t->i0, kir_idx(k, LOWER_TILE)), kir_idx(k, h));
+    t->j0 = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, w), kir_idx(k, LOWER_TILE));
+    t->j1 = kir_binary(k, KIR_MIN, kir_add(k, t->j0, kir_idx(k, LOWER_TILE)), kir_idx(k, w));
+    return k;
+}
+
+/* Tiles, rows then elements: a transposed read then reuses each cache line it fetches. */
+static void parallel_tiles(lower_ctx *c, const ir_shape *shape, lower_body_fn body, void *user, tile_grid *t)
+{
+    int r = shape->rank;
+    kir_val idx[IR_MAX_RANK];
+    kir_kernel *k = tiles_begin(c, shape, idx, t);
+    if (!k) return;
+    idx[r - 2] = t->i = kir_loop_begin(k, t->i0, t->i1, kir_idx(k, 1));
+    idx[r - 1] = t->j = kir_loop_begin_parallel(k, t->j0, t->j1);
     body(c, idx, user);
     kir_loop_end(k);
     kir_loop_end(k);
@@ -433,8 +449,6 @@ typedef struct elem_job {
     int out;
 } elem_job;
 
-static kir_val element_of(lower_ctx *c, int out, const kir_val *idx);
-
 /* parallel_tiles for an element body whose source is read transposed: each
  * LOWER_TILE x LOWER_TILE tile is computed column by column (the source read
  * and the arithmetic walk memory contiguously, so they vectorize) into a tile
@@ -443,21 +457,12 @@ static kir_val element_of(lower_ctx *c, int out, const kir_val *idx);
 static void parallel_tiles_staged(lower_ctx *c, const ir_shape *shape, const elem_job *job)
 {
     int r = shape->rank;
-    int64_t h = shape->dim[r - 2], w = shape->dim[r - 1];
-    int64_t hb = (h + LOWER_TILE - 1) / LOWER_TILE, outer = ir_shape_numel(shape) / (h * w);
-    kir_kernel *k = lower_kernel_begin(c, outer * hb);
-    if (!k) return;
-    smelt_dtype dt = c->g->tensors[c->n->out[job->out]].dtype;
-    int tile = kir_smem_add(k, dt, LOWER_TILE * LOWER_TILE);
     kir_val idx[IR_MAX_RANK];
-    ir_shape outer_shape = *shape;
-    outer_shape.rank = r - 2;
-    kir_val wg = kir_wg(k);
-    lower_unravel(k, &outer_shape, kir_binary(k, KIR_DIV, wg, kir_idx(k, hb)), idx);
-    kir_val i0 = kir_mul(k, kir_binary(k, KIR_MOD, wg, kir_idx(k, hb)), kir_idx(k, LOWER_TILE));
-    kir_val i1 = kir_binary(k, KIR_MIN, kir_add(k, i0, kir_idx(k, LOWER_TILE)), kir_idx(k, h));
-    kir_val j0 = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, w), kir_idx(k, LOWER_TILE));
-    kir_val j1 = kir_binary(k, KIR_MIN, kir_add(k, j0, kir_idx(k, LOWER_TILE)), kir_idx(k, w));
+    tile_grid t;
+    kir_kernel *k = tiles_begin(c, shape, idx, &t);
+    if (!k) return;
+    kir_val i0 = t.i0, i1 = t.i1, j0 = t.j0, j1 = t.j1;
+    int tile = kir_smem_add(k, c->g->tensors[c->n->out[job->out]].dtype, LOWER_TILE * LOWER_TILE);
     for (int pass = 0; pass < 2; pass++) {
         /* pass 0: j outer, i inner, compute into the tile; pass 1: i outer, j inner, store */
         kir_val a = kir_loop_begin(k, pass ? i0 : j0, pass ? i1 : j1, kir_idx(k, 1));
@@ -497,16 +502,10 @@ void lower_parallel_for(lower_ctx *c, const ir_shape *shape, int64_t work_per_el
         if (c->k->stmts[i].kind == KS_LOOP_BEGIN && c->k->stmts[i].parallel) inner = c->k->stmts[i].val;
     if (!inner || !reads_across(c->k, inner)) return;
     p->n_kernels = first; /* rebuild the kernel tiled; the first attempt stays unused in the arena */
-    parallel_tiles(c, shape, body, user);
-    if (body != elem_body || p->n_kernels != first + 1 || c->k->oom) return;
-    kir_val i = 0, j = 0;
-    for (int s = 0; s < c->k->n_stmts && !j; s++) {
-        const kir_stmt *st = &c->k->stmts[s];
-        if (st->kind == KS_LOOP_BEGIN && st->parallel) j = st->val;
-        else if (st->kind == KS_LOOP_BEGIN) i = st->val;
-    }
-    if (!i || !j || !reads_transposed(c->k, i, j)) return;
-    p->n_kernels = first;
+    tile_grid t;
+    parallel_tiles(c, shape, body, user, &t);
+    if (body != elem_body || p->n_kernels != first + 1 || c->k->oom || !reads_transposed(c->k, t.i, t.j)) return;
+    p->n_kernels = first; /* and once more, staged */
     parallel_tiles_staged(c, shape, user);
 }
 
