@@ -5,13 +5,16 @@
 #   conformance  scripts/conformance.py over the must-pass list with --device cuda
 # Last line: `N passed, M failed`; exit 1 when M > 0.
 #   scripts/gpu-tests.sh [DEVICE]      (default cuda; e.g. cuda:1)
+# On a machine without network access, SMELT_PY names a python that already has onnx,
+# onnxruntime and numpy (the venv is then not made), and SMELT_NODE_TESTS a copy of the node
+# test data when that onnx ships none.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 dev="${1:-cuda}" build="${BUILD:-build}" jobs="${SMELT_TEST_JOBS:-$(nproc)}"
-py="$root/.venv/bin/python"
+py="${SMELT_PY:-$root/.venv/bin/python}"
 make -j"$jobs" all || exit 1
-scripts/venv.sh || exit 1
+[ -n "${SMELT_PY:-}" ] || scripts/venv.sh || exit 1
 if ! "$build/smelt" run examples/digits_mlp.onnx --shape x=1x64 --device "$dev" > /dev/null; then
     echo "gpu-tests: device '$dev' does not work (message above)"
     exit 1
