@@ -449,38 +449,148 @@ typedef struct elem_job {
     int out;
 } elem_job;
 
-/* parallel_tiles for an element body whose source is read transposed: each
- * LOWER_TILE x LOWER_TILE tile is computed column by column (the source read
- * and the arithmetic walk memory contiguously, so they vectorize) into a tile
- * of workgroup memory, then stored row by row (the output written
- * contiguously). The transposition happens once, inside the tile. */
-static void parallel_tiles_staged(lower_ctx *c, const ir_shape *shape, const elem_job *job)
+/* parallel_tiles for an element body that reads a source transposed (stride 1
+ * down the output's rows): the transposition moves into a copy of its own.
+ * Each LOWER_TILE x LOWER_TILE tile first copies every transposed source into
+ * workgroup memory (pass A: the source read along its rows, so contiguously),
+ * then computes the tile in output order from those copies (pass B: the
+ * arithmetic, the other loads and the store all walk memory contiguously).
+ * Columns go in panels of LOWER_PANEL: a tile copy holds element (i, j) at
+ * (j - j0 - q) * LOWER_TILE + (i - i0) * LOWER_PANEL + q for the panel's q,
+ * so pass A writes and pass B reads LOWER_PANEL consecutive elements per
+ * step, which a C compiler turns into a register transpose and vector code.
+ * Built as pass B then pass A (the addresses pass A reads are those pass B's
+ * loads computed, rebuilt over pass A's loops), then pass A is moved ahead.
+ * Returns false, building nothing, when an address cannot be rebuilt. */
+#define LOWER_PANEL 8
+#define LOWER_MAX_STAGED 4
+
+typedef struct staged_load {
+    kir_val load;       /* the transposed load of pass B */
+    int tile;           /* its copy in workgroup memory */
+} staged_load;
+
+/* Value v of pass B, rebuilt in pass A: pass B's loop values (from[]) become
+ * pass A's (to[]), values defined before pass B (statement < first) are
+ * shared, and index arithmetic is rebuilt. 0 where v depends on anything else
+ * (a load, a variable). */
+static kir_val rebuild(kir_kernel *k, kir_val v, int first, const kir_val *from, const kir_val *to, int depth)
+{
+    const kir_value *x = &k->vals[v];
+    for (int i = 0; i < 3; i++)
+        if (v == from[i]) return to[i];
+    if (x->op == KIR_CONST || x->op == KIR_WG || x->def < first) return v;
+    if (depth > 64 || x->op == KIR_LOAD || x->op == KIR_VARGET || x->op == KIR_LOOPVAR || x->op == KIR_LID) return 0;
+    kir_op op = x->op;
+    smelt_dtype type = x->type;
+    int arity = kir_op_arity(op);
+    kir_val a = rebuild(k, x->a, first, from, to, depth + 1);
+    kir_val b = arity > 1 ? rebuild(k, k->vals[v].b, first, from, to, depth + 1) : 0;
+    kir_val cc = arity > 2 ? rebuild(k, k->vals[v].c, first, from, to, depth + 1) : 0;
+    if (!a || (arity > 1 && !b) || (arity > 2 && !cc)) return 0;
+    if (op == KIR_CAST) return kir_cast(k, type, a);
+    if (op == KIR_SELECT) return kir_select(k, a, b, cc);
+    return arity == 1 ? kir_unary(k, op, a) : kir_binary(k, op, a, b);
+}
+
+/* Move statements [mid, end) ahead of [first, mid) and re-point the
+ * definitions of the values they define. */
+static bool rotate_stmts(kir_kernel *k, int first, int mid, int end)
+{
+    int n = end - first, n_tail = end - mid;
+    kir_stmt *tmp = arena_alloc(k->arena, (size_t)n * sizeof *tmp);
+    if (!tmp) return false;
+    memcpy(tmp, k->stmts + mid, (size_t)n_tail * sizeof *tmp);
+    memcpy(tmp + n_tail, k->stmts + first, (size_t)(mid - first) * sizeof *tmp);
+    memcpy(k->stmts + first, tmp, (size_t)n * sizeof *tmp);
+    for (int s = first; s < end; s++)
+        if (k->stmts[s].kind == KS_DEF || k->stmts[s].kind == KS_LOOP_BEGIN) k->vals[k->stmts[s].val].def = s;
+    return true;
+}
+
+/* Panel loops over the tile: `outer` over [lo, hi), panels of LOWER_PANEL
+ * columns from j0 to j1, and the column q within the panel (all of it when the
+ * width is a multiple of the panel). Opens three loops (the caller closes
+ * them) and returns the column's tile address base (j - j0 - q) * LOWER_TILE + q. */
+typedef struct panel_loops {
+    kir_val row, jp, q;
+} panel_loops;
+
+static kir_val tile_at(kir_kernel *k, const tile_grid *t, const panel_loops *l)
+{
+    kir_val col = kir_add(k, kir_mul(k, kir_binary(k, KIR_SUB, l->jp, t->j0), kir_idx(k, LOWER_TILE)), l->q);
+    return kir_add(k, col, kir_mul(k, kir_binary(k, KIR_SUB, l->row, t->i0), kir_idx(k, LOWER_PANEL)));
+}
+
+static kir_val panel_width(kir_kernel *k, const tile_grid *t, kir_val jp, int64_t w)
+{
+    if (w % LOWER_PANEL == 0) return kir_idx(k, LOWER_PANEL);
+    return kir_binary(k, KIR_MIN, kir_idx(k, LOWER_PANEL), kir_binary(k, KIR_SUB, t->j1, jp));
+}
+
+static bool parallel_tiles_staged(lower_ctx *c, const ir_shape *shape, const elem_job *job)
 {
     int r = shape->rank;
+    int64_t w = shape->dim[r - 1];
     kir_val idx[IR_MAX_RANK];
     tile_grid t;
     kir_kernel *k = tiles_begin(c, shape, idx, &t);
-    if (!k) return;
-    kir_val i0 = t.i0, i1 = t.i1, j0 = t.j0, j1 = t.j1;
-    int tile = kir_smem_add(k, c->g->tensors[c->n->out[job->out]].dtype, LOWER_TILE * LOWER_TILE);
-    for (int pass = 0; pass < 2; pass++) {
-        /* pass 0: j outer, i inner, compute into the tile; pass 1: i outer, j inner, store */
-        kir_val a = kir_loop_begin(k, pass ? i0 : j0, pass ? i1 : j1, kir_idx(k, 1));
-        kir_val b = kir_loop_begin_parallel(k, pass ? j0 : i0, pass ? j1 : i1);
-        idx[r - 2] = pass ? a : b;
-        idx[r - 1] = pass ? b : a;
-        kir_val at = kir_add(k, kir_mul(k, kir_binary(k, KIR_SUB, idx[r - 1], j0), kir_idx(k, LOWER_TILE)),
-                             kir_binary(k, KIR_SUB, idx[r - 2], i0));
-        if (!pass) {
-            kir_val v = element_of(c, job->out, idx);
-            if (v) kir_store(k, tile, at, v);
-        } else {
-            lower_store(c, job->out, idx, kir_load(k, tile, at));
-        }
-        kir_loop_end(k);
-        kir_loop_end(k);
+    if (!k) return false;
+    /* pass B: rows, then panels of columns */
+    int first = k->n_stmts;
+    panel_loops b;
+    b.row = kir_loop_begin(k, t.i0, t.i1, kir_idx(k, 1));
+    b.jp = kir_loop_begin(k, t.j0, t.j1, kir_idx(k, LOWER_PANEL));
+    b.q = kir_loop_begin_parallel(k, kir_idx(k, 0), panel_width(k, &t, b.jp, w));
+    kir_val at = tile_at(k, &t, &b);
+    idx[r - 2] = b.row;
+    idx[r - 1] = kir_add(k, b.jp, b.q);
+    int body = k->n_stmts;
+    kir_val v = element_of(c, job->out, idx);
+    if (v) lower_store(c, job->out, idx, v);
+    int end_b = k->n_stmts;
+    for (int i = 0; i < 3; i++) kir_loop_end(k);
+    if (k->oom) return false;
+
+    staged_load st[LOWER_MAX_STAGED];
+    int n = 0;
+    int64_t smem = 0;
+    for (int s = body; s < end_b; s++) {
+        const kir_stmt *ks = &k->stmts[s];
+        if (ks->kind != KS_DEF || k->vals[ks->val].op != KIR_LOAD || k->bufs[k->vals[ks->val].buf].workgroup) continue;
+        kir_val a = k->vals[ks->val].a;
+        int64_t sj = stride_of(k, a, b.q, 0);
+        if (sj == 0 || sj == 1 || stride_of(k, a, b.row, 0) != 1) continue;
+        smem += LOWER_TILE * LOWER_TILE * (int64_t)smelt_dtype_size(k->vals[ks->val].type);
+        if (n == LOWER_MAX_STAGED || (c->target->smem_limit > 0 && smem > c->target->smem_limit)) return false;
+        st[n++] = (staged_load){.load = ks->val, .tile = kir_smem_add(k, k->vals[ks->val].type, LOWER_TILE * LOWER_TILE)};
     }
-    kir_loop_end(k);
+    if (!n) return false;
+
+    /* pass A: panels of columns, then rows (the source's contiguous walk), then the panel */
+    int mid = k->n_stmts;
+    panel_loops a;
+    a.jp = kir_loop_begin(k, t.j0, t.j1, kir_idx(k, LOWER_PANEL));
+    a.row = kir_loop_begin_parallel(k, t.i0, t.i1);
+    a.q = kir_loop_begin(k, kir_idx(k, 0), panel_width(k, &t, a.jp, w), kir_idx(k, 1));
+    kir_val to_at = tile_at(k, &t, &a);
+    const kir_val from[3] = {b.row, b.jp, b.q}, to[3] = {a.row, a.jp, a.q};
+    for (int i = 0; i < n; i++) {
+        kir_value *ld = &k->vals[st[i].load];
+        kir_val src = rebuild(k, ld->a, first, from, to, 0);
+        if (!src) return false;
+        ld = &k->vals[st[i].load]; /* rebuild may have grown vals */
+        kir_store(k, st[i].tile, to_at, kir_load(k, ld->buf, src));
+    }
+    for (int i = 0; i < 3; i++) kir_loop_end(k);
+    /* pass B's transposed loads read the copies */
+    for (int i = 0; i < n; i++) {
+        k->vals[st[i].load].buf = st[i].tile;
+        k->vals[st[i].load].a = at;
+    }
+    int end = k->n_stmts;
+    kir_loop_end(k); /* the loop over column tiles */
+    return !k->oom && rotate_stmts(k, first, mid, end);
 }
 
 static void elem_body(lower_ctx *c, const kir_val *idx, void *user);
@@ -506,7 +616,9 @@ void lower_parallel_for(lower_ctx *c, const ir_shape *shape, int64_t work_per_el
     parallel_tiles(c, shape, body, user, &t);
     if (body != elem_body || p->n_kernels != first + 1 || c->k->oom || !reads_transposed(c->k, t.i, t.j)) return;
     p->n_kernels = first; /* and once more, staged */
-    parallel_tiles_staged(c, shape, user);
+    if (parallel_tiles_staged(c, shape, user)) return;
+    p->n_kernels = first; /* a source address could not be staged: plain tiles */
+    parallel_tiles(c, shape, body, user, &t);
 }
 
 /* Element idx of output `out` of c->n, from its scalar or element function. */

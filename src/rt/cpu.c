@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/diag.h"
 #include "rt/device.h"
@@ -65,12 +66,21 @@ static smelt_status cpu_kernel(rt_device *d, rt_module *m, const char *name, rt_
     return SMELT_OK;
 }
 
+/* Buffers of a huge page or more are aligned to it and, where the kernel
+ * hands out transparent huge pages on request, ask for them: a kernel reading
+ * a tensor transposed touches one page per row, and 4 KiB pages make that a
+ * TLB miss every few cache lines. */
+#define CPU_HUGE_PAGE ((size_t)2 << 20)
+
 static smelt_status cpu_alloc(rt_device *d, size_t bytes, rt_mem *out)
 {
     (void)d;
-    enum { ALIGN = 64 };
-    void *p = aligned_alloc(ALIGN, (bytes + ALIGN - 1) / ALIGN * ALIGN + ALIGN);
+    size_t align = bytes >= CPU_HUGE_PAGE ? CPU_HUGE_PAGE : 64;
+    void *p = aligned_alloc(align, (bytes + align - 1) / align * align + align);
     if (!p) return diag_fail(SMELT_ERR_NOMEM, "out of memory: %zu bytes of device memory", bytes);
+#ifdef MADV_HUGEPAGE
+    if (align == CPU_HUGE_PAGE) (void)madvise(p, (bytes + align - 1) / align * align, MADV_HUGEPAGE);
+#endif
     *out = (rt_mem)(uintptr_t)p;
     return SMELT_OK;
 }

@@ -265,41 +265,68 @@ TEST(fuse_transpose_gelu_exp_cos_is_one_region)
     check_case(g, plan_chain, 1, 1, 1e-6);
 }
 
-/* A transposed read of a large tensor is staged: each tile is computed in the
- * source's order into workgroup memory, then stored in the output's. Batch of 2
- * and sizes off the 64-tile grid, so partial tiles are covered. */
+/* A transposed read of a large tensor is staged: each tile first copies the
+ * source block into workgroup memory (reading it along its rows), then computes
+ * in the output's order from the copy. Batch of 2 and sizes off the 64-tile
+ * grid, so partial tiles are covered; the second shape's width (150) is off
+ * the 8-column panel too. */
 static void plan_staged(const ir_graph *g, const fuse_plan *fp)
 {
     CHECK(region_is(g, fp, "mul", "transpose:i sigmoid:i mul:r", "x", "mul"));
 }
 
-static bool has_workgroup_tile(const smelt_program *p)
+static int workgroup_tiles(const smelt_program *p)
 {
+    int n = 0;
     for (int i = 0; i < p->lp.n_kernels; i++)
-        for (int b = 0; b < p->lp.kernels[i]->n_bufs; b++)
-            if (p->lp.kernels[i]->bufs[b].workgroup) return true;
-    return false;
+        for (int b = 0; b < p->lp.kernels[i]->n_bufs; b++) n += p->lp.kernels[i]->bufs[b].workgroup;
+    return n;
 }
 
 TEST(fuse_transposed_read_is_staged_through_a_tile)
 {
-    for (int transposed = 1; transposed >= 0; transposed--) {
-        ir_graph *g = ir_graph_new();
-        int x = input(g, "x", shp(3, 2, 200, 136));
-        int t = x;
-        if (transposed) {
-            t = op1(g, "transpose", OP_Transpose, x);
-            attr_ints(g, node_named(g, "transpose"), "perm", 3, (const int64_t[]){0, 2, 1});
+    static const int64_t dims[2][2] = {{200, 136}, {150, 133}};
+    for (int shape = 0; shape < 2; shape++) {
+        for (int transposed = 1; transposed >= 0; transposed--) {
+            ir_graph *g = ir_graph_new();
+            int x = input(g, "x", shp(3, 2, dims[shape][0], dims[shape][1]));
+            int t = x;
+            if (transposed) {
+                t = op1(g, "transpose", OP_Transpose, x);
+                attr_ints(g, node_named(g, "transpose"), "perm", 3, (const int64_t[]){0, 2, 1});
+            }
+            t = op1(g, "sigmoid", OP_Sigmoid, t);
+            t = op2(g, "mul", OP_Mul, t, t);
+            ir_graph_set_io(g, 1, &x, 1, &t);
+            smelt_program *p = compile(g, 0);
+            CHECK(p && workgroup_tiles(p) == transposed); /* a contiguous read needs no tile */
+            smelt_program_free(p);
+            if (transposed) check_case(g, plan_staged, 1, 1, 1e-6);
+            else ir_graph_free(g);
         }
-        t = op1(g, "sigmoid", OP_Sigmoid, t);
-        t = op2(g, "mul", OP_Mul, t, t);
-        ir_graph_set_io(g, 1, &x, 1, &t);
-        smelt_program *p = compile(g, 0);
-        CHECK(p && has_workgroup_tile(p) == transposed); /* a contiguous read needs no tile */
-        smelt_program_free(p);
-        if (transposed) check_case(g, plan_staged, 1, 1, 1e-6);
-        else ir_graph_free(g);
     }
+}
+
+/* Two sources read transposed get a tile each; a third read in the output's
+ * order is loaded straight from memory. */
+static void plan_two_staged(const ir_graph *g, const fuse_plan *fp)
+{
+    CHECK(region_is(g, fp, "mul", "tx:i ty:i add:i mul:r", "x y z", "mul"));
+}
+
+TEST(fuse_two_transposed_sources_are_staged_in_two_tiles)
+{
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(2, 140, 130)), y = input(g, "y", shp(2, 140, 130));
+    int z = input(g, "z", shp(2, 130, 140));
+    int t = op2(g, "add", OP_Add, op1(g, "tx", OP_Transpose, x), op1(g, "ty", OP_Transpose, y));
+    t = op2(g, "mul", OP_Mul, t, z);
+    int ins[3] = {x, y, z};
+    ir_graph_set_io(g, 3, ins, 1, &t);
+    smelt_program *p = compile(g, 0);
+    CHECK(p && workgroup_tiles(p) == 2);
+    smelt_program_free(p);
+    check_case(g, plan_two_staged, 1, 1, 1e-6);
 }
 
 /* ---- 2. eight elementwise ops with broadcast constants: one kernel ------------------------ */
@@ -795,4 +822,44 @@ TEST(fuse_concat_producers_write_their_own_blocks)
     attr_int(g, g->n_nodes - 1, "axis", 1);
     ir_graph_set_io(g, 1, &a, 1, &y);
     check_case(g, plan_concat_blocks, 3, 2, 1e-6);
+}
+
+/* ---- lowering details --------------------------------------------------------------------- */
+
+static bool has_kir_op(const smelt_program *p, kir_op op)
+{
+    for (int i = 0; i < p->lp.n_kernels; i++)
+        for (int v = 1; v < p->lp.kernels[i]->n_vals; v++)
+            if (p->lp.kernels[i]->vals[v].op == op) return true;
+    return false;
+}
+
+/* Pow by a constant 1..4 is multiplications (within an ulp or two of powf);
+ * any other exponent stays a pow. */
+TEST(pow_by_a_small_constant_is_multiplied_out)
+{
+    static const float exps[] = {1, 2, 3, 4, 2.5f, -2};
+    for (int e = 0; e < (int)(sizeof exps / sizeof exps[0]); e++) {
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", shp(2, 5, 7));
+        int y = op2(g, "pow", OP_Pow, x, constant(g, "e", shp(0), 0.0f, exps[e]));
+        ir_graph_set_io(g, 1, &x, 1, &y);
+        smelt_program *p = compile(g, 0);
+        if (p) {
+            bool small = exps[e] >= 1 && exps[e] <= 4 && exps[e] == (int)exps[e];
+            CHECK(has_kir_op(p, KIR_POW) == !small);
+            float data[35];
+            for (int i = 0; i < 35; i++) data[i] = (float)(i - 17) / 3.0f;
+            smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {5, 7}, .data = data};
+            CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+            smelt_tensor out;
+            CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+            for (int i = 0; i < 35; i++) {
+                double want = pow(data[i], exps[e]), got = ((const float *)out.data)[i];
+                CHECK(isnan(want) ? isnan(got) : got == want || fabs(got - want) <= 1e-6 * fabs(want));
+            }
+        }
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
 }
