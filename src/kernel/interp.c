@@ -435,6 +435,7 @@ static smelt_status run(const kir_kernel *k, void *const *bufs, const int *match
             case KS_VAR_SET: var[s->var] = val[s->val]; break;
             case KS_IF_END:
             case KS_BARRIER:
+            case KS_PREFETCH:
             case KS_COUNT:
                 break;
             }

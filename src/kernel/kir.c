@@ -159,6 +159,11 @@ kir_val kir_load(kir_kernel *k, int buf, kir_val idx)
     return v;
 }
 
+void kir_prefetch(kir_kernel *k, int buf, kir_val idx)
+{
+    add_stmt(k, (kir_stmt){.kind = KS_PREFETCH, .buf = buf, .idx = idx});
+}
+
 void kir_store(kir_kernel *k, int buf, kir_val idx, kir_val v)
 {
     add_stmt(k, (kir_stmt){.kind = KS_STORE, .buf = buf, .idx = idx, .val = v});
@@ -407,6 +412,9 @@ smelt_status kir_verify(const kir_kernel *k)
             if (s->var < 0 || s->var >= k->n_vars || !LIVE(s->val) || k->vals[s->val].type != k->vars[s->var].type) { free(open_blocks); VFAIL("kernel %d stmt %d: bad var set", k->id, i); }
             var_set[s->var] = 1;
             break;
+        case KS_PREFETCH:
+            if (s->buf < 0 || s->buf >= k->n_bufs || k->bufs[s->buf].workgroup || !LIVE(s->idx) || k->vals[s->idx].type != SMELT_I64) { free(open_blocks); VFAIL("kernel %d stmt %d: bad prefetch", k->id, i); }
+            break;
         case KS_BARRIER:
         case KS_COUNT:
             break;
@@ -499,6 +507,11 @@ void kir_dump(const kir_kernel *k, FILE *f)
             dump_val(k, s->val, f);
             break;
         case KS_BARRIER: fprintf(f, "barrier"); break;
+        case KS_PREFETCH:
+            fprintf(f, "prefetch buf%d[", s->buf);
+            dump_val(k, s->idx, f);
+            fputc(']', f);
+            break;
         case KS_COUNT: break;
         }
         fputc('\n', f);

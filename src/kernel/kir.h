@@ -11,6 +11,8 @@
  *     VAR_SET var = v           mutable variables, for accumulators
  *     BARRIER                   workgroup barrier: every thread of the workgroup
  *                               arrives before any continues (orders workgroup memory)
+ *     PREFETCH buf[i]           a hint that buf[i] is read soon (no effect on results;
+ *                               i must lie in the buffer)
  *
  * Threads. A kernel runs `wg_size` threads per workgroup (1 on the CPU, where
  * a workgroup is one call). A *parallel* loop promises independent iterations:
@@ -87,6 +89,7 @@ typedef enum kir_stmt_kind {
     KS_IF_END,
     KS_VAR_SET,
     KS_BARRIER,
+    KS_PREFETCH,
     KS_COUNT
 } kir_stmt_kind;
 
@@ -106,10 +109,10 @@ typedef struct kir_value {
 typedef struct kir_stmt {
     kir_stmt_kind kind;
     kir_val val;          /* DEF: the value; LOOP_BEGIN: induction value; STORE/VAR_SET: value */
-    kir_val idx;          /* STORE: index */
+    kir_val idx;          /* STORE, PREFETCH: index */
     kir_val lo, hi, step; /* LOOP_BEGIN */
     kir_val cond;         /* IF_BEGIN */
-    int buf;              /* STORE */
+    int buf;              /* STORE, PREFETCH */
     int var;              /* VAR_SET */
     bool parallel;        /* LOOP_BEGIN: iterations are independent */
 } kir_stmt;
@@ -172,6 +175,7 @@ int kir_smem_add(kir_kernel *k, smelt_dtype type, int64_t numel);
 void kir_barrier(kir_kernel *k);
 
 kir_val kir_load(kir_kernel *k, int buf, kir_val idx);
+void kir_prefetch(kir_kernel *k, int buf, kir_val idx);
 void kir_store(kir_kernel *k, int buf, kir_val idx, kir_val v);
 
 kir_val kir_unary(kir_kernel *k, kir_op op, kir_val a);

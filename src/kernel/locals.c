@@ -143,6 +143,7 @@ smelt_status kir_locals_assign(const kir_kernel *k, locals_strategy s, arena *a,
             USE(t->idx, i);
             USE(t->val, i);
             break;
+        case KS_PREFETCH: USE(t->idx, i); break;
         case KS_LOOP_BEGIN:
             USE(t->lo, i);
             USE(t->hi, st.loop_end[i]);

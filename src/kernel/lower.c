@@ -461,8 +461,10 @@ typedef struct elem_job {
  * step, which a C compiler turns into a register transpose and vector code.
  * Built as pass B then pass A (the addresses pass A reads are those pass B's
  * loads computed, rebuilt over pass A's loops), then pass A is moved ahead.
- * Returns false, building nothing, when an address cannot be rebuilt. */
+ * Returns false when there is nothing to stage or an address cannot be
+ * rebuilt; the caller then drops the half-built kernel. */
 #define LOWER_PANEL 8
+#define LOWER_CACHE_LINE 64
 #define LOWER_MAX_STAGED 4
 
 typedef struct staged_load {
@@ -549,15 +551,18 @@ static bool parallel_tiles_staged(lower_ctx *c, const ir_shape *shape, const ele
     kir_val v = element_of(c, job->out, idx);
     if (v) lower_store(c, job->out, idx, v);
     int end_b = k->n_stmts;
-    for (int i = 0; i < 3; i++) kir_loop_end(k);
+    kir_loop_end(k);
+    kir_loop_end(k);
     if (k->oom) return false;
 
     staged_load st[LOWER_MAX_STAGED];
     int n = 0;
     int64_t smem = 0;
+    int in_if = 0; /* a load under an if may be out of range where the if is false: not staged */
     for (int s = body; s < end_b; s++) {
         const kir_stmt *ks = &k->stmts[s];
-        if (ks->kind != KS_DEF || k->vals[ks->val].op != KIR_LOAD || k->bufs[k->vals[ks->val].buf].workgroup) continue;
+        in_if += ks->kind == KS_IF_BEGIN ? 1 : ks->kind == KS_IF_END ? -1 : 0;
+        if (in_if || ks->kind != KS_DEF || k->vals[ks->val].op != KIR_LOAD || k->bufs[k->vals[ks->val].buf].workgroup) continue;
         kir_val a = k->vals[ks->val].a;
         int64_t sj = stride_of(k, a, b.q, 0);
         if (sj == 0 || sj == 1 || stride_of(k, a, b.row, 0) != 1) continue;
@@ -566,6 +571,23 @@ static bool parallel_tiles_staged(lower_ctx *c, const ir_shape *shape, const ele
         st[n++] = (staged_load){.load = ks->val, .tile = kir_smem_add(k, k->vals[ks->val].type, LOWER_TILE * LOWER_TILE)};
     }
     if (!n) return false;
+    const kir_val from[3] = {b.row, b.jp, b.q};
+    /* Each row of pass B prefetches one source row of the next column tile
+     * (clamped into the tensor), so pass A finds it in cache: the copy is
+     * latency-bound, the arithmetic is not, and this overlaps them. */
+    kir_val line = kir_idx(k, LOWER_CACHE_LINE / (int64_t)smelt_dtype_size(k->vals[st[0].load].type));
+    kir_val last = kir_binary(k, KIR_SUB, t.i1, kir_idx(k, 1));
+    kir_val next_j = kir_add(k, kir_add(k, t.j0, kir_idx(k, LOWER_TILE)), kir_binary(k, KIR_SUB, b.row, t.i0));
+    next_j = kir_binary(k, KIR_MIN, next_j, kir_idx(k, shape->dim[r - 1] - 1));
+    kir_val m = kir_loop_begin(k, t.i0, kir_add(k, t.i1, line), line);
+    const kir_val ahead[3] = {kir_binary(k, KIR_MIN, m, last), next_j, kir_idx(k, 0)};
+    for (int i = 0; i < n; i++) {
+        kir_val src = rebuild(k, k->vals[st[i].load].a, first, from, ahead, 0);
+        if (!src) return false;
+        kir_prefetch(k, k->vals[st[i].load].buf, src);
+    }
+    kir_loop_end(k);
+    kir_loop_end(k); /* pass B's rows */
 
     /* pass A: panels of columns, then rows (the source's contiguous walk), then the panel */
     int mid = k->n_stmts;
@@ -574,7 +596,7 @@ static bool parallel_tiles_staged(lower_ctx *c, const ir_shape *shape, const ele
     a.row = kir_loop_begin_parallel(k, t.i0, t.i1);
     a.q = kir_loop_begin(k, kir_idx(k, 0), panel_width(k, &t, a.jp, w), kir_idx(k, 1));
     kir_val to_at = tile_at(k, &t, &a);
-    const kir_val from[3] = {b.row, b.jp, b.q}, to[3] = {a.row, a.jp, a.q};
+    const kir_val to[3] = {a.row, a.jp, a.q};
     for (int i = 0; i < n; i++) {
         kir_value *ld = &k->vals[st[i].load];
         kir_val src = rebuild(k, ld->a, first, from, to, 0);

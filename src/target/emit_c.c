@@ -41,6 +41,7 @@ typedef struct dialect {
     const char *group_id;     /* the workgroup index; NULL: a parameter */
     const char *local_id;     /* the thread index in the workgroup */
     const char *barrier;      /* NULL: one thread per workgroup, nothing to wait for */
+    const char *prefetch[2];  /* around "b<buf>[<idx>]" for a PREFETCH */
     const char *f32_sfx;      /* of libm names for float: expf vs overloaded exp */
     const char *ll_sfx;       /* of 64-bit integer literals */
     param_style params;
@@ -63,13 +64,14 @@ static const char cuda_prelude[] =
 
 static const dialect dialects[] = {
     [EMIT_C] = {"C", "#include <math.h>\n#include <stdint.h>\n", "static inline", "", "restrict", "", "",
-                "_Alignas(16) unsigned char smem[%lld];", NULL, "0", NULL, "f", "ll", PARAMS_TABLE, true},
+                "_Alignas(16) unsigned char smem[%lld];", NULL, "0", NULL, {"__builtin_prefetch(&", ");"}, "f", "ll",
+                PARAMS_TABLE, true},
     [EMIT_OPENCL] = {"OpenCL C", opencl_prelude, "static inline", "__kernel ", "restrict", "__global ", "__local ",
                      "__local uchar smem[%lld] __attribute__((aligned(16)));", "get_group_id(0)", "get_local_id(0)",
-                     "barrier(CLK_LOCAL_MEM_FENCE);", "", "L", PARAMS_OFFSET, false},
+                     "barrier(CLK_LOCAL_MEM_FENCE);", {"prefetch(&", ", 1);"}, "", "L", PARAMS_OFFSET, false},
     [EMIT_CUDA] = {"CUDA C", cuda_prelude, "__device__ __forceinline__", "extern \"C\" __global__ ",
                    "__restrict__", "", "", "__shared__ __align__(16) unsigned char smem[%lld];", "blockIdx.x",
-                   "threadIdx.x", "__syncthreads();", "f", "ll", PARAMS_PLAIN, false},
+                   "threadIdx.x", "__syncthreads();", {"(void)&", ";"}, "f", "ll", PARAMS_PLAIN, false},
 };
 _Static_assert(sizeof dialects / sizeof dialects[0] == EMIT_LANG_COUNT, "one dialect per emit_lang");
 
@@ -441,6 +443,7 @@ static void count_uses(emitter *e)
             break;
         }
         case KS_STORE: e->uses[s->idx]++; e->uses[s->val]++; break;
+        case KS_PREFETCH: e->uses[s->idx]++; break;
         case KS_LOOP_BEGIN: e->uses[s->lo]++; e->uses[s->hi]++; e->uses[s->step]++; break;
         case KS_IF_BEGIN: e->uses[s->cond]++; break;
         case KS_VAR_SET: e->uses[s->val]++; break;
@@ -453,7 +456,7 @@ static bool buffer_used(const kir_kernel *k, int b)
 {
     for (int i = 0; i < k->n_stmts; i++) {
         const kir_stmt *s = &k->stmts[i];
-        if ((s->kind == KS_STORE && s->buf == b) ||
+        if (((s->kind == KS_STORE || s->kind == KS_PREFETCH) && s->buf == b) ||
             (s->kind == KS_DEF && k->vals[s->val].op == KIR_LOAD && k->vals[s->val].buf == b))
             return true;
     }
@@ -661,6 +664,12 @@ static smelt_status emit_body(emitter *e)
                 put_slot(e, e->loc.var_slot[s->var]);
                 sb_puts(sb, ";\n");
             }
+            break;
+        case KS_PREFETCH:
+            sb_indent(sb, ind);
+            sb_printf(sb, "%sb%d[", e->d->prefetch[0], s->buf);
+            put_val(e, s->idx);
+            sb_printf(sb, "]%s\n", e->d->prefetch[1]);
             break;
         case KS_BARRIER:
             if (e->d->barrier) {

@@ -267,12 +267,21 @@ TEST(fuse_transpose_gelu_exp_cos_is_one_region)
 
 /* A transposed read of a large tensor is staged: each tile first copies the
  * source block into workgroup memory (reading it along its rows), then computes
- * in the output's order from the copy. Batch of 2 and sizes off the 64-tile
+ * in the output's order from the copy, prefetching the next tile's source
+ * rows as it goes. Batch of 2 and sizes off the 64-tile
  * grid, so partial tiles are covered; the second shape's width (150) is off
  * the 8-column panel too. */
 static void plan_staged(const ir_graph *g, const fuse_plan *fp)
 {
     CHECK(region_is(g, fp, "mul", "transpose:i sigmoid:i mul:r", "x", "mul"));
+}
+
+static bool has_prefetch(const smelt_program *p)
+{
+    for (int i = 0; i < p->lp.n_kernels; i++)
+        for (int s = 0; s < p->lp.kernels[i]->n_stmts; s++)
+            if (p->lp.kernels[i]->stmts[s].kind == KS_PREFETCH) return true;
+    return false;
 }
 
 static int workgroup_tiles(const smelt_program *p)
@@ -300,6 +309,7 @@ TEST(fuse_transposed_read_is_staged_through_a_tile)
             ir_graph_set_io(g, 1, &x, 1, &t);
             smelt_program *p = compile(g, 0);
             CHECK(p && workgroup_tiles(p) == transposed); /* a contiguous read needs no tile */
+            CHECK(p && has_prefetch(p) == transposed);    /* and nothing fetched ahead */
             smelt_program_free(p);
             if (transposed) check_case(g, plan_staged, 1, 1, 1e-6);
             else ir_graph_free(g);

@@ -30,7 +30,8 @@ static kir_val tree_sum(kir_kernel *k, kir_val partial)
 }
 
 /* Per row of x[2][N]: y = x - mean(x), stats = {mean, sum((x - mean)^2)}: two
- * chained row reductions staged in workgroup memory, then a parallel loop. */
+ * chained row reductions staged in workgroup memory, then a parallel loop
+ * (which prefetches x ahead, so both dialects' prefetch compiles). */
 static kir_kernel *two_reductions(arena *a)
 {
     kir_kernel *k = kir_kernel_new(a, 7, 2, "two chained row reductions");
@@ -52,6 +53,7 @@ static kir_kernel *two_reductions(arena *a)
     kir_val ss = tree_sum(k, kir_var_get(k, sq));
     j = kir_loop_begin_parallel(k, kir_idx(k, 0), kir_idx(k, N));
     kir_val at = kir_add(k, base, j);
+    kir_prefetch(k, x, kir_binary(k, KIR_MIN, kir_add(k, at, kir_idx(k, 16)), kir_idx(k, 2 * N - 1)));
     kir_store(k, y, at, kir_binary(k, KIR_SUB, kir_load(k, x, at), mean));
     kir_loop_end(k);
     kir_if_begin(k, kir_binary(k, KIR_EQ, kir_lid(k), kir_idx(k, 0)));
@@ -89,6 +91,8 @@ TEST(gpu_emit_two_reductions_reuse)
         CHECK_STR_HAS(cu, "__syncthreads();");
         CHECK_STR_HAS(cu, "threadIdx.x");
         CHECK_STR_HAS(cu, "blockIdx.x");
+        CHECK_STR_HAS(cl, "prefetch(&b0[");
+        CHECK_STR_HAS(cu, "(void)&b0[");
         CHECK(!strstr(cl, "expf") && !strstr(cl, "#include"));
     }
     if (cu && rt_cuda_nvrtc_available()) {

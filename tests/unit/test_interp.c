@@ -1,6 +1,7 @@
 /* The Kernel IR interpreter (kernel/interp.c) on hand-built kernels. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "kernel/kir.h"
@@ -31,6 +32,40 @@ TEST(interp_elementwise_chain)
         float e = xin[t] * 2.0f + 1.0f;
         CHECK(xout[t] == (e > 0 ? e : 0.0f));
     }
+    arena_free(&a);
+}
+
+/* PREFETCH is a hint: the interpreter runs past it, verify wants an index
+ * into a parameter buffer (not workgroup memory), and the dump names it. */
+TEST(interp_prefetch_is_a_hint)
+{
+    arena a;
+    arena_init(&a);
+    kir_kernel *k = kir_kernel_new(&a, 1, 1, "copy, fetching ahead");
+    int in = kir_buffer_add(k, SMELT_F32, 9, 0, true, false);
+    int out = kir_buffer_add(k, SMELT_F32, 9, 1, false, true);
+    kir_val i = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, 9), kir_idx(k, 1));
+    kir_prefetch(k, in, kir_binary(k, KIR_MIN, kir_add(k, i, kir_idx(k, 4)), kir_idx(k, 8)));
+    kir_store(k, out, i, kir_load(k, in, i));
+    kir_loop_end(k);
+    CHECK_EQ_INT(kir_verify(k), SMELT_OK);
+    float xin[9], xout[9];
+    for (int t = 0; t < 9; t++) xin[t] = (float)t * 1.5f;
+    void *bufs[] = {xin, xout};
+    CHECK_EQ_INT(kir_interpret(k, bufs), SMELT_OK);
+    for (int t = 0; t < 9; t++) CHECK(xout[t] == xin[t]);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    kir_dump(k, f);
+    fclose(f);
+    CHECK(text && strstr(text, "prefetch buf0["));
+    free(text);
+
+    kir_kernel *w = kir_kernel_new(&a, 2, 1, "prefetch of workgroup memory");
+    int tile = kir_smem_add(w, SMELT_F32, 4);
+    kir_prefetch(w, tile, kir_idx(w, 0));
+    CHECK(kir_verify(w) != SMELT_OK);
     arena_free(&a);
 }
 
