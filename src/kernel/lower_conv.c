@@ -18,15 +18,36 @@
 
 #define CONV_MB 4       /* output channels per unit: each X element feeds MB FMAs */
 #define CONV_KW_UNROLL 16
+#define CONV_STACK_BYTES (32 * 1024)
 
 typedef struct conv_job {
     window_geom w;
     int ns;
     int64_t cg, mg, mb, ow, units;
-    int acc;
+    int acc;                /* scratch accumulators, or -1: MB x OW of workgroup memory */
     smelt_dtype dt;
     bool bias;
 } conv_job;
+
+/* Element (r, ow) of a unit's accumulators: the scratch rows at rowbase[r],
+ * or row r of the stack block `smem`. */
+typedef struct conv_acc {
+    int scratch, smem;
+    int64_t ow;
+    const kir_val *rowbase;
+} conv_acc;
+
+static kir_val acc_load(lower_ctx *c, const conv_acc *a, int r, kir_val ow)
+{
+    if (a->scratch >= 0) return lower_scratch_load(c, a->scratch, kir_add(c->k, a->rowbase[r], ow));
+    return kir_load(c->k, a->smem, kir_add(c->k, kir_idx(c->k, r * a->ow), ow));
+}
+
+static void acc_store(lower_ctx *c, const conv_acc *a, int r, kir_val ow, kir_val v)
+{
+    if (a->scratch >= 0) lower_scratch_store(c, a->scratch, kir_add(c->k, a->rowbase[r], ow), v);
+    else kir_store(c->k, a->smem, kir_add(c->k, kir_idx(c->k, r * a->ow), ow), v);
+}
 
 static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
@@ -52,10 +73,11 @@ static void conv_body(lower_ctx *c, const kir_val *idx, void *user)
         m[r] = kir_add(K, m0, kir_idx(K, r));
     }
     kir_val fzero = kir_const_f(K, j->dt, 0);
+    conv_acc acc = {j->acc, j->acc < 0 ? kir_smem_add(K, j->dt, j->mb * j->ow) : -1, j->ow, rowbase};
     kir_val init[CONV_MB];
     for (int r = 0; r < j->mb; r++) init[r] = j->bias ? lower_load(c, 2, &m[r]) : fzero;
     kir_val ow = kir_loop_begin(K, zero_i, kir_idx(K, j->ow), one);
-    for (int r = 0; r < j->mb; r++) lower_scratch_store(c, j->acc, kir_add(K, rowbase[r], ow), init[r]);
+    for (int r = 0; r < j->mb; r++) acc_store(c, &acc, r, ow, init[r]);
     kir_loop_end(K);
 
     kir_val ci = kir_loop_begin(K, zero_i, kir_idx(K, j->cg), one);
@@ -94,11 +116,8 @@ static void conv_body(lower_ctx *c, const kir_val *idx, void *user)
             ow = kir_loop_begin(K, kir_idx(K, lo), kir_idx(K, hi), one);
             xi[2 + last] = kir_add(K, kir_mul(K, ow, kir_idx(K, s)), kir_idx(K, kw * dl - pl));
             kir_val x = lower_load(c, 0, xi);
-            for (int r = 0; r < j->mb; r++) {
-                kir_val at = kir_add(K, rowbase[r], ow);
-                kir_val a = lower_scratch_load(c, j->acc, at);
-                lower_scratch_store(c, j->acc, at, kir_binary(K, KIR_ADD, a, kir_binary(K, KIR_MUL, wv[r], x)));
-            }
+            for (int r = 0; r < j->mb; r++)
+                acc_store(c, &acc, r, ow, kir_binary(K, KIR_ADD, acc_load(c, &acc, r, ow), kir_binary(K, KIR_MUL, wv[r], x)));
             kir_loop_end(K);
         }
     } else {
@@ -114,11 +133,8 @@ static void conv_body(lower_ctx *c, const kir_val *idx, void *user)
         kir_val ok = kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, pos, zero_i), kir_binary(K, KIR_LT, pos, kir_idx(K, in_w)));
         xi[2 + last] = lower_clamp(K, pos, in_w);
         kir_val x = kir_select(K, ok, lower_load(c, 0, xi), fzero);
-        for (int r = 0; r < j->mb; r++) {
-            kir_val at = kir_add(K, rowbase[r], ow);
-            kir_val a = lower_scratch_load(c, j->acc, at);
-            lower_scratch_store(c, j->acc, at, kir_binary(K, KIR_ADD, a, kir_binary(K, KIR_MUL, wv[r], x)));
-        }
+        for (int r = 0; r < j->mb; r++)
+            acc_store(c, &acc, r, ow, kir_binary(K, KIR_ADD, acc_load(c, &acc, r, ow), kir_binary(K, KIR_MUL, wv[r], x)));
         kir_loop_end(K);
         kir_loop_end(K);
     }
@@ -133,7 +149,7 @@ static void conv_body(lower_ctx *c, const kir_val *idx, void *user)
         yi[1] = m[r];
         ow = kir_loop_begin(K, zero_i, kir_idx(K, j->ow), one);
         yi[2 + last] = ow;
-        lower_store(c, 0, yi, lower_scratch_load(c, j->acc, kir_add(K, rowbase[r], ow)));
+        lower_store(c, 0, yi, acc_load(c, &acc, r, ow));
         kir_loop_end(K);
     }
 }
@@ -155,8 +171,11 @@ smelt_status lower_Conv(lower_ctx *c)
     j.units = m / j.mb;
     j.ow = j.w.out[j.ns - 1];
     if (ir_tensor_numel(y) == 0) return SMELT_OK;
-    j.acc = lower_scratch(c, j.dt, ir_tensor_numel(y));
-    if (j.acc < 0) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    /* One thread per workgroup: the unit's accumulators on the stack, in L1 */
+    if (c->target->wg_size > 1 || j.mb * j.ow * (int64_t)smelt_dtype_size(j.dt) > CONV_STACK_BYTES) {
+        j.acc = lower_scratch(c, j.dt, ir_tensor_numel(y));
+        if (j.acc < 0) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    }
     ir_shape units = {.rank = j.ns + 2};
     units.dim[0] = x->shape.dim[0];
     units.dim[1] = j.units;

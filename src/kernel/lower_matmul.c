@@ -7,9 +7,14 @@
  *             innermost loop runs unit-stride over N,
  *                 acc[r][j] += A[i0+r][k] * B[k][j]      (r unrolled)
  *             so the target compiler vectorizes it and each B element loaded
- *             feeds MR multiply-adds. Accumulators live in a scratch buffer
- *             (one MR x N panel per unit) because outputs may carry a fused
- *             epilogue and cannot be read back.
+ *             feeds MR multiply-adds. Accumulators live apart from the output
+ *             (which may carry a fused epilogue and cannot be read back): on
+ *             the CPU in an MR x (NC + MM_PAD) block of workgroup memory, a
+ *             stack array that stays in L1, its rows MM_PAD elements longer
+ *             than the block so they do not sit a multiple of 4 KiB apart
+ *             (a load of one row would wait on the store to another that
+ *             matches it in the low address bits); with threads per
+ *             workgroup, in a scratch buffer (one MR x N panel per unit).
  */
 #include "kernel/lower.h"
 
@@ -18,6 +23,7 @@
 #define MM_MR 8
 #define MM_NC 256
 #define MM_NC_SPLIT 512
+#define MM_PAD 16
 
 typedef struct mm_job {
     const ir_shape *out;
@@ -27,7 +33,7 @@ typedef struct mm_job {
     bool a_vec, b_vec;       /* MatMul 1-D operands               */
     bool gemm, ta;           /* Gemm: transA                      */
     int b_packed;            /* scratch holding B as [K, N], or -1 */
-    int acc;                 /* scratch accumulators              */
+    int acc;                 /* scratch accumulators, or -1: on the stack */
     smelt_dtype dt;
     double alpha, beta;
 } mm_job;
@@ -84,6 +90,33 @@ static void store_c(lower_ctx *c, const mm_job *j, const kir_val *bidx, kir_val 
     lower_store(c, 0, idx, v);
 }
 
+/* The accumulators: scratch panel `scratch` (element rowbase + col), or
+ * workgroup memory `smem` (element row * ld + col - j0). */
+typedef struct acc_block {
+    int scratch, smem;
+    int64_t ld;
+    kir_val j0;
+} acc_block;
+
+static kir_val acc_index(kir_kernel *K, const acc_block *a, kir_val rowbase, kir_val row, kir_val col)
+{
+    if (a->scratch >= 0) return kir_add(K, rowbase, col);
+    return kir_add(K, kir_mul(K, row, kir_idx(K, a->ld)), kir_binary(K, KIR_SUB, col, a->j0));
+}
+
+static kir_val acc_load(lower_ctx *c, const acc_block *a, kir_val rowbase, kir_val row, kir_val col)
+{
+    kir_val at = acc_index(c->k, a, rowbase, row, col);
+    return a->scratch >= 0 ? lower_scratch_load(c, a->scratch, at) : kir_load(c->k, a->smem, at);
+}
+
+static void acc_store(lower_ctx *c, const acc_block *a, kir_val rowbase, kir_val row, kir_val col, kir_val v)
+{
+    kir_val at = acc_index(c->k, a, rowbase, row, col);
+    if (a->scratch >= 0) lower_scratch_store(c, a->scratch, at, v);
+    else kir_store(c->k, a->smem, at, v);
+}
+
 static void mm_body(lower_ctx *c, const kir_val *idx, void *user)
 {
     const mm_job *j = user;
@@ -102,9 +135,10 @@ static void mm_body(lower_ctx *c, const kir_val *idx, void *user)
     for (int r = 0; r < mr; r++) rowbase[r] = kir_add(K, base, kir_idx(K, r * j->n));
     kir_val zero = kir_const_f(K, j->dt, 0);
     kir_val one = kir_idx(K, 1);
+    acc_block acc = {j->acc, j->acc < 0 ? kir_smem_add(K, j->dt, mr * (j->nc + MM_PAD)) : -1, j->nc + MM_PAD, j0};
 
     kir_val col = kir_loop_begin(K, j0, j1, one);
-    for (int r = 0; r < mr; r++) lower_scratch_store(c, j->acc, kir_add(K, rowbase[r], col), zero);
+    for (int r = 0; r < mr; r++) acc_store(c, &acc, rowbase[r], kir_idx(K, r), col, zero);
     kir_loop_end(K);
 
     kir_val k = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, j->kk), one);
@@ -118,9 +152,8 @@ static void mm_body(lower_ctx *c, const kir_val *idx, void *user)
     col = kir_loop_begin(K, j0, j1, one);
     kir_val b = load_b(c, j, bidx, k, col);
     for (int r = 0; r < mr; r++) {
-        kir_val at = kir_add(K, rowbase[r], col);
-        kir_val s = lower_scratch_load(c, j->acc, at);
-        lower_scratch_store(c, j->acc, at, kir_binary(K, KIR_ADD, s, kir_binary(K, KIR_MUL, a[r], b)));
+        kir_val s = acc_load(c, &acc, rowbase[r], kir_idx(K, r), col);
+        acc_store(c, &acc, rowbase[r], kir_idx(K, r), col, kir_binary(K, KIR_ADD, s, kir_binary(K, KIR_MUL, a[r], b)));
     }
     kir_loop_end(K);
     kir_loop_end(K);
@@ -130,7 +163,7 @@ static void mm_body(lower_ctx *c, const kir_val *idx, void *user)
     kir_val r = kir_loop_begin(K, kir_idx(K, 0), rows, one);
     kir_val rb = kir_add(K, base, kir_mul(K, r, kir_idx(K, j->n)));
     col = kir_loop_begin(K, j0, j1, one);
-    kir_val v = lower_scratch_load(c, j->acc, kir_add(K, rb, col));
+    kir_val v = acc_load(c, &acc, rb, r, col);
     store_c(c, j, bidx, kir_add(K, i0, r), col, v);
     kir_loop_end(K);
     kir_loop_end(K);
@@ -146,8 +179,11 @@ static smelt_status mm_lower(lower_ctx *c, mm_job *j)
     int64_t batch = 1;
     for (int d = 0; d < j->nb; d++) batch *= out->dim[d];
     if (batch == 0 || j->m == 0 || j->n == 0) return SMELT_OK;
-    j->acc = lower_scratch(c, j->dt, batch * j->nblk * j->mr * j->n);
-    if (j->acc < 0) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    j->acc = -1;
+    if (c->target->wg_size > 1) {
+        j->acc = lower_scratch(c, j->dt, batch * j->nblk * j->mr * j->n);
+        if (j->acc < 0) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    }
     ir_shape units = {.rank = j->nb + 3};
     for (int d = 0; d < j->nb; d++) units.dim[d] = out->dim[d];
     units.dim[j->nb] = j->nblk;
