@@ -148,6 +148,7 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     TRY(graph_bind_inputs(p->g, n_inputs, inputs));
     TRY(graph_infer(p->g));
     TRY(graph_fold_batchnorm(p->g));
+    TRY(graph_fold_gemm_transpose(p->g));
     TRY(graph_dce(p->g));
     double t1 = now_ms();
     TRY(lower_all(p, opt, target));

@@ -40,4 +40,11 @@ smelt_status graph_dce(ir_graph *g);
  * folded BatchNormalization nodes are dead (run graph_dce after). */
 smelt_status graph_fold_batchnorm(ir_graph *g);
 
+/* A Gemm with transA or transB set on a constant operand reads a copy of it
+ * transposed at compile time instead, and the flag is cleared: the kernel
+ * then reads it row by row with no transposing pass on every run.
+ * requires: inferred graph. guarantees: the graph computes the same values;
+ * the original constant is left for graph_dce when nothing else reads it. */
+smelt_status graph_fold_gemm_transpose(ir_graph *g);
+
 #endif

@@ -207,6 +207,7 @@ static void check_case(ir_graph *g, plan_check check, int regions, int kernels, 
     CHECK(h != NULL);
     CHECK(graph_infer(h) == SMELT_OK);
     CHECK(graph_fold_batchnorm(h) == SMELT_OK); /* the compiler's frontend, so both plans agree */
+    CHECK(graph_fold_gemm_transpose(h) == SMELT_OK);
     CHECK(graph_dce(h) == SMELT_OK);
     fuse_plan fp;
     fuse_options fo = {.no_fuse = false};
@@ -868,6 +869,59 @@ TEST(pow_by_a_small_constant_is_multiplied_out)
                 double want = pow(data[i], exps[e]), got = ((const float *)out.data)[i];
                 CHECK(isnan(want) ? isnan(got) : got == want || fabs(got - want) <= 1e-6 * fabs(want));
             }
+        }
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
+
+/* A Gemm's constant transB operand is transposed at compile time: the flag is
+ * cleared, the node reads a new [K, N] constant, the old one is left to DCE,
+ * and the product is unchanged. A transposed model input is left alone. */
+TEST(gemm_constant_transposed_operand_is_folded)
+{
+    for (int const_b = 1; const_b >= 0; const_b--) {
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", shp(2, 3, 5));
+        int b = const_b ? constant(g, "b", shp(2, 4, 5), 1.0f, 0.25f) : input(g, "b", shp(2, 4, 5));
+        int bias = constant(g, "c", shp(1, 4), 0.5f, 0.0f);
+        int y = op(g, "gemm", OP_Gemm, 3, (const int[]){x, b, bias});
+        attr_int(g, node_named(g, "gemm"), "transB", 1);
+        int ins[2] = {x, b};
+        ir_graph_set_io(g, const_b ? 1 : 2, ins, 1, &y);
+        ir_graph *h = ir_graph_clone(g);
+        CHECK(h && graph_infer(h) == SMELT_OK && graph_fold_gemm_transpose(h) == SMELT_OK);
+        const ir_node *n = &h->nodes[node_named(h, "gemm")];
+        CHECK_EQ_INT(ir_attr_int(n, "transB", 0), !const_b);
+        CHECK_EQ_INT(n->in[1] != b, const_b);
+        if (const_b) {
+            const ir_tensor *bt = &h->tensors[n->in[1]];
+            CHECK(bt->shape.rank == 2 && bt->shape.dim[0] == 5 && bt->shape.dim[1] == 4);
+            for (int k = 0; k < 5; k++)
+                for (int j = 0; j < 4; j++)
+                    CHECK(((const float *)bt->data)[k * 4 + j] == ((const float *)g->tensors[b].data)[j * 5 + k]);
+            CHECK(graph_dce(h) == SMELT_OK);
+            for (int t = 0; t < h->n_tensors; t++) CHECK(strcmp(h->tensors[t].name, "b") != 0);
+        }
+        ir_graph_free(h);
+        smelt_program *p = compile(g, 0);
+        if (p) {
+            float xd[15], bd[20];
+            for (int i = 0; i < 15; i++) xd[i] = (float)(i % 7) - 3.0f;
+            const float *bv = const_b ? g->tensors[b].data : bd;
+            for (int i = 0; i < 20; i++) bd[i] = (float)(i % 5) * 0.5f - 1.0f;
+            smelt_tensor in[2] = {{.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {3, 5}, .data = xd},
+                                  {.name = "b", .dtype = SMELT_F32, .rank = 2, .shape = {4, 5}, .data = bd}};
+            CHECK(smelt_program_run(p, const_b ? 1 : 2, in) == SMELT_OK);
+            smelt_tensor out;
+            CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+            const float *c = g->tensors[bias].data;
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 4; j++) {
+                    double want = c[j];
+                    for (int k = 0; k < 5; k++) want += (double)xd[i * 5 + k] * bv[j * 5 + k];
+                    CHECK_NEAR(((const float *)out.data)[i * 4 + j], want, 1e-5);
+                }
         }
         smelt_program_free(p);
         ir_graph_free(g);
