@@ -16,7 +16,7 @@
  */
 #include "kernel/lower.h"
 
-#define CONV_MB 4       /* output channels per unit: each X element feeds MB FMAs */
+#define CONV_MB 8       /* output channels per unit: each X element feeds MB FMAs */
 #define CONV_KW_UNROLL 16
 #define CONV_STACK_BYTES (32 * 1024)
 
@@ -167,7 +167,7 @@ smelt_status lower_Conv(lower_ctx *c)
     j.cg = wt->shape.dim[1];
     int64_t m = wt->shape.dim[0];
     j.mg = m / group;
-    j.mb = j.mg % 4 == 0 ? 4 : j.mg % 2 == 0 ? 2 : 1;
+    j.mb = j.mg % 8 == 0 ? 8 : j.mg % 4 == 0 ? 4 : j.mg % 2 == 0 ? 2 : 1;
     j.units = m / j.mb;
     j.ow = j.w.out[j.ns - 1];
     if (ir_tensor_numel(y) == 0) return SMELT_OK;
