@@ -12,13 +12,17 @@
  *             compile time for each unrolled kw), so it needs no per-element
  *             guard and vectorizes; an out-of-range row ih skips the tap with
  *             one branch. Depthwise convolution is the Cg == 1 case of the same
- *             loop nest.
+ *             loop nest. 2-D stride-1 convolutions on the CPU use the flat form
+ *             instead (conv_body_flat): a unit of MB channels by several output
+ *             rows computes each tap as one loop over all its positions, from a
+ *             zero-padded copy of the input rows in workgroup memory.
  */
 #include "kernel/lower.h"
 
 #define CONV_MB 8       /* output channels per unit: each X element feeds MB FMAs */
 #define CONV_KW_UNROLL 16
 #define CONV_STACK_BYTES (32 * 1024)
+#define CONV_VEC 8      /* accumulator rows: whole vectors of this many elements */
 
 typedef struct conv_job {
     window_geom w;
@@ -154,6 +158,142 @@ static void conv_body(lower_ctx *c, const kir_val *idx, void *user)
     }
 }
 
+/* ---- 2-D, stride 1, on the CPU: rows of the plane as one flat loop --------
+ * A unit is MB output channels by RB output rows. Per input channel, the rows
+ * it reads are copied into a zero-padded tile of workgroup memory, Wp = W +
+ * pads wide, so that output (r, c) of tap (kh, kw) reads the tile at
+ *     (r + kh*dh) * Wp + c + kw*dw  =  p + kh*dh*Wp + kw*dw,   p = r*Wp + c:
+ * every tap is one unit-stride loop over all RB*Wp positions of the unit, with
+ * no bound test and no short rows. Accumulators are Wp wide too; the columns
+ * past OW are computed from the padding and never stored. */
+#define CONV_FLAT_PIXELS 256 /* positions per unit, about */
+
+typedef struct flat_job {
+    const conv_job *j;
+    int64_t rb, wp, pos;      /* rows per unit, padded width, positions computed (>= rb * wp) */
+    int64_t tile, ld;         /* tile elements, accumulator row stride */
+} flat_job;
+
+static void conv_body_flat(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const flat_job *f = user;
+    const conv_job *j = f->j;
+    const window_geom *w = &j->w;
+    kir_kernel *K = c->k;
+    kir_val one = kir_idx(K, 1), zero_i = kir_idx(K, 0), fzero = kir_const_f(K, j->dt, 0);
+    kir_val n = idx[0], m0 = kir_mul(K, idx[1], kir_idx(K, j->mb));
+    kir_val oh0 = kir_mul(K, idx[2], kir_idx(K, f->rb));
+    kir_val cbase = kir_mul(K, kir_binary(K, KIR_DIV, m0, kir_idx(K, j->mg)), kir_idx(K, j->cg));
+    int64_t pos = f->pos;
+    int acc = kir_smem_add(K, j->dt, j->mb * f->ld), tile = kir_smem_add(K, j->dt, f->tile);
+    kir_val m[CONV_MB];
+    for (int r = 0; r < j->mb; r++) {
+        m[r] = kir_add(K, m0, kir_idx(K, r));
+        kir_val init = j->bias ? lower_load(c, 2, &m[r]) : fzero;
+        kir_val p = kir_loop_begin_parallel(K, zero_i, kir_idx(K, pos));
+        kir_store(K, acc, kir_add(K, kir_idx(K, r * f->ld), p), init);
+        kir_loop_end(K);
+    }
+
+    kir_val ci = kir_loop_begin(K, zero_i, kir_idx(K, j->cg), one);
+    kir_val xi[4] = {n, kir_add(K, cbase, ci)};
+    /* the tile: input rows oh0 - pad .. , zero outside the input, then a zero tail */
+    int64_t rows = f->rb + (w->kernel[0] - 1) * w->dilation[0];
+    kir_val tr = kir_loop_begin(K, zero_i, kir_idx(K, rows), one);
+    kir_val ih = kir_binary(K, KIR_SUB, kir_add(K, oh0, tr), kir_idx(K, w->pad_lo[0]));
+    kir_val row_ok = kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, ih, zero_i), kir_binary(K, KIR_LT, ih, kir_idx(K, w->in[0])));
+    kir_val trow = kir_mul(K, tr, kir_idx(K, f->wp));
+    xi[2] = ih;
+    /* in-range rows: zeros, the input row, zeros; other rows: zeros */
+    int64_t pl = w->pad_lo[1], iwn = w->in[1];
+    const int64_t span[3][2] = {{0, pl}, {pl, pl + iwn}, {pl + iwn, f->wp}};
+    kir_if_begin(K, row_ok);
+    for (int part = 0; part < 3; part++) {
+        if (span[part][0] >= span[part][1]) continue;
+        kir_val tc = kir_loop_begin_parallel(K, kir_idx(K, span[part][0]), kir_idx(K, span[part][1]));
+        xi[3] = kir_binary(K, KIR_SUB, tc, kir_idx(K, pl));
+        kir_store(K, tile, kir_add(K, trow, tc), part == 1 ? lower_load(c, 0, xi) : fzero);
+        kir_loop_end(K);
+    }
+    kir_else(K);
+    kir_val tc = kir_loop_begin_parallel(K, zero_i, kir_idx(K, f->wp));
+    kir_store(K, tile, kir_add(K, trow, tc), fzero);
+    kir_loop_end(K);
+    kir_if_end(K);
+    kir_loop_end(K);
+    kir_val t = kir_loop_begin_parallel(K, kir_idx(K, rows * f->wp), kir_idx(K, f->tile));
+    kir_store(K, tile, t, fzero);
+    kir_loop_end(K);
+
+    kir_val wi[4] = {0, ci};
+    for (int64_t kh = 0; kh < w->kernel[0]; kh++) {
+        for (int64_t kw = 0; kw < w->kernel[1]; kw++) {
+            wi[2] = kir_idx(K, kh);
+            wi[3] = kir_idx(K, kw);
+            kir_val wv[CONV_MB];
+            for (int r = 0; r < j->mb; r++) {
+                wi[0] = m[r];
+                wv[r] = lower_load(c, 1, wi);
+            }
+            int64_t off = kh * w->dilation[0] * f->wp + kw * w->dilation[1];
+            kir_val p = kir_loop_begin_parallel(K, zero_i, kir_idx(K, pos));
+            kir_val x = kir_load(K, tile, kir_add(K, p, kir_idx(K, off)));
+            for (int r = 0; r < j->mb; r++) {
+                kir_val at = kir_add(K, kir_idx(K, r * f->ld), p);
+                kir_store(K, acc, at, kir_binary(K, KIR_ADD, kir_load(K, acc, at), kir_binary(K, KIR_MUL, wv[r], x)));
+            }
+            kir_loop_end(K);
+        }
+    }
+    kir_loop_end(K); /* ci */
+
+    kir_val nrows = w->out[0] % f->rb
+                        ? kir_binary(K, KIR_MIN, kir_idx(K, f->rb), kir_binary(K, KIR_SUB, kir_idx(K, w->out[0]), oh0))
+                        : kir_idx(K, f->rb);
+    kir_val yi[4] = {n};
+    for (int r = 0; r < j->mb; r++) {
+        yi[1] = m[r];
+        kir_val row = kir_loop_begin(K, zero_i, nrows, one);
+        yi[2] = kir_add(K, oh0, row);
+        kir_val ow = kir_loop_begin_parallel(K, zero_i, kir_idx(K, j->ow));
+        yi[3] = ow;
+        kir_val at = kir_add(K, kir_idx(K, r * f->ld), kir_add(K, kir_mul(K, row, kir_idx(K, f->wp)), ow));
+        lower_store(c, 0, yi, kir_load(K, acc, at));
+        kir_loop_end(K);
+        kir_loop_end(K);
+    }
+}
+
+/* The flat form where it applies (2-D, stride 1, one thread per workgroup)
+ * and its workgroup memory fits; false to use the row form. */
+static bool conv_flat(lower_ctx *c, const conv_job *j, int64_t batch)
+{
+    const window_geom *w = &j->w;
+    if (c->target->wg_size > 1 || w->nsp != 2 || w->stride[0] != 1 || w->stride[1] != 1) return false;
+    flat_job f = {.j = j};
+    f.wp = w->in[1] + w->pad_lo[1] + w->pad_hi[1];
+    if (f.wp - (w->kernel[1] - 1) * w->dilation[1] != j->ow) return false;
+    /* rows per unit: about CONV_FLAT_PIXELS positions, split evenly over the rows */
+    int64_t blocks = (w->out[0] * f.wp + CONV_FLAT_PIXELS - 1) / CONV_FLAT_PIXELS;
+    f.rb = (w->out[0] + blocks - 1) / blocks;
+    /* positions rounded up to whole vectors (the extra ones read the zero
+     * tail); accumulator rows vector-aligned and not 4 KiB apart */
+    f.pos = (f.rb * f.wp + CONV_VEC - 1) / CONV_VEC * CONV_VEC;
+    f.ld = f.pos + CONV_VEC;
+    for (int64_t d = 1; d < j->mb; d++)
+        if (d * f.ld * (int64_t)smelt_dtype_size(j->dt) % 4096 == 0) {
+            f.ld += CONV_VEC;
+            d = 0;
+        }
+    f.tile = (f.rb + (w->kernel[0] - 1) * w->dilation[0]) * f.wp + (w->kernel[1] - 1) * w->dilation[1] +
+             f.pos - f.rb * f.wp;
+    int64_t bytes = (j->mb * f.ld + f.tile) * (int64_t)smelt_dtype_size(j->dt);
+    if (bytes > CONV_STACK_BYTES * 2) return false;
+    ir_shape units = {.rank = 4, .dim = {batch, j->units, (w->out[0] + f.rb - 1) / f.rb, 1}};
+    lower_parallel_for(c, &units, 2 * j->mb * f.rb * f.wp * j->cg * w->kernel[0] * w->kernel[1], conv_body_flat, &f);
+    return true;
+}
+
 smelt_status lower_Conv(lower_ctx *c)
 {
     conv_job j = {.acc = -1};
@@ -171,6 +311,7 @@ smelt_status lower_Conv(lower_ctx *c)
     j.units = m / j.mb;
     j.ow = j.w.out[j.ns - 1];
     if (ir_tensor_numel(y) == 0) return SMELT_OK;
+    if (conv_flat(c, &j, x->shape.dim[0])) return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
     /* One thread per workgroup: the unit's accumulators on the stack, in L1 */
     if (c->target->wg_size > 1 || j.mb * j.ow * (int64_t)smelt_dtype_size(j.dt) > CONV_STACK_BYTES) {
         j.acc = lower_scratch(c, j.dt, ir_tensor_numel(y));

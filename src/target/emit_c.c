@@ -54,6 +54,14 @@ static const char opencl_prelude[] =
     "typedef int int32_t;\ntypedef uint uint32_t;\ntypedef long int64_t;\ntypedef ulong uint64_t;\n"
     "#define INT32_MIN INT_MIN\n#define INT64_MIN LONG_MIN\n#define INT64_MAX LONG_MAX\n#define UINT64_MAX ULONG_MAX\n";
 
+/* GCC turns short copy and fill loops (a staged tile's rows) into memcpy and
+ * memset calls, which cost more than the vector loop they replace. */
+static const char c_prelude[] =
+    "#include <math.h>\n#include <stdint.h>\n"
+    "#if defined(__GNUC__) && !defined(__clang__)\n"
+    "#pragma GCC optimize(\"no-tree-loop-distribute-patterns\")\n"
+    "#endif\n";
+
 static const char cuda_prelude[] =
     "typedef signed char int8_t;\ntypedef unsigned char uint8_t;\ntypedef short int16_t;\n"
     "typedef unsigned short uint16_t;\ntypedef int int32_t;\ntypedef unsigned int uint32_t;\n"
@@ -63,8 +71,8 @@ static const char cuda_prelude[] =
     "#define INFINITY __int_as_float(0x7f800000)\n#define NAN __int_as_float(0x7fffffff)\n";
 
 static const dialect dialects[] = {
-    [EMIT_C] = {"C", "#include <math.h>\n#include <stdint.h>\n", "static inline", "", "restrict", "", "",
-                "_Alignas(16) unsigned char smem[%lld];", NULL, "0", NULL, {"__builtin_prefetch(&", ");"}, "f", "ll",
+    [EMIT_C] = {"C", c_prelude, "static inline", "", "restrict", "", "",
+                "_Alignas(64) unsigned char smem[%lld];", NULL, "0", NULL, {"__builtin_prefetch(&", ");"}, "f", "ll",
                 PARAMS_TABLE, true},
     [EMIT_OPENCL] = {"OpenCL C", opencl_prelude, "static inline", "__kernel ", "restrict", "__global ", "__local ",
                      "__local uchar smem[%lld] __attribute__((aligned(16)));", "get_group_id(0)", "get_local_id(0)",

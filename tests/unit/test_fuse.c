@@ -927,3 +927,99 @@ TEST(gemm_constant_transposed_operand_is_folded)
         ir_graph_free(g);
     }
 }
+
+/* Conv on the CPU against a direct reference: 2-D stride-1 convolutions take
+ * the flat form (an accumulator block and a zero-padded input tile in
+ * workgroup memory: 2 buffers), with batch, groups, asymmetric pads,
+ * dilation, 1x1 and row blocks that do not divide the output; strided and
+ * 1-D ones the row form (1 buffer). */
+typedef struct conv_case {
+    int rank;               /* of x */
+    int64_t x[4], w[4];
+    int64_t group, pads[4], stride[2], dil[2];
+    bool bias, flat;
+} conv_case;
+
+static void conv_ref(const conv_case *cc, const float *x, const float *w, const float *b, const int64_t *yd, double *y)
+{
+    int ns = cc->rank - 2;
+    int64_t mg = cc->w[0] / cc->group, cg = cc->w[1];
+    int64_t H = ns == 2 ? cc->x[2] : 1, W = cc->x[ns + 1], KH = ns == 2 ? cc->w[2] : 1, KW = cc->w[ns + 1];
+    int64_t OH = ns == 2 ? yd[2] : 1, OW = yd[ns + 1];
+    int64_t sh = ns == 2 ? cc->stride[0] : 1, sw = cc->stride[ns - 1], dh = ns == 2 ? cc->dil[0] : 1, dw = cc->dil[ns - 1];
+    int64_t ph = ns == 2 ? cc->pads[0] : 0, pw = cc->pads[ns - 1];
+    for (int64_t n = 0; n < cc->x[0]; n++)
+        for (int64_t m = 0; m < cc->w[0]; m++)
+            for (int64_t oh = 0; oh < OH; oh++)
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    double acc = cc->bias ? b[m] : 0;
+                    for (int64_t c = 0; c < cg; c++)
+                        for (int64_t kh = 0; kh < KH; kh++)
+                            for (int64_t kw = 0; kw < KW; kw++) {
+                                int64_t ih = oh * sh + kh * dh - ph, iw = ow * sw + kw * dw - pw;
+                                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                                int64_t ci = m / mg * cg + c;
+                                acc += (double)x[((n * cc->x[1] + ci) * H + ih) * W + iw] * w[((m * cg + c) * KH + kh) * KW + kw];
+                            }
+                    y[((n * cc->w[0] + m) * OH + oh) * OW + ow] = acc;
+                }
+}
+
+TEST(conv_flat_and_row_forms_match_a_direct_reference)
+{
+    static const conv_case cases[] = {
+        {4, {2, 3, 9, 11}, {8, 3, 3, 3}, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, true, true},
+        {4, {1, 4, 30, 23}, {4, 2, 3, 2}, 2, {0, 2, 1, 0}, {1, 1}, {2, 1}, false, true},
+        {4, {1, 6, 17, 19}, {6, 1, 3, 3}, 6, {1, 1, 1, 1}, {1, 1}, {1, 1}, true, true},
+        {4, {1, 16, 20, 20}, {24, 16, 1, 1}, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, true, true},
+        {4, {1, 3, 9, 9}, {5, 3, 3, 3}, 1, {1, 1, 1, 1}, {2, 2}, {1, 1}, true, false},
+        {3, {2, 3, 40}, {4, 3, 5}, 1, {2, 2}, {1}, {1}, false, false},
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        const conv_case *cc = &cases[i];
+        int ns = cc->rank - 2;
+        ir_graph *g = ir_graph_new();
+        ir_shape xs = {.rank = cc->rank}, ws = {.rank = cc->rank};
+        for (int d = 0; d < cc->rank; d++) {
+            xs.dim[d] = cc->x[d];
+            ws.dim[d] = cc->w[d];
+        }
+        int x = input(g, "x", xs);
+        int w = constant(g, "w", ws, 0.5f, 0.1f);
+        int b = constant(g, "b", shp(1, (int)cc->w[0]), 0.3f, 0.2f);
+        int ins[3] = {x, w, b};
+        int y = op(g, "conv", OP_Conv, cc->bias ? 3 : 2, ins);
+        int node = node_named(g, "conv");
+        attr_ints(g, node, "pads", 2 * ns, cc->pads);
+        attr_ints(g, node, "strides", ns, cc->stride);
+        attr_ints(g, node, "dilations", ns, cc->dil);
+        attr_int(g, node, "group", cc->group);
+        ir_graph_set_io(g, 1, &x, 1, &y);
+        smelt_program *p = compile(g, 0);
+        if (p) {
+            CHECK_EQ_INT(workgroup_tiles(p), cc->flat ? 2 : 1);
+            int64_t nx = ir_shape_numel(&xs);
+            float *xd = malloc(sizeof(float) * (size_t)nx);
+            for (int64_t k = 0; k < nx; k++) xd[k] = (float)((k * 37) % 19 - 9) / 4.0f;
+            smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = cc->rank, .data = xd};
+            for (int d = 0; d < cc->rank; d++) in.shape[d] = cc->x[d];
+            CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+            smelt_tensor out;
+            CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+            int64_t ny = smelt_tensor_numel(&out);
+            double *ref = calloc((size_t)ny, sizeof(double));
+            conv_ref(cc, xd, g->tensors[w].data, g->tensors[b].data, out.shape, ref);
+            int bad = 0;
+            for (int64_t k = 0; k < ny && bad < 3; k++)
+                if (fabs(((const float *)out.data)[k] - ref[k]) > 1e-4 * (1 + fabs(ref[k]))) {
+                    fprintf(stderr, "  case %d [%lld]: %g, want %g\n", i, (long long)k, ((const float *)out.data)[k], ref[k]);
+                    bad++;
+                }
+            CHECK(bad == 0);
+            free(ref);
+            free(xd);
+        }
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
