@@ -162,7 +162,7 @@ static int fill_random(smelt_tensor *t)
 {
     int64_t n = smelt_tensor_numel(t);
     size_t es = smelt_dtype_size(t->dtype);
-    t->data = calloc((size_t)(n > 0 ? n : 1), es ? es : 1);
+    t->data = smelt_alloc((size_t)(n > 0 ? n : 1) * (es ? es : 1));
     if (!t->data) return 0;
     for (int64_t i = 0; i < n; i++) {
         double r = rng_next();

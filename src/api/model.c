@@ -77,6 +77,8 @@ smelt_status smelt_model_output_info(const smelt_model *m, int i, smelt_value_in
 
 void smelt_free(void *ptr) { free(ptr); }
 
+void *smelt_alloc(size_t bytes) { return tensor_data_alloc(bytes); }
+
 smelt_status smelt_tensor_load(const char *path, smelt_tensor *out)
 {
     if (!path || !out) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_tensor_load: no path");

@@ -63,10 +63,10 @@ static int64_t wrap(smelt_dtype t, int64_t x)
 }
 
 /* The helpers of the generated code's prelude (target/emit_c.c), same bodies. */
-static inline float minf_(float a, float b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
-static inline float maxf_(float a, float b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
-static inline double mind_(double a, double b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
-static inline double maxd_(double a, double b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
+static inline float minf_(float a, float b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }
+static inline float maxf_(float a, float b) { return a != a ? a : (b != b ? b : (b > a ? b : a)); }
+static inline double mind_(double a, double b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }
+static inline double maxd_(double a, double b) { return a != a ? a : (b != b ? b : (b > a ? b : a)); }
 static inline int64_t div_i64(int64_t a, int64_t b)
 {
     return b == 0 ? 0 : b == -1 ? (int64_t)(0 - (uint64_t)a) : a / b;

@@ -83,6 +83,10 @@ smelt_status onnx_load_memory(const void *data, size_t size, const char *base_di
  * order npy, rank above 8). On error *out is zeroed. */
 smelt_status tensor_file_read(const char *path, smelt_tensor *out);
 
+/* Zeroed tensor data of `bytes` (at least 1), aligned to SMELT_ALIGN bytes,
+ * freed with free(): what tensor_file_read and smelt_alloc hand out. */
+void *tensor_data_alloc(size_t bytes);
+
 /* Free what tensor_file_read allocated and zero *t (safe on a zeroed tensor). */
 void tensor_file_free(smelt_tensor *t);
 

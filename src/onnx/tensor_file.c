@@ -119,7 +119,7 @@ static smelt_status npy_read(const char *path, const unsigned char *buf, size_t 
     if ((uint64_t)bytes > size - off)
         return diag_fail(SMELT_ERR_IO, "'%s': npy data is short: %lld bytes wanted, %zu present", path, (long long)bytes,
                          size - off);
-    if (!(t->data = malloc((size_t)bytes + 1))) return diag_fail(SMELT_ERR_NOMEM, "out of memory reading '%s'", path);
+    if (!(t->data = tensor_data_alloc((size_t)bytes))) return diag_fail(SMELT_ERR_NOMEM, "out of memory reading '%s'", path);
     memcpy(t->data, buf + off, (size_t)bytes);
     if (t->dtype == SMELT_BOOL)
         for (int64_t i = 0; i < bytes; i++) ((uint8_t *)t->data)[i] = ((uint8_t *)t->data)[i] != 0;
@@ -147,7 +147,7 @@ static smelt_status pb_read(const char *path, const unsigned char *buf, size_t s
     }
     if (!st) {
         bytes = onnx_tensor_bytes(dt, &s, &numel);
-        if (!(t->data = malloc((size_t)bytes + 1))) st = diag_fail(SMELT_ERR_NOMEM, "out of memory reading '%s'", path);
+        if (!(t->data = tensor_data_alloc((size_t)bytes))) st = diag_fail(SMELT_ERR_NOMEM, "out of memory reading '%s'", path);
     }
     if (!st) st = onnx_tensor_fill(tp, base, what, dt, numel, t->data, (size_t)bytes);
     if (!st && tp->name && *tp->name && !(t->name = strdup(tp->name))) st = diag_fail(SMELT_ERR_NOMEM, "out of memory");
@@ -172,6 +172,15 @@ smelt_status tensor_file_read(const char *path, smelt_tensor *out)
     free(buf);
     if (st) tensor_file_free(out);
     return st;
+}
+
+void *tensor_data_alloc(size_t bytes)
+{
+    size_t a = SMELT_ALIGN, n = bytes / a * a + a; /* at least 1 byte, rounded up as aligned_alloc asks */
+    if (n < bytes) return NULL;
+    void *p = aligned_alloc(a, n);
+    if (p) memset(p, 0, n);
+    return p;
 }
 
 void tensor_file_free(smelt_tensor *t)

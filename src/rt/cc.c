@@ -282,6 +282,18 @@ static smelt_status compile(cc_cmd *c, cc_info *info, const char *c_path, const 
     }
 }
 
+int rt_cc_vector_width(void)
+{
+    const char *env = getenv("SMELT_VECTOR_WIDTH");
+    if (env && (!strcmp(env, "4") || !strcmp(env, "8") || !strcmp(env, "16"))) return atoi(env);
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return 16;
+    if (__builtin_cpu_supports("avx")) return 8;
+#endif
+    return 4;
+}
+
 smelt_status rt_cc_load(const char *source, rt_so **out, bool *cached)
 {
     if (!source || !out) return diag_fail(SMELT_ERR_INVALID_ARG, "rt_cc_load: NULL argument");

@@ -35,6 +35,11 @@ typedef struct rt_so rt_so;
  *   SMELT_ERR_IO       the cache directory cannot be found, created or written.
  * A compiler that rejects the -march/-mprefer flags is retried without them. */
 smelt_status rt_cc_load(const char *source, rt_so **out, bool *cached);
+/* f32 lanes of the vectors kernels compiled by rt_cc_load use on this host:
+ * 16 where the CPU has AVX-512F (the flags ask for 512-bit vectors), 8 with
+ * AVX, else 4; $SMELT_VECTOR_WIDTH (4, 8 or 16) overrides it, for a SMELT_CC
+ * that targets another CPU. Lowerings size register-wide steps by it (TargetInfo). */
+int rt_cc_vector_width(void);
 /* A symbol of the object (NULL if absent). */
 void *rt_so_sym(rt_so *so, const char *name);
 /* dlclose and free; NULL is a no-op. Symbols taken from so die with it. */

@@ -85,10 +85,10 @@ _Static_assert(sizeof dialects / sizeof dialects[0] == EMIT_LANG_COUNT, "one dia
 
 /* Helpers the kernels call; kernel/interp.c implements the same functions. */
 static const char prelude_helpers[] =
-    "static inline float smelt_minf(float a, float b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }\n"
-    "static inline float smelt_maxf(float a, float b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }\n"
-    "static inline double smelt_min(double a, double b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }\n"
-    "static inline double smelt_max(double a, double b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }\n"
+    "static inline float smelt_minf(float a, float b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }\n"
+    "static inline float smelt_maxf(float a, float b) { return a != a ? a : (b != b ? b : (b > a ? b : a)); }\n"
+    "static inline double smelt_min(double a, double b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }\n"
+    "static inline double smelt_max(double a, double b) { return a != a ? a : (b != b ? b : (b > a ? b : a)); }\n"
     "static inline int64_t smelt_div_i64(int64_t a, int64_t b)\n"
     "{\n"
     "    return b == 0 ? 0 : b == -1 ? (int64_t)(0 - (uint64_t)a) : a / b;\n"
@@ -320,10 +320,30 @@ static smelt_status put_float_expr(emitter *e, const kir_value *x, smelt_dtype t
         put_pattern(e, "%a) == INFINITY)", x);
         return SMELT_OK;
     case KIR_MIN:
-    case KIR_MAX:
+    case KIR_MAX: {
+        /* Against a constant that is not NaN, smelt_min/max reduce to one
+         * comparison (the NaN and tie cases agree), which C compilers map to
+         * the vector min/max instructions. */
+        const kir_value *va = &e->k->vals[x->a], *vb = &e->k->vals[x->b];
+        const char *cmp = x->op == KIR_MIN ? "<" : ">";
+        if (vb->op == KIR_CONST && vb->imm.f == vb->imm.f) {
+            sb_printf(sb, "(");
+            put_pattern(e, "%b", x);
+            sb_printf(sb, " %s ", cmp);
+            put_pattern(e, "%a ? %b : %a)", x);
+            return SMELT_OK;
+        }
+        if (va->op == KIR_CONST && va->imm.f == va->imm.f) {
+            sb_printf(sb, "(");
+            put_pattern(e, "%a", x);
+            sb_printf(sb, " %s= ", cmp);
+            put_pattern(e, "%b ? %a : %b)", x);
+            return SMELT_OK;
+        }
         sb_printf(sb, "smelt_%s%s(", x->op == KIR_MIN ? "min" : "max", ta == SMELT_F32 ? "f" : "");
         put_pattern(e, "%a, %b)", x);
         return SMELT_OK;
+    }
     case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV:
     case KIR_EQ: case KIR_NE: case KIR_LT: case KIR_LE: case KIR_GT: case KIR_GE:
         put_val(e, x->a);

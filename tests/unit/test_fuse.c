@@ -269,9 +269,9 @@ TEST(fuse_transpose_gelu_exp_cos_is_one_region)
 /* A transposed read of a large tensor is staged: each tile first copies the
  * source block into workgroup memory (reading it along its rows), then computes
  * in the output's order from the copy, prefetching the next tile's source
- * rows as it goes. Batch of 2 and sizes off the 64-tile
+ * rows as it goes. Batch of 2 and sizes off the 128-tile
  * grid, so partial tiles are covered; the second shape's width (150) is off
- * the 8-column panel too. */
+ * the 8- and 16-column panels too. */
 static void plan_staged(const ir_graph *g, const fuse_plan *fp)
 {
     CHECK(region_is(g, fp, "mul", "transpose:i sigmoid:i mul:r", "x", "mul"));
@@ -316,6 +316,41 @@ TEST(fuse_transposed_read_is_staged_through_a_tile)
             else ir_graph_free(g);
         }
     }
+}
+
+/* Panels are the target's vector width (program.c asks the host; the
+ * variable overrides it): each width gives the same results, also where the
+ * row width (133) is off every panel. */
+static int64_t staged_panel(const smelt_program *p)
+{
+    for (int i = 0; i < p->lp.n_kernels; i++) {
+        const kir_kernel *k = p->lp.kernels[i];
+        for (int s = 0; s < k->n_stmts; s++) /* pass A's first loop: panels of columns */
+            if (k->stmts[s].kind == KS_LOOP_BEGIN && kir_is_const(k, k->stmts[s].step) &&
+                k->vals[k->stmts[s].step].imm.i > 1 && k->vals[k->stmts[s].step].imm.i < 64)
+                return k->vals[k->stmts[s].step].imm.i;
+    }
+    return 0;
+}
+
+TEST(fuse_staged_panels_follow_the_vector_width)
+{
+    static const char *const widths[] = {"4", "8", "16"};
+    for (int w = 0; w < 3; w++) {
+        setenv("SMELT_VECTOR_WIDTH", widths[w], 1);
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", shp(3, 2, 150, 133));
+        int t = op1(g, "transpose", OP_Transpose, x);
+        attr_ints(g, node_named(g, "transpose"), "perm", 3, (const int64_t[]){0, 2, 1});
+        t = op1(g, "sigmoid", OP_Sigmoid, t);
+        t = op2(g, "mul", OP_Mul, t, t);
+        ir_graph_set_io(g, 1, &x, 1, &t);
+        smelt_program *p = compile(g, 0);
+        CHECK(p && staged_panel(p) == atoi(widths[w]));
+        smelt_program_free(p);
+        check_case(g, plan_staged, 1, 1, 1e-6);
+    }
+    unsetenv("SMELT_VECTOR_WIDTH");
 }
 
 /* Two sources read transposed get a tile each; a third read in the output's

@@ -49,6 +49,7 @@ TEST(mathf_exp_within_one_ulp)
     CHECK(n > 1000000);
     CHECK(smelt_expf(0.0f) == 1.0f && smelt_expf(-0.0f) == 1.0f);
     CHECK(smelt_expf(INFINITY) == INFINITY && smelt_expf(-INFINITY) == 0.0f && isnan(smelt_expf(NAN)));
+    CHECK(isnan(smelt_expf(-NAN)) && smelt_expf(1e30f) == INFINITY && smelt_expf(-1e30f) == 0.0f);
     CHECK(smelt_expf(88.8f) == INFINITY);          /* overflow */
     CHECK(smelt_expf(-100.0f) > 0.0f);              /* subnormal, not flushed */
     CHECK(smelt_expf(-100.0f) < 1.17549435e-38f);
