@@ -385,6 +385,15 @@ static bool reads_across(const kir_kernel *k, kir_val var)
     return false;
 }
 
+bool lower_reads_across(const kir_kernel *k, kir_val var) { return reads_across(k, var); }
+
+int lower_mark(lower_ctx *c) { return c->st->p->n_kernels; }
+
+void lower_rollback(lower_ctx *c, int mark)
+{
+    if (mark >= 0 && mark <= c->st->p->n_kernels) c->st->p->n_kernels = mark;
+}
+
 #define LOWER_TILE 64
 
 /* A kernel over the last two dims in th x tw tiles, one row of tiles (th rows)

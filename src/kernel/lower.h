@@ -65,6 +65,16 @@ void lower_store(lower_ctx *c, int o, const kir_val *idx, kir_val v);
 kir_val lower_linear(kir_kernel *k, const ir_shape *s, const kir_val *idx);
 void lower_unravel(kir_kernel *k, const ir_shape *s, kir_val linear, kir_val *idx);
 
+/* Whether some load of k from a tensor walks memory with a stride other than
+ * 0 or 1 along loop value `var` (reads across rows: a transposed index map,
+ * a gather): the loop cannot run on contiguous vectors. */
+bool lower_reads_across(const kir_kernel *k, kir_val var);
+
+/* For a lowering that builds its kernels, inspects them and rebuilds another
+ * way: the number of kernels so far, and dropping the ones after it. */
+int lower_mark(lower_ctx *c);
+void lower_rollback(lower_ctx *c, int mark);
+
 /* Clamp an i64 value into [0, hi) — for guarded reads such as Pad's borders. */
 kir_val lower_clamp(kir_kernel *k, kir_val v, int64_t hi);
 

@@ -32,10 +32,11 @@ typedef struct mm_job {
     int64_t mr, nc, nblk, ncb;
     bool a_vec, b_vec;       /* MatMul 1-D operands               */
     bool gemm, ta;           /* Gemm: transA                      */
-    int b_packed;            /* scratch holding B as [K, N], or -1 */
+    int b_packed;            /* scratch holding B as [K, N] (Gemm) or in B's own order (MatMul), or -1 */
     int acc;                 /* scratch accumulators, or -1: on the stack */
     smelt_dtype dt;
     double alpha, beta;
+    kir_val col_loop;        /* set by mm_body: the k-loop's inner loop over columns */
 } mm_job;
 
 /* Index of input `in` (rank `r`, batch dims right-aligned to the result's)
@@ -64,8 +65,17 @@ static kir_val load_a(lower_ctx *c, const mm_job *j, const kir_val *bidx, kir_va
 static kir_val load_b(lower_ctx *c, const mm_job *j, const kir_val *bidx, kir_val k, kir_val col)
 {
     kir_kernel *K = c->k;
-    if (j->b_packed >= 0)
+    if (j->b_packed >= 0 && j->gemm)
         return lower_scratch_load(c, j->b_packed, kir_add(K, kir_mul(K, k, kir_idx(K, j->n)), col));
+    if (j->b_packed >= 0) { /* MatMul: B copied out in its own row-major order */
+        const ir_shape *s = &ir_in(c->g, c->n, 1)->shape;
+        kir_val idx[IR_MAX_RANK];
+        for (int d = 0; d < s->rank - 2; d++)
+            idx[d] = s->dim[d] == 1 ? kir_idx(K, 0) : bidx[d + j->nb - (s->rank - 2)];
+        idx[s->rank - 2] = k;
+        idx[s->rank - 1] = col;
+        return lower_scratch_load(c, j->b_packed, lower_linear(K, s, idx));
+    }
     if (j->b_vec) return lower_load(c, 1, &k);
     return load_batched(c, 1, j, bidx, k, col);
 }
@@ -119,7 +129,7 @@ static void acc_store(lower_ctx *c, const acc_block *a, kir_val rowbase, kir_val
 
 static void mm_body(lower_ctx *c, const kir_val *idx, void *user)
 {
-    const mm_job *j = user;
+    mm_job *j = user;
     kir_kernel *K = c->k;
     const kir_val *bidx = idx;
     kir_val blk = idx[j->nb], cb = idx[j->nb + 1];
@@ -149,7 +159,7 @@ static void mm_body(lower_ctx *c, const kir_val *idx, void *user)
         if (j->m % mr) i = kir_binary(K, KIR_MIN, i, kir_idx(K, j->m - 1));
         a[r] = load_a(c, j, bidx, i, k);
     }
-    col = kir_loop_begin(K, j0, j1, one);
+    col = j->col_loop = kir_loop_begin(K, j0, j1, one);
     kir_val b = load_b(c, j, bidx, k, col);
     for (int r = 0; r < mr; r++) {
         kir_val s = acc_load(c, &acc, rowbase[r], kir_idx(K, r), col);
@@ -193,6 +203,18 @@ static smelt_status mm_lower(lower_ctx *c, mm_job *j)
     return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
 }
 
+typedef struct pack_job {
+    int scratch;
+    int64_t n;
+} pack_job;
+
+/* packed[idx] = B[idx] in B's row-major order: B's fused index map read once. */
+static void pack_nd_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const pack_job *p = user;
+    lower_scratch_store(c, p->scratch, lower_linear(c->k, &ir_in(c->g, c->n, 1)->shape, idx), lower_load(c, 1, idx));
+}
+
 smelt_status lower_MatMul(lower_ctx *c)
 {
     const ir_tensor *a = ir_in(c->g, c->n, 0), *b = ir_in(c->g, c->n, 1);
@@ -204,13 +226,24 @@ smelt_status lower_MatMul(lower_ctx *c)
     j.m = j.a_vec ? 1 : a->shape.dim[a->shape.rank - 2];
     j.kk = a->shape.dim[a->shape.rank - 1];
     j.n = j.b_vec ? 1 : b->shape.dim[b->shape.rank - 1];
+    if (c->target->wg_size > 1 || j.b_vec) return mm_lower(c, &j);
+    /* A B that reaches the matmul through a transposing index map (attention's
+     * K^T, inlined Transposes) is read across its rows in the column loop: no
+     * vectors, a cache line per element. Then B is copied out once in its own
+     * order (K*N elements, against M*N*K multiply-adds) and the matmul reads
+     * the copy unit-stride. */
+    int mark = lower_mark(c);
+    TRY(mm_lower(c, &j));
+    if (!j.col_loop || !c->k || !lower_reads_across(c->k, j.col_loop)) return SMELT_OK;
+    lower_rollback(c, mark);
+    pack_job p = {lower_scratch(c, b->dtype, ir_shape_numel(&b->shape)), 0};
+    if (p.scratch < 0) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    lower_parallel_for(c, &b->shape, 1, pack_nd_body, &p);
+    if (!c->k) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    j.b_packed = p.scratch;
+    j.col_loop = 0;
     return mm_lower(c, &j);
 }
-
-typedef struct pack_job {
-    int scratch;
-    int64_t n;
-} pack_job;
 
 /* packed[k][j] = B[j][k]: makes the inner loop of a transB Gemm unit-stride. */
 static void pack_body(lower_ctx *c, const kir_val *idx, void *user)
