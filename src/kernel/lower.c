@@ -217,6 +217,16 @@ kir_val lower_load(lower_ctx *c, int i, const kir_val *idx)
     return kir_load(c->k, b, lower_linear(c->k, &x->shape, idx));
 }
 
+bool lower_input_is_plain(const lower_ctx *c, int i)
+{
+    if (i >= c->n->n_in || c->n->in[i] < 0) return false;
+    int t = c->n->in[i];
+    int64_t off[IR_MAX_RANK];
+    if (c->st->fp && c->st->fp->inline_of[t] >= 0) return false;
+    if (c->st->fill_only && fuse_insert(c->g, c->n, i, off)) return false;
+    return !(c->g->tensors[t].data && ir_tensor_numel(&c->g->tensors[t]) == 1);
+}
+
 kir_val lower_load_bcast(lower_ctx *c, int i, int rank, const kir_val *idx)
 {
     if (i >= c->n->n_in || c->n->in[i] < 0) return 0;

@@ -54,6 +54,12 @@ kir_kernel *lower_kernel_begin(lower_ctx *c, int64_t n_workgroups);
  * NULL for a scalar). The result has the input's dtype. */
 kir_val lower_load(lower_ctx *c, int i, const kir_val *idx);
 
+/* Whether input `i` of c->n is read straight from its buffer (not computed
+ * inline, not an insert's skipped input, not a folded scalar): then
+ * lower_load's address is the row-major linear index of idx, and an index
+ * running past the last dim lands on the following elements. */
+bool lower_input_is_plain(const lower_ctx *c, int i);
+
 /* Element of input `i`, numpy-broadcast from an index of `rank` dims: leading
  * dims beyond the input's rank are dropped, size-1 dims read index 0. */
 kir_val lower_load_bcast(lower_ctx *c, int i, int rank, const kir_val *idx);

@@ -178,34 +178,18 @@ typedef struct flat_job {
     int64_t rb, wp, pos;      /* rows per unit, padded width, positions computed (>= rb * wp) */
     int64_t tile, ld;         /* tile elements (one channel), accumulator row stride */
     int64_t cgrp;             /* input channels per step, each with its own tile */
+    bool direct;              /* 1x1, no pads, plain input: positions read straight from X, no tile */
 } flat_job;
 
-static void conv_body_flat(lower_ctx *c, const kir_val *idx, void *user)
+/* The tiles of input channels cbase .. cbase + cgrp - 1: input rows oh0 - pad
+ * .., zero outside the input, then a zero tail. */
+static void fill_tiles(lower_ctx *c, const flat_job *f, int tile, kir_val n, kir_val cbase, kir_val oh0)
 {
-    const flat_job *f = user;
-    const conv_job *j = f->j;
-    const window_geom *w = &j->w;
+    const window_geom *w = &f->j->w;
     kir_kernel *K = c->k;
-    kir_val one = kir_idx(K, 1), zero_i = kir_idx(K, 0), fzero = kir_const_f(K, j->dt, 0);
-    kir_val n = idx[0], m0 = kir_mul(K, idx[1], kir_idx(K, j->mb));
-    kir_val oh0 = kir_mul(K, idx[2], kir_idx(K, f->rb));
-    kir_val cbase = kir_mul(K, kir_binary(K, KIR_DIV, m0, kir_idx(K, j->mg)), kir_idx(K, j->cg));
-    int64_t pos = f->pos;
-    int acc = kir_smem_add(K, j->dt, j->mb * f->ld), tile = kir_smem_add(K, j->dt, f->tile * f->cgrp);
-    kir_val m[CONV_MB];
-    for (int r = 0; r < j->mb; r++) {
-        m[r] = kir_add(K, m0, kir_idx(K, r));
-        kir_val init = j->bias ? lower_load(c, 2, &m[r]) : fzero;
-        kir_val p = kir_loop_begin_parallel(K, zero_i, kir_idx(K, pos));
-        kir_store(K, acc, kir_add(K, kir_idx(K, r * f->ld), p), init);
-        kir_loop_end(K);
-    }
-
-    kir_val ci = kir_loop_begin(K, zero_i, kir_idx(K, j->cg), kir_idx(K, f->cgrp));
-    /* the tiles of channels ci .. ci + cgrp - 1: input rows oh0 - pad .. , zero
-     * outside the input, then a zero tail */
+    kir_val one = kir_idx(K, 1), zero_i = kir_idx(K, 0), fzero = kir_const_f(K, f->j->dt, 0);
     kir_val cgl = f->cgrp > 1 ? kir_loop_begin(K, zero_i, kir_idx(K, f->cgrp), one) : zero_i;
-    kir_val xi[4] = {n, kir_add(K, cbase, kir_add(K, ci, cgl))};
+    kir_val xi[4] = {n, kir_add(K, cbase, cgl)};
     kir_val tbase = kir_mul(K, cgl, kir_idx(K, f->tile));
     int64_t rows = f->rb + (w->kernel[0] - 1) * w->dilation[0];
     kir_val tr = kir_loop_begin(K, zero_i, kir_idx(K, rows), one);
@@ -234,6 +218,36 @@ static void conv_body_flat(lower_ctx *c, const kir_val *idx, void *user)
     kir_store(K, tile, kir_add(K, tbase, t), fzero);
     kir_loop_end(K);
     if (f->cgrp > 1) kir_loop_end(K); /* cgl */
+}
+
+static void conv_body_flat(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const flat_job *f = user;
+    const conv_job *j = f->j;
+    const window_geom *w = &j->w;
+    kir_kernel *K = c->k;
+    kir_val one = kir_idx(K, 1), zero_i = kir_idx(K, 0), fzero = kir_const_f(K, j->dt, 0);
+    kir_val n = idx[0], m0 = kir_mul(K, idx[1], kir_idx(K, j->mb));
+    kir_val oh0 = kir_mul(K, idx[2], kir_idx(K, f->rb));
+    kir_val cbase = kir_mul(K, kir_binary(K, KIR_DIV, m0, kir_idx(K, j->mg)), kir_idx(K, j->cg));
+    int64_t pos = f->pos;
+    int acc = kir_smem_add(K, j->dt, j->mb * f->ld), tile = f->direct ? -1 : kir_smem_add(K, j->dt, f->tile * f->cgrp);
+    kir_val nrows = w->out[0] % f->rb
+                        ? kir_binary(K, KIR_MIN, kir_idx(K, f->rb), kir_binary(K, KIR_SUB, kir_idx(K, w->out[0]), oh0))
+                        : kir_idx(K, f->rb);
+    /* direct: exactly the unit's positions, which are consecutive in each input plane */
+    kir_val npos = f->direct ? kir_mul(K, nrows, kir_idx(K, f->wp)) : kir_idx(K, pos);
+    kir_val m[CONV_MB];
+    for (int r = 0; r < j->mb; r++) {
+        m[r] = kir_add(K, m0, kir_idx(K, r));
+        kir_val init = j->bias ? lower_load(c, 2, &m[r]) : fzero;
+        kir_val p = kir_loop_begin_parallel(K, zero_i, kir_idx(K, pos));
+        kir_store(K, acc, kir_add(K, kir_idx(K, r * f->ld), p), init);
+        kir_loop_end(K);
+    }
+
+    kir_val ci = kir_loop_begin(K, zero_i, kir_idx(K, j->cg), kir_idx(K, f->cgrp));
+    if (!f->direct) fill_tiles(c, f, tile, n, kir_add(K, cbase, ci), oh0);
 
     /* The (channel, tap) pairs of the step in groups of up to CONV_TAP_GROUP,
      * each group one loop over the positions that loads the MB accumulators
@@ -258,11 +272,17 @@ static void conv_body_flat(lower_ctx *c, const kir_val *idx, void *user)
             }
             off[t - g0] = ch * f->tile + kh * w->dilation[0] * f->wp + kw * w->dilation[1];
         }
-        kir_val p = kir_loop_begin_parallel(K, zero_i, kir_idx(K, pos));
+        kir_val p = kir_loop_begin_parallel(K, zero_i, npos);
         kir_val sum[CONV_MB];
         for (int r = 0; r < j->mb; r++) sum[r] = kir_load(K, acc, kir_add(K, kir_idx(K, r * f->ld), p));
         for (int64_t t = g0; t < g1; t++) {
-            kir_val x = kir_load(K, tile, kir_add(K, p, kir_idx(K, off[t - g0])));
+            kir_val x;
+            if (f->direct) {
+                kir_val xi[4] = {n, kir_add(K, cbase, kir_add(K, ci, kir_idx(K, t - g0))), oh0, p};
+                x = lower_load(c, 0, xi);
+            } else {
+                x = kir_load(K, tile, kir_add(K, p, kir_idx(K, off[t - g0])));
+            }
             for (int r = 0; r < j->mb; r++) sum[r] = kir_binary(K, KIR_ADD, sum[r], kir_binary(K, KIR_MUL, wv[t - g0][r], x));
         }
         for (int r = 0; r < j->mb; r++) kir_store(K, acc, kir_add(K, kir_idx(K, r * f->ld), p), sum[r]);
@@ -270,9 +290,6 @@ static void conv_body_flat(lower_ctx *c, const kir_val *idx, void *user)
     }
     kir_loop_end(K); /* ci */
 
-    kir_val nrows = w->out[0] % f->rb
-                        ? kir_binary(K, KIR_MIN, kir_idx(K, f->rb), kir_binary(K, KIR_SUB, kir_idx(K, w->out[0]), oh0))
-                        : kir_idx(K, f->rb);
     kir_val yi[4] = {n};
     for (int r = 0; r < j->mb; r++) {
         yi[1] = m[r];
@@ -312,6 +329,8 @@ static bool conv_flat(lower_ctx *c, const conv_job *j, int64_t batch)
              f.pos - f.rb * f.wp;
     /* channels per step: as many as fill a group of (channel, tap) pairs */
     int64_t taps = w->kernel[0] * w->kernel[1];
+    f.direct = taps == 1 && !w->pad_lo[0] && !w->pad_hi[0] && !w->pad_lo[1] && !w->pad_hi[1] && lower_input_is_plain(c, 0);
+    if (f.direct) f.tile = 0;
     f.cgrp = 1;
     while (f.cgrp * 2 * taps <= CONV_TAP_GROUP && j->cg % (f.cgrp * 2) == 0) f.cgrp *= 2;
     int64_t bytes = (j->mb * f.ld + f.tile * f.cgrp) * (int64_t)smelt_dtype_size(j->dt);
