@@ -8,6 +8,7 @@
  */
 #include "kernel/lower.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -396,6 +397,34 @@ static bool reads_across(const kir_kernel *k, kir_val var)
 }
 
 bool lower_reads_across(const kir_kernel *k, kir_val var) { return reads_across(k, var); }
+
+void lower_reduce_var(lower_ctx *c, int var, smelt_dtype dt, kir_op op, int64_t n, lower_elem_fn elem, void *user)
+{
+    kir_kernel *K = c->k;
+    int64_t v = c->target->wg_size == 1 && kir_is_float(dt) ? c->target->vector_width : 0;
+    int64_t nv = v >= 2 && n >= 2 * v ? n / v * v : 0;
+    if (nv) {
+        int lanes = kir_smem_add(K, dt, v);
+        kir_val id = kir_const_f(K, dt, op == KIR_ADD ? 0.0 : op == KIR_MAX ? -INFINITY : INFINITY);
+        kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, v));
+        kir_store(K, lanes, q, id);
+        kir_loop_end(K);
+        kir_val i0 = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, nv), kir_idx(K, v));
+        q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, v));
+        kir_val e = elem(c, kir_add(K, i0, q), user);
+        kir_store(K, lanes, q, kir_binary(K, op, kir_load(K, lanes, q), e));
+        kir_loop_end(K);
+        kir_loop_end(K);
+        q = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, v), kir_idx(K, 1));
+        kir_var_set(K, var, kir_binary(K, op, kir_var_get(K, var), kir_load(K, lanes, q)));
+        kir_loop_end(K);
+    }
+    if (nv < n) {
+        kir_val i = kir_loop_begin(K, kir_idx(K, nv), kir_idx(K, n), kir_idx(K, 1));
+        kir_var_set(K, var, kir_binary(K, op, kir_var_get(K, var), elem(c, i, user)));
+        kir_loop_end(K);
+    }
+}
 
 int lower_mark(lower_ctx *c) { return c->st->p->n_kernels; }
 

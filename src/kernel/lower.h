@@ -76,6 +76,17 @@ void lower_unravel(kir_kernel *k, const ir_shape *s, kir_val linear, kir_val *id
  * a gather): the loop cannot run on contiguous vectors. */
 bool lower_reads_across(const kir_kernel *k, kir_val var);
 
+/* var = var op e(i) for i in [0, n), op KIR_ADD, KIR_MAX or KIR_MIN over a
+ * float dtype; elem builds e(i). On the CPU, for n of two vectors or more,
+ * lane q of V = vector width partial results (workgroup memory) takes the i
+ * with i % V == q over whole vectors, so the loop vectorizes (a serial chain
+ * of adds or NaN-exact maxes does not); the lanes are then folded into var in
+ * order and the rest of the row added serially. The order of the additions is
+ * thus fixed by V: interpreter and compiled code agree, and it differs from
+ * the serial order only by rounding. */
+typedef kir_val (*lower_elem_fn)(lower_ctx *c, kir_val i, void *user);
+void lower_reduce_var(lower_ctx *c, int var, smelt_dtype dt, kir_op op, int64_t n, lower_elem_fn elem, void *user);
+
 /* For a lowering that builds its kernels, inspects them and rebuilds another
  * way: the number of kernels so far, and dropping the ones after it. */
 int lower_mark(lower_ctx *c);

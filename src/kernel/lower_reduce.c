@@ -13,6 +13,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernel/lower.h"
 
@@ -262,6 +263,8 @@ typedef struct sm_job {
     const ir_shape *in;
     smelt_dtype dt;
     int max, sum;
+    int axis;                     /* the one dim of the row longer than 1, or -1 */
+    kir_val row_idx[IR_MAX_RANK]; /* sm_body's row index, for the element builders */
 } sm_job;
 
 static void sm_max(lower_ctx *c, const kir_val *idx, void *user)
@@ -293,14 +296,37 @@ static void sm_store(lower_ctx *c, const kir_val *idx, void *user)
     lower_store(c, 0, idx, v);
 }
 
+/* The row is one dim (`axis` of j->row_idx) : its element i. */
+static kir_val sm_row_x(lower_ctx *c, kir_val i, void *user)
+{
+    sm_job *j = user;
+    kir_val idx[IR_MAX_RANK];
+    memcpy(idx, j->row_idx, sizeof idx);
+    idx[j->axis] = i;
+    return lower_load(c, 0, idx);
+}
+
+static kir_val sm_row_exp(lower_ctx *c, kir_val i, void *user)
+{
+    sm_job *j = user;
+    return kir_unary(c->k, KIR_EXP, kir_binary(c->k, KIR_SUB, sm_row_x(c, i, user), kir_var_get(c->k, j->max)));
+}
+
 static void sm_body(lower_ctx *c, const kir_val *idx, void *user)
 {
     sm_job *j = user;
     kir_kernel *K = c->k;
     j->max = kir_var_new(K, j->dt, extreme(K, j->dt, true));
-    reduce_loops(c, j->in, j->mask, idx, sm_max, j);
-    j->sum = kir_var_new(K, j->dt, kir_const_f(K, j->dt, 0));
-    reduce_loops(c, j->in, j->mask, idx, sm_sum, j);
+    if (j->axis >= 0) { /* one dim: vectorized partial max and sum (lower_reduce_var) */
+        memcpy(j->row_idx, idx, sizeof(kir_val) * (size_t)j->in->rank);
+        lower_reduce_var(c, j->max, j->dt, KIR_MAX, j->in->dim[j->axis], sm_row_x, j);
+        j->sum = kir_var_new(K, j->dt, kir_const_f(K, j->dt, 0));
+        lower_reduce_var(c, j->sum, j->dt, KIR_ADD, j->in->dim[j->axis], sm_row_exp, j);
+    } else {
+        reduce_loops(c, j->in, j->mask, idx, sm_max, j);
+        j->sum = kir_var_new(K, j->dt, kir_const_f(K, j->dt, 0));
+        reduce_loops(c, j->in, j->mask, idx, sm_sum, j);
+    }
     kir_val sum = kir_var_get(K, j->sum);
     sm_out s = {j, kir_var_get(K, j->max),
                 j->log ? kir_unary(K, KIR_LOG, sum) : kir_binary(K, KIR_DIV, kir_const_f(K, j->dt, 1), sum)};
@@ -319,7 +345,14 @@ static smelt_status softmax_lower(lower_ctx *c, bool log)
     ir_shape rows = x->shape;
     for (int d = 0; d < r; d++)
         if (mask & (1u << d)) rows.dim[d] = 1;
-    sm_job j = {mask, log, &x->shape, x->dtype, 0, 0};
+    sm_job j = {mask, log, &x->shape, x->dtype, 0, 0, -1, {0}};
+    int long_dims = 0;
+    for (int d = 0; d < r; d++)
+        if ((mask & (1u << d)) && x->shape.dim[d] > 1) {
+            long_dims++;
+            j.axis = d;
+        }
+    if (long_dims != 1) j.axis = -1;
     lower_parallel_for(c, &rows, 3 * masked_numel(&x->shape, mask), sm_body, &j);
     return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
 }

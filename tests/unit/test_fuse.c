@@ -1069,3 +1069,55 @@ TEST(conv_flat_and_row_forms_match_a_direct_reference)
         ir_graph_free(g);
     }
 }
+
+/* A Softmax row of one dim reduces (max, then sum of exp) in vector lanes on
+ * the CPU: lane q takes the elements i % V == q of the whole vectors, the
+ * rest of the row runs serially. Rows shorter than two vectors, with a tail,
+ * and exactly whole, for V = 4 and 16, against a double-precision softmax. */
+TEST(softmax_rows_reduce_in_vector_lanes)
+{
+    static const char *const widths[] = {"4", "16"};
+    static const int64_t lens[] = {7, 37, 64, 200};
+    for (int wi = 0; wi < 2; wi++) {
+        setenv("SMELT_VECTOR_WIDTH", widths[wi], 1);
+        for (int li = 0; li < 4; li++) {
+            int64_t L = lens[li], rows = 3;
+            ir_graph *g = ir_graph_new();
+            int x = input(g, "x", shp(2, (int)rows, (int)L));
+            int y = op1(g, "sm", OP_Softmax, x);
+            attr_int(g, node_named(g, "sm"), "axis", -1);
+            ir_graph_set_io(g, 1, &x, 1, &y);
+            smelt_program *p = compile(g, 0);
+            if (p) {
+                int64_t v = atoi(widths[wi]);
+                CHECK_EQ_INT(workgroup_tiles(p), L >= 2 * v ? 2 : 0); /* the max's lanes and the sum's */
+                float *xd = malloc(sizeof(float) * (size_t)(rows * L));
+                for (int64_t k = 0; k < rows * L; k++) xd[k] = (float)((k * 37) % 19 - 9) / 2.0f;
+                xd[L + L / 2] = 80.0f; /* a row whose exp would overflow without the max */
+                smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {rows, L}, .data = xd};
+                CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+                smelt_tensor out;
+                CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+                int bad = 0;
+                for (int64_t r = 0; r < rows; r++) {
+                    double mx = -INFINITY, sum = 0;
+                    for (int64_t i = 0; i < L; i++) mx = fmax(mx, xd[r * L + i]);
+                    for (int64_t i = 0; i < L; i++) sum += exp(xd[r * L + i] - mx);
+                    for (int64_t i = 0; i < L && bad < 3; i++) {
+                        double want = exp(xd[r * L + i] - mx) / sum, got = ((const float *)out.data)[r * L + i];
+                        if (fabs(got - want) > 1e-6 * (1 + want) + 1e-5 * want) {
+                            fprintf(stderr, "  V=%s L=%lld [%lld][%lld]: %g, want %g\n", widths[wi], (long long)L,
+                                    (long long)r, (long long)i, got, want);
+                            bad++;
+                        }
+                    }
+                }
+                CHECK(bad == 0);
+                free(xd);
+            }
+            smelt_program_free(p);
+            ir_graph_free(g);
+        }
+    }
+    unsetenv("SMELT_VECTOR_WIDTH");
+}
