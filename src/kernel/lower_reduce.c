@@ -102,6 +102,56 @@ static void red_step(lower_ctx *c, const kir_val *idx, void *user)
     kir_var_set(K, j->var, v);
 }
 
+/* The one reduced dim longer than 1 of j (-1 if none or several), for
+ * lower_reduce_var: float sums, means, norms, max and min of one dim. */
+static int red_row_dim(const red_job *j)
+{
+    if (!kir_is_float(j->dt) || j->kind == RED_PROD) return -1;
+    int dim = -1;
+    for (int d = 0; d < j->in->rank; d++) {
+        if (!(j->mask & (1u << d)) || j->in->dim[d] == 1) continue;
+        if (dim >= 0) return -1;
+        dim = d;
+    }
+    return dim;
+}
+
+typedef struct red_row {
+    const red_job *j;
+    const kir_val *fixed;
+    int dim;
+} red_row;
+
+/* Element i of the row as red_step adds it: x, |x|, x*x or exp(x - max). */
+static kir_val red_row_elem(lower_ctx *c, kir_val i, void *user)
+{
+    const red_row *r = user;
+    kir_kernel *K = c->k;
+    kir_val idx[IR_MAX_RANK];
+    for (int d = 0; d < r->j->in->rank; d++)
+        idx[d] = d == r->dim ? i : (r->j->mask & (1u << d)) ? kir_idx(K, 0) : r->fixed[d];
+    kir_val x = lower_load(c, 0, idx);
+    switch (r->j->kind) {
+    case RED_L1: return kir_unary(K, KIR_ABS, x);
+    case RED_L2: case RED_SUMSQ: return kir_binary(K, KIR_MUL, x, x);
+    case RED_LOGSUMEXP: return kir_unary(K, KIR_EXP, kir_binary(K, KIR_SUB, x, r->j->max));
+    default: return x;
+    }
+}
+
+/* j->var op= every element of the row: vector lanes where it is one float dim. */
+static void red_row_loops(lower_ctx *c, const kir_val *fixed, red_job *j)
+{
+    int dim = red_row_dim(j);
+    if (dim < 0) {
+        reduce_loops(c, j->in, j->mask, fixed, red_step, j);
+        return;
+    }
+    red_row r = {j, fixed, dim};
+    kir_op op = j->kind == RED_MAX ? KIR_MAX : j->kind == RED_MIN ? KIR_MIN : KIR_ADD;
+    lower_reduce_var(c, j->var, j->dt, op, j->in->dim[dim], red_row_elem, &r);
+}
+
 /* Output element oidx of the reduction, its loops emitted here. */
 static kir_val red_value(lower_ctx *c, const kir_val *oidx, red_job *j)
 {
@@ -117,7 +167,7 @@ static kir_val red_value(lower_ctx *c, const kir_val *oidx, red_job *j)
         red_job mx = *j;
         mx.kind = RED_MAX;
         mx.var = kir_var_new(K, j->dt, extreme(K, j->dt, true));
-        reduce_loops(c, j->in, j->mask, fixed, red_step, &mx);
+        red_row_loops(c, fixed, &mx);
         /* an all -inf (or empty) row would give inf - inf: subtract 0 instead */
         kir_val m = kir_var_get(K, mx.var);
         j->max = kir_select(K, kir_unary(K, KIR_ISINF, m), kir_const_f(K, j->dt, 0), m);
@@ -127,7 +177,7 @@ static kir_val red_value(lower_ctx *c, const kir_val *oidx, red_job *j)
                  : j->kind == RED_PROD ? kir_const_f(K, j->dt, 1)
                                        : kir_const_f(K, j->dt, 0);
     j->var = kir_var_new(K, j->dt, init);
-    reduce_loops(c, j->in, j->mask, fixed, red_step, j);
+    red_row_loops(c, fixed, j);
     kir_val v = kir_var_get(K, j->var);
     int64_t cnt = masked_numel(j->in, j->mask);
     if (j->kind == RED_MEAN && cnt != 1) v = kir_binary(K, KIR_DIV, v, kir_const_f(K, j->dt, (double)cnt));

@@ -1121,3 +1121,58 @@ TEST(softmax_rows_reduce_in_vector_lanes)
     }
     unsetenv("SMELT_VECTOR_WIDTH");
 }
+
+/* Reductions of one float dim use the same lanes (ReduceMean, ReduceMax,
+ * ReduceL2, ReduceLogSumExp over rows of 7 and 37), also over a leading dim,
+ * whose elements are a row apart; against double-precision references. */
+TEST(reductions_of_one_dim_use_vector_lanes)
+{
+    static const op_id ops[] = {OP_ReduceMean, OP_ReduceMax, OP_ReduceL2, OP_ReduceLogSumExp};
+    static const char *const widths[] = {"4", "16"};
+    for (int wi = 0; wi < 2; wi++) {
+        setenv("SMELT_VECTOR_WIDTH", widths[wi], 1);
+        for (int oi = 0; oi < 4; oi++)
+            for (int axis = 0; axis < 2; axis++)
+                for (int64_t L = 7; L <= 37; L += 30) {
+                    int64_t R = 3, d0 = axis == 1 ? R : L, d1 = axis == 1 ? L : R;
+                    ir_graph *g = ir_graph_new();
+                    int x = input(g, "x", shp(2, (int)d0, (int)d1));
+                    int y = op1(g, "red", ops[oi], x);
+                    attr_ints(g, g->n_nodes - 1, "axes", 1, (const int64_t[]){axis});
+                    attr_int(g, g->n_nodes - 1, "keepdims", 0);
+                    ir_graph_set_io(g, 1, &x, 1, &y);
+                    smelt_program *p = compile(g, 0);
+                    if (p) {
+                        CHECK((workgroup_tiles(p) > 0) == (L >= 2 * atoi(widths[wi]))); /* lanes: a row of 2 vectors */
+                        float *xd = malloc(sizeof(float) * (size_t)(d0 * d1));
+                        for (int64_t k = 0; k < d0 * d1; k++) xd[k] = (float)((k * 29) % 17 - 8) / 3.0f;
+                        smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {d0, d1}, .data = xd};
+                        CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+                        smelt_tensor out;
+                        CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+                        for (int64_t r = 0; r < R; r++) {
+                            double acc = ops[oi] == OP_ReduceMax ? -INFINITY : 0, mx = -INFINITY;
+                            for (int64_t i = 0; i < L; i++) mx = fmax(mx, xd[axis == 1 ? r * L + i : i * R + r]);
+                            for (int64_t i = 0; i < L; i++) {
+                                double v = xd[axis == 1 ? r * L + i : i * R + r];
+                                acc = ops[oi] == OP_ReduceMax ? fmax(acc, v)
+                                    : ops[oi] == OP_ReduceL2 ? acc + v * v
+                                    : ops[oi] == OP_ReduceLogSumExp ? acc + exp(v - mx) : acc + v;
+                            }
+                            double want = ops[oi] == OP_ReduceMean ? acc / (double)L
+                                        : ops[oi] == OP_ReduceL2 ? sqrt(acc)
+                                        : ops[oi] == OP_ReduceLogSumExp ? log(acc) + mx : acc;
+                            double got = ((const float *)out.data)[r];
+                            if (fabs(got - want) > 1e-5 * (1 + fabs(want)))
+                                fprintf(stderr, "  V=%s op %d axis %d L=%lld row %lld: %g, want %g\n", widths[wi], oi,
+                                        axis, (long long)L, (long long)r, got, want);
+                            CHECK(fabs(got - want) <= 1e-5 * (1 + fabs(want)));
+                        }
+                        free(xd);
+                    }
+                    smelt_program_free(p);
+                    ir_graph_free(g);
+                }
+    }
+    unsetenv("SMELT_VECTOR_WIDTH");
+}
