@@ -67,6 +67,37 @@ static int ln_loops(kir_kernel *K, const ln_job *j, const kir_val *row, kir_val 
     return open;
 }
 
+/* The one normalized dim longer than 1, or -1 (none, or several). */
+static int ln_row_dim(const ln_job *j)
+{
+    int dim = -1;
+    for (int d = j->axis; d < j->rank; d++) {
+        if (j->in->dim[d] == 1) continue;
+        if (dim >= 0) return -1;
+        dim = d;
+    }
+    return dim;
+}
+
+typedef struct ln_row {
+    const ln_job *j;
+    const kir_val *row;
+    int dim;
+    kir_val mean; /* 0 for the sum, else the squared deviations */
+} ln_row;
+
+static kir_val ln_row_elem(lower_ctx *c, kir_val i, void *user)
+{
+    const ln_row *r = user;
+    kir_kernel *K = c->k;
+    kir_val idx[IR_MAX_RANK];
+    for (int d = 0; d < r->j->rank; d++) idx[d] = d < r->j->axis ? r->row[d] : d == r->dim ? i : kir_idx(K, 0);
+    kir_val x = lower_load(c, 0, idx);
+    if (!r->mean) return x;
+    kir_val d = kir_binary(K, KIR_SUB, x, r->mean);
+    return kir_binary(K, KIR_MUL, d, d);
+}
+
 static void ln_body(lower_ctx *c, const kir_val *row, void *user)
 {
     const ln_job *j = user;
@@ -75,17 +106,30 @@ static void ln_body(lower_ctx *c, const kir_val *row, void *user)
     smelt_dtype dt = j->dt;
     kir_val n = kir_const_f(K, dt, (double)j->cnt);
 
+    int dim = kir_is_float(dt) ? ln_row_dim(j) : -1;
+    ln_row lr = {j, row, dim, 0};
     int sum = kir_var_new(K, dt, kir_const_f(K, dt, 0));
-    int open = ln_loops(K, j, row, idx);
-    kir_var_set(K, sum, kir_binary(K, KIR_ADD, kir_var_get(K, sum), lower_load(c, 0, idx)));
-    while (open--) kir_loop_end(K);
+    int open;
+    if (dim >= 0) { /* one dim: sums in vector lanes (lower_reduce_var) */
+        lower_reduce_var(c, sum, dt, KIR_ADD, j->in->dim[dim], ln_row_elem, &lr);
+    } else {
+        open = ln_loops(K, j, row, idx);
+        kir_var_set(K, sum, kir_binary(K, KIR_ADD, kir_var_get(K, sum), lower_load(c, 0, idx)));
+        while (open--) kir_loop_end(K);
+    }
     kir_val mean = kir_binary(K, KIR_DIV, kir_var_get(K, sum), n);
 
     int sq = kir_var_new(K, dt, kir_const_f(K, dt, 0));
-    open = ln_loops(K, j, row, idx);
-    kir_val d = kir_binary(K, KIR_SUB, lower_load(c, 0, idx), mean);
-    kir_var_set(K, sq, kir_binary(K, KIR_ADD, kir_var_get(K, sq), kir_binary(K, KIR_MUL, d, d)));
-    while (open--) kir_loop_end(K);
+    kir_val d;
+    if (dim >= 0) {
+        lr.mean = mean;
+        lower_reduce_var(c, sq, dt, KIR_ADD, j->in->dim[dim], ln_row_elem, &lr);
+    } else {
+        open = ln_loops(K, j, row, idx);
+        d = kir_binary(K, KIR_SUB, lower_load(c, 0, idx), mean);
+        kir_var_set(K, sq, kir_binary(K, KIR_ADD, kir_var_get(K, sq), kir_binary(K, KIR_MUL, d, d)));
+        while (open--) kir_loop_end(K);
+    }
     kir_val var = kir_binary(K, KIR_DIV, kir_var_get(K, sq), n);
     kir_val inv = kir_binary(K, KIR_DIV, kir_const_f(K, dt, 1),
                              kir_unary(K, KIR_SQRT, kir_binary(K, KIR_ADD, var, kir_const_f(K, dt, j->eps))));

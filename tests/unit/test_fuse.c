@@ -1176,3 +1176,58 @@ TEST(reductions_of_one_dim_use_vector_lanes)
     }
     unsetenv("SMELT_VECTOR_WIDTH");
 }
+
+/* LayerNormalization over one dim sums (mean, then squared deviations) in
+ * vector lanes too: rows of 7, 37 and 64 for V = 4 and 16, against double. */
+TEST(layernorm_rows_sum_in_vector_lanes)
+{
+    static const char *const widths[] = {"4", "16"};
+    static const int64_t lens[] = {7, 37, 64};
+    for (int wi = 0; wi < 2; wi++) {
+        setenv("SMELT_VECTOR_WIDTH", widths[wi], 1);
+        for (int li = 0; li < 3; li++) {
+            int64_t L = lens[li], R = 3;
+            ir_graph *g = ir_graph_new();
+            int x = input(g, "x", shp(2, (int)R, (int)L));
+            int gam = constant(g, "gamma", shp(1, (int)L), 0.5f, 1.0f);
+            int bet = constant(g, "beta", shp(1, (int)L), 0.25f, -0.5f);
+            int in3[3] = {x, gam, bet};
+            int y = op(g, "ln", OP_LayerNormalization, 3, in3);
+            attr_int(g, g->n_nodes - 1, "axis", -1);
+            ir_graph_set_io(g, 1, &x, 1, &y);
+            smelt_program *p = compile(g, 0);
+            if (p) {
+                CHECK((workgroup_tiles(p) > 0) == (L >= 2 * atoi(widths[wi])));
+                float *xd = malloc(sizeof(float) * (size_t)(R * L));
+                for (int64_t k = 0; k < R * L; k++) xd[k] = (float)((k * 29) % 17 - 8) / 3.0f + 4.0f * (float)(k / L);
+                smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {R, L}, .data = xd};
+                CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+                smelt_tensor out;
+                CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+                const float *gd = g->tensors[gam].data, *bd = g->tensors[bet].data;
+                int bad = 0;
+                for (int64_t r = 0; r < R; r++) {
+                    double mean = 0, var = 0;
+                    for (int64_t i = 0; i < L; i++) mean += xd[r * L + i];
+                    mean /= (double)L;
+                    for (int64_t i = 0; i < L; i++) var += (xd[r * L + i] - mean) * (xd[r * L + i] - mean);
+                    var /= (double)L;
+                    for (int64_t i = 0; i < L && bad < 3; i++) {
+                        double want = (xd[r * L + i] - mean) / sqrt(var + 1e-5) * gd[i] + bd[i];
+                        double got = ((const float *)out.data)[r * L + i];
+                        if (fabs(got - want) > 1e-5 * (1 + fabs(want))) {
+                            fprintf(stderr, "  V=%s L=%lld [%lld][%lld]: %g, want %g\n", widths[wi], (long long)L,
+                                    (long long)r, (long long)i, got, want);
+                            bad++;
+                        }
+                    }
+                }
+                CHECK(bad == 0);
+                free(xd);
+            }
+            smelt_program_free(p);
+            ir_graph_free(g);
+        }
+    }
+    unsetenv("SMELT_VECTOR_WIDTH");
+}
