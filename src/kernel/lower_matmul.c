@@ -236,7 +236,7 @@ smelt_status lower_MatMul(lower_ctx *c)
      * the copy unit-stride. */
     int mark = lower_mark(c);
     TRY(mm_lower(c, &j));
-    if (!j.col_loop || !c->k || !lower_reads_across(c->k, j.col_loop)) return SMELT_OK;
+    if (!j.col_loop || j.kk == 0 || !c->k || !lower_reads_across(c->k, j.col_loop)) return SMELT_OK;
     lower_rollback(c, mark);
     pack_job p = {lower_scratch(c, b->dtype, ir_shape_numel(&b->shape)), 0};
     if (p.scratch < 0) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
