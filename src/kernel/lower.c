@@ -385,7 +385,7 @@ static int64_t stride_of(const kir_kernel *k, kir_val v, kir_val var, int depth)
 
 /* Whether some load of the kernel walks memory with a stride other than 0
  * or 1 along the loop of `var`, i.e. the loop nest reads across rows. */
-static bool reads_across(const kir_kernel *k, kir_val var)
+bool lower_reads_across(const kir_kernel *k, kir_val var)
 {
     for (int i = 0; i < k->n_stmts; i++) {
         const kir_stmt *s = &k->stmts[i];
@@ -396,7 +396,16 @@ static bool reads_across(const kir_kernel *k, kir_val var)
     return false;
 }
 
-bool lower_reads_across(const kir_kernel *k, kir_val var) { return reads_across(k, var); }
+int lower_one_long_dim(const ir_shape *s, uint32_t mask)
+{
+    int dim = -1;
+    for (int d = 0; d < s->rank; d++) {
+        if (!(mask & (1u << d)) || s->dim[d] == 1) continue;
+        if (dim >= 0) return -1;
+        dim = d;
+    }
+    return dim;
+}
 
 void lower_reduce_var(lower_ctx *c, int var, smelt_dtype dt, kir_op op, int64_t n, lower_elem_fn elem, void *user)
 {
@@ -690,7 +699,7 @@ void lower_parallel_for(lower_ctx *c, const ir_shape *shape, int64_t work_per_el
     kir_val inner = 0;
     for (int i = 0; i < c->k->n_stmts && !inner; i++)
         if (c->k->stmts[i].kind == KS_LOOP_BEGIN && c->k->stmts[i].parallel) inner = c->k->stmts[i].val;
-    if (!inner || !reads_across(c->k, inner)) return;
+    if (!inner || !lower_reads_across(c->k, inner)) return;
     p->n_kernels = first; /* rebuild the kernel tiled; the first attempt stays unused in the arena */
     tile_grid t;
     parallel_tiles(c, shape, body, user, &t);

@@ -85,6 +85,9 @@ bool lower_reads_across(const kir_kernel *k, kir_val var);
  * thus fixed by V: interpreter and compiled code agree, and it differs from
  * the serial order only by rounding. */
 typedef kir_val (*lower_elem_fn)(lower_ctx *c, kir_val i, void *user);
+/* The one dim of s in `mask` longer than 1 (a row lower_reduce_var can take),
+ * or -1 when there is none or several. */
+int lower_one_long_dim(const ir_shape *s, uint32_t mask);
 void lower_reduce_var(lower_ctx *c, int var, smelt_dtype dt, kir_op op, int64_t n, lower_elem_fn elem, void *user);
 
 /* For a lowering that builds its kernels, inspects them and rebuilds another

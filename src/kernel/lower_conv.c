@@ -338,10 +338,9 @@ static bool conv_flat(lower_ctx *c, const conv_job *j, int64_t batch)
     if (f.direct) f.tile = 0;
     f.cgrp = 1;
     while (f.cgrp * 2 * taps <= CONV_STEP_PAIRS && j->cg % (f.cgrp * 2) == 0) f.cgrp *= 2;
-    int64_t bytes = (j->mb * f.ld + f.tile * f.cgrp) * (int64_t)smelt_dtype_size(j->dt);
-    if (bytes > CONV_STACK_BYTES * 2) f.cgrp = 1;
-    bytes = (j->mb * f.ld + f.tile * f.cgrp) * (int64_t)smelt_dtype_size(j->dt);
-    if (bytes > CONV_STACK_BYTES * 2) return false;
+    int64_t es = (int64_t)smelt_dtype_size(j->dt);
+    if ((j->mb * f.ld + f.tile * f.cgrp) * es > CONV_STACK_BYTES * 2) f.cgrp = 1;
+    if ((j->mb * f.ld + f.tile * f.cgrp) * es > CONV_STACK_BYTES * 2) return false;
     ir_shape units = {.rank = 4, .dim = {batch, j->units, (w->out[0] + f.rb - 1) / f.rb, 1}};
     lower_parallel_for(c, &units, 2 * j->mb * f.rb * f.wp * j->cg * w->kernel[0] * w->kernel[1], conv_body_flat, &f);
     return true;

@@ -67,18 +67,6 @@ static int ln_loops(kir_kernel *K, const ln_job *j, const kir_val *row, kir_val 
     return open;
 }
 
-/* The one normalized dim longer than 1, or -1 (none, or several). */
-static int ln_row_dim(const ln_job *j)
-{
-    int dim = -1;
-    for (int d = j->axis; d < j->rank; d++) {
-        if (j->in->dim[d] == 1) continue;
-        if (dim >= 0) return -1;
-        dim = d;
-    }
-    return dim;
-}
-
 typedef struct ln_row {
     const ln_job *j;
     const kir_val *row;
@@ -106,7 +94,8 @@ static void ln_body(lower_ctx *c, const kir_val *row, void *user)
     smelt_dtype dt = j->dt;
     kir_val n = kir_const_f(K, dt, (double)j->cnt);
 
-    int dim = kir_is_float(dt) ? ln_row_dim(j) : -1;
+    uint32_t normalized = (uint32_t)((1u << j->rank) - 1) & ~(uint32_t)((1u << j->axis) - 1);
+    int dim = kir_is_float(dt) ? lower_one_long_dim(j->in, normalized) : -1;
     ln_row lr = {j, row, dim, 0};
     int sum = kir_var_new(K, dt, kir_const_f(K, dt, 0));
     int open;

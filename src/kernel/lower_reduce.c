@@ -102,20 +102,6 @@ static void red_step(lower_ctx *c, const kir_val *idx, void *user)
     kir_var_set(K, j->var, v);
 }
 
-/* The one reduced dim longer than 1 of j (-1 if none or several), for
- * lower_reduce_var: float sums, means, norms, max and min of one dim. */
-static int red_row_dim(const red_job *j)
-{
-    if (!kir_is_float(j->dt) || j->kind == RED_PROD) return -1;
-    int dim = -1;
-    for (int d = 0; d < j->in->rank; d++) {
-        if (!(j->mask & (1u << d)) || j->in->dim[d] == 1) continue;
-        if (dim >= 0) return -1;
-        dim = d;
-    }
-    return dim;
-}
-
 typedef struct red_row {
     const red_job *j;
     const kir_val *fixed;
@@ -142,7 +128,8 @@ static kir_val red_row_elem(lower_ctx *c, kir_val i, void *user)
 /* j->var op= every element of the row: vector lanes where it is one float dim. */
 static void red_row_loops(lower_ctx *c, const kir_val *fixed, red_job *j)
 {
-    int dim = red_row_dim(j);
+    /* lower_reduce_var: float sums, means, norms, max and min of one dim */
+    int dim = kir_is_float(j->dt) && j->kind != RED_PROD ? lower_one_long_dim(j->in, j->mask) : -1;
     if (dim < 0) {
         reduce_loops(c, j->in, j->mask, fixed, red_step, j);
         return;
@@ -395,14 +382,7 @@ static smelt_status softmax_lower(lower_ctx *c, bool log)
     ir_shape rows = x->shape;
     for (int d = 0; d < r; d++)
         if (mask & (1u << d)) rows.dim[d] = 1;
-    sm_job j = {mask, log, &x->shape, x->dtype, 0, 0, -1, {0}};
-    int long_dims = 0;
-    for (int d = 0; d < r; d++)
-        if ((mask & (1u << d)) && x->shape.dim[d] > 1) {
-            long_dims++;
-            j.axis = d;
-        }
-    if (long_dims != 1) j.axis = -1;
+    sm_job j = {mask, log, &x->shape, x->dtype, 0, 0, lower_one_long_dim(&x->shape, mask), {0}};
     lower_parallel_for(c, &rows, 3 * masked_numel(&x->shape, mask), sm_body, &j);
     return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
 }

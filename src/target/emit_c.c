@@ -325,19 +325,13 @@ static smelt_status put_float_expr(emitter *e, const kir_value *x, smelt_dtype t
          * comparison (the NaN and tie cases agree), which C compilers map to
          * the vector min/max instructions. */
         const kir_value *va = &e->k->vals[x->a], *vb = &e->k->vals[x->b];
-        const char *cmp = x->op == KIR_MIN ? "<" : ">";
+        bool max = x->op == KIR_MAX;
         if (vb->op == KIR_CONST && vb->imm.f == vb->imm.f) {
-            sb_printf(sb, "(");
-            put_pattern(e, "%b", x);
-            sb_printf(sb, " %s ", cmp);
-            put_pattern(e, "%a ? %b : %a)", x);
+            put_pattern(e, max ? "(%b > %a ? %b : %a)" : "(%b < %a ? %b : %a)", x);
             return SMELT_OK;
         }
         if (va->op == KIR_CONST && va->imm.f == va->imm.f) {
-            sb_printf(sb, "(");
-            put_pattern(e, "%a", x);
-            sb_printf(sb, " %s= ", cmp);
-            put_pattern(e, "%b ? %a : %b)", x);
+            put_pattern(e, max ? "(%a >= %b ? %a : %b)" : "(%a <= %b ? %a : %b)", x);
             return SMELT_OK;
         }
         sb_printf(sb, "smelt_%s%s(", x->op == KIR_MIN ? "min" : "max", ta == SMELT_F32 ? "f" : "");

@@ -1070,6 +1070,15 @@ TEST(conv_flat_and_row_forms_match_a_direct_reference)
     }
 }
 
+/* Run p on a [d0, d1] float input x: its first output's data (the program's). */
+static const float *run_2d(smelt_program *p, float *xd, int64_t d0, int64_t d1)
+{
+    smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {d0, d1}, .data = xd}, out = {0};
+    CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+    CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+    return out.data;
+}
+
 /* A Softmax row of one dim reduces (max, then sum of exp) in vector lanes on
  * the CPU: lane q takes the elements i % V == q of the whole vectors, the
  * rest of the row runs serially. Rows shorter than two vectors, with a tail,
@@ -1094,17 +1103,14 @@ TEST(softmax_rows_reduce_in_vector_lanes)
                 float *xd = malloc(sizeof(float) * (size_t)(rows * L));
                 for (int64_t k = 0; k < rows * L; k++) xd[k] = (float)((k * 37) % 19 - 9) / 2.0f;
                 xd[L + L / 2] = 80.0f; /* a row whose exp would overflow without the max */
-                smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {rows, L}, .data = xd};
-                CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
-                smelt_tensor out;
-                CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+                const float *yd = run_2d(p, xd, rows, L);
                 int bad = 0;
                 for (int64_t r = 0; r < rows; r++) {
                     double mx = -INFINITY, sum = 0;
                     for (int64_t i = 0; i < L; i++) mx = fmax(mx, xd[r * L + i]);
                     for (int64_t i = 0; i < L; i++) sum += exp(xd[r * L + i] - mx);
                     for (int64_t i = 0; i < L && bad < 3; i++) {
-                        double want = exp(xd[r * L + i] - mx) / sum, got = ((const float *)out.data)[r * L + i];
+                        double want = exp(xd[r * L + i] - mx) / sum, got = yd[r * L + i];
                         if (fabs(got - want) > 1e-6 * (1 + want) + 1e-5 * want) {
                             fprintf(stderr, "  V=%s L=%lld [%lld][%lld]: %g, want %g\n", widths[wi], (long long)L,
                                     (long long)r, (long long)i, got, want);
@@ -1146,10 +1152,7 @@ TEST(reductions_of_one_dim_use_vector_lanes)
                         CHECK((workgroup_tiles(p) > 0) == (L >= 2 * atoi(widths[wi]))); /* lanes: a row of 2 vectors */
                         float *xd = malloc(sizeof(float) * (size_t)(d0 * d1));
                         for (int64_t k = 0; k < d0 * d1; k++) xd[k] = (float)((k * 29) % 17 - 8) / 3.0f;
-                        smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {d0, d1}, .data = xd};
-                        CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
-                        smelt_tensor out;
-                        CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+                        const float *yd = run_2d(p, xd, d0, d1);
                         for (int64_t r = 0; r < R; r++) {
                             double acc = ops[oi] == OP_ReduceMax ? -INFINITY : 0, mx = -INFINITY;
                             for (int64_t i = 0; i < L; i++) mx = fmax(mx, xd[axis == 1 ? r * L + i : i * R + r]);
@@ -1162,7 +1165,7 @@ TEST(reductions_of_one_dim_use_vector_lanes)
                             double want = ops[oi] == OP_ReduceMean ? acc / (double)L
                                         : ops[oi] == OP_ReduceL2 ? sqrt(acc)
                                         : ops[oi] == OP_ReduceLogSumExp ? log(acc) + mx : acc;
-                            double got = ((const float *)out.data)[r];
+                            double got = yd[r];
                             if (fabs(got - want) > 1e-5 * (1 + fabs(want)))
                                 fprintf(stderr, "  V=%s op %d axis %d L=%lld row %lld: %g, want %g\n", widths[wi], oi,
                                         axis, (long long)L, (long long)r, got, want);
@@ -1200,10 +1203,7 @@ TEST(layernorm_rows_sum_in_vector_lanes)
                 CHECK((workgroup_tiles(p) > 0) == (L >= 2 * atoi(widths[wi])));
                 float *xd = malloc(sizeof(float) * (size_t)(R * L));
                 for (int64_t k = 0; k < R * L; k++) xd[k] = (float)((k * 29) % 17 - 8) / 3.0f + 4.0f * (float)(k / L);
-                smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {R, L}, .data = xd};
-                CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
-                smelt_tensor out;
-                CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+                const float *yd = run_2d(p, xd, R, L);
                 const float *gd = g->tensors[gam].data, *bd = g->tensors[bet].data;
                 int bad = 0;
                 for (int64_t r = 0; r < R; r++) {
@@ -1214,7 +1214,7 @@ TEST(layernorm_rows_sum_in_vector_lanes)
                     var /= (double)L;
                     for (int64_t i = 0; i < L && bad < 3; i++) {
                         double want = (xd[r * L + i] - mean) / sqrt(var + 1e-5) * gd[i] + bd[i];
-                        double got = ((const float *)out.data)[r * L + i];
+                        double got = yd[r * L + i];
                         if (fabs(got - want) > 1e-5 * (1 + fabs(want))) {
                             fprintf(stderr, "  V=%s L=%lld [%lld][%lld]: %g, want %g\n", widths[wi], (long long)L,
                                     (long long)r, (long long)i, got, want);
