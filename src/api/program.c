@@ -144,7 +144,10 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     p->target = *target;
     if (p->dev && p->dev->smem_bytes > 0 && target->smem_limit > 0) p->target.smem_limit = p->dev->smem_bytes;
     /* C is compiled here for this CPU (-march=native): its vectors are this host's. */
-    if (target == &target_cpu) p->target.vector_width = rt_cc_vector_width();
+    if (target == &target_cpu) {
+        p->target.vector_width = rt_cc_vector_width();
+        p->target.stream_min_bytes = rt_cc_stream_min_bytes();
+    }
     target = &p->target;
     p->g = ir_graph_clone(m->g);
     if (!p->g) return diag_fail(SMELT_ERR_NOMEM, "out of memory copying the model");

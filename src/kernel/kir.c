@@ -288,6 +288,13 @@ kir_val kir_loop_begin_parallel(kir_kernel *k, kir_val lo, kir_val hi)
     return v;
 }
 
+kir_val kir_loop_begin_stream(kir_kernel *k, int64_t n)
+{
+    kir_val v = kir_loop_begin_parallel(k, kir_idx(k, 0), kir_idx(k, n));
+    if (v) k->stmts[k->vals[v].def].stream = true;
+    return v;
+}
+
 void kir_loop_end(kir_kernel *k)
 {
     add_stmt(k, (kir_stmt){.kind = KS_LOOP_END});
@@ -486,7 +493,7 @@ void kir_dump(const kir_kernel *k, FILE *f)
             dump_val(k, s->val, f);
             break;
         case KS_LOOP_BEGIN:
-            fprintf(f, s->parallel ? "parallel for %%%d = " : "for %%%d = ", s->val);
+            fprintf(f, s->stream ? "stream for %%%d = " : s->parallel ? "parallel for %%%d = " : "for %%%d = ", s->val);
             dump_val(k, s->lo, f);
             fprintf(f, " .. ");
             dump_val(k, s->hi, f);

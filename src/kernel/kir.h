@@ -14,6 +14,12 @@
  *     PREFETCH buf[i]           a hint that buf[i] is read soon (no effect on results;
  *                               i must lie in the buffer)
  *
+ * Streaming. A *stream* loop (kir_loop_begin_stream) is a plain copy loop,
+ *     for (q = 0; q < n; q++) dst[base + q] = src[q]
+ * with base defined outside it and src workgroup memory: its stores are not
+ * read again soon, so a target may write them around its caches
+ * (non-temporal stores). Run as written it is the same copy.
+ *
  * Threads. A kernel runs `wg_size` threads per workgroup (1 on the CPU, where
  * a workgroup is one call). A *parallel* loop promises independent iterations:
  * on the CPU it is an ordinary (vectorizable) loop; on a GPU its iterations are
@@ -115,6 +121,7 @@ typedef struct kir_stmt {
     int buf;              /* STORE, PREFETCH */
     int var;              /* VAR_SET */
     bool parallel;        /* LOOP_BEGIN: iterations are independent */
+    bool stream;          /* LOOP_BEGIN: a stream loop (see "Streaming" above) */
 } kir_stmt;
 
 typedef struct kir_buffer {
@@ -187,6 +194,9 @@ kir_val kir_cast(kir_kernel *k, smelt_dtype to, kir_val a);
 kir_val kir_loop_begin(kir_kernel *k, kir_val lo, kir_val hi, kir_val step);
 /* A loop whose iterations are independent (step 1); see "Threads" above. */
 kir_val kir_loop_begin_parallel(kir_kernel *k, kir_val lo, kir_val hi);
+/* A stream loop over [0, n) (see "Streaming"): its body is built by the
+ * caller as src's load at v, then dst's store at base + v. */
+kir_val kir_loop_begin_stream(kir_kernel *k, int64_t n);
 void kir_loop_end(kir_kernel *k);
 void kir_if_begin(kir_kernel *k, kir_val cond);
 void kir_else(kir_kernel *k);

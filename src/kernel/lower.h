@@ -35,6 +35,7 @@ typedef struct target_info {
     int wg_size;             /* threads per workgroup of GPU lowerings; 1: CPU */
     int64_t smem_limit;      /* bytes of workgroup memory per workgroup */
     locals_strategy locals;  /* default local-variable allocator */
+    int64_t stream_min_bytes; /* outputs this large may be written by stream loops (kir.h); 0: never */
 } target_info;
 
 extern const target_info target_cpu, target_opencl, target_cuda;

@@ -294,6 +294,17 @@ int rt_cc_vector_width(void)
     return 4;
 }
 
+int64_t rt_cc_stream_min_bytes(void)
+{
+    const char *env = getenv("SMELT_STREAM_MIN_BYTES");
+    if (env && *env) {
+        char *end;
+        long long v = strtoll(env, &end, 10);
+        if (*end == 0 && v >= 0) return v;
+    }
+    return (int64_t)16 << 20;
+}
+
 smelt_status rt_cc_load(const char *source, rt_so **out, bool *cached)
 {
     if (!source || !out) return diag_fail(SMELT_ERR_INVALID_ARG, "rt_cc_load: NULL argument");

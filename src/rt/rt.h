@@ -40,6 +40,12 @@ smelt_status rt_cc_load(const char *source, rt_so **out, bool *cached);
  * AVX, else 4; $SMELT_VECTOR_WIDTH (4, 8 or 16) overrides it, for a SMELT_CC
  * that targets another CPU. Lowerings size register-wide steps by it (TargetInfo). */
 int rt_cc_vector_width(void);
+/* Outputs of at least this many bytes are written around the cache by C
+ * kernels that can (KIR stream loops, TargetInfo.stream_min_bytes): 16 MiB,
+ * more than a core's share of the last-level cache on most CPUs, so such an
+ * output would not be found in cache by its consumer anyway.
+ * $SMELT_STREAM_MIN_BYTES overrides it (0: never). */
+int64_t rt_cc_stream_min_bytes(void);
 /* A symbol of the object (NULL if absent). */
 void *rt_so_sym(rt_so *so, const char *name);
 /* dlclose and free; NULL is a no-op. Symbols taken from so die with it. */

@@ -46,6 +46,7 @@ typedef struct dialect {
     const char *ll_sfx;       /* of 64-bit integer literals */
     param_style params;
     bool own_math;            /* float32 exp/tanh/erf from kernel/mathf.inc, not the target's */
+    bool stream;              /* stream loops (kir.h) become smelt_stream_f32 calls */
 } dialect;
 
 static const char opencl_prelude[] =
@@ -73,13 +74,13 @@ static const char cuda_prelude[] =
 static const dialect dialects[] = {
     [EMIT_C] = {"C", c_prelude, "static inline", "", "restrict", "", "",
                 "_Alignas(64) unsigned char smem[%lld];", NULL, "0", NULL, {"__builtin_prefetch(&", ");"}, "f", "ll",
-                PARAMS_TABLE, true},
+                PARAMS_TABLE, true, true},
     [EMIT_OPENCL] = {"OpenCL C", opencl_prelude, "static inline", "__kernel ", "restrict", "__global ", "__local ",
                      "__local uchar smem[%lld] __attribute__((aligned(16)));", "get_group_id(0)", "get_local_id(0)",
-                     "barrier(CLK_LOCAL_MEM_FENCE);", {"prefetch(&", ", 1);"}, "", "L", PARAMS_OFFSET, false},
+                     "barrier(CLK_LOCAL_MEM_FENCE);", {"prefetch(&", ", 1);"}, "", "L", PARAMS_OFFSET, false, false},
     [EMIT_CUDA] = {"CUDA C", cuda_prelude, "__device__ __forceinline__", "extern \"C\" __global__ ",
                    "__restrict__", "", "", "__shared__ __align__(16) unsigned char smem[%lld];", "blockIdx.x",
-                   "threadIdx.x", "__syncthreads();", {"(void)&", ";"}, "f", "ll", PARAMS_PLAIN, false},
+                   "threadIdx.x", "__syncthreads();", {"(void)&", ";"}, "f", "ll", PARAMS_PLAIN, false, false},
 };
 _Static_assert(sizeof dialects / sizeof dialects[0] == EMIT_LANG_COUNT, "one dialect per emit_lang");
 
@@ -120,6 +121,29 @@ static const char prelude_helpers[] =
     "{\n"
     "    return x != x ? 0 : x >= 18446744073709551616.0 ? UINT64_MAX\n"
     "         : x < 0 ? (uint64_t)smelt_f2i64(x) : (uint64_t)x;\n"
+    "}\n";
+
+/* Stream loops' copies (kir.h, "Streaming"), for C programs that have one:
+ * non-temporal vector stores where the destination is aligned for them (the
+ * widest vectors the compiler was asked for), a plain copy for the rest and on
+ * other CPUs. Kernels that call it end with an sfence, so their stores are
+ * visible before the thread pool reports the workgroup done. */
+static const char stream_helper[] =
+    "\n#if defined(__SSE__)\n#include <immintrin.h>\n#endif\n"
+    "static inline void smelt_stream_f32(float *restrict d, const float *restrict s, int64_t n)\n"
+    "{\n"
+    "    int64_t i = 0;\n"
+    "#if defined(__AVX512F__)\n"
+    "    if (((uintptr_t)d & 63) == 0)\n"
+    "        for (; i + 16 <= n; i += 16) _mm512_stream_ps(d + i, _mm512_loadu_ps(s + i));\n"
+    "#elif defined(__AVX__)\n"
+    "    if (((uintptr_t)d & 31) == 0)\n"
+    "        for (; i + 8 <= n; i += 8) _mm256_stream_ps(d + i, _mm256_loadu_ps(s + i));\n"
+    "#elif defined(__SSE__)\n"
+    "    if (((uintptr_t)d & 15) == 0)\n"
+    "        for (; i + 4 <= n; i += 4) _mm_stream_ps(d + i, _mm_loadu_ps(s + i));\n"
+    "#endif\n"
+    "    for (; i < n; i++) d[i] = s[i];\n"
     "}\n";
 
 /* The helpers with "static inline" replaced by the dialect's qualifier. */
@@ -601,11 +625,50 @@ static void emit_header(emitter *e)
     if (val_used(e, KIR_LID) || threaded(e)) sb_printf(sb, "    const int64_t lid = %s;\n", e->d->local_id);
 }
 
+/* Stream loop i as kir_loop_begin_stream's contract builds it, over [0, n):
+ * loads of one workgroup f32 buffer at the loop value, one store of such a
+ * load to an f32 buffer at the loop value plus a value from outside the loop.
+ * Emits the copy as one smelt_stream_f32 call and returns the loop's end
+ * statement; -1 (nothing emitted) for any other body. */
+static int put_stream(emitter *e, int i, int ind)
+{
+    const kir_kernel *k = e->k;
+    const kir_stmt *s = &k->stmts[i];
+    kir_val q = s->val;
+    if (!kir_is_const(k, s->lo) || k->vals[s->lo].imm.i != 0 || !kir_is_const(k, s->hi)) return -1;
+    int store = -1, end = -1;
+    for (int j = i + 1; j < k->n_stmts && end < 0; j++) {
+        const kir_stmt *t = &k->stmts[j];
+        if (t->kind == KS_LOOP_END) end = j;
+        else if (t->kind == KS_STORE && store < 0) store = j;
+        else if (t->kind != KS_DEF) return -1;
+    }
+    if (end < 0 || store < 0) return -1;
+    const kir_stmt *st = &k->stmts[store];
+    const kir_value *v = &k->vals[st->val], *at = &k->vals[st->idx];
+    if (v->op != KIR_LOAD || v->a != q || !k->bufs[v->buf].workgroup || v->type != SMELT_F32 ||
+        k->bufs[st->buf].type != SMELT_F32)
+        return -1;
+    kir_val base = 0;
+    if (st->idx != q) {
+        if (at->op != KIR_ADD || (at->a != q && at->b != q)) return -1;
+        base = at->a == q ? at->b : at->a;
+        if (k->vals[base].def > i) return -1;
+    }
+    sb_indent(e->sb, ind);
+    sb_printf(e->sb, "smelt_stream_f32(&b%d[", st->buf);
+    if (base) put_val(e, base);
+    else sb_puts(e->sb, "0");
+    sb_printf(e->sb, "], b%d, %lld);\n", v->buf, (long long)k->vals[s->hi].imm.i);
+    return end;
+}
+
 static smelt_status emit_body(emitter *e)
 {
     const kir_kernel *k = e->k;
     strbuf *sb = e->sb;
     int depth = 0;
+    bool streamed = false;
     for (int i = 0; i < k->n_stmts; i++) {
         const kir_stmt *s = &k->stmts[i];
         if (s->kind == KS_LOOP_END || s->kind == KS_IF_END || s->kind == KS_ELSE) depth--;
@@ -636,6 +699,12 @@ static smelt_status emit_body(emitter *e)
             sb_puts(sb, ";\n");
             break;
         case KS_LOOP_BEGIN: {
+            int end = s->stream && e->d->stream ? put_stream(e, i, ind) : -1;
+            if (end >= 0) {
+                i = end;
+                streamed = true;
+                break;
+            }
             e->loop_depth[s->val] = depth;
             sb_indent(sb, ind);
             sb_printf(sb, "for (int64_t i%d = ", depth);
@@ -702,6 +771,7 @@ static smelt_status emit_body(emitter *e)
         case KS_COUNT: break;
         }
     }
+    if (streamed) sb_puts(sb, "#if defined(__SSE__)\n    _mm_sfence();\n#endif\n");
     sb_puts(sb, "}\n");
     return SMELT_OK;
 }
@@ -761,6 +831,10 @@ smelt_status emit_program(kir_kernel *const *kernels, int n, emit_lang lang, loc
                        "#define SMELT_FN %s\n", dialects[lang].fn_qual);
         sb_puts(&sb, mathf_src);
     }
+    bool streams = false;
+    for (int i = 0; i < n && dialects[lang].stream; i++)
+        for (int j = 0; j < kernels[i]->n_stmts; j++) streams |= kernels[i]->stmts[j].stream;
+    if (streams) sb_puts(&sb, stream_helper);
     for (int i = 0; i < n; i++) {
         sb_puts(&sb, "\n");
         smelt_status st = emit_kernel(&sb, kernels[i], lang, s);
