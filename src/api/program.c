@@ -161,6 +161,7 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     p->locals = opt->locals == SMELT_LOCALS_REUSE ? LOCALS_REUSE
               : opt->locals == SMELT_LOCALS_HYBRID ? LOCALS_HYBRID : target->locals;
     TRY(plan_build(p->g, &p->lp, &p->plan)); /* before emitting: in-place sets kir_buffer.alias_of */
+    TRY(plan_barriers(p->g, &p->fp, &p->lp, &p->plan));
     TRY(emit_program(p->lp.kernels, p->lp.n_kernels, lang, p->locals, &p->source));
     if (opt->max_memory > 0 && p->plan.arena_bytes > opt->max_memory)
         return diag_fail(SMELT_ERR_NOMEM, "the memory plan needs %lld bytes of activations, over the limit of %lld bytes",
@@ -261,9 +262,10 @@ static smelt_status bind_run_inputs(smelt_program *p, int n, const smelt_tensor 
     return SMELT_OK;
 }
 
-/* The command list: dispatch every kernel with its buffer table, wait, and
- * on devices without host memory download the outputs. Profiling reads a
- * clock around each dispatch and waits for each kernel. */
+/* The command list: dispatch every kernel with its buffer table, with the
+ * plan's barriers between them (plan/barriers.c), wait, and on devices
+ * without host memory download the outputs. Profiling reads a clock around
+ * each dispatch and waits for each kernel. */
 smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tensor *inputs)
 {
     if (!p) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: no program");
@@ -275,6 +277,7 @@ smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tenso
         if (k->n_workgroups <= 0) continue;
         rt_arg *bufs = p->buf_table + p->buf_start[i];
         for (int b = 0; b < k->n_bufs; b++) bufs[b] = k->bufs[b].workgroup ? (rt_arg){0, -1} : p->slot_mem[k->bufs[b].tensor];
+        if ((!p->plan.barrier_before || p->plan.barrier_before[i]) && ops->barrier) TRY(ops->barrier(p->dev));
         double t0 = p->prof_ms ? now_ms() : 0;
         TRY(ops->dispatch(p->dev, p->fns[i], k->n_bufs, bufs, k->n_workgroups, k->wg_size));
         if (p->prof_ms) {

@@ -306,6 +306,7 @@ smelt_status plan_build(const ir_graph *g, lower_program *p, mem_plan *out)
 void plan_free(mem_plan *m)
 {
     free(m->slots);
+    free(m->barrier_before);
     memset(m, 0, sizeof *m);
 }
 
@@ -372,6 +373,9 @@ void plan_dump(const ir_graph *g, const mem_plan *m, FILE *f)
             (long long)m->arena_bytes, (long long)m->lower_bound, (long long)m->total_bytes,
             (long long)m->first_fit_bytes, (long long)m->best_fit_bytes, (long long)m->weight_bytes, m->n_views,
             m->n_in_place);
+    if (m->barrier_before)
+        fprintf(f, "barriers: %d between %d kernels (kernels between two barriers may run together)\n", m->n_barriers,
+                m->n_kernels);
     for (int s = 0; s < m->n_slots; s++) {
         const plan_slot *x = &m->slots[s];
         if (x->kind == PLAN_NONE) continue;

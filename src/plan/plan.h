@@ -85,6 +85,8 @@ typedef struct mem_plan {
     int64_t first_fit_bytes, best_fit_bytes; /* what each placer needed */
     int64_t weight_bytes; /* constants read by kernels */
     int n_views, n_in_place;
+    bool *barrier_before; /* per kernel, from plan_barriers: wait for earlier dispatches first */
+    int n_barriers;
 } mem_plan;
 
 /* True when node `node` of g is a view: an OPF_VIEW op whose output 0 has
@@ -101,6 +103,13 @@ void plan_free(mem_plan *m);
  * buffer that shares memory with a written buffer of the same kernel has
  * alias_of set to it. */
 smelt_status plan_verify(const mem_plan *m, const lower_program *p);
+
+struct fuse_plan;
+/* The command list's barriers (plan/barriers.c): barrier_before[i] where
+ * kernel i touches arena bytes that a kernel dispatched since the last
+ * barrier writes, or writes bytes it touches; the kernels between two
+ * barriers may run at the same time. */
+smelt_status plan_barriers(const ir_graph *g, const struct fuse_plan *fp, const lower_program *lp, mem_plan *m);
 
 /* `smelt compile --emit plan`: totals, then every used slot's kind, offset,
  * size, live interval and what it aliases. */

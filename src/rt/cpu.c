@@ -3,7 +3,9 @@
  * thread pool (pool.c) behind rt/device.h.
  *
  * needs: a C compiler (rt_cc_load). gives: host-memory buffers (an rt_mem is
- *        the pointer itself), kernels run synchronously by the pool.
+ *        the pointer itself). Dispatches are held until the next barrier or
+ *        finish, which runs all of them as one pool run (rt_pool_run_jobs):
+ *        kernels with no barrier between them share the threads.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +19,11 @@
 typedef struct cpu_device {
     rt_device base;
     rt_pool *pool;
-    void **bufs;   /* the buffer table of the running dispatch */
-    int cap_bufs;
+    rt_job *jobs;    /* dispatched since the last barrier; bufs set when they run */
+    int *buf_start;  /* per job: where its buffer table starts in bufs */
+    int n_jobs, cap_jobs;
+    void **bufs;     /* the held dispatches' buffer tables, one after another */
+    int n_bufs, cap_bufs;
 } cpu_device;
 
 struct rt_module {
@@ -105,21 +110,37 @@ static smelt_status cpu_dispatch(rt_device *dev, rt_kernel *k, int n_args, const
     cpu_device *d = (cpu_device *)dev;
     if (wg_size != 1)
         return diag_fail(SMELT_ERR_INTERNAL, "cpu kernels run one thread per workgroup, not %d", wg_size);
-    if (n_args > d->cap_bufs) {
-        void **b = realloc(d->bufs, sizeof(void *) * (size_t)n_args);
+    if (d->n_jobs == d->cap_jobs) {
+        int cap = d->cap_jobs ? 2 * d->cap_jobs : 16;
+        rt_job *j = realloc(d->jobs, sizeof *j * (size_t)cap);
+        if (j) d->jobs = j;
+        int *b = j ? realloc(d->buf_start, sizeof *b * (size_t)cap) : NULL;
+        if (b) d->buf_start = b;
+        if (!j || !b) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+        d->cap_jobs = cap;
+    }
+    if (d->n_bufs + n_args > d->cap_bufs) {
+        int cap = 2 * (d->n_bufs + n_args);
+        void **b = realloc(d->bufs, sizeof(void *) * (size_t)cap);
         if (!b) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
         d->bufs = b;
-        d->cap_bufs = n_args;
+        d->cap_bufs = cap;
     }
     for (int i = 0; i < n_args; i++)
-        d->bufs[i] = args[i].mem ? (char *)(uintptr_t)args[i].mem + args[i].offset : NULL;
-    rt_pool_run(d->pool, (rt_kernel_fn)(void *)k, n_wg, d->bufs);
+        d->bufs[d->n_bufs + i] = args[i].mem ? (char *)(uintptr_t)args[i].mem + args[i].offset : NULL;
+    d->buf_start[d->n_jobs] = d->n_bufs;
+    d->jobs[d->n_jobs++] = (rt_job){(rt_kernel_fn)(void *)k, NULL, n_wg};
+    d->n_bufs += n_args;
     return SMELT_OK;
 }
 
-static smelt_status cpu_finish(rt_device *d)
+/* Run the held dispatches together. */
+static smelt_status cpu_finish(rt_device *dev)
 {
-    (void)d;
+    cpu_device *d = (cpu_device *)dev;
+    for (int j = 0; j < d->n_jobs; j++) d->jobs[j].bufs = d->bufs + d->buf_start[j];
+    rt_pool_run_jobs(d->pool, d->jobs, d->n_jobs);
+    d->n_jobs = d->n_bufs = 0;
     return SMELT_OK;
 }
 
@@ -141,11 +162,13 @@ static void cpu_close(rt_device *dev)
 {
     cpu_device *d = (cpu_device *)dev;
     rt_pool_free(d->pool);
+    free(d->jobs);
+    free(d->buf_start);
     free(d->bufs);
     free(d);
 }
 
 const rt_device_ops rt_cpu_ops = {
     "cpu", RT_LANG_C, true, cpu_open, cpu_build, cpu_kernel, cpu_alloc, cpu_upload, cpu_download,
-    cpu_dispatch, cpu_finish, cpu_mem_free, cpu_module_free, cpu_close,
+    cpu_dispatch, cpu_finish, cpu_finish, cpu_mem_free, cpu_module_free, cpu_close,
 };

@@ -338,5 +338,5 @@ static void cuda_close(rt_device *dev)
 
 const rt_device_ops rt_cuda_ops = {
     "cuda", RT_LANG_CUDA, false, cuda_open, cuda_build, cuda_kernel, cuda_alloc, cuda_upload, cuda_download,
-    cuda_dispatch, cuda_finish, cuda_mem_free, cuda_module_free, cuda_close,
+    cuda_dispatch, NULL, cuda_finish, cuda_mem_free, cuda_module_free, cuda_close,
 };

@@ -61,9 +61,14 @@ typedef struct rt_device_ops {
     smelt_status (*upload)(rt_device *d, rt_mem dst, size_t offset, const void *src, size_t bytes);
     smelt_status (*download)(rt_device *d, rt_mem src, size_t offset, void *dst, size_t bytes);
     /* Enqueue kernel k over n_workgroups x wg_size threads with buffer i at
-     * args[i]. May return before the kernel ran; finish() waits. */
+     * args[i]. May return before the kernel ran; finish() waits. Dispatches
+     * with no barrier between them may run at the same time. */
     smelt_status (*dispatch)(rt_device *d, rt_kernel *k, int n_args, const rt_arg *args,
                              int64_t n_workgroups, int wg_size);
+    /* Later dispatches see everything earlier ones wrote (and write nothing
+     * they still read). NULL: dispatches already run one after another (an
+     * in-order queue). */
+    smelt_status (*barrier)(rt_device *d);
     smelt_status (*finish)(rt_device *d);
     void (*mem_free)(rt_device *d, rt_mem m);
     void (*module_free)(rt_device *d, rt_module *m); /* its kernels die with it */

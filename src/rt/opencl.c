@@ -294,5 +294,5 @@ static void ocl_close(rt_device *dev)
 
 const rt_device_ops rt_opencl_ops = {
     "opencl", RT_LANG_OPENCL, false, ocl_open, ocl_build, ocl_kernel, ocl_alloc, ocl_upload, ocl_download,
-    ocl_dispatch, ocl_finish, ocl_mem_free, ocl_module_free, ocl_close,
+    ocl_dispatch, NULL, ocl_finish, ocl_mem_free, ocl_module_free, ocl_close,
 };

@@ -4,6 +4,8 @@
  * needs: pthreads, C11 atomics.
  * gives: rt_pool_run(fn, n) == `for wg in [0, n): fn(wg, bufs)`, spread over the
  *        workers and the calling thread; one run at a time per pool.
+ *        rt_pool_run_jobs runs several such loops as one: their workgroups are
+ *        numbered one after another and handed out together.
  *
  * A run bumps `gen` under the mutex and wakes every worker; each worker takes
  * chunks of workgroup indices from the shared counter `next` until they run
@@ -34,10 +36,9 @@ struct rt_pool {
     _Atomic uint64_t gen;
     _Atomic int stop;
     _Atomic int pending; /* workers yet to check in for the current run */
-    /* The current job, written under mu before gen is bumped. */
-    rt_kernel_fn fn;
-    void *const *bufs;
-    int64_t n_wg, chunk;
+    /* The current run, written under mu before gen is bumped. */
+    const rt_job *jobs;  /* with workgroups; they sum to n_wg */
+    int64_t n_wg, chunk; /* workgroups of all jobs */
     _Atomic int64_t next;
 };
 
@@ -56,13 +57,25 @@ static inline void cpu_relax(int i)
 #endif
 }
 
-static void take_workgroups(rt_pool *p, rt_kernel_fn fn, void *const *bufs, int64_t n, int64_t chunk)
+/* Workgroups [lo, hi) of the run, numbered job after job. */
+static void run_range(const rt_job *jobs, int64_t lo, int64_t hi)
+{
+    int j = 0;
+    int64_t base = 0;
+    while (lo < hi) {
+        while (lo >= base + jobs[j].n_workgroups) base += jobs[j++].n_workgroups;
+        int64_t end = base + jobs[j].n_workgroups < hi ? base + jobs[j].n_workgroups : hi;
+        for (int64_t wg = lo; wg < end; wg++) jobs[j].fn(wg - base, jobs[j].bufs);
+        lo = end;
+    }
+}
+
+static void take_workgroups(rt_pool *p, const rt_job *jobs, int64_t n, int64_t chunk)
 {
     for (;;) {
         int64_t lo = atomic_fetch_add_explicit(&p->next, chunk, memory_order_relaxed);
         if (lo >= n) return;
-        int64_t hi = lo + chunk < n ? lo + chunk : n;
-        for (int64_t wg = lo; wg < hi; wg++) fn(wg, bufs);
+        run_range(jobs, lo, lo + chunk < n ? lo + chunk : n);
     }
 }
 
@@ -81,12 +94,11 @@ static void *worker_main(void *arg)
             return NULL;
         }
         seen = atomic_load(&p->gen);
-        rt_kernel_fn fn = p->fn;
-        void *const *bufs = p->bufs;
+        const rt_job *jobs = p->jobs;
         int64_t n = p->n_wg, chunk = p->chunk;
         pthread_mutex_unlock(&p->mu);
 
-        take_workgroups(p, fn, bufs, n, chunk);
+        take_workgroups(p, jobs, n, chunk);
         if (atomic_fetch_sub(&p->pending, 1) == 1) {
             /* Signal under the mutex: the caller checks `pending` under it
              * before sleeping, so the wakeup cannot be lost. */
@@ -142,18 +154,35 @@ int rt_pool_threads(const rt_pool *p) { return p ? p->n_threads : 1; }
 
 void rt_pool_run(rt_pool *p, rt_kernel_fn fn, int64_t n_workgroups, void *const *bufs)
 {
-    if (n_workgroups <= 0) return;
-    if (!p || p->n_threads == 1 || n_workgroups == 1) {
-        for (int64_t wg = 0; wg < n_workgroups; wg++) fn(wg, bufs);
+    rt_job job = {fn, bufs, n_workgroups};
+    rt_pool_run_jobs(p, &job, 1);
+}
+
+void rt_pool_run_jobs(rt_pool *p, const rt_job *jobs, int n_jobs)
+{
+    int64_t n = 0;
+    for (int j = 0; j < n_jobs; j++) n += jobs[j].n_workgroups > 0 ? jobs[j].n_workgroups : 0;
+    if (n <= 0) return;
+    if (!p || p->n_threads == 1 || n == 1) {
+        for (int j = 0; j < n_jobs; j++)
+            for (int64_t wg = 0; wg < jobs[j].n_workgroups; wg++) jobs[j].fn(wg, jobs[j].bufs);
         return;
     }
-    int64_t chunk = n_workgroups / ((int64_t)p->n_threads * POOL_CHUNKS_PER_THREAD);
+    /* run_range numbers only jobs with workgroups: drop the empty ones. */
+    rt_job stack_jobs[16], *live = n_jobs <= 16 ? stack_jobs : malloc(sizeof *live * (size_t)n_jobs);
+    if (!live) { /* no memory for the list: one run per job */
+        for (int j = 0; j < n_jobs; j++) rt_pool_run_jobs(p, &jobs[j], 1);
+        return;
+    }
+    int n_live = 0;
+    for (int j = 0; j < n_jobs; j++)
+        if (jobs[j].n_workgroups > 0) live[n_live++] = jobs[j];
+    int64_t chunk = n / ((int64_t)p->n_threads * POOL_CHUNKS_PER_THREAD);
     if (chunk < 1) chunk = 1;
 
     pthread_mutex_lock(&p->mu);
-    p->fn = fn;
-    p->bufs = bufs;
-    p->n_wg = n_workgroups;
+    p->jobs = live;
+    p->n_wg = n;
     p->chunk = chunk;
     atomic_store(&p->next, 0);
     atomic_store(&p->pending, p->n_threads - 1);
@@ -161,7 +190,7 @@ void rt_pool_run(rt_pool *p, rt_kernel_fn fn, int64_t n_workgroups, void *const 
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
 
-    take_workgroups(p, fn, bufs, n_workgroups, chunk);
+    take_workgroups(p, live, n, chunk);
 
     for (int i = 0; i < POOL_SPIN && atomic_load(&p->pending) > 0; i++) cpu_relax(i);
     if (atomic_load(&p->pending) > 0) {
@@ -169,4 +198,5 @@ void rt_pool_run(rt_pool *p, rt_kernel_fn fn, int64_t n_workgroups, void *const 
         while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done, &p->mu);
         pthread_mutex_unlock(&p->mu);
     }
+    if (live != stack_jobs) free(live);
 }

@@ -68,5 +68,14 @@ int rt_pool_threads(const rt_pool *p);
  * With one thread or one workgroup, runs inline in the caller. Not reentrant:
  * callers serialize runs on one pool (fn must not call rt_pool_run on it). */
 void rt_pool_run(rt_pool *p, rt_kernel_fn fn, int64_t n_workgroups, void *const *bufs);
+/* Several kernels' workgroups in one run: the workgroups of all jobs are
+ * handed out together (a thread done with one job's share moves on to the
+ * next job's), for kernels that touch no memory another of them writes. */
+typedef struct rt_job {
+    rt_kernel_fn fn;
+    void *const *bufs;
+    int64_t n_workgroups;
+} rt_job;
+void rt_pool_run_jobs(rt_pool *p, const rt_job *jobs, int n_jobs);
 
 #endif

@@ -408,6 +408,74 @@ TEST(fuse_large_staged_outputs_are_streamed)
     unsetenv("SMELT_STREAM_MIN_BYTES");
 }
 
+/* ---- barriers from ranges -------------------------------------------------------------- */
+
+static void plan_any(const ir_graph *g, const fuse_plan *fp)
+{
+    (void)g;
+    (void)fp;
+}
+
+/* Kernels with a barrier before them (plan/barriers.c). */
+static int barriers(const smelt_program *p, int *n_kernels)
+{
+    *n_kernels = p->lp.n_kernels;
+    int n = 0;
+    for (int i = 0; i < p->lp.n_kernels; i++) n += p->plan.barrier_before[i];
+    CHECK(p->lp.n_kernels == 0 || !p->plan.barrier_before[0]);
+    CHECK_EQ_INT(n, p->plan.n_barriers);
+    return n;
+}
+
+/* Two MatMuls that write disjoint blocks of one Concat output (their
+ * regions' write ranges) and read only the graph input share a batch; a
+ * consumer of the concatenation waits for both. With ranges taken as whole
+ * tensors the second producer would wait for the first (two writes to y). */
+TEST(fuse_write_ranges_let_concat_producers_run_together)
+{
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(2, 32, 24));
+    int a = op2(g, "mm1", OP_MatMul, x, constant(g, "w1", shp(2, 24, 16), 0.5f, 0.01f));
+    int b = op2(g, "mm2", OP_MatMul, x, constant(g, "w2", shp(2, 24, 16), -0.5f, 0.02f));
+    int ab[2] = {a, b};
+    int y = op(g, "concat", OP_Concat, 2, ab);
+    attr_int(g, node_named(g, "concat"), "axis", 0);
+    int z = op2(g, "mul", OP_Mul, y, y);
+    int outs[2] = {y, z};
+    ir_graph_set_io(g, 1, &x, 2, outs);
+    smelt_program *p = compile(g, 0);
+    int n = 0;
+    if (p) {
+        CHECK_EQ_INT(barriers(p, &n), 1); /* only before the Mul */
+        CHECK_EQ_INT(n, 3);
+        CHECK(p->plan.barrier_before[n - 1]);
+    }
+    smelt_program_free(p);
+    check_case(g, plan_any, 4, 3, 1e-6);
+}
+
+/* A kernel that reads what the one before wrote waits; two that read the
+ * same input and write their own outputs do not. */
+TEST(fuse_barriers_only_where_memory_meets)
+{
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(2, 40, 30));
+    int a = op1(g, "exp", OP_Exp, x);   /* an output, so stored */
+    int b = op1(g, "tanh", OP_Tanh, a); /* reads a: waits */
+    int c = op1(g, "sigmoid", OP_Sigmoid, x); /* reads x only, writes its own: joins b's batch */
+    int outs[3] = {a, b, c};
+    ir_graph_set_io(g, 1, &x, 3, outs);
+    smelt_program *p = compile(g, 0);
+    int n = 0;
+    if (p) {
+        CHECK_EQ_INT(barriers(p, &n), 1);
+        CHECK_EQ_INT(n, 3);
+        CHECK(!p->plan.barrier_before[0] && p->plan.barrier_before[1] && !p->plan.barrier_before[2]);
+    }
+    smelt_program_free(p);
+    check_case(g, plan_any, 3, 3, 1e-6);
+}
+
 /* Two sources read transposed get a tile each; a third read in the output's
  * order is loaded straight from memory. */
 static void plan_two_staged(const ir_graph *g, const fuse_plan *fp)

@@ -277,3 +277,38 @@ TEST(rt_device_reports_workgroup_memory)
     CHECK(d->smem_bytes >= 32 * 1024);
     rt_device_close(d);
 }
+
+/* Each job counts into its own block of hits (bufs[0] holds the block's start). */
+static void count_job_hit(int64_t wg, void *const *bufs)
+{
+    atomic_fetch_add(&hits[(int64_t)(intptr_t)bufs[0] + wg], 1);
+}
+
+TEST(rt_pool_runs_every_workgroup_of_every_job_once)
+{
+    for (int round = 0; round < 12; round++) {
+        int threads = 1 + round % 4;
+        rt_pool *p = rt_pool_new(threads);
+        CHECK(p != NULL);
+        if (!p) continue;
+        /* 20 jobs (more than the 16 kept on the stack) of 0..97 workgroups, some empty. */
+        int n_jobs = round % 2 ? 20 : 3;
+        rt_job jobs[20];
+        void *starts[20];
+        int64_t total = 0;
+        for (int j = 0; j < n_jobs; j++) {
+            int64_t n = (j * 37 + round * 11) % 98;
+            if (j % 5 == 2) n = 0;
+            starts[j] = (void *)(intptr_t)total;
+            jobs[j] = (rt_job){count_job_hit, &starts[j], n};
+            total += n;
+        }
+        CHECK(total < 5000);
+        for (int i = 0; i < 5000; i++) atomic_store(&hits[i], 0);
+        rt_pool_run_jobs(p, jobs, n_jobs);
+        int bad = 0;
+        for (int64_t i = 0; i < 5000; i++) bad += atomic_load(&hits[i]) != (i < total);
+        CHECK_EQ_INT(bad, 0);
+        rt_pool_free(p);
+    }
+}

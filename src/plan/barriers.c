@@ -1,0 +1,140 @@
+/*
+ * barriers.c — the command list's barriers: a dispatch waits for the ones
+ * before it only where their memory meets.
+ *
+ * A kernel's footprint is, for each of its parameter buffers in the
+ * activation arena, the bytes it may touch: the slot's [offset, offset +
+ * bytes) (an alias has its root's offset), narrowed for a tensor its region
+ * writes only part of (fuse_range: a Concat input's block, a Pad's border) to
+ * the span from the box's first element to its last. Graph inputs and
+ * constants are never written, so reading them conflicts with nothing. Two
+ * kernels conflict when a byte one of them writes is a byte the other reads
+ * or writes: a read after a write, a write after a read (the arena reuses a
+ * dead tensor's bytes for a later one), or two writes.
+ *
+ * Walking the kernels in order, the dispatches since the last barrier form a
+ * batch that may run at the same time; a kernel that conflicts with one in
+ * the batch gets a barrier before it and starts the next batch. Kernels with
+ * no workgroups are never dispatched and join no batch.
+ *
+ * requires: a plan built for the lowered program, and the fusion plan it
+ *           was lowered from (lower_program.kernel_node names the region's root).
+ * guarantees: barrier_before[0] is false; every conflicting pair of
+ *             dispatched kernels has a barrier between them.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/diag.h"
+#include "fuse/fuse.h"
+#include "plan/plan.h"
+
+typedef struct span {
+    int64_t lo, hi; /* arena bytes [lo, hi) */
+    bool write;
+} span;
+
+static int root_slot(const mem_plan *m, int s) { return m->slots[s].alias >= 0 ? m->slots[s].alias : s; }
+
+/* The region whose root kernel i computes, or NULL. */
+static const fuse_region *region_of(const fuse_plan *fp, const lower_program *lp, int i)
+{
+    for (int r = 0; fp && r < fp->n_regions; r++)
+        if (fp->regions[r].root == lp->kernel_node[i]) return &fp->regions[r];
+    return NULL;
+}
+
+/* Element span of box [lo, hi) of a row-major shape: [first, last + 1); false when empty. */
+static bool box_span(const ir_shape *s, const int64_t *lo, const int64_t *hi, int64_t *first, int64_t *end)
+{
+    int64_t a = 0, b = 0, stride = 1;
+    for (int d = s->rank - 1; d >= 0; d--) {
+        if (hi[d] <= lo[d]) return false;
+        a += lo[d] * stride;
+        b += (hi[d] - 1) * stride;
+        stride *= s->dim[d];
+    }
+    *first = a;
+    *end = b + 1;
+    return true;
+}
+
+/* Kernel i's footprint in the arena, appended to *out (n spans). */
+static int footprint(const ir_graph *g, const fuse_plan *fp, const lower_program *lp, const mem_plan *m, int i,
+                     span *out)
+{
+    const kir_kernel *k = lp->kernels[i];
+    const fuse_region *reg = region_of(fp, lp, i);
+    int n = 0;
+    for (int b = 0; b < k->n_bufs; b++) {
+        const kir_buffer *x = &k->bufs[b];
+        if (x->workgroup || x->tensor < 0 || x->tensor >= m->n_slots) continue;
+        const plan_slot *r = &m->slots[root_slot(m, x->tensor)];
+        if (r->kind != PLAN_ARENA || r->bytes <= 0) continue;
+        span s = {r->offset, r->offset + r->bytes, x->written};
+        /* Written only: narrowed to the hull of what its region records
+         * writing of it (every range of that tensor), if it records any. */
+        int64_t lo = -1, hi = -1;
+        for (int q = 0; x->written && !x->read && reg && x->tensor < g->n_tensors && q < reg->n_ranges; q++) {
+            const fuse_range *fr = &reg->ranges[q];
+            int64_t first, end, es = (int64_t)smelt_dtype_size(g->tensors[x->tensor].dtype);
+            if (fr->tensor != x->tensor || !box_span(&g->tensors[x->tensor].shape, fr->lo, fr->hi, &first, &end))
+                continue;
+            if (lo < 0 || first * es < lo) lo = first * es;
+            if (end * es > hi) hi = end * es;
+        }
+        if (lo >= 0 && hi > lo && hi <= r->bytes) {
+            s.lo = r->offset + lo;
+            s.hi = r->offset + hi;
+        }
+        out[n++] = s;
+    }
+    return n;
+}
+
+static bool conflict(const span *a, int na, const span *b, int nb)
+{
+    for (int i = 0; i < na; i++)
+        for (int j = 0; j < nb; j++)
+            if ((a[i].write || b[j].write) && a[i].lo < b[j].hi && b[j].lo < a[i].hi) return true;
+    return false;
+}
+
+smelt_status plan_barriers(const ir_graph *g, const struct fuse_plan *fp, const lower_program *lp, mem_plan *m)
+{
+    free(m->barrier_before);
+    m->barrier_before = calloc((size_t)lp->n_kernels + 1, sizeof(bool));
+    int *start = calloc((size_t)lp->n_kernels + 1, sizeof(int));
+    int total = 0;
+    for (int i = 0; i < lp->n_kernels; i++) total += lp->kernels[i]->n_bufs;
+    span *spans = malloc(sizeof(span) * ((size_t)total + 1));
+    if (!m->barrier_before || !start || !spans) {
+        free(start);
+        free(spans);
+        return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+    }
+    int n = 0;
+    for (int i = 0; i < lp->n_kernels; i++) {
+        start[i] = n;
+        n += footprint(g, fp, lp, m, i, spans + n);
+    }
+    start[lp->n_kernels] = n;
+    m->n_barriers = 0;
+    int batch = -1; /* first kernel of the current batch */
+    for (int i = 0; i < lp->n_kernels; i++) {
+        if (lp->kernels[i]->n_workgroups <= 0) continue;
+        bool wait = false;
+        for (int j = batch; j >= 0 && j < i && !wait; j++)
+            wait = lp->kernels[j]->n_workgroups > 0 &&
+                   conflict(spans + start[j], start[j + 1] - start[j], spans + start[i], start[i + 1] - start[i]);
+        if (batch < 0) batch = i;
+        if (wait) {
+            m->barrier_before[i] = true;
+            m->n_barriers++;
+            batch = i;
+        }
+    }
+    free(start);
+    free(spans);
+    return SMELT_OK;
+}
