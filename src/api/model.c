@@ -110,6 +110,32 @@ smelt_status smelt_program_get_stats(const smelt_program *p, smelt_program_stats
     return SMELT_OK;
 }
 
+/* After the regions: each kernel's element spans (kernel/spans.c) of the
+ * tensors it reads and writes, and where the command list puts a barrier. */
+static void dump_spans(const smelt_program *p, FILE *f)
+{
+    fprintf(f, "%d kernels: elements each may read and write (from its index expressions); %d barriers\n",
+            p->lp.n_kernels, p->plan.n_barriers);
+    for (int i = 0; i < p->lp.n_kernels; i++) {
+        const kir_kernel *k = p->lp.kernels[i];
+        fprintf(f, "kernel %d%s: %s\n", i, p->plan.barrier_before && p->plan.barrier_before[i] ? " (after a barrier)" : "",
+                k->comment ? k->comment : "");
+        for (int w = 0; w < 2; w++) {
+            bool any = false;
+            for (int b = 0; b < k->n_bufs; b++) {
+                const kir_buffer *x = &k->bufs[b];
+                if (x->workgroup || (w ? !x->written : x->written)) continue;
+                if (!any) fprintf(f, "%s", w ? "  writes:" : "  reads: ");
+                if (x->tensor < p->g->n_tensors) fprintf(f, " %%%d", x->tensor);
+                else fprintf(f, " scratch%d", x->tensor - p->g->n_tensors);
+                fprintf(f, "[%lld:%lld of %lld]", (long long)x->span_lo, (long long)x->span_hi, (long long)x->numel);
+                any = true;
+            }
+            if (any) fprintf(f, "\n");
+        }
+    }
+}
+
 smelt_status smelt_program_dump(const smelt_program *p, const char *what, char **text)
 {
     *text = NULL;
@@ -137,6 +163,7 @@ smelt_status smelt_program_dump(const smelt_program *p, const char *what, char *
         plan_dump(p->g, &p->plan, f);
     } else if (strcmp(what, "regions") == 0) {
         fuse_dump(p->g, &p->fp, f);
+        dump_spans(p, f);
     } else if (strcmp(what, "dot") == 0) {
         fuse_dot(p->g, &p->fp, f);
     } else if (strcmp(what, "info") == 0) {

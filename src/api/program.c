@@ -60,6 +60,7 @@ static smelt_status lower_all(smelt_program *p, const smelt_options *opt, const 
     for (int i = 0; i < p->lp.n_kernels; i++) {
         kir_kernel *k = p->lp.kernels[i];
         TRY(smem_assign(k, NULL));
+        TRY(kir_spans(k));
         if (target->smem_limit > 0 && k->smem_bytes > target->smem_limit)
             return diag_fail(SMELT_ERR_UNSUPPORTED, "kernel %d needs %lld bytes of workgroup memory, over %s's %lld",
                              k->id, (long long)k->smem_bytes, target->name, (long long)target->smem_limit);
@@ -122,7 +123,8 @@ static smelt_status link_program(smelt_program *p)
         TRY(ops->kernel(p->dev, p->module, name, &p->fns[i]));
         const kir_kernel *k = lp->kernels[i];
         for (int b = 0; b < k->n_bufs; b++)
-            if (!k->bufs[b].workgroup) p->stats.bytes_moved += k->bufs[b].numel * (int64_t)smelt_dtype_size(k->bufs[b].type);
+            if (!k->bufs[b].workgroup)
+                p->stats.bytes_moved += (k->bufs[b].span_hi - k->bufs[b].span_lo) * (int64_t)smelt_dtype_size(k->bufs[b].type);
     }
     return SMELT_OK;
 }

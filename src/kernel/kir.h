@@ -135,6 +135,7 @@ typedef struct kir_buffer {
     int alias_of;         /* -1, or the written buffer of this kernel whose memory this read-only
                            * buffer shares (in-place reuse, set by plan/plan.c): emitters bind it
                            * to that buffer's pointer instead of a second `restrict` pointer */
+    int64_t span_lo, span_hi; /* elements [lo, hi) the kernel may load or store (kir_spans) */
 } kir_buffer;
 
 typedef struct kir_var {
@@ -201,6 +202,10 @@ void kir_loop_end(kir_kernel *k);
 void kir_if_begin(kir_kernel *k, kir_val cond);
 void kir_else(kir_kernel *k);
 void kir_if_end(kir_kernel *k);
+
+/* Set span_lo/span_hi of every buffer of k from its load and store indices
+ * (kernel/spans.c). Fails only for lack of memory. */
+smelt_status kir_spans(kir_kernel *k);
 
 /* The innermost open block (-1: the kernel body), and whether a block is still
  * open. A value defined while scope s is innermost may be reused while

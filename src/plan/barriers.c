@@ -3,10 +3,11 @@
  * before it only where their memory meets.
  *
  * A kernel's footprint is, for each of its parameter buffers in the
- * activation arena, the bytes it may touch: the slot's [offset, offset +
- * bytes) (an alias has its root's offset), narrowed for a tensor its region
- * writes only part of (fuse_range: a Concat input's block, a Pad's border) to
- * the span from the box's first element to its last. Graph inputs and
+ * activation arena, the bytes it may touch: the buffer's span (the elements
+ * its load and store indices can reach, kernel/spans.c) at the slot's offset
+ * (an alias has its root's offset), narrowed for a tensor its region writes
+ * only part of (fuse_range: a Concat input's block, a Pad's border) to the
+ * span from the box's first element to its last. Graph inputs and
  * constants are never written, so reading them conflicts with nothing. Two
  * kernels conflict when a byte one of them writes is a byte the other reads
  * or writes: a read after a write, a write after a read (the arena reuses a
@@ -71,7 +72,9 @@ static int footprint(const ir_graph *g, const fuse_plan *fp, const lower_program
         if (x->workgroup || x->tensor < 0 || x->tensor >= m->n_slots) continue;
         const plan_slot *r = &m->slots[root_slot(m, x->tensor)];
         if (r->kind != PLAN_ARENA || r->bytes <= 0) continue;
-        span s = {r->offset, r->offset + r->bytes, x->written};
+        if (x->span_hi <= x->span_lo) continue; /* touches none of it */
+        int64_t bes = (int64_t)smelt_dtype_size(x->type);
+        span s = {r->offset + x->span_lo * bes, r->offset + x->span_hi * bes, x->written};
         /* Written only: narrowed to the hull of what its region records
          * writing of it (every range of that tensor), if it records any. */
         int64_t lo = -1, hi = -1;
@@ -84,8 +87,9 @@ static int footprint(const ir_graph *g, const fuse_plan *fp, const lower_program
             if (end * es > hi) hi = end * es;
         }
         if (lo >= 0 && hi > lo && hi <= r->bytes) {
-            s.lo = r->offset + lo;
-            s.hi = r->offset + hi;
+            if (r->offset + lo > s.lo) s.lo = r->offset + lo;
+            if (r->offset + hi < s.hi) s.hi = r->offset + hi;
+            if (s.hi <= s.lo) continue;
         }
         out[n++] = s;
     }

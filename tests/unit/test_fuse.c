@@ -476,6 +476,54 @@ TEST(fuse_barriers_only_where_memory_meets)
     check_case(g, plan_any, 3, 3, 1e-6);
 }
 
+static int i64_vector(ir_graph *g, const char *name, int n, const int64_t *v)
+{
+    int t = ir_tensor_add(g, name, SMELT_I64, &(ir_shape){.rank = 1, .dim = {n}});
+    for (int i = 0; i < n; i++) ((int64_t *)ir_tensor_alloc_data(g, t))[i] = v[i];
+    return t;
+}
+
+/* The buffer of kernel i bound to graph tensor t, or NULL. */
+static const kir_buffer *buffer_of(const smelt_program *p, int i, int t)
+{
+    for (int b = 0; b < p->lp.kernels[i]->n_bufs; b++)
+        if (p->lp.kernels[i]->bufs[b].tensor == t) return &p->lp.kernels[i]->bufs[b];
+    return NULL;
+}
+
+/* A Slice inlined into its consumer reads only its rows: the kernel's span of
+ * the source (kernel/spans.c, from the composed index map) is rows 2..4 of
+ * 8, and bytes moved count those rows, not the whole source; a transposed
+ * read spans the whole source. */
+TEST(fuse_kernel_spans_follow_the_index_maps)
+{
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(2, 8, 10));
+    int in[4] = {x, i64_vector(g, "starts", 1, (const int64_t[]){2}), i64_vector(g, "ends", 1, (const int64_t[]){5}),
+                 i64_vector(g, "axes", 1, (const int64_t[]){0})};
+    int y = op1(g, "exp", OP_Exp, op(g, "slice", OP_Slice, 4, in));
+    int t = op1(g, "transpose", OP_Transpose, x);
+    attr_ints(g, node_named(g, "transpose"), "perm", 2, (const int64_t[]){1, 0});
+    int z = op1(g, "tanh", OP_Tanh, t);
+    int outs[2] = {y, z};
+    ir_graph_set_io(g, 1, &x, 2, outs);
+    smelt_program *p = compile(g, 0);
+    CHECK(p && p->lp.n_kernels == 2);
+    if (p && p->lp.n_kernels == 2) {
+        const kir_buffer *a = buffer_of(p, 0, x), *b = buffer_of(p, 1, x), *ya = buffer_of(p, 0, y);
+        CHECK(a && b && ya);
+        if (a && b && ya) {
+            CHECK(a->span_lo == 20 && a->span_hi == 50);
+            CHECK(b->span_lo == 0 && b->span_hi == 80);
+            CHECK(ya->span_lo == 0 && ya->span_hi == 30);
+        }
+        CHECK_EQ_INT(p->stats.bytes_moved, (30 + 30 + 80 + 80) * 4);
+        CHECK(!p->plan.barrier_before[1]); /* both only read x */
+    }
+    smelt_program_free(p);
+    check_case(g, plan_any, 2, 2, 1e-6);
+}
+
 /* Two sources read transposed get a tile each; a third read in the output's
  * order is loaded straight from memory. */
 static void plan_two_staged(const ir_graph *g, const fuse_plan *fp)
