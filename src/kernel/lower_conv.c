@@ -12,10 +12,11 @@
  *             compile time for each unrolled kw), so it needs no per-element
  *             guard and vectorizes; an out-of-range row ih skips the tap with
  *             one branch. Depthwise convolution is the Cg == 1 case of the same
- *             loop nest. 2-D stride-1 convolutions on the CPU use the flat form
+ *             loop nest. 2-D convolutions on the CPU use the flat form
  *             instead (conv_body_flat): a unit of MB channels by several output
  *             rows computes each tap as one loop over all its positions, from a
- *             zero-padded copy of the input rows in workgroup memory.
+ *             zero-padded copy of the input rows in workgroup memory (split
+ *             into phase planes when strided).
  */
 #include "kernel/lower.h"
 
@@ -160,33 +161,54 @@ static void conv_body(lower_ctx *c, const kir_val *idx, void *user)
     }
 }
 
-/* ---- 2-D, stride 1, on the CPU: rows of the plane as one flat loop --------
+/* ---- 2-D on the CPU: rows of the plane as one flat loop -------------------
  * A unit is MB output channels by RB output rows. Per input channel, the rows
- * it reads are copied into a zero-padded tile of workgroup memory, Wp = W +
- * pads wide, so that output (r, c) of tap (kh, kw) reads the tile at
+ * it reads are copied into a zero-padded tile of workgroup memory. With
+ * stride 1 the tile is the padded rows, Wp = W + pads wide, so output (r, c)
+ * of tap (kh, kw) reads it at
  *     (r + kh*dh) * Wp + c + kw*dw  =  p + kh*dh*Wp + kw*dw,   p = r*Wp + c:
  * every tap is one unit-stride loop over all RB*Wp positions of the unit, with
  * no bound test and no short rows. Accumulators are Wp wide too; the columns
- * past OW are computed from the padding and never stored. Small kernels
- * (1x1, 2x2) take several input channels per step, a tile each, up to
- * CONV_STEP_PAIRS (channel, tap) pairs; the pairs are added in groups of
+ * past OW are computed from the padding and never stored.
+ * With strides (sh, sw) the tile is split into phase planes: padded row
+ * ρ + sh*q and column φ + sw*c go to plane (ρ, φ) at row q, column c, each
+ * plane Wq = ceil(Wp / sw) wide, so tap (kh, kw) reads plane
+ * ((kh*dh) % sh, (kw*dw) % sw) at p + (kh*dh / sh)*Wq + kw*dw / sw, p = r*Wq + c:
+ * unit-stride again, over RB*Wq positions. Only planes some tap reads are
+ * kept (a 1x1 stride-2 conv copies one plane of four).
+ * Small kernels (1x1, 2x2) take several input channels per step, a tile each,
+ * up to CONV_STEP_PAIRS (channel, tap) pairs; the pairs are added in groups of
  * CONV_TAP_GROUP per pass over the positions, so the accumulators are loaded
  * and stored once per group, not once per tap. 3 per pass (a 3x3's row of
  * taps: 24 weights and 8 accumulators stay in 32 vector registers) measured
  * best against 4, 8 and 9 (ResNet's 3x3 convs ~1.6x, MobileNet ~1.6x faster
  * than one tap per pass). */
 #define CONV_FLAT_PIXELS 256 /* positions per unit, about */
+#define CONV_MAX_PLANES 16   /* phase planes of a strided tile (sh * sw at most) */
 
 typedef struct flat_job {
     const conv_job *j;
-    int64_t rb, wp, pos;      /* rows per unit, padded width, positions computed (>= rb * wp) */
+    int64_t rb, wp, pos;      /* rows per unit, padded width, positions computed (>= rb * wq) */
+    int64_t sh, sw, wq, hq;   /* strides; a phase plane's width and rows (stride 1: wp and all rows) */
     int64_t tile, ld;         /* tile elements (one channel), accumulator row stride */
     int64_t cgrp;             /* input channels per step, each with its own tile */
-    bool direct;              /* 1x1, no pads, plain input: positions read straight from X, no tile */
+    int plane[CONV_MAX_PLANES]; /* per phase ρ*sw + φ: its plane in the tile, or -1 if no tap reads it */
+    int n_planes;
+    bool direct;              /* 1x1, stride 1, no pads, plain input: positions read straight from X, no tile */
 } flat_job;
 
-/* The tiles of input channels cbase .. cbase + cgrp - 1: input rows oh0 - pad
- * .., zero outside the input, then a zero tail. */
+/* Tile offset of tap (kh, kw) for output position 0. */
+static int64_t tap_offset(const flat_job *f, int64_t kh, int64_t kw)
+{
+    const window_geom *w = &f->j->w;
+    int64_t rh = kh * w->dilation[0], rw = kw * w->dilation[1];
+    int64_t plane = f->plane[rh % f->sh * f->sw + rw % f->sw];
+    return plane * f->hq * f->wq + rh / f->sh * f->wq + rw / f->sw;
+}
+
+/* The tiles of input channels cbase .. cbase + cgrp - 1: per kept plane
+ * (ρ, φ), padded rows ρ + sh*q from input row oh0*sh - pad on (zero outside
+ * the input) and their columns φ + sw*c, then a zero tail. */
 static void fill_tiles(lower_ctx *c, const flat_job *f, int tile, kir_val n, kir_val cbase, kir_val oh0)
 {
     const window_geom *w = &f->j->w;
@@ -195,30 +217,41 @@ static void fill_tiles(lower_ctx *c, const flat_job *f, int tile, kir_val n, kir
     kir_val cgl = f->cgrp > 1 ? kir_loop_begin(K, zero_i, kir_idx(K, f->cgrp), one) : zero_i;
     kir_val xi[4] = {n, kir_add(K, cbase, cgl)};
     kir_val tbase = kir_mul(K, cgl, kir_idx(K, f->tile));
-    int64_t rows = f->rb + (w->kernel[0] - 1) * w->dilation[0];
-    kir_val tr = kir_loop_begin(K, zero_i, kir_idx(K, rows), one);
-    kir_val ih = kir_binary(K, KIR_SUB, kir_add(K, oh0, tr), kir_idx(K, w->pad_lo[0]));
-    kir_val row_ok = kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, ih, zero_i), kir_binary(K, KIR_LT, ih, kir_idx(K, w->in[0])));
-    kir_val trow = kir_add(K, tbase, kir_mul(K, tr, kir_idx(K, f->wp)));
-    xi[2] = ih;
-    /* in-range rows: zeros, the input row, zeros; other rows: zeros */
+    kir_val q = kir_loop_begin(K, zero_i, kir_idx(K, f->hq), one);
+    kir_val row0 = kir_binary(K, KIR_SUB, kir_add(K, kir_mul(K, oh0, kir_idx(K, f->sh)), kir_mul(K, q, kir_idx(K, f->sh))),
+                              kir_idx(K, w->pad_lo[0]));
     int64_t pl = w->pad_lo[1], iwn = w->in[1];
-    const int64_t span[3][2] = {{0, pl}, {pl, pl + iwn}, {pl + iwn, f->wp}};
-    kir_if_begin(K, row_ok);
-    for (int part = 0; part < 3; part++) {
-        if (span[part][0] >= span[part][1]) continue;
-        kir_val tc = kir_loop_begin_parallel(K, kir_idx(K, span[part][0]), kir_idx(K, span[part][1]));
-        xi[3] = kir_binary(K, KIR_SUB, tc, kir_idx(K, pl));
-        kir_store(K, tile, kir_add(K, trow, tc), part == 1 ? lower_load(c, 0, xi) : fzero);
-        kir_loop_end(K);
+    for (int64_t rho = 0; rho < f->sh; rho++) {
+        kir_val ih = kir_add(K, row0, kir_idx(K, rho));
+        kir_val row_ok = kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, ih, zero_i), kir_binary(K, KIR_LT, ih, kir_idx(K, w->in[0])));
+        xi[2] = ih;
+        for (int64_t phi = 0; phi < f->sw; phi++) {
+            int pi = f->plane[rho * f->sw + phi];
+            if (pi < 0) continue;
+            kir_val trow = kir_add(K, tbase, kir_add(K, kir_idx(K, pi * f->hq * f->wq), kir_mul(K, q, kir_idx(K, f->wq))));
+            /* in-range rows: zeros, the input columns phi - pl + sw*c, zeros; other rows: zeros */
+            int64_t c0 = pl - phi <= 0 ? 0 : (pl - phi + f->sw - 1) / f->sw;
+            int64_t c1 = pl + iwn - phi <= 0 ? 0 : (pl + iwn - phi + f->sw - 1) / f->sw;
+            c0 = c0 < f->wq ? c0 : f->wq;
+            c1 = c1 < f->wq ? c1 : f->wq;
+            const int64_t span[3][2] = {{0, c0}, {c0, c1}, {c1, f->wq}};
+            kir_if_begin(K, row_ok);
+            for (int part = 0; part < 3; part++) {
+                if (span[part][0] >= span[part][1]) continue;
+                kir_val tc = kir_loop_begin_parallel(K, kir_idx(K, span[part][0]), kir_idx(K, span[part][1]));
+                xi[3] = kir_binary(K, KIR_SUB, kir_add(K, kir_mul(K, tc, kir_idx(K, f->sw)), kir_idx(K, phi)), kir_idx(K, pl));
+                kir_store(K, tile, kir_add(K, trow, tc), part == 1 ? lower_load(c, 0, xi) : fzero);
+                kir_loop_end(K);
+            }
+            kir_else(K);
+            kir_val tc = kir_loop_begin_parallel(K, zero_i, kir_idx(K, f->wq));
+            kir_store(K, tile, kir_add(K, trow, tc), fzero);
+            kir_loop_end(K);
+            kir_if_end(K);
+        }
     }
-    kir_else(K);
-    kir_val tc = kir_loop_begin_parallel(K, zero_i, kir_idx(K, f->wp));
-    kir_store(K, tile, kir_add(K, trow, tc), fzero);
     kir_loop_end(K);
-    kir_if_end(K);
-    kir_loop_end(K);
-    kir_val t = kir_loop_begin_parallel(K, kir_idx(K, rows * f->wp), kir_idx(K, f->tile));
+    kir_val t = kir_loop_begin_parallel(K, kir_idx(K, f->n_planes * f->hq * f->wq), kir_idx(K, f->tile));
     kir_store(K, tile, kir_add(K, tbase, t), fzero);
     kir_loop_end(K);
     if (f->cgrp > 1) kir_loop_end(K); /* cgl */
@@ -274,7 +307,7 @@ static void conv_body_flat(lower_ctx *c, const kir_val *idx, void *user)
                 wi[0] = m[r];
                 wv[t - g0][r] = lower_load(c, 1, wi);
             }
-            off[t - g0] = ch * f->tile + kh * w->dilation[0] * f->wp + kw * w->dilation[1];
+            off[t - g0] = ch * f->tile + tap_offset(f, kh, kw);
             chan[t - g0] = ch;
         }
         kir_val p = kir_loop_begin_parallel(K, zero_i, npos);
@@ -302,39 +335,50 @@ static void conv_body_flat(lower_ctx *c, const kir_val *idx, void *user)
         yi[2] = kir_add(K, oh0, row);
         kir_val ow = kir_loop_begin_parallel(K, zero_i, kir_idx(K, j->ow));
         yi[3] = ow;
-        kir_val at = kir_add(K, kir_idx(K, r * f->ld), kir_add(K, kir_mul(K, row, kir_idx(K, f->wp)), ow));
+        kir_val at = kir_add(K, kir_idx(K, r * f->ld), kir_add(K, kir_mul(K, row, kir_idx(K, f->wq)), ow));
         lower_store(c, 0, yi, kir_load(K, acc, at));
         kir_loop_end(K);
         kir_loop_end(K);
     }
 }
 
-/* The flat form where it applies (2-D, stride 1, one thread per workgroup)
- * and its workgroup memory fits; false to use the row form. */
+/* The flat form where it applies (2-D, one thread per workgroup, at most
+ * CONV_MAX_PLANES phases) and its workgroup memory fits; false to use the row form. */
 static bool conv_flat(lower_ctx *c, const conv_job *j, int64_t batch)
 {
     const window_geom *w = &j->w;
-    if (c->target->wg_size > 1 || w->nsp != 2 || w->stride[0] != 1 || w->stride[1] != 1) return false;
-    flat_job f = {.j = j};
+    if (c->target->wg_size > 1 || w->nsp != 2 || w->stride[0] * w->stride[1] > CONV_MAX_PLANES) return false;
+    flat_job f = {.j = j, .sh = w->stride[0], .sw = w->stride[1]};
     f.wp = w->in[1] + w->pad_lo[1] + w->pad_hi[1];
-    if (f.wp - (w->kernel[1] - 1) * w->dilation[1] != j->ow) return false;
+    f.wq = (f.wp + f.sw - 1) / f.sw;
+    if (f.wp < (w->kernel[1] - 1) * w->dilation[1] + 1 || (f.wp - (w->kernel[1] - 1) * w->dilation[1] - 1) / f.sw + 1 != j->ow)
+        return false;
+    for (int i = 0; i < CONV_MAX_PLANES; i++) f.plane[i] = -1;
+    for (int64_t kh = 0; kh < w->kernel[0]; kh++)
+        for (int64_t kw = 0; kw < w->kernel[1]; kw++) {
+            int ph = (int)(kh * w->dilation[0] % f.sh * f.sw + kw * w->dilation[1] % f.sw);
+            if (f.plane[ph] < 0) f.plane[ph] = f.n_planes++;
+        }
     /* rows per unit: about CONV_FLAT_PIXELS positions, split evenly over the rows */
-    int64_t blocks = (w->out[0] * f.wp + CONV_FLAT_PIXELS - 1) / CONV_FLAT_PIXELS;
+    int64_t blocks = (w->out[0] * f.wq + CONV_FLAT_PIXELS - 1) / CONV_FLAT_PIXELS;
     f.rb = (w->out[0] + blocks - 1) / blocks;
+    /* tile rows: padded rows (rb - 1)*sh + (kh - 1)*dh + 1, per row phase */
+    f.hq = ((f.rb - 1) * f.sh + (w->kernel[0] - 1) * w->dilation[0] + 1 + f.sh - 1) / f.sh;
     /* positions rounded up to whole vectors (the extra ones read the zero
      * tail); accumulator rows vector-aligned and not 4 KiB apart */
-    f.pos = (f.rb * f.wp + CONV_VEC - 1) / CONV_VEC * CONV_VEC;
+    f.pos = (f.rb * f.wq + CONV_VEC - 1) / CONV_VEC * CONV_VEC;
     f.ld = f.pos + CONV_VEC;
     for (int64_t d = 1; d < j->mb; d++)
         if (d * f.ld * (int64_t)smelt_dtype_size(j->dt) % 4096 == 0) {
             f.ld += CONV_VEC;
             d = 0;
         }
-    f.tile = (f.rb + (w->kernel[0] - 1) * w->dilation[0]) * f.wp + (w->kernel[1] - 1) * w->dilation[1] +
-             f.pos - f.rb * f.wp;
+    /* the last plane's reads end (kw*dw / sw) + (pos - rb*wq) past the planes */
+    f.tile = f.n_planes * f.hq * f.wq + (w->kernel[1] - 1) * w->dilation[1] / f.sw + f.pos - f.rb * f.wq;
     /* channels per step: as many as fill a group of (channel, tap) pairs */
     int64_t taps = w->kernel[0] * w->kernel[1];
-    f.direct = taps == 1 && !w->pad_lo[0] && !w->pad_hi[0] && !w->pad_lo[1] && !w->pad_hi[1] && lower_input_is_plain(c, 0);
+    f.direct = taps == 1 && f.sh == 1 && f.sw == 1 && !w->pad_lo[0] && !w->pad_hi[0] && !w->pad_lo[1] &&
+               !w->pad_hi[1] && lower_input_is_plain(c, 0);
     if (f.direct) f.tile = 0;
     f.cgrp = 1;
     while (f.cgrp * 2 * taps <= CONV_STEP_PAIRS && j->cg % (f.cgrp * 2) == 0) f.cgrp *= 2;
@@ -342,7 +386,7 @@ static bool conv_flat(lower_ctx *c, const conv_job *j, int64_t batch)
     if ((j->mb * f.ld + f.tile * f.cgrp) * es > CONV_STACK_BYTES * 2) f.cgrp = 1;
     if ((j->mb * f.ld + f.tile * f.cgrp) * es > CONV_STACK_BYTES * 2) return false;
     ir_shape units = {.rank = 4, .dim = {batch, j->units, (w->out[0] + f.rb - 1) / f.rb, 1}};
-    lower_parallel_for(c, &units, 2 * j->mb * f.rb * f.wp * j->cg * w->kernel[0] * w->kernel[1], conv_body_flat, &f);
+    lower_parallel_for(c, &units, 2 * j->mb * f.rb * f.wq * j->cg * w->kernel[0] * w->kernel[1], conv_body_flat, &f);
     return true;
 }
 

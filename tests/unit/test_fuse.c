@@ -1137,11 +1137,12 @@ TEST(gemm_constant_transposed_operand_is_folded)
     }
 }
 
-/* Conv on the CPU against a direct reference: 2-D stride-1 convolutions take
- * the flat form (an accumulator block and a zero-padded input tile in
- * workgroup memory: 2 buffers), with batch, groups, asymmetric pads,
- * dilation, 1x1 and row blocks that do not divide the output; strided and
- * 1-D ones the row form (1 buffer). */
+/* Conv on the CPU against a direct reference: 2-D convolutions take the flat
+ * form (an accumulator block and a zero-padded input tile in workgroup
+ * memory: 2 buffers), with batch, groups, asymmetric pads, dilation, 1x1 and
+ * row blocks that do not divide the output, and strided ones with the tile in
+ * phase planes (all four for a 3x3 stride 2, one for a 1x1, four of nine for
+ * a 2x2 stride 3, unequal strides with dilation); 1-D ones the row form (1 buffer). */
 typedef struct conv_case {
     int rank;               /* of x */
     int64_t x[4], w[4];
@@ -1186,7 +1187,14 @@ TEST(conv_flat_and_row_forms_match_a_direct_reference)
         /* 1x1 read directly, rows split 11 + 11 + 9: a short last unit, batch 2 */
         {4, {2, 8, 31, 17}, {8, 8, 1, 1}, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, false, true},
         {4, {1, 4, 12, 14}, {8, 4, 2, 2}, 1, {1, 0, 0, 1}, {1, 1}, {1, 1}, false, true},
-        {4, {1, 3, 9, 9}, {5, 3, 3, 3}, 1, {1, 1, 1, 1}, {2, 2}, {1, 1}, true, false},
+        {4, {1, 3, 9, 9}, {5, 3, 3, 3}, 1, {1, 1, 1, 1}, {2, 2}, {1, 1}, true, true},
+        /* strided: depthwise 3x3 stride 2 on odd sizes, a 1x1 stride-2 downsample
+         * (batch 2), a 7x7 stride-2 stem, a 2x2 stride 3, strides (1, 3) with dilation 2 */
+        {4, {1, 8, 15, 13}, {8, 1, 3, 3}, 8, {1, 1, 1, 1}, {2, 2}, {1, 1}, true, true},
+        {4, {2, 6, 14, 11}, {8, 6, 1, 1}, 1, {0, 0, 0, 0}, {2, 2}, {1, 1}, false, true},
+        {4, {1, 3, 23, 21}, {8, 3, 7, 7}, 1, {3, 3, 3, 3}, {2, 2}, {1, 1}, true, true},
+        {4, {1, 2, 17, 17}, {4, 2, 2, 2}, 1, {0, 1, 1, 0}, {3, 3}, {1, 1}, false, true},
+        {4, {1, 4, 16, 19}, {4, 4, 3, 3}, 1, {2, 1, 0, 2}, {1, 3}, {2, 2}, true, true},
         {3, {2, 3, 40}, {4, 3, 5}, 1, {2, 2}, {1}, {1}, false, false},
     };
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
@@ -1213,7 +1221,7 @@ TEST(conv_flat_and_row_forms_match_a_direct_reference)
         if (p) {
             /* flat: accumulators and a tile, but a 1x1 without pads reads its input directly */
             bool direct = cc->rank == 4 && cc->w[2] == 1 && cc->w[3] == 1 && !cc->pads[0] && !cc->pads[1] &&
-                          !cc->pads[2] && !cc->pads[3];
+                          !cc->pads[2] && !cc->pads[3] && cc->stride[0] == 1 && cc->stride[1] == 1;
             CHECK_EQ_INT(workgroup_tiles(p), cc->flat && !direct ? 2 : 1);
             int64_t nx = ir_shape_numel(&xs);
             float *xd = malloc(sizeof(float) * (size_t)nx);
