@@ -2,19 +2,23 @@
 """Benchmark smelt against onnxruntime on the models of bench/models.py; print one table.
 
     .venv/bin/python bench/run.py [--smelt build/smelt] [--models build/bench] [--threads 1,2]
-                                  [--runs 20] [--only NAME,...] [--memcpy build/bench/memcpy]
-                                  [--out FILE]
+                                  [--runs 10] [--rounds 5] [--only NAME,...]
+                                  [--memcpy build/bench/memcpy] [--out FILE]
 
 For every model:
   1. correctness: `smelt run --input ... --output-dir` on the model's test input, compared with
      onnxruntime's output for the same input (np.allclose, rtol 1e-3, atol 1e-4: float32 sums in
      another order differ by ~1e-6 near zero). A wrong answer prints WRONG and is not timed.
   2. memory: `smelt info` (weights, planned arena, lower bound, unplanned sum).
-  3. for each thread count T: `smelt bench DIR --threads T --runs N` (median/min/max, peak RSS,
-     cold and cached compile) and onnxruntime in this process (InferenceSession with
-     intra_op_num_threads=T, 2 warm-up runs, N timed runs, same input); onnxruntime's peak RSS and
-     its RSS growth during runs come from a child process (/proc/self/status VmHWM / VmRSS).
-For elementwise_chain also `smelt --no-fuse` and a plain memcpy of the same bytes (bench/memcpy.c).
+  3. for each thread count T, in R interleaved rounds (--rounds, default 5): `smelt bench DIR
+     --threads T --runs N` (median/min/max, peak RSS, cold and cached compile), then onnxruntime
+     in this process (one InferenceSession with intra_op_num_threads=T, 2 warm-up runs, then N
+     timed runs per round, same input); for elementwise_chain also `smelt --no-fuse` and a plain
+     memcpy of the same bytes (bench/memcpy.c) in the same rounds. A cell is the median of the
+     rounds' medians (min and max over all runs); smelt/ort is the median of the rounds' ratios,
+     so a burst of load on this machine moves one round, not one side of a ratio.
+     onnxruntime's peak RSS and its RSS growth during runs come from a child process
+     (/proc/self/status VmHWM / VmRSS).
 Where smelt is slower at 1 thread, `smelt bench --profile` names the kernels that cost most.
 """
 import argparse
@@ -125,14 +129,17 @@ def check(smelt, model_dir, ref, extra):
 
 
 def ort_time(sess, feeds, runs):
-    for _ in range(2):
-        sess.run(None, feeds)
     t = []
     for _ in range(runs):
         s = time.perf_counter()
         sess.run(None, feeds)
         t.append((time.perf_counter() - s) * 1e3)
     return statistics.median(t), min(t), max(t)
+
+
+def summary(rounds):
+    """(median of the rounds' medians, min, max) of [(median, min, max), ...]."""
+    return statistics.median(r[0] for r in rounds), min(r[1] for r in rounds), max(r[2] for r in rounds)
 
 
 def mb(kb_or_bytes, unit_kb=False):
@@ -156,7 +163,8 @@ def main():
     ap.add_argument("--smelt", default=os.path.join(ROOT, "build", "smelt"))
     ap.add_argument("--models", default=os.path.join(ROOT, "build", "bench"))
     ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--runs", type=int, default=10, help="timed runs per round")
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--only", default="")
     ap.add_argument("--memcpy", default=os.path.join(ROOT, "build", "bench", "memcpy"))
     ap.add_argument("--out", default="")
@@ -182,36 +190,61 @@ def main():
         variants = [("", [])] + ([(" --no-fuse", ["--no-fuse"])] if name == "elementwise_chain" else [])
         info = smelt_info(smelt, mpath)
         mem_rows.append((name, info))
+        good = {}
         for label, extra in variants:
             ok, err, why = check(smelt, d, ref, extra)
+            good[label] = (ok, err)
             print(f"bench: {name}{label}: {'ok' if ok else 'WRONG'} (max abs error {err:.2g}) {why}",
                   file=sys.stderr, flush=True)
-            for t in threads:
+        nbytes = int(np.prod(feeds["x"].shape)) * 4 if name == "elementwise_chain" else 0
+        copy = nbytes and os.path.exists(a.memcpy)
+        pending = {label: [] for label, _ in variants + [("memcpy", [])]}  # rows, label by label
+        for t in threads:
+            sess = ort_session(mpath, t)
+            ort_time(sess, feeds, 2)  # warm-up
+            smelt_rounds = {label: [] for label, _ in variants}
+            last = {}
+            ort_rounds, ratios, copy_rounds = [], [], []
+            for _ in range(a.rounds):
+                for label, extra in variants:
+                    if not good[label][0]:
+                        continue
+                    s = parse_kv(run([smelt, "bench", d, "--threads", str(t), "--runs", str(a.runs)] + extra))
+                    smelt_rounds[label].append((s["median_ms"], s["min_ms"], s["max_ms"]))
+                    last[label] = s
+                o = ort_time(sess, feeds, a.runs)
+                ort_rounds.append(o)
+                if good[""][0]:
+                    ratios.append(smelt_rounds[""][-1][0] / o[0])
+                if copy:
+                    c = parse_kv(run([a.memcpy, str(nbytes), str(t), str(a.runs)]))
+                    copy_rounds.append((c["median_ms"], c["min_ms"], c["max_ms"]))
+            del sess
+            for label, extra in variants:
+                ok, err = good[label]
                 if not ok:
-                    rows.append([name + label, str(t), "WRONG", "", "", "", "", "", "", "", ""])
+                    pending[label].append([name + label, str(t), "WRONG", "", "", "", "", "", "", "", ""])
                     continue
-                s = parse_kv(run([smelt, "bench", d, "--threads", str(t), "--runs", str(a.runs)] + extra))
+                s = last[label]
                 if label:
-                    rows.append([name + label, str(t), ms(s["median_ms"], s["min_ms"], s["max_ms"]), "", "",
+                    pending[label].append([name + label, str(t), ms(*summary(smelt_rounds[label])), "", "",
                                  mb(s["peak_rss_kb"], True), "", "", "", "", ""])
                     continue
-                o_med, o_lo, o_hi = ort_time(ort_session(mpath, t), feeds, a.runs)
                 r = parse_kv(run([sys.executable, os.path.abspath(__file__), "--ort-rss", d, str(t), "3"]))
-                ratio = s["median_ms"] / o_med
+                ratio = statistics.median(ratios)
                 if t == 1 and ratio > 1.0:
                     slower.append(name)
-                rows.append([name, str(t), ms(s["median_ms"], s["min_ms"], s["max_ms"]), ms(o_med, o_lo, o_hi),
+                pending[label].append([name, str(t), ms(*summary(smelt_rounds[label])), ms(*summary(ort_rounds)),
                              f"{ratio:.2f}", mb(s["peak_rss_kb"], True), mb(r["peak_rss_kb"], True),
                              f"{s['compile_cold_ms']:.0f} / {s['compile_cached_ms']:.0f}", mb(info["arena"]),
                              mb(r["peak_rss_kb"] - r["rss_before_kb"], True), f"{err:.1g}"])
-                print(f"bench: {name} T={t}: smelt {s['median_ms']:.2f} ms, ort {o_med:.2f} ms",
-                      file=sys.stderr, flush=True)
-        if name == "elementwise_chain" and os.path.exists(a.memcpy):
-            nbytes = int(np.prod(feeds["x"].shape)) * 4
-            for t in threads:
-                s = parse_kv(run([a.memcpy, str(nbytes), str(t), str(a.runs)]))
-                rows.append([f"memcpy {nbytes >> 20} MiB", str(t), ms(s["median_ms"], s["min_ms"], s["max_ms"]),
-                             "", "", "", "", "", "", "", ""])
+                print(f"bench: {name} T={t}: smelt {summary(smelt_rounds[label])[0]:.2f} ms, "
+                      f"ort {summary(ort_rounds)[0]:.2f} ms", file=sys.stderr, flush=True)
+            if copy:
+                pending["memcpy"].append([f"memcpy {nbytes >> 20} MiB", str(t), ms(*summary(copy_rounds)),
+                                          "", "", "", "", "", "", "", ""])
+        for label in pending:
+            rows += pending[label]
     for name in slower:
         notes.append(f"{name}: smelt bench --profile --threads 1 (top kernels)")
         notes += ["    " + l for l in profile_top(smelt, os.path.join(a.models, name))]

@@ -3,7 +3,8 @@
 # (bench/memcpy.c), then run bench/run.py, which prints one table of smelt against
 # onnxruntime (1 and 2 threads) and writes it to $BUILD/bench/results.md.
 #
-# Environment: BUILD (default build), SMELT_BENCH_RUNS (timed runs per measurement, default 20),
+# Environment: BUILD (default build), SMELT_BENCH_RUNS (timed runs per round, default 10),
+# SMELT_BENCH_ROUNDS (interleaved rounds of smelt and onnxruntime, default 5),
 # SMELT_BENCH_THREADS (default 1,2), SMELT_BENCH_ONLY (comma list of models; default all).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,6 +18,6 @@ mkdir -p "$build/bench"
 ${CC:-cc} -O2 -pthread bench/memcpy.c -o "$build/bench/memcpy"
 echo "bench: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 "$py" bench/run.py --smelt "$build/smelt" --models "$build/bench" --memcpy "$build/bench/memcpy" \
-    --runs "${SMELT_BENCH_RUNS:-20}" --threads "${SMELT_BENCH_THREADS:-1,2}" \
+    --runs "${SMELT_BENCH_RUNS:-10}" --rounds "${SMELT_BENCH_ROUNDS:-5}" --threads "${SMELT_BENCH_THREADS:-1,2}" \
     ${SMELT_BENCH_ONLY:+--only "$SMELT_BENCH_ONLY"} --out "$build/bench/results.md"
 echo "bench: table written to $build/bench/results.md"
