@@ -281,7 +281,11 @@ smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tenso
         for (int b = 0; b < k->n_bufs; b++) bufs[b] = k->bufs[b].workgroup ? (rt_arg){0, -1} : p->slot_mem[k->bufs[b].tensor];
         if ((!p->plan.barrier_before || p->plan.barrier_before[i]) && ops->barrier) TRY(ops->barrier(p->dev));
         double t0 = p->prof_ms ? now_ms() : 0;
-        TRY(ops->dispatch(p->dev, p->fns[i], k->n_bufs, bufs, k->n_workgroups, k->wg_size));
+        smelt_status st = ops->dispatch(p->dev, p->fns[i], k->n_bufs, bufs, k->n_workgroups, k->wg_size);
+        if (st) {
+            (void)ops->finish(p->dev); /* no held dispatch may run in the next run */
+            return st;
+        }
         if (p->prof_ms) {
             TRY(ops->finish(p->dev));
             p->prof_ms[i] += now_ms() - t0;
