@@ -76,6 +76,12 @@ void lower_unravel(kir_kernel *k, const ir_shape *s, kir_val linear, kir_val *id
  * 0 or 1 along loop value `var` (reads across rows: a transposed index map,
  * a gather): the loop cannot run on contiguous vectors. */
 bool lower_reads_across(const kir_kernel *k, kir_val var);
+/* Stride of index value v per step of loop value `var`: 0 when v does not
+ * depend on it, INT64_MIN when it is not affine in it (a gather, div/mod). */
+int64_t lower_stride_of(const kir_kernel *k, kir_val v, kir_val var);
+/* Element idx of output `out` of c->n, from its scalar or element function. */
+kir_val lower_element(lower_ctx *c, int out, const kir_val *idx);
+
 
 /* var = var op e(i) for i in [0, n), op KIR_ADD, KIR_MAX or KIR_MIN over a
  * float dtype; elem builds e(i). On the CPU, for n of two vectors or more,
@@ -107,6 +113,15 @@ kir_val lower_clamp(kir_kernel *k, kir_val v, int64_t hi);
 typedef void (*lower_body_fn)(lower_ctx *c, const kir_val *idx, void *user);
 void lower_parallel_for(lower_ctx *c, const ir_shape *shape, int64_t work_per_elem,
                         lower_body_fn body, void *user);
+
+/* Edge of the plain tiles of lower_tiles; lower_parallel_for tries them for
+ * spaces at least twice as large in both trailing dims. */
+#define LOWER_TILE 64
+/* lower_parallel_for's kernel again, in 2-D tiles (kernel/lower_tiles.c),
+ * for a body that reads across rows; elem_out >= 0 says body stores output
+ * elem_out of c->n element by element, which lets a transposed read be
+ * staged through workgroup memory. */
+void lower_tiles(lower_ctx *c, const ir_shape *shape, lower_body_fn body, void *user, int elem_out);
 
 /* A scratch buffer private to this node's kernels (e.g. a reduction's partial
  * results between two kernels). Returns a pseudo-tensor usable with
