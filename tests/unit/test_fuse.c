@@ -1410,3 +1410,86 @@ TEST(layernorm_rows_sum_in_vector_lanes)
     }
     unsetenv("SMELT_VECTOR_WIDTH");
 }
+
+/* 2-D float pools take the row form (one output row in workgroup memory, a
+ * guard-free loop per tap over the columns it reaches); against a direct
+ * reference: strides, asymmetric pads, dilation, ceil_mode, and AveragePool
+ * with and without count_include_pad. */
+typedef struct pool_case {
+    bool max;
+    int64_t x[4], k[2], s[2], d[2], pads[4];
+    int ceil, include_pad;
+} pool_case;
+
+static void pool_ref(const pool_case *pc, const float *x, const int64_t *yd, double *y)
+{
+    int64_t H = pc->x[2], W = pc->x[3];
+    for (int64_t nc = 0; nc < pc->x[0] * pc->x[1]; nc++)
+        for (int64_t oh = 0; oh < yd[2]; oh++)
+            for (int64_t ow = 0; ow < yd[3]; ow++) {
+                double acc = pc->max ? -INFINITY : 0, cnt = 0;
+                for (int64_t kh = 0; kh < pc->k[0]; kh++)
+                    for (int64_t kw = 0; kw < pc->k[1]; kw++) {
+                        int64_t ih = oh * pc->s[0] + kh * pc->d[0] - pc->pads[0];
+                        int64_t iw = ow * pc->s[1] + kw * pc->d[1] - pc->pads[1];
+                        bool in = ih >= 0 && ih < H && iw >= 0 && iw < W;
+                        if (pc->include_pad ? ih < H + pc->pads[2] && iw < W + pc->pads[3] : in) cnt++;
+                        if (!in) continue;
+                        double v = x[(nc * H + ih) * W + iw];
+                        acc = pc->max ? (v > acc ? v : acc) : acc + v;
+                    }
+                y[(nc * yd[2] + oh) * yd[3] + ow] = pc->max ? acc : acc / cnt;
+            }
+}
+
+TEST(pool_row_form_matches_a_direct_reference)
+{
+    static const pool_case cases[] = {
+        {true, {1, 3, 17, 15}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 0, 0},
+        {true, {2, 2, 9, 11}, {2, 3}, {1, 2}, {1, 1}, {0, 1, 1, 0}, 1, 0},
+        {true, {1, 2, 12, 13}, {3, 2}, {2, 1}, {2, 2}, {2, 0, 0, 1}, 0, 0},
+        {false, {1, 3, 10, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 0, 0},
+        {false, {1, 3, 10, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 0, 1},
+        {false, {2, 1, 11, 7}, {2, 3}, {3, 2}, {1, 1}, {0, 2, 1, 0}, 1, 1},
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        const pool_case *pc = &cases[i];
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", shp(4, pc->x[0], pc->x[1], pc->x[2], pc->x[3]));
+        int y = op1(g, "pool", pc->max ? OP_MaxPool : OP_AveragePool, x);
+        int node = node_named(g, "pool");
+        attr_ints(g, node, "kernel_shape", 2, pc->k);
+        attr_ints(g, node, "strides", 2, pc->s);
+        attr_ints(g, node, "pads", 4, pc->pads);
+        if (pc->max) attr_ints(g, node, "dilations", 2, pc->d);
+        attr_int(g, node, "ceil_mode", pc->ceil);
+        if (!pc->max) attr_int(g, node, "count_include_pad", pc->include_pad);
+        ir_graph_set_io(g, 1, &x, 1, &y);
+        smelt_program *p = compile(g, 0);
+        if (p) {
+            CHECK_EQ_INT(workgroup_tiles(p), pc->max ? 1 : 2); /* the row (and its counts) */
+            int64_t nx = pc->x[0] * pc->x[1] * pc->x[2] * pc->x[3];
+            float *xd = malloc(sizeof(float) * (size_t)nx);
+            for (int64_t k = 0; k < nx; k++) xd[k] = (float)((k * 29) % 23 - 11) / 3.0f;
+            smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 4, .data = xd};
+            for (int d = 0; d < 4; d++) in.shape[d] = pc->x[d];
+            CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+            smelt_tensor out;
+            CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+            int64_t ny = smelt_tensor_numel(&out);
+            double *ref = calloc((size_t)ny, sizeof(double));
+            pool_ref(pc, xd, out.shape, ref);
+            int bad = 0;
+            for (int64_t k = 0; k < ny && bad < 3; k++)
+                if (fabs(((const float *)out.data)[k] - ref[k]) > 1e-5 * (1 + fabs(ref[k]))) {
+                    fprintf(stderr, "  case %d [%lld]: %g, want %g\n", i, (long long)k, ((const float *)out.data)[k], ref[k]);
+                    bad++;
+                }
+            CHECK(bad == 0);
+            free(ref);
+            free(xd);
+        }
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
