@@ -17,6 +17,8 @@
  */
 #include "kernel/lower.h"
 
+#define POOL_ROW_BYTES (64 * 1024) /* the row form's workgroup memory (a stack array on the CPU), at most */
+
 typedef struct pool_job {
     window_geom w;
     const ir_shape *in;
@@ -163,7 +165,8 @@ static smelt_status pool_lower(lower_ctx *c, bool is_max)
     if (ir_shape_numel(out) == 0) return SMELT_OK;
     int64_t taps = 1;
     for (int d = 0; d < j.w.nsp; d++) taps *= j.w.kernel[d];
-    if (c->target->wg_size == 1 && j.w.nsp == 2 && !j.indices && kir_is_float(j.dt)) {
+    if (c->target->wg_size == 1 && j.w.nsp == 2 && !j.indices && kir_is_float(j.dt) &&
+        2 * out->dim[3] * (int64_t)smelt_dtype_size(j.dt) <= POOL_ROW_BYTES) {
         ir_shape rows = {.rank = 4, .dim = {out->dim[0], out->dim[1], out->dim[2], 1}};
         lower_parallel_for(c, &rows, taps * out->dim[3], pool_row_body, &j);
     } else {
