@@ -172,10 +172,11 @@ smelt_status smelt_program_dump(const smelt_program *p, const char *what, char *
         fprintf(f, "nodes:        %d\nregions:      %d\nkernels:      %d\nweights:      %lld bytes\narena:        %lld bytes (planned peak)\n"
                    "lower bound:  %lld bytes (most bytes live during one kernel)\n"
                    "unplanned:    %lld bytes (sum of all intermediates)\n"
-                   "aliases:      %d views, %d in-place\nbytes moved:  %lld per run\n",
+                   "aliases:      %d views, %d in-place\nbytes moved:  %lld per run\n"
+                   "barriers:     %d (kernels between two barriers may run together)\n",
                 p->g->n_nodes, p->fp.n_regions, p->lp.n_kernels, (long long)weights, (long long)mp->arena_bytes,
                 (long long)mp->lower_bound, (long long)mp->total_bytes, mp->n_views, mp->n_in_place,
-                (long long)p->stats.bytes_moved);
+                (long long)p->stats.bytes_moved, mp->n_barriers);
         int counts[OP_COUNT] = {0};
         for (int i = 0; i < p->g->n_nodes; i++) counts[p->g->nodes[i].op]++;
         fprintf(f, "ops:");
