@@ -11,7 +11,9 @@
  * constants are never written, so reading them conflicts with nothing. Two
  * kernels conflict when a byte one of them writes is a byte the other reads
  * or writes: a read after a write, a write after a read (the arena reuses a
- * dead tensor's bytes for a later one), or two writes.
+ * dead tensor's bytes for a later one), or two writes, except two writes of
+ * boxes that the regions record apart (boxes_apart: a Pad's border and its
+ * interior, Concat blocks along an inner axis).
  *
  * Walking the kernels in order, the dispatches since the last barrier form a
  * batch that may run at the same time; a kernel that conflicts with one in
@@ -33,6 +35,7 @@
 typedef struct span {
     int64_t lo, hi; /* arena bytes [lo, hi) */
     bool write;
+    const fuse_range *box; /* a write of exactly this range its region records, or NULL */
 } span;
 
 static int root_slot(const mem_plan *m, int s) { return m->slots[s].alias >= 0 ? m->slots[s].alias : s; }
@@ -74,18 +77,21 @@ static int footprint(const ir_graph *g, const fuse_plan *fp, const lower_program
         if (r->kind != PLAN_ARENA || r->bytes <= 0) continue;
         if (x->span_hi <= x->span_lo) continue; /* touches none of it */
         int64_t bes = (int64_t)smelt_dtype_size(x->type);
-        span s = {r->offset + x->span_lo * bes, r->offset + x->span_hi * bes, x->written};
+        span s = {r->offset + x->span_lo * bes, r->offset + x->span_hi * bes, x->written, NULL};
         /* Written only: narrowed to the hull of what its region records
          * writing of it (every range of that tensor), if it records any. */
         int64_t lo = -1, hi = -1;
+        int n_boxes = 0;
         for (int q = 0; x->written && !x->read && reg && x->tensor < g->n_tensors && q < reg->n_ranges; q++) {
             const fuse_range *fr = &reg->ranges[q];
             int64_t first, end, es = (int64_t)smelt_dtype_size(g->tensors[x->tensor].dtype);
-            if (fr->tensor != x->tensor || !box_span(&g->tensors[x->tensor].shape, fr->lo, fr->hi, &first, &end))
-                continue;
+            if (fr->tensor != x->tensor) continue;
+            if (++n_boxes == 1) s.box = fr;
+            if (!box_span(&g->tensors[x->tensor].shape, fr->lo, fr->hi, &first, &end)) continue;
             if (lo < 0 || first * es < lo) lo = first * es;
             if (end * es > hi) hi = end * es;
         }
+        if (n_boxes != 1) s.box = NULL;
         if (lo >= 0 && hi > lo && hi <= r->bytes) {
             if (r->offset + lo > s.lo) s.lo = r->offset + lo;
             if (r->offset + hi < s.hi) s.hi = r->offset + hi;
@@ -96,11 +102,30 @@ static int footprint(const ir_graph *g, const fuse_plan *fp, const lower_program
     return n;
 }
 
-static bool conflict(const span *a, int na, const span *b, int nb)
+/* Two writes of one tensor that their regions record as boxes: disjoint when
+ * one is a Pad's border (it excludes every block another region writes, fuse.h
+ * "insert") and the other is not, or when the boxes miss in some dim (blocks
+ * of a Concat along an inner axis, whose byte hulls interleave). */
+static bool boxes_apart(const fuse_range *a, const fuse_range *b, int rank)
+{
+    if (!a || !b || a->tensor != b->tensor) return false;
+    if (a->border != b->border) return true;
+    if (a->border) return false;
+    for (int d = 0; d < rank; d++)
+        if (a->hi[d] <= b->lo[d] || b->hi[d] <= a->lo[d]) return true;
+    return false;
+}
+
+static bool conflict(const ir_graph *g, const span *a, int na, const span *b, int nb)
 {
     for (int i = 0; i < na; i++)
-        for (int j = 0; j < nb; j++)
-            if ((a[i].write || b[j].write) && a[i].lo < b[j].hi && b[j].lo < a[i].hi) return true;
+        for (int j = 0; j < nb; j++) {
+            if (!(a[i].write || b[j].write) || a[i].lo >= b[j].hi || b[j].lo >= a[i].hi) continue;
+            if (a[i].write && b[j].write && a[i].box &&
+                boxes_apart(a[i].box, b[j].box, g->tensors[a[i].box->tensor].shape.rank))
+                continue;
+            return true;
+        }
     return false;
 }
 
@@ -130,7 +155,7 @@ smelt_status plan_barriers(const ir_graph *g, const struct fuse_plan *fp, const 
         bool wait = false;
         for (int j = batch; j >= 0 && j < i && !wait; j++)
             wait = lp->kernels[j]->n_workgroups > 0 &&
-                   conflict(spans + start[j], start[j + 1] - start[j], spans + start[i], start[i + 1] - start[i]);
+                   conflict(g, spans + start[j], start[j + 1] - start[j], spans + start[i], start[i + 1] - start[i]);
         if (batch < 0) batch = i;
         if (wait) {
             m->barrier_before[i] = true;

@@ -1041,7 +1041,41 @@ TEST(fuse_concat_producers_write_their_own_blocks)
     int y = op2(g, "cat", OP_Concat, m1, m2);
     attr_int(g, g->n_nodes - 1, "axis", 1);
     ir_graph_set_io(g, 1, &a, 1, &y);
+    smelt_program *p = compile(g, 0);
+    /* the blocks interleave in memory (columns 0..4 and 5..11 of each row), but their boxes
+     * are apart: the two products share a batch */
+    if (p && p->lp.n_kernels == 2) CHECK(!p->plan.barrier_before[1]);
+    smelt_program_free(p);
     check_case(g, plan_concat_blocks, 3, 2, 1e-6);
+}
+
+/* A padded model output: its producer writes the interior, the Pad's own
+ * dispatch only the border (ranges recorded apart), so the two run in one
+ * batch; a consumer of the padded tensor waits for both. 160 x 130 floats:
+ * over FUSE_PAD_SMALL, so the Pad is not fused into its producer. */
+TEST(fuse_pad_border_and_interior_run_together)
+{
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(2, 158, 127));
+    int e = op1(g, "exp", OP_Exp, x);
+    int pads = ir_tensor_add(g, "pads", SMELT_I64, &(ir_shape){.rank = 1, .dim = {4}});
+    const int64_t pv[4] = {1, 2, 1, 1};
+    for (int i = 0; i < 4; i++) ((int64_t *)ir_tensor_alloc_data(g, pads))[i] = pv[i];
+    int in[2] = {e, pads};
+    int y = op(g, "pad", OP_Pad, 2, in);
+    int z = op2(g, "mul", OP_Mul, y, y);
+    int outs[2] = {y, z};
+    ir_graph_set_io(g, 1, &x, 2, outs);
+    smelt_program *p = compile(g, 0);
+    CHECK(p && p->lp.n_kernels == 3);
+    if (p && p->lp.n_kernels == 3) {
+        const fuse_region *border = region_rooted(p->g, &p->fp, "pad");
+        CHECK(border && border->n_ranges == 1 && border->ranges[0].border);
+        CHECK(!p->plan.barrier_before[1]); /* the interior and the border */
+        CHECK(p->plan.barrier_before[2]);  /* the Mul reads both */
+    }
+    smelt_program_free(p);
+    check_case(g, plan_any, 3, 3, 1e-6);
 }
 
 /* ---- lowering details --------------------------------------------------------------------- */
