@@ -13,6 +13,7 @@
  * generated code (indices never overflow; the interpreter wraps).
  */
 #include "target/emit.h"
+#include "target/emit_c_impl.h"
 
 #include "kernel/smem.h"
 #include "mathf_src.h" /* generated from kernel/mathf.inc by the Makefile */
@@ -21,33 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* What differs between C-like targets. */
-typedef enum param_style {
-    PARAMS_TABLE,  /* (int64_t wg, void *const *bufs): the CPU runtime's buffer table */
-    PARAMS_OFFSET, /* per buffer (base, byte offset): OpenCL, one cl_mem arena */
-    PARAMS_PLAIN,  /* per buffer a pointer: CUDA device pointers */
-} param_style;
-
-typedef struct dialect {
-    const char *name;
-    const char *prelude;      /* includes, types, limits */
-    const char *fn_qual;      /* helpers: "static inline" */
-    const char *kernel_qual;  /* before the return type */
-    const char *restrict_kw;
-    const char *global_space; /* address space of parameter buffers */
-    const char *local_space;  /* address space of workgroup memory */
-    const char *smem_decl;    /* the workgroup stack; %lld: its bytes */
-    const char *group_id;     /* the workgroup index; NULL: a parameter */
-    const char *local_id;     /* the thread index in the workgroup */
-    const char *barrier;      /* NULL: one thread per workgroup, nothing to wait for */
-    const char *prefetch[2];  /* around "b<buf>[<idx>]" for a PREFETCH */
-    const char *f32_sfx;      /* of libm names for float: expf vs overloaded exp */
-    const char *ll_sfx;       /* of 64-bit integer literals */
-    param_style params;
-    bool own_math;            /* float32 exp/tanh/erf from kernel/mathf.inc, not the target's */
-    bool stream;              /* stream loops (kir.h) become smelt_stream_f32 calls */
-} dialect;
 
 static const char opencl_prelude[] =
     "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
@@ -123,58 +97,6 @@ static const char prelude_helpers[] =
     "         : x < 0 ? (uint64_t)smelt_f2i64(x) : (uint64_t)x;\n"
     "}\n";
 
-/* Stream loops' copies (kir.h, "Streaming"), for C programs that have one:
- * non-temporal vector stores where the destination is aligned for them (the
- * widest vectors the compiler was asked for), a plain copy for the rest and on
- * other CPUs. Kernels that call it end with an sfence, so their stores are
- * visible before the thread pool reports the workgroup done. */
-static const char stream_helper[] =
-    "\n#if defined(__SSE__)\n#include <immintrin.h>\n#endif\n"
-    "static inline void smelt_stream_f32(float *restrict d, const float *restrict s, int64_t n)\n"
-    "{\n"
-    "    int64_t i = 0;\n"
-    "#if defined(__AVX512F__)\n"
-    "    if (((uintptr_t)d & 63) == 0)\n"
-    "        for (; i + 16 <= n; i += 16) _mm512_stream_ps(d + i, _mm512_loadu_ps(s + i));\n"
-    "#elif defined(__AVX__)\n"
-    "    if (((uintptr_t)d & 31) == 0)\n"
-    "        for (; i + 8 <= n; i += 8) _mm256_stream_ps(d + i, _mm256_loadu_ps(s + i));\n"
-    "#elif defined(__SSE__)\n"
-    "    if (((uintptr_t)d & 15) == 0)\n"
-    "        for (; i + 4 <= n; i += 4) _mm_stream_ps(d + i, _mm_loadu_ps(s + i));\n"
-    "#endif\n"
-    "    for (; i < n; i++) d[i] = s[i];\n"
-    "}\n";
-
-/* The vector loops' helpers (see put_vec_loop): exp is mathf.inc's smelt_expf
- * op for op, 16 lanes at a time, so it gives the same bits. */
-static const char vec_helpers[] =
-    "\n#if defined(__AVX512F__)\n#include <immintrin.h>\n"
-    "static inline __m512 smelt_v16_neg(__m512 a)\n"
-    "{\n    return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32((int)0x80000000u)));\n}\n"
-    "static inline __m512 smelt_v16_abs(__m512 a)\n"
-    "{\n    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(0x7fffffff)));\n}\n"
-    "static inline __m512 smelt_expf_v16(__m512 x)\n"
-    "{\n"
-    "    __m512i xi = _mm512_min_epi32(_mm512_castps_si512(x), _mm512_set1_epi32(0x42b20000));\n"
-    "    xi = _mm512_min_epu32(xi, _mm512_set1_epi32((int)0xc2d00000u));\n"
-    "    __m512 xc = _mm512_castsi512_ps(xi);\n"
-    "    __m512 t = _mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(12582912.0f));\n"
-    "    __m512 n = _mm512_sub_ps(t, _mm512_set1_ps(12582912.0f));\n"
-    "    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), xc);\n"
-    "    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);\n"
-    "    __m512 p = _mm512_set1_ps(1.9857784413684985e-4f);\n"
-    "    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.393360437224704e-3f));\n"
-    "    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.333360749251768e-3f));\n"
-    "    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.166646546668734e-2f));\n"
-    "    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666666532226573e-1f));\n"
-    "    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.000000013385602e-1f));\n"
-    "    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);\n"
-    "    p = _mm512_add_ps(p, _mm512_set1_ps(1.0f));\n"
-    "    __m512 y = _mm512_scalef_ps(p, n); /* p * 2^n, rounded once: as (p * s1) * s2 */\n"
-    "    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, x);\n"
-    "}\n#endif\n";
-
 /* The helpers with "static inline" replaced by the dialect's qualifier. */
 static void put_helpers(strbuf *sb, const char *qual)
 {
@@ -209,16 +131,6 @@ static bool is_unsigned(smelt_dtype t)
  * so that it wraps instead of overflowing `int`. */
 static bool is_narrow(smelt_dtype t) { return !kir_is_float(t) && t != SMELT_I64 && t != SMELT_U64 && t != SMELT_BOOL; }
 
-typedef struct emitter {
-    strbuf *sb;
-    const kir_kernel *k;
-    const dialect *d;
-    kir_locals loc;
-    int *loop_depth; /* per LOOPVAR value: nesting depth of its loop */
-    int *uses;       /* per value: number of uses */
-    int *var_reads;  /* per var: number of VARGETs */
-} emitter;
-
 /* ---- names and literals ------------------------------------------------- */
 
 static void put_float(strbuf *sb, double x, bool f32)
@@ -242,7 +154,7 @@ static void put_float(strbuf *sb, double x, bool f32)
 }
 
 /* An integer constant as the dtype holds it (the builder keeps the raw int64). */
-static int64_t const_int(const kir_value *v)
+int64_t emit_const_int(const kir_value *v)
 {
     switch (v->type) {
     case SMELT_I8: return (int8_t)v->imm.i;
@@ -277,13 +189,13 @@ static void put_slot(emitter *e, int slot)
     sb_printf(e->sb, "%s%d", e->loc.slot_at_top[slot] ? ctypes[e->loc.slot_type[slot]].prefix : "v", slot);
 }
 
-static void put_val(emitter *e, kir_val v)
+void emit_put_val(emitter *e, kir_val v)
 {
     const kir_value *x = &e->k->vals[v];
     switch (x->op) {
     case KIR_CONST:
         if (kir_is_float(x->type)) put_float(e->sb, x->imm.f, x->type == SMELT_F32);
-        else put_int(e->sb, e->d, x->type, const_int(x));
+        else put_int(e->sb, e->d, x->type, emit_const_int(x));
         break;
     case KIR_WG: sb_puts(e->sb, "wg"); break;
     case KIR_LID: sb_puts(e->sb, e->d->group_id ? "lid" : "0"); break; /* C: one thread per workgroup */
@@ -302,9 +214,9 @@ static void put_pattern(emitter *e, const char *fmt, const kir_value *x)
             continue;
         }
         switch (*++p) {
-        case 'a': put_val(e, x->a); break;
-        case 'b': put_val(e, x->b); break;
-        case 'c': put_val(e, x->c); break;
+        case 'a': emit_put_val(e, x->a); break;
+        case 'b': emit_put_val(e, x->b); break;
+        case 'c': emit_put_val(e, x->c); break;
         case 'T': sb_puts(e->sb, ctypes[x->type].name); break;
         default: break;
         }
@@ -393,9 +305,9 @@ static smelt_status put_float_expr(emitter *e, const kir_value *x, smelt_dtype t
     }
     case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV:
     case KIR_EQ: case KIR_NE: case KIR_LT: case KIR_LE: case KIR_GT: case KIR_GE:
-        put_val(e, x->a);
+        emit_put_val(e, x->a);
         sb_printf(sb, " %s ", c_binop[x->op]);
-        put_val(e, x->b);
+        emit_put_val(e, x->b);
         return SMELT_OK;
     default: return unsupported(e, x, ta);
     }
@@ -404,7 +316,7 @@ static smelt_status put_float_expr(emitter *e, const kir_value *x, smelt_dtype t
 static bool is_plain_divisor(const kir_kernel *k, kir_val b)
 {
     const kir_value *v = &k->vals[b];
-    return v->op == KIR_CONST && const_int(v) != 0 && const_int(v) != -1;
+    return v->op == KIR_CONST && emit_const_int(v) != 0 && emit_const_int(v) != -1;
 }
 
 static smelt_status put_int_expr(emitter *e, const kir_value *x, smelt_dtype ta)
@@ -426,9 +338,9 @@ static smelt_status put_int_expr(emitter *e, const kir_value *x, smelt_dtype ta)
         put_pattern(e, boolean ? "%b" : "%b)", x);
         return SMELT_OK;
     case KIR_EQ: case KIR_NE: case KIR_LT: case KIR_LE: case KIR_GT: case KIR_GE:
-        put_val(e, x->a);
+        emit_put_val(e, x->a);
         sb_printf(e->sb, " %s ", c_binop[x->op]);
-        put_val(e, x->b);
+        emit_put_val(e, x->b);
         return SMELT_OK;
     case KIR_MIN: put_pattern(e, "(%a < %b ? %a : %b)", x); return SMELT_OK;
     case KIR_MAX: put_pattern(e, "(%a > %b ? %a : %b)", x); return SMELT_OK;
@@ -443,9 +355,9 @@ static smelt_status put_int_expr(emitter *e, const kir_value *x, smelt_dtype ta)
             sb_printf(e->sb, " %s ", c_binop[x->op]);
             put_pattern(e, "(uint32_t)%b)", x);
         } else {
-            put_val(e, x->a);
+            emit_put_val(e, x->a);
             sb_printf(e->sb, " %s ", c_binop[x->op]);
-            put_val(e, x->b);
+            emit_put_val(e, x->b);
         }
         return SMELT_OK;
     case KIR_DIV:
@@ -654,247 +566,21 @@ static void emit_header(emitter *e)
     if (val_used(e, KIR_LID) || threaded(e)) sb_printf(sb, "    const int64_t lid = %s;\n", e->d->local_id);
 }
 
-/* Stream loop i as kir_loop_begin_stream's contract builds it, over [0, n):
- * loads of one workgroup f32 buffer at the loop value, one store of such a
- * load to an f32 buffer at the loop value plus a value from outside the loop.
- * Emits the copy as one smelt_stream_f32 call and returns the loop's end
- * statement; -1 (nothing emitted) for any other body. */
-static int put_stream(emitter *e, int i, int ind)
-{
-    const kir_kernel *k = e->k;
-    const kir_stmt *s = &k->stmts[i];
-    kir_val q = s->val;
-    if (!kir_is_const(k, s->lo) || k->vals[s->lo].imm.i != 0 || !kir_is_const(k, s->hi)) return -1;
-    int store = -1, end = -1;
-    for (int j = i + 1; j < k->n_stmts && end < 0; j++) {
-        const kir_stmt *t = &k->stmts[j];
-        if (t->kind == KS_LOOP_END) end = j;
-        else if (t->kind == KS_STORE && store < 0) store = j;
-        else if (t->kind != KS_DEF) return -1;
-    }
-    if (end < 0 || store < 0) return -1;
-    const kir_stmt *st = &k->stmts[store];
-    const kir_value *v = &k->vals[st->val], *at = &k->vals[st->idx];
-    if (v->op != KIR_LOAD || v->a != q || !k->bufs[v->buf].workgroup || v->type != SMELT_F32 ||
-        k->bufs[st->buf].type != SMELT_F32)
-        return -1;
-    kir_val base = 0;
-    if (st->idx != q) {
-        if (at->op != KIR_ADD || (at->a != q && at->b != q)) return -1;
-        base = at->a == q ? at->b : at->a;
-        if (k->vals[base].def > i) return -1;
-    }
-    sb_indent(e->sb, ind);
-    sb_printf(e->sb, "smelt_stream_f32(&b%d[", st->buf);
-    if (base) put_val(e, base);
-    else sb_puts(e->sb, "0");
-    sb_printf(e->sb, "], b%d, %lld);\n", v->buf, (long long)k->vals[s->hi].imm.i);
-    return end;
-}
-
-static smelt_status put_def(emitter *e, const kir_stmt *s, int ind)
+smelt_status emit_put_def(emitter *e, const kir_stmt *s, int ind)
 {
     const kir_value *x = &e->k->vals[s->val];
     sb_indent(e->sb, ind);
     if (e->loc.val_const[s->val]) sb_printf(e->sb, "const %s ", ctypes[x->type].name);
-    put_val(e, s->val);
+    emit_put_val(e, s->val);
     sb_puts(e->sb, " = ");
     TRY(put_expr(e, x));
     sb_puts(e->sb, ";\n");
     if (!e->uses[s->val]) {
         sb_indent(e->sb, ind);
         sb_puts(e->sb, "(void)");
-        put_val(e, s->val);
+        emit_put_val(e, s->val);
         sb_puts(e->sb, ";\n");
     }
-    return SMELT_OK;
-}
-
-/* ---- vector loops (C on AVX-512) ------------------------------------------
- * A parallel loop over [0, 16) whose body is f32 arithmetic the emitter can
- * write as AVX-512 intrinsics, with loads and stores at one step per
- * iteration (or loads of one element), is emitted twice: as 16-lane vector
- * code under `#if defined(__AVX512F__)` (the integer index values computed
- * once, for lane 0) and as the scalar loop otherwise. The vector code runs
- * the scalar code's IEEE operations in the same order (exp as mathf.inc
- * spells it, min/max with a constant as the comparisons the scalar code
- * writes), so both give the same bits. A C compiler's own vectorization of
- * the scalar loop turns selects into compares, mask logic and blends, and
- * exp's integer clamps into more: this form is ~12% faster on the sigmoid
- * chain's arithmetic (AVX-512 host). */
-#define VEC_LANES 16
-#define VEC_STRIDE_UNKNOWN INT64_MIN
-
-static int64_t vec_stride(const kir_kernel *k, kir_val v, kir_val q, int begin, int depth)
-{
-    const kir_value *x = &k->vals[v];
-    if (v == q) return 1;
-    if (x->op == KIR_CONST || x->op == KIR_WG || x->def < begin) return 0;
-    if (depth > 64 || kir_is_float(x->type) || x->op == KIR_LOAD || x->op == KIR_VARGET) return VEC_STRIDE_UNKNOWN;
-    int n = kir_op_arity(x->op);
-    int64_t a = n > 0 ? vec_stride(k, x->a, q, begin, depth + 1) : 0;
-    int64_t b = n > 1 ? vec_stride(k, x->b, q, begin, depth + 1) : 0;
-    int64_t c = n > 2 ? vec_stride(k, x->c, q, begin, depth + 1) : 0;
-    if (a == VEC_STRIDE_UNKNOWN || b == VEC_STRIDE_UNKNOWN || c == VEC_STRIDE_UNKNOWN) return VEC_STRIDE_UNKNOWN;
-    if (!a && !b && !c) return 0;
-    switch (x->op) {
-    case KIR_ADD: return a + b;
-    case KIR_SUB: return a - b;
-    case KIR_CAST: return x->type == SMELT_I64 ? a : VEC_STRIDE_UNKNOWN;
-    case KIR_MUL:
-        if (!a && k->vals[x->a].op == KIR_CONST) return const_int(&k->vals[x->a]) * b;
-        if (!b && k->vals[x->b].op == KIR_CONST) return a * const_int(&k->vals[x->b]);
-        return VEC_STRIDE_UNKNOWN;
-    default: return VEC_STRIDE_UNKNOWN;
-    }
-}
-
-/* Whether a float operand of the vector body is a constant that is not NaN. */
-static bool vec_plain_const(const kir_value *v) { return v->op == KIR_CONST && v->imm.f == v->imm.f; }
-
-/* Loop i as a vector loop: its LOOP_END, or -1. */
-static int vec_loop(const kir_kernel *k, int i)
-{
-    const kir_stmt *s = &k->stmts[i];
-    if (s->kind != KS_LOOP_BEGIN || !s->parallel || s->stream || k->wg_size != 1 || !kir_is_const(k, s->lo) ||
-        k->vals[s->lo].imm.i != 0 || !kir_is_const(k, s->hi) || k->vals[s->hi].imm.i != VEC_LANES ||
-        !kir_is_const(k, s->step) || k->vals[s->step].imm.i != 1)
-        return -1;
-    int end = -1, f32 = 0;
-    for (int j = i + 1; j < k->n_stmts && end < 0; j++) {
-        const kir_stmt *t = &k->stmts[j];
-        if (t->kind == KS_LOOP_END) {
-            end = j;
-        } else if (t->kind == KS_STORE) {
-            if (k->bufs[t->buf].type != SMELT_F32 || k->vals[t->val].type != SMELT_F32 ||
-                vec_stride(k, t->idx, s->val, i, 0) != 1)
-                return -1;
-        } else if (t->kind == KS_DEF) {
-            const kir_value *x = &k->vals[t->val];
-            if (x->type != SMELT_F32) {
-                if (kir_is_float(x->type) || x->type == SMELT_BOOL) return -1;
-                continue; /* an index value: emitted as is, for lane 0 */
-            }
-            f32++;
-            int n = x->op == KIR_LOAD ? 0 : kir_op_arity(x->op);
-            kir_val ops[3] = {x->a, x->b, x->c};
-            for (int o = 0; o < n; o++)
-                if (k->vals[ops[o]].type != SMELT_F32) return -1;
-            switch (x->op) {
-            case KIR_LOAD: {
-                int64_t st = vec_stride(k, x->a, s->val, i, 0);
-                if (k->bufs[x->buf].type != SMELT_F32 || (st != 0 && st != 1)) return -1;
-                break;
-            }
-            case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV: case KIR_NEG: case KIR_ABS: case KIR_EXP:
-            case KIR_SQRT:
-                break;
-            case KIR_MIN: case KIR_MAX:
-                if (!vec_plain_const(&k->vals[x->a]) && !vec_plain_const(&k->vals[x->b])) return -1;
-                break;
-            default: return -1;
-            }
-        } else {
-            return -1;
-        }
-    }
-    return f32 ? end : -1;
-}
-
-/* Float operand v of the vector body: its vector, or a broadcast scalar. */
-static void put_vec_operand(emitter *e, kir_val v, int begin)
-{
-    const kir_value *x = &e->k->vals[v];
-    if (x->op != KIR_CONST && x->def > begin) {
-        sb_printf(e->sb, "w%d", v);
-        return;
-    }
-    sb_puts(e->sb, "_mm512_set1_ps(");
-    put_val(e, v);
-    sb_puts(e->sb, ")");
-}
-
-static smelt_status put_vec_loop(emitter *e, int i, int end, int ind, int depth)
-{
-    const kir_kernel *k = e->k;
-    strbuf *sb = e->sb;
-    e->loop_depth[k->stmts[i].val] = depth;
-    sb_printf(sb, "#if defined(__AVX512F__)\n");
-    sb_indent(sb, ind);
-    sb_printf(sb, "{\n");
-    sb_indent(sb, ind + 4);
-    sb_printf(sb, "const int64_t i%d = 0; /* lane 0 of 16 */\n", depth);
-    for (int j = i + 1; j < end; j++) {
-        const kir_stmt *t = &k->stmts[j];
-        if (t->kind == KS_STORE) {
-            sb_indent(sb, ind + 4);
-            sb_printf(sb, "_mm512_storeu_ps(&b%d[", t->buf);
-            put_val(e, t->idx);
-            sb_puts(sb, "], ");
-            put_vec_operand(e, t->val, i);
-            sb_puts(sb, ");\n");
-            continue;
-        }
-        const kir_value *x = &k->vals[t->val];
-        if (x->type != SMELT_F32) {
-            TRY(put_def(e, t, ind + 4));
-            continue;
-        }
-        sb_indent(sb, ind + 4);
-        sb_printf(sb, "const __m512 w%d = ", t->val);
-        const char *bin = x->op == KIR_ADD ? "add" : x->op == KIR_SUB ? "sub" : x->op == KIR_MUL ? "mul" : "div";
-        switch (x->op) {
-        case KIR_LOAD:
-            if (vec_stride(k, x->a, k->stmts[i].val, i, 0) == 1) {
-                sb_printf(sb, "_mm512_loadu_ps(&b%d[", x->buf);
-                put_val(e, x->a);
-                sb_puts(sb, "])");
-            } else {
-                sb_printf(sb, "_mm512_set1_ps(b%d[", x->buf);
-                put_val(e, x->a);
-                sb_puts(sb, "])");
-            }
-            break;
-        case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV:
-            sb_printf(sb, "_mm512_%s_ps(", bin);
-            put_vec_operand(e, x->a, i);
-            sb_puts(sb, ", ");
-            put_vec_operand(e, x->b, i);
-            sb_puts(sb, ")");
-            break;
-        case KIR_NEG: case KIR_ABS: case KIR_EXP: case KIR_SQRT:
-            sb_puts(sb, x->op == KIR_NEG ? "smelt_v16_neg(" : x->op == KIR_ABS ? "smelt_v16_abs("
-                        : x->op == KIR_EXP ? "smelt_expf_v16(" : "_mm512_sqrt_ps(");
-            put_vec_operand(e, x->a, i);
-            sb_puts(sb, ")");
-            break;
-        default: { /* MIN/MAX against a constant, as put_float_expr writes them */
-            bool max = x->op == KIR_MAX, b_const = vec_plain_const(&k->vals[x->b]);
-            kir_val c = b_const ? x->b : x->a, v = b_const ? x->a : x->b;
-            if (b_const) { /* (c > v ? c : v) is MAXPS(c, v); MINPS likewise */
-                sb_printf(sb, "_mm512_%s_ps(", max ? "max" : "min");
-                put_vec_operand(e, c, i);
-                sb_puts(sb, ", ");
-                put_vec_operand(e, v, i);
-                sb_puts(sb, ")");
-            } else { /* (c >= v ? c : v): a compare that keeps c on ties and NaN v */
-                sb_puts(sb, "_mm512_mask_blend_ps(_mm512_cmp_ps_mask(");
-                put_vec_operand(e, c, i);
-                sb_puts(sb, ", ");
-                put_vec_operand(e, v, i);
-                sb_printf(sb, ", %s), ", max ? "_CMP_GE_OQ" : "_CMP_LE_OQ");
-                put_vec_operand(e, v, i);
-                sb_puts(sb, ", ");
-                put_vec_operand(e, c, i);
-                sb_puts(sb, ")");
-            }
-            break;
-        }
-        }
-        sb_puts(sb, ";\n");
-    }
-    sb_indent(sb, ind);
-    sb_puts(sb, "}\n#else\n");
     return SMELT_OK;
 }
 
@@ -909,35 +595,35 @@ static smelt_status emit_body(emitter *e)
         if (s->kind == KS_LOOP_END || s->kind == KS_IF_END || s->kind == KS_ELSE) depth--;
         int ind = 4 * (depth + 1);
         switch (s->kind) {
-        case KS_DEF: TRY(put_def(e, s, ind)); break;
+        case KS_DEF: TRY(emit_put_def(e, s, ind)); break;
         case KS_STORE:
             sb_indent(sb, ind);
             sb_printf(sb, "b%d[", s->buf);
-            put_val(e, s->idx);
+            emit_put_val(e, s->idx);
             sb_puts(sb, "] = ");
-            put_val(e, s->val);
+            emit_put_val(e, s->val);
             sb_puts(sb, ";\n");
             break;
         case KS_LOOP_BEGIN: {
-            int end = s->stream && e->d->stream ? put_stream(e, i, ind) : -1;
+            int end = s->stream && e->d->stream ? emit_put_stream(e, i, ind) : -1;
             if (end >= 0) {
                 i = end;
                 streamed = true;
                 break;
             }
-            int vend = e->d->stream ? vec_loop(k, i) : -1; /* C only, as streaming */
+            int vend = e->d->stream ? emit_vec_loop(k, i) : -1; /* C only, as streaming */
             if (vend >= 0) {
-                TRY(put_vec_loop(e, i, vend, ind, depth));
+                TRY(emit_put_vec_loop(e, i, vend, ind, depth));
                 vec_end = vend;
             }
             e->loop_depth[s->val] = depth;
             sb_indent(sb, ind);
             sb_printf(sb, "for (int64_t i%d = ", depth);
-            put_val(e, s->lo);
+            emit_put_val(e, s->lo);
             bool spread = s->parallel && threaded(e);
             if (spread) sb_puts(sb, " + lid");
             sb_printf(sb, "; i%d < ", depth);
-            put_val(e, s->hi);
+            emit_put_val(e, s->hi);
             const kir_value *st = &k->vals[s->step];
             if (spread) {
                 sb_printf(sb, "; i%d += %d) {\n", depth, k->wg_size);
@@ -945,7 +631,7 @@ static smelt_status emit_body(emitter *e)
                 sb_printf(sb, "; ++i%d) {\n", depth);
             } else {
                 sb_printf(sb, "; i%d += ", depth);
-                put_val(e, s->step);
+                emit_put_val(e, s->step);
                 sb_puts(sb, ") {\n");
             }
             depth++;
@@ -954,7 +640,7 @@ static smelt_status emit_body(emitter *e)
         case KS_IF_BEGIN:
             sb_indent(sb, ind);
             sb_puts(sb, "if (");
-            put_val(e, s->cond);
+            emit_put_val(e, s->cond);
             sb_puts(sb, ") {\n");
             depth++;
             break;
@@ -973,7 +659,7 @@ static smelt_status emit_body(emitter *e)
             sb_indent(sb, ind);
             put_slot(e, e->loc.var_slot[s->var]);
             sb_puts(sb, " = ");
-            put_val(e, s->val);
+            emit_put_val(e, s->val);
             sb_puts(sb, ";\n");
             if (!e->var_reads[s->var]) {
                 sb_indent(sb, ind);
@@ -985,7 +671,7 @@ static smelt_status emit_body(emitter *e)
         case KS_PREFETCH:
             sb_indent(sb, ind);
             sb_printf(sb, "%sb%d[", e->d->prefetch[0], s->buf);
-            put_val(e, s->idx);
+            emit_put_val(e, s->idx);
             sb_printf(sb, "]%s\n", e->d->prefetch[1]);
             break;
         case KS_BARRIER:
@@ -1061,10 +747,10 @@ smelt_status emit_program(kir_kernel *const *kernels, int n, emit_lang lang, loc
     for (int i = 0; i < n && dialects[lang].stream; i++)
         for (int j = 0; j < kernels[i]->n_stmts; j++) {
             streams |= kernels[i]->stmts[j].stream;
-            vecs |= vec_loop(kernels[i], j) >= 0;
+            vecs |= emit_vec_loop(kernels[i], j) >= 0;
         }
-    if (streams) sb_puts(&sb, stream_helper);
-    if (vecs) sb_puts(&sb, vec_helpers);
+    if (streams) sb_puts(&sb, emit_stream_helper);
+    if (vecs) sb_puts(&sb, emit_vec_helpers);
     for (int i = 0; i < n; i++) {
         sb_puts(&sb, "\n");
         smelt_status st = emit_kernel(&sb, kernels[i], lang, s);

@@ -1,0 +1,67 @@
+/*
+ * emit_c_impl.h — what the C-like emitter's files share (private to target/):
+ * the dialect table's row, the emitter state, and the helpers the vector
+ * forms (emit_c_simd.c) call back into emit_c.c for.
+ */
+#ifndef SMELT_TARGET_EMIT_C_IMPL_H
+#define SMELT_TARGET_EMIT_C_IMPL_H
+
+#include "core/strbuf.h"
+#include "kernel/kir.h"
+#include "kernel/locals.h"
+#include "target/emit.h"
+
+/* What differs between C-like targets. */
+typedef enum param_style {
+    PARAMS_TABLE,  /* (int64_t wg, void *const *bufs): the CPU runtime's buffer table */
+    PARAMS_OFFSET, /* per buffer (base, byte offset): OpenCL, one cl_mem arena */
+    PARAMS_PLAIN,  /* per buffer a pointer: CUDA device pointers */
+} param_style;
+
+typedef struct dialect {
+    const char *name;
+    const char *prelude;      /* includes, types, limits */
+    const char *fn_qual;      /* helpers: "static inline" */
+    const char *kernel_qual;  /* before the return type */
+    const char *restrict_kw;
+    const char *global_space; /* address space of parameter buffers */
+    const char *local_space;  /* address space of workgroup memory */
+    const char *smem_decl;    /* the workgroup stack; %lld: its bytes */
+    const char *group_id;     /* the workgroup index; NULL: a parameter */
+    const char *local_id;     /* the thread index in the workgroup */
+    const char *barrier;      /* NULL: one thread per workgroup, nothing to wait for */
+    const char *prefetch[2];  /* around "b<buf>[<idx>]" for a PREFETCH */
+    const char *f32_sfx;      /* of libm names for float: expf vs overloaded exp */
+    const char *ll_sfx;       /* of 64-bit integer literals */
+    param_style params;
+    bool own_math;            /* float32 exp/tanh/erf from kernel/mathf.inc, not the target's */
+    bool stream;              /* stream loops (kir.h) become smelt_stream_f32 calls */
+} dialect;
+
+typedef struct emitter {
+    strbuf *sb;
+    const kir_kernel *k;
+    const dialect *d;
+    kir_locals loc;
+    int *loop_depth; /* per LOOPVAR value: nesting depth of its loop */
+    int *uses;       /* per value: number of uses */
+    int *var_reads;  /* per var: number of VARGETs */
+} emitter;
+
+/* emit_c.c */
+int64_t emit_const_int(const kir_value *v);
+void emit_put_val(emitter *e, kir_val v);                         /* a value's name or literal */
+smelt_status emit_put_def(emitter *e, const kir_stmt *s, int ind); /* one DEF statement, as scalar C */
+
+/* emit_c_simd.c */
+extern const char emit_stream_helper[]; /* smelt_stream_f32, for programs with stream loops */
+extern const char emit_vec_helpers[];   /* exp, neg, abs on __m512, for programs with vector loops */
+/* Stream loop i as one smelt_stream_f32 call: its LOOP_END, or -1 (nothing emitted). */
+int emit_put_stream(emitter *e, int i, int ind);
+/* Loop i as a vector loop (see emit_c_simd.c): its LOOP_END, or -1. */
+int emit_vec_loop(const kir_kernel *k, int i);
+/* Loop i's vector form and the `#else` before its scalar form (emit_c.c writes
+ * the scalar loop and the `#endif`). */
+smelt_status emit_put_vec_loop(emitter *e, int i, int end, int ind, int depth);
+
+#endif
