@@ -289,6 +289,32 @@ kir_val kir_loop_begin_parallel(kir_kernel *k, kir_val lo, kir_val hi)
     return v;
 }
 
+static int64_t stride_of(const kir_kernel *k, kir_val v, kir_val var, int depth)
+{
+    const kir_value *x = &k->vals[v];
+    if (v == var) return 1;
+    if (x->op == KIR_CONST || x->op == KIR_WG || x->op == KIR_LID || x->op == KIR_LOOPVAR || x->op == KIR_VARGET)
+        return 0;
+    if (depth > 64) return KIR_STRIDE_UNKNOWN;
+    int64_t a = x->a ? stride_of(k, x->a, var, depth + 1) : 0;
+    int64_t b = kir_op_arity(x->op) > 1 && x->b ? stride_of(k, x->b, var, depth + 1) : 0;
+    int64_t cc = kir_op_arity(x->op) > 2 && x->c ? stride_of(k, x->c, var, depth + 1) : 0;
+    if (a == KIR_STRIDE_UNKNOWN || b == KIR_STRIDE_UNKNOWN || cc == KIR_STRIDE_UNKNOWN) return KIR_STRIDE_UNKNOWN;
+    switch (x->op) {
+    case KIR_ADD: return a + b;
+    case KIR_SUB: return a - b;
+    case KIR_CAST: return a;
+    case KIR_MUL:
+        if (!a && !b) return 0;
+        if (k->vals[x->a].op == KIR_CONST && !a) return k->vals[x->a].imm.i * b;
+        if (k->vals[x->b].op == KIR_CONST && !b) return a * k->vals[x->b].imm.i;
+        return KIR_STRIDE_UNKNOWN;
+    default: return a || b || cc ? KIR_STRIDE_UNKNOWN : 0;
+    }
+}
+
+int64_t kir_stride(const kir_kernel *k, kir_val v, kir_val var) { return stride_of(k, v, var, 0); }
+
 kir_val kir_loop_begin_stream(kir_kernel *k, int64_t n)
 {
     kir_val v = kir_loop_begin_parallel(k, kir_idx(k, 0), kir_idx(k, n));

@@ -203,6 +203,13 @@ void kir_if_begin(kir_kernel *k, kir_val cond);
 void kir_else(kir_kernel *k);
 void kir_if_end(kir_kernel *k);
 
+/* Stride of index value v per step of loop value `var`: 0 when v does not
+ * depend on it (other loop values, variables and loads at indices that do not
+ * depend on it count as fixed), KIR_STRIDE_UNKNOWN when it is not affine in it
+ * (a gather, div/mod). */
+#define KIR_STRIDE_UNKNOWN INT64_MIN
+int64_t kir_stride(const kir_kernel *k, kir_val v, kir_val var);
+
 /* Set span_lo/span_hi of every buffer of k from its load and store indices
  * (kernel/spans.c). Fails only for lack of memory. */
 smelt_status kir_spans(kir_kernel *k);

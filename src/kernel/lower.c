@@ -354,33 +354,6 @@ static void parallel_rows(lower_ctx *c, const ir_shape *shape, int64_t work_per_
     if (row_loop) kir_loop_end(k);
 }
 
-#define STRIDE_UNKNOWN INT64_MIN /* lower_stride_of: not affine */
-
-static int64_t stride_of(const kir_kernel *k, kir_val v, kir_val var, int depth)
-{
-    const kir_value *x = &k->vals[v];
-    if (v == var) return 1;
-    if (x->op == KIR_CONST || x->op == KIR_WG || x->op == KIR_LID || x->op == KIR_LOOPVAR || x->op == KIR_VARGET)
-        return 0;
-    if (depth > 64) return STRIDE_UNKNOWN;
-    int64_t a = x->a ? stride_of(k, x->a, var, depth + 1) : 0;
-    int64_t b = kir_op_arity(x->op) > 1 && x->b ? stride_of(k, x->b, var, depth + 1) : 0;
-    int64_t cc = kir_op_arity(x->op) > 2 && x->c ? stride_of(k, x->c, var, depth + 1) : 0;
-    if (a == STRIDE_UNKNOWN || b == STRIDE_UNKNOWN || cc == STRIDE_UNKNOWN) return STRIDE_UNKNOWN;
-    switch (x->op) {
-    case KIR_ADD: return a + b;
-    case KIR_SUB: return a - b;
-    case KIR_CAST: return a;
-    case KIR_MUL:
-        if (!a && !b) return 0;
-        if (k->vals[x->a].op == KIR_CONST && !a) return k->vals[x->a].imm.i * b;
-        if (k->vals[x->b].op == KIR_CONST && !b) return a * k->vals[x->b].imm.i;
-        return STRIDE_UNKNOWN;
-    default: return a || b || cc ? STRIDE_UNKNOWN : 0;
-    }
-}
-
-int64_t lower_stride_of(const kir_kernel *k, kir_val v, kir_val var) { return stride_of(k, v, var, 0); }
 
 /* Whether some load of the kernel walks memory with a stride other than 0
  * or 1 along the loop of `var`, i.e. the loop nest reads across rows. */
@@ -389,7 +362,7 @@ bool lower_reads_across(const kir_kernel *k, kir_val var)
     for (int i = 0; i < k->n_stmts; i++) {
         const kir_stmt *s = &k->stmts[i];
         if (s->kind != KS_DEF || k->vals[s->val].op != KIR_LOAD || k->bufs[k->vals[s->val].buf].workgroup) continue;
-        int64_t st = stride_of(k, k->vals[s->val].a, var, 0);
+        int64_t st = kir_stride(k, k->vals[s->val].a, var);
         if (st != 0 && st != 1) return true;
     }
     return false;

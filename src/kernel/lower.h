@@ -76,9 +76,6 @@ void lower_unravel(kir_kernel *k, const ir_shape *s, kir_val linear, kir_val *id
  * 0 or 1 along loop value `var` (reads across rows: a transposed index map,
  * a gather): the loop cannot run on contiguous vectors. */
 bool lower_reads_across(const kir_kernel *k, kir_val var);
-/* Stride of index value v per step of loop value `var`: 0 when v does not
- * depend on it, INT64_MIN when it is not affine in it (a gather, div/mod). */
-int64_t lower_stride_of(const kir_kernel *k, kir_val v, kir_val var);
 /* Element idx of output `out` of c->n, from its scalar or element function. */
 kir_val lower_element(lower_ctx *c, int out, const kir_val *idx);
 

@@ -68,8 +68,8 @@ static bool reads_transposed(const kir_kernel *k, kir_val i, kir_val j)
         if (st->kind != KS_DEF || k->vals[st->val].op != KIR_LOAD || k->bufs[k->vals[st->val].buf].workgroup)
             continue;
         kir_val at = k->vals[st->val].a;
-        int64_t sj = lower_stride_of(k, at, j);
-        if (sj != 0 && sj != 1 && lower_stride_of(k, at, i) == 1) return true;
+        int64_t sj = kir_stride(k, at, j);
+        if (sj != 0 && sj != 1 && kir_stride(k, at, i) == 1) return true;
     }
     return false;
 }
@@ -182,7 +182,7 @@ static void stream_panel_store(lower_ctx *c, kir_kernel *k, int body, int end_b,
     if (st < 0) return;
     int dst = k->stmts[st].buf;
     if (k->bufs[dst].type != SMELT_F32 || k->bufs[dst].numel < min / 4 ||
-        lower_stride_of(k, k->stmts[st].idx, b->q) != 1)
+        kir_stride(k, k->stmts[st].idx, b->q) != 1)
         return;
     const kir_val from[3] = {b->row, b->jp, b->q}, to[3] = {b->row, b->jp, kir_idx(k, 0)};
     kir_val base = rebuild(k, k->stmts[st].idx, first, from, to, 0);
@@ -234,8 +234,8 @@ static bool parallel_tiles_staged(lower_ctx *c, const ir_shape *shape, int out)
         in_if += ks->kind == KS_IF_BEGIN ? 1 : ks->kind == KS_IF_END ? -1 : 0;
         if (in_if || ks->kind != KS_DEF || k->vals[ks->val].op != KIR_LOAD || k->bufs[k->vals[ks->val].buf].workgroup) continue;
         kir_val a = k->vals[ks->val].a;
-        int64_t sj = lower_stride_of(k, a, b.q);
-        if (sj == 0 || sj == 1 || lower_stride_of(k, a, b.row) != 1) continue;
+        int64_t sj = kir_stride(k, a, b.q);
+        if (sj == 0 || sj == 1 || kir_stride(k, a, b.row) != 1) continue;
         smem += t.th * t.tw * (int64_t)smelt_dtype_size(k->vals[ks->val].type);
         if (n == LOWER_MAX_STAGED || (c->target->smem_limit > 0 && smem > c->target->smem_limit)) return false;
         st[n++] = (staged_load){.load = ks->val, .tile = kir_smem_add(k, k->vals[ks->val].type, t.th * t.tw)};

@@ -26,7 +26,6 @@
  *             dispatched kernels has a barrier between them.
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "core/diag.h"
 #include "fuse/fuse.h"
@@ -37,8 +36,6 @@ typedef struct span {
     bool write;
     const fuse_range *box; /* a write of exactly this range its region records, or NULL */
 } span;
-
-static int root_slot(const mem_plan *m, int s) { return m->slots[s].alias >= 0 ? m->slots[s].alias : s; }
 
 /* The region whose root kernel i computes, or NULL. */
 static const fuse_region *region_of(const fuse_plan *fp, const lower_program *lp, int i)
@@ -73,7 +70,7 @@ static int footprint(const ir_graph *g, const fuse_plan *fp, const lower_program
     for (int b = 0; b < k->n_bufs; b++) {
         const kir_buffer *x = &k->bufs[b];
         if (x->workgroup || x->tensor < 0 || x->tensor >= m->n_slots) continue;
-        const plan_slot *r = &m->slots[root_slot(m, x->tensor)];
+        const plan_slot *r = &m->slots[plan_root(m, x->tensor)];
         if (r->kind != PLAN_ARENA || r->bytes <= 0) continue;
         if (x->span_hi <= x->span_lo) continue; /* touches none of it */
         int64_t bes = (int64_t)smelt_dtype_size(x->type);

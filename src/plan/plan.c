@@ -7,7 +7,6 @@ static int64_t align_up(int64_t x) { return (x + PLAN_ALIGN - 1) / PLAN_ALIGN * 
 
 static bool overlap_time(const plan_slot *a, const plan_slot *b) { return a->first <= b->last && b->first <= a->last; }
 
-static int root_of(const mem_plan *m, int s) { return m->slots[s].alias >= 0 ? m->slots[s].alias : s; }
 
 bool plan_node_is_view(const ir_graph *g, int node)
 {
@@ -111,12 +110,12 @@ static bool try_in_place(mem_plan *m, kir_kernel *k, int ki, int w, int r)
     if (st < 0) return false;
     for (int b = 0; b < k->n_bufs; b++) {
         const kir_buffer *x = &k->bufs[b];
-        if (x->workgroup || root_of(m, x->tensor) != r) continue;
+        if (x->workgroup || plan_root(m, x->tensor) != r) continue;
         if (x->written || x->type != k->bufs[w].type || x->numel != k->bufs[w].numel || !loads_match_store(k, b, st))
             return false;
     }
     for (int b = 0; b < k->n_bufs; b++)
-        if (!k->bufs[b].workgroup && root_of(m, k->bufs[b].tensor) == r) k->bufs[b].alias_of = w;
+        if (!k->bufs[b].workgroup && plan_root(m, k->bufs[b].tensor) == r) k->bufs[b].alias_of = w;
     int t = k->bufs[w].tensor;
     for (int s = 0; s < m->n_slots; s++)
         if (s == t || m->slots[s].alias == t) {
@@ -137,8 +136,8 @@ static void plan_in_place(mem_plan *m, lower_program *p)
             if (bw->workgroup || !bw->written || T->alias >= 0 || T->kind != PLAN_ARENA || T->first != ki) continue;
             for (int b = 0; b < k->n_bufs; b++) {
                 const kir_buffer *br = &k->bufs[b];
-                if (br->workgroup || br->written || root_of(m, br->tensor) == bw->tensor) continue;
-                if (try_in_place(m, k, ki, w, root_of(m, br->tensor))) {
+                if (br->workgroup || br->written || plan_root(m, br->tensor) == bw->tensor) continue;
+                if (try_in_place(m, k, ki, w, plan_root(m, br->tensor))) {
                     m->n_in_place++;
                     break;
                 }
@@ -218,7 +217,7 @@ static smelt_status place_arena(mem_plan *m)
     m->arena_bytes = m->best_fit_bytes < m->first_fit_bytes ? m->best_fit_bytes : m->first_fit_bytes;
     for (int s = 0; s < n; s++) {
         plan_slot *x = &m->slots[s];
-        if (x->kind == PLAN_ARENA) x->offset = off[root_of(m, s)];
+        if (x->kind == PLAN_ARENA) x->offset = off[plan_root(m, s)];
     }
     free(order), free(ff), free(bf), free(spans);
     return SMELT_OK;
@@ -254,12 +253,12 @@ smelt_status plan_build(const ir_graph *g, lower_program *p, mem_plan *out)
     for (int i = 0; i < g->n_nodes; i++)
         if (plan_node_is_view(g, i)) {
             int src = g->nodes[i].in[0], dst = g->nodes[i].out[0];
-            sl[dst].alias = root_of(out, src);
+            sl[dst].alias = plan_root(out, src);
             out->n_views++;
         }
     /* A root's interval covers its aliases'; then kinds, decided by the root. */
     for (int s = 0; s < n; s++) {
-        plan_slot *x = &sl[s], *r = &sl[root_of(out, s)];
+        plan_slot *x = &sl[s], *r = &sl[plan_root(out, s)];
         if (x->last < 0) continue;
         if (x->first < r->first) r->first = x->first;
         if (x->last > r->last) r->last = x->last;
@@ -321,7 +320,7 @@ static smelt_status verify_kernels(const mem_plan *m, const lower_program *p)
             if (x->workgroup) continue;
             if (x->tensor < 0 || x->tensor >= m->n_slots)
                 return diag_fail(SMELT_ERR_INTERNAL, "plan: kernel %d buffer %d binds no slot", ki, b);
-            const plan_slot *s = &m->slots[x->tensor], *r = &m->slots[root_of(m, x->tensor)];
+            const plan_slot *s = &m->slots[x->tensor], *r = &m->slots[plan_root(m, x->tensor)];
             if (x->numel * (int64_t)smelt_dtype_size(x->type) > r->bytes)
                 return diag_fail(SMELT_ERR_INTERNAL, "plan: kernel %d buffer %d (%lld elements) does not fit slot %d (%lld bytes)",
                                  ki, b, (long long)x->numel, x->tensor, (long long)r->bytes);
@@ -331,7 +330,7 @@ static smelt_status verify_kernels(const mem_plan *m, const lower_program *p)
             for (int c = 0; c < k->n_bufs; c++) {
                 const kir_buffer *y = &k->bufs[c];
                 if (c == b || y->workgroup || !y->written || x->written) continue;
-                if (root_of(m, y->tensor) == root_of(m, x->tensor) && s->kind == PLAN_ARENA && x->alias_of != c)
+                if (plan_root(m, y->tensor) == plan_root(m, x->tensor) && s->kind == PLAN_ARENA && x->alias_of != c)
                     return diag_fail(SMELT_ERR_INTERNAL, "plan: kernel %d reads buffer %d and writes buffer %d, one memory, "
                                      "without alias_of", ki, b, c);
             }

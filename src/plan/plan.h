@@ -94,6 +94,8 @@ typedef struct mem_plan {
 bool plan_node_is_view(const ir_graph *g, int node);
 
 smelt_status plan_build(const ir_graph *g, lower_program *p, mem_plan *out);
+/* The root slot whose memory slot s uses (s itself for a root). */
+static inline int plan_root(const mem_plan *m, int s) { return m->slots[s].alias >= 0 ? m->slots[s].alias : s; }
 void plan_free(mem_plan *m);
 
 /* Checks: arena roots are aligned and inside the arena, and no two roots live

@@ -1171,6 +1171,31 @@ TEST(gemm_constant_transposed_operand_is_folded)
     }
 }
 
+/* Run p on a float input x of `rank` dims: its first output's data (the
+ * program's), and the output in *out if given. */
+static const float *run_x(smelt_program *p, float *xd, int rank, const int64_t *shape, smelt_tensor *out)
+{
+    smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = rank, .data = xd}, o = {0};
+    for (int d = 0; d < rank; d++) in.shape[d] = shape[d];
+    CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+    CHECK(smelt_program_output(p, 0, &o) == SMELT_OK);
+    if (out) *out = o;
+    return o.data;
+}
+
+/* got against a double reference to a relative tol: the first mismatches
+ * (of case `which`) are printed; returns how many were found, at most 3. */
+static int count_far(const float *got, const double *ref, int64_t n, double tol, int which)
+{
+    int bad = 0;
+    for (int64_t k = 0; k < n && bad < 3; k++)
+        if (fabs(got[k] - ref[k]) > tol * (1 + fabs(ref[k]))) {
+            fprintf(stderr, "  case %d [%lld]: %g, want %g\n", which, (long long)k, got[k], ref[k]);
+            bad++;
+        }
+    return bad;
+}
+
 /* Conv on the CPU against a direct reference: 2-D convolutions take the flat
  * form (an accumulator block and a zero-padded input tile in workgroup
  * memory: 2 buffers), with batch, groups, asymmetric pads, dilation, 1x1 and
@@ -1260,21 +1285,12 @@ TEST(conv_flat_and_row_forms_match_a_direct_reference)
             int64_t nx = ir_shape_numel(&xs);
             float *xd = malloc(sizeof(float) * (size_t)nx);
             for (int64_t k = 0; k < nx; k++) xd[k] = (float)((k * 37) % 19 - 9) / 4.0f;
-            smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = cc->rank, .data = xd};
-            for (int d = 0; d < cc->rank; d++) in.shape[d] = cc->x[d];
-            CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
             smelt_tensor out;
-            CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+            const float *y = run_x(p, xd, cc->rank, cc->x, &out);
             int64_t ny = smelt_tensor_numel(&out);
             double *ref = calloc((size_t)ny, sizeof(double));
             conv_ref(cc, xd, g->tensors[w].data, g->tensors[b].data, out.shape, ref);
-            int bad = 0;
-            for (int64_t k = 0; k < ny && bad < 3; k++)
-                if (fabs(((const float *)out.data)[k] - ref[k]) > 1e-4 * (1 + fabs(ref[k]))) {
-                    fprintf(stderr, "  case %d [%lld]: %g, want %g\n", i, (long long)k, ((const float *)out.data)[k], ref[k]);
-                    bad++;
-                }
-            CHECK(bad == 0);
+            CHECK(count_far(y, ref, ny, 1e-4, i) == 0);
             free(ref);
             free(xd);
         }
@@ -1283,13 +1299,9 @@ TEST(conv_flat_and_row_forms_match_a_direct_reference)
     }
 }
 
-/* Run p on a [d0, d1] float input x: its first output's data (the program's). */
 static const float *run_2d(smelt_program *p, float *xd, int64_t d0, int64_t d1)
 {
-    smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {d0, d1}, .data = xd}, out = {0};
-    CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
-    CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
-    return out.data;
+    return run_x(p, xd, 2, (const int64_t[]){d0, d1}, NULL);
 }
 
 /* A Softmax row of one dim reduces (max, then sum of exp) in vector lanes on
@@ -1505,21 +1517,12 @@ TEST(pool_row_form_matches_a_direct_reference)
             int64_t nx = pc->x[0] * pc->x[1] * pc->x[2] * pc->x[3];
             float *xd = malloc(sizeof(float) * (size_t)nx);
             for (int64_t k = 0; k < nx; k++) xd[k] = (float)((k * 29) % 23 - 11) / 3.0f;
-            smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 4, .data = xd};
-            for (int d = 0; d < 4; d++) in.shape[d] = pc->x[d];
-            CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
             smelt_tensor out;
-            CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+            const float *y = run_x(p, xd, 4, pc->x, &out);
             int64_t ny = smelt_tensor_numel(&out);
             double *ref = calloc((size_t)ny, sizeof(double));
             pool_ref(pc, xd, out.shape, ref);
-            int bad = 0;
-            for (int64_t k = 0; k < ny && bad < 3; k++)
-                if (fabs(((const float *)out.data)[k] - ref[k]) > 1e-5 * (1 + fabs(ref[k]))) {
-                    fprintf(stderr, "  case %d [%lld]: %g, want %g\n", i, (long long)k, ((const float *)out.data)[k], ref[k]);
-                    bad++;
-                }
-            CHECK(bad == 0);
+            CHECK(count_far(y, ref, ny, 1e-5, i) == 0);
             free(ref);
             free(xd);
         }
