@@ -189,9 +189,28 @@ static void put_slot(emitter *e, int slot)
     sb_printf(e->sb, "%s%d", e->loc.slot_at_top[slot] ? ctypes[e->loc.slot_type[slot]].prefix : "v", slot);
 }
 
+/* Inside a copy of an interleaved loop's body: its loop value, offset to the
+ * copy's iteration, and the body's own values, suffixed with the copy. */
+static bool put_copy_val(emitter *e, kir_val v)
+{
+    const kir_value *x = &e->k->vals[v];
+    kir_val outer = e->k->stmts[e->copy_begin].val;
+    if (v == outer) {
+        if (e->copy) sb_printf(e->sb, "(i%d + %lld)", e->loop_depth[v], (long long)(e->copy * e->copy_step));
+        else sb_printf(e->sb, "i%d", e->loop_depth[v]);
+        return true;
+    }
+    if (x->op == KIR_CONST || x->op == KIR_WG || x->op == KIR_LID || x->op == KIR_LOOPVAR ||
+        x->def <= e->copy_begin || x->def >= e->copy_end)
+        return false;
+    sb_printf(e->sb, "c%d_%d", v, emit_copy_of(e, v));
+    return true;
+}
+
 void emit_put_val(emitter *e, kir_val v)
 {
     const kir_value *x = &e->k->vals[v];
+    if (e->copy >= 0 && put_copy_val(e, v)) return;
     switch (x->op) {
     case KIR_CONST:
         if (kir_is_float(x->type)) put_float(e->sb, x->imm.f, x->type == SMELT_F32);
@@ -570,7 +589,7 @@ smelt_status emit_put_def(emitter *e, const kir_stmt *s, int ind)
 {
     const kir_value *x = &e->k->vals[s->val];
     sb_indent(e->sb, ind);
-    if (e->loc.val_const[s->val]) sb_printf(e->sb, "const %s ", ctypes[x->type].name);
+    if (e->loc.val_const[s->val] || e->copy >= 0) sb_printf(e->sb, "const %s ", ctypes[x->type].name);
     emit_put_val(e, s->val);
     sb_puts(e->sb, " = ");
     TRY(put_expr(e, x));
@@ -588,7 +607,7 @@ static smelt_status emit_body(emitter *e)
 {
     const kir_kernel *k = e->k;
     strbuf *sb = e->sb;
-    int depth = 0, vec_end = -1;
+    int depth = 0, vec_end = -1, plain_until = -1; /* no vector forms inside an interleaved loop's plain form */
     bool streamed = false;
     for (int i = 0; i < k->n_stmts; i++) {
         const kir_stmt *s = &k->stmts[i];
@@ -611,7 +630,13 @@ static smelt_status emit_body(emitter *e)
                 streamed = true;
                 break;
             }
-            int vend = e->d->stream ? emit_vec_loop(k, i) : -1; /* C only, as streaming */
+            ilv_loop il;
+            if (e->d->stream && i > plain_until && emit_ilv_loop(k, i, &il)) { /* C only, as streaming */
+                TRY(emit_put_ilv_loop(e, i, &il, ind, depth));
+                streamed |= il.stream >= 0;
+                vec_end = plain_until = il.end;
+            }
+            int vend = e->d->stream && i > plain_until ? emit_vec_loop(k, i) : -1;
             if (vend >= 0) {
                 TRY(emit_put_vec_loop(e, i, vend, ind, depth));
                 vec_end = vend;
@@ -710,12 +735,13 @@ smelt_status emit_kernel(strbuf *sb, const kir_kernel *k, emit_lang lang, locals
 
     arena a;
     arena_init(&a);
-    emitter e = {.sb = sb, .k = k, .d = &dialects[lang]};
+    emitter e = {.sb = sb, .k = k, .d = &dialects[lang], .copy = -1};
     smelt_status st = kir_locals_assign(k, s, &a, &e.loc);
     e.loop_depth = arena_alloc(&a, ((size_t)k->n_vals + 1) * sizeof(int));
     e.uses = arena_alloc(&a, ((size_t)k->n_vals + 1) * sizeof(int));
     e.var_reads = arena_alloc(&a, ((size_t)k->n_vars + 1) * sizeof(int));
-    if (!st && (!e.loop_depth || !e.uses || !e.var_reads))
+    e.varies = arena_alloc(&a, (size_t)k->n_vals + 1);
+    if (!st && (!e.loop_depth || !e.uses || !e.var_reads || !e.varies))
         st = diag_fail(SMELT_ERR_NOMEM, "kernel %d: out of memory while emitting", k->id);
     if (!st) {
         count_uses(&e);

@@ -46,7 +46,17 @@ typedef struct emitter {
     int *loop_depth; /* per LOOPVAR value: nesting depth of its loop */
     int *uses;       /* per value: number of uses */
     int *var_reads;  /* per var: number of VARGETs */
+    /* Set while writing copy `copy` (>= 0) of an interleaved loop's body
+     * (emit_c_simd.c): values defined between its LOOP_BEGIN copy_begin and
+     * LOOP_END copy_end are named per copy, and its loop value reads as the
+     * copy's own, copy * copy_step further on. */
+    int copy, copy_begin, copy_end;
+    int64_t copy_step;
+    unsigned char *varies; /* per value: differs between copies (else all read copy 0's) */
 } emitter;
+
+/* The copy whose name value v of an interleaved loop's body goes by. */
+static inline int emit_copy_of(const emitter *e, kir_val v) { return e->varies[v] ? e->copy : 0; }
 
 /* emit_c.c */
 int64_t emit_const_int(const kir_value *v);
@@ -63,5 +73,19 @@ int emit_vec_loop(const kir_kernel *k, int i);
 /* Loop i's vector form and the `#else` before its scalar form (emit_c.c writes
  * the scalar loop and the `#endif`). */
 smelt_status emit_put_vec_loop(emitter *e, int i, int end, int ind, int depth);
+
+/* An interleaved loop (see emit_c_simd.c): the statements of loop i that the
+ * interleaved form needs. */
+typedef struct ilv_loop {
+    int end;                 /* the loop's LOOP_END */
+    int lane, lane_end;      /* the vector loop in its body */
+    int stream, stream_end;  /* the stream loop fed by it, or -1 */
+    int row_store;           /* the vector loop's store the stream loop copies out, or -1 */
+} ilv_loop;
+/* Whether loop i is an interleaved loop (fills *l). */
+bool emit_ilv_loop(const kir_kernel *k, int i, ilv_loop *l);
+/* Loop i's interleaved form and the `#else` before its plain form (emit_c.c
+ * writes the plain loop, without vector forms inside, and the `#endif`). */
+smelt_status emit_put_ilv_loop(emitter *e, int i, const ilv_loop *l, int ind, int depth);
 
 #endif

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "kernel/kir.h"
+#include "kernel/smem.h"
 #include "kernel/locals.h"
 #include "rt/rt.h"
 #include "target/emit.h"
@@ -541,7 +542,7 @@ TEST(emit_inner_loop_vectorizes)
 TEST(emit_vector_loops_match_interpreter)
 {
     if (!have_cc()) return;
-    enum { WG = 64, BLOCKS = 16, N = WG * BLOCKS * 16 };
+    enum { WG = 64, BLOCKS = 19, N = WG * BLOCKS * 16 }; /* 19 blocks: 2 x 8 interleaved, 3 after */
     arena a;
     arena_init(&a);
     kir_kernel *k = kir_kernel_new(&a, 0, WG, "vector loop");
@@ -599,6 +600,7 @@ TEST(emit_vector_loops_match_interpreter)
     char *src = NULL;
     CHECK_EQ_INT(emit_program(&k, 1, EMIT_C, LOCALS_HYBRID, &src), SMELT_OK);
     CHECK(src && strstr(src, "smelt_expf_v16(") && strstr(src, "#if defined(__AVX512F__)"));
+    CHECK(src && strstr(src, "for (; i0 + 7 < 19; i0 += 8) {") && strstr(src, "smelt_v16_nabs(w"));
     rt_so *so = NULL;
     CHECK_EQ_INT(rt_cc_load(src, &so, NULL), SMELT_OK);
     rt_kernel_fn fn = so ? (rt_kernel_fn)rt_so_sym(so, "smelt_k0") : NULL;
@@ -619,5 +621,114 @@ TEST(emit_vector_loops_match_interpreter)
         free(got[1 + o]);
     }
     free(in);
+    arena_free(&a);
+}
+
+/* ---- interleaved loops ---------------------------------------------------- */
+
+/* A staged-tile pass B in small (emit_c_simd.c, "interleaved loops"): rows of
+ * cols columns per workgroup, panels of 16 whose lanes compute
+ * -(sigmoid(-|1.5x + 0.25|))^2 into a workgroup row that a stream loop copies
+ * out at dst[row * cols + panel]. Workgroup wg has its last wg % 3 panels cut
+ * off, so the panel loop's end is known only at run time. in_place: the
+ * lanes read y itself (its iterations are not independent); overlap: panels
+ * step 8, so each one's 16 elements meet the next one's. */
+static kir_kernel *k_panels(arena *a, int64_t rows, int64_t cols, bool in_place, bool overlap)
+{
+    kir_kernel *k = kir_kernel_new(a, 0, 3, "panels");
+    int64_t n = 3 * rows * cols;
+    int x = kir_buffer_add(k, SMELT_F32, n, 0, true, false);
+    int y = kir_buffer_add(k, SMELT_F32, n, 1, in_place, true);
+    int row = kir_smem_add(k, SMELT_F32, 16);
+    kir_val r = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, rows), kir_idx(k, 1));
+    kir_val start = kir_mul(k, kir_add(k, kir_mul(k, kir_wg(k), kir_idx(k, rows)), r), kir_idx(k, cols));
+    kir_val hi = kir_binary(k, KIR_SUB, kir_idx(k, cols),
+                            kir_mul(k, kir_binary(k, KIR_MOD, kir_wg(k), kir_idx(k, 3)), kir_idx(k, 16)));
+    if (overlap) hi = kir_binary(k, KIR_SUB, hi, kir_idx(k, 8)); /* the last panel still ends in the row */
+    kir_val jp = kir_loop_begin(k, kir_idx(k, 0), hi, kir_idx(k, overlap ? 8 : 16));
+    kir_val base = kir_add(k, start, jp);
+    kir_val q = kir_loop_begin_parallel(k, kir_idx(k, 0), kir_idx(k, 16));
+    kir_val i = kir_add(k, base, q);
+    kir_val v = kir_load(k, in_place ? y : x, i);
+    v = kir_binary(k, KIR_ADD, kir_binary(k, KIR_MUL, v, kir_const_f(k, SMELT_F32, 1.5)),
+                   kir_const_f(k, SMELT_F32, 0.25));
+    v = kir_unary(k, KIR_EXP, kir_unary(k, KIR_NEG, kir_unary(k, KIR_ABS, v)));
+    v = kir_binary(k, KIR_DIV, kir_const_f(k, SMELT_F32, 1), kir_binary(k, KIR_ADD, kir_const_f(k, SMELT_F32, 1), v));
+    v = kir_unary(k, KIR_NEG, kir_binary(k, KIR_MUL, v, v));
+    kir_store(k, row, q, v);
+    kir_loop_end(k);
+    kir_val c = kir_loop_begin_stream(k, 16);
+    kir_store(k, y, kir_add(k, base, c), kir_load(k, row, c));
+    kir_loop_end(k);
+    kir_loop_end(k);
+    kir_loop_end(k);
+    return k;
+}
+
+/* Interleaved panels give the interpreter's bits, with the destination
+ * aligned for non-temporal stores and not; panels whose iterations depend on
+ * each other keep their plain loop. */
+TEST(emit_interleaved_loops_match_interpreter)
+{
+    arena a;
+    arena_init(&a);
+    static const struct {
+        int64_t cols;
+        bool in_place, overlap, interleaved;
+    } cases[] = {
+        {16 * 11, false, false, true}, /* 8 panels at once, then 3, 2 or 1 */
+        {16 * 5, false, false, true},  /* fewer panels than copies: only the loop of one runs */
+        {16 * 11, true, false, false},
+        {16 * 11, false, true, false},
+    };
+    for (int c = 0; c < COUNT(cases); c++) {
+        enum { ROWS = 5 };
+        kir_kernel *k = k_panels(&a, ROWS, cases[c].cols, cases[c].in_place, cases[c].overlap);
+        CHECK_EQ_INT(kir_verify(k), SMELT_OK);
+        CHECK_EQ_INT(smem_assign(k, NULL), SMELT_OK);
+        char *src = NULL;
+        CHECK_EQ_INT(emit_program(&k, 1, EMIT_C, LOCALS_HYBRID, &src), SMELT_OK);
+        CHECK(src != NULL);
+        if (!src) continue;
+        CHECK(!!strstr(src, "smelt_stream_v16(&b1[") == cases[c].interleaved);
+        CHECK(!!strstr(src, "i1 + 112 < ") == cases[c].interleaved);
+        CHECK(strstr(src, "smelt_stream_f32(&b1[") != NULL); /* the plain form, for other CPUs */
+        if (!have_cc()) {
+            free(src);
+            continue;
+        }
+        int64_t n = 3 * ROWS * cases[c].cols;
+        float *in = malloc(sizeof(float) * (size_t)n), *want = calloc((size_t)n, sizeof(float));
+        float *out = aligned_alloc(64, sizeof(float) * (size_t)(n + 16));
+        uint32_t r = 777;
+        for (int64_t e = 0; e < n; e++) {
+            r = r * 1664525u + 1013904223u;
+            in[e] = e == 5 ? NAN : e == 6 ? INFINITY : -80.0f + 160.0f * (float)(r >> 8) / 16777216.0f;
+            want[e] = in[e];
+        }
+        void *wb[2] = {in, want};
+        CHECK_EQ_INT(kir_interpret(k, wb), SMELT_OK);
+        rt_so *so = NULL;
+        CHECK_EQ_INT(rt_cc_load(src, &so, NULL), SMELT_OK);
+        rt_kernel_fn fn = so ? (rt_kernel_fn)rt_so_sym(so, "smelt_k0") : NULL;
+        CHECK(fn != NULL);
+        for (int shift = 0; fn && shift < 2; shift++) { /* y at a 64-byte boundary, then 4 bytes past one */
+            float *y = out + shift;
+            memcpy(y, in, sizeof(float) * (size_t)n);
+            void *gb[2] = {in, y};
+            for (int wg = 0; wg < 3; wg++) fn(wg, gb);
+            int bad = 0;
+            for (int64_t e = 0; e < n; e++)
+                if (!(memcmp(&want[e], &y[e], 4) == 0 || (want[e] != want[e] && y[e] != y[e])) && bad++ < 3)
+                    fprintf(stderr, "  case %d shift %d element %lld: %a, want %a\n", c, shift, (long long)e,
+                            y[e], want[e]);
+            CHECK_EQ_INT(bad, 0);
+        }
+        rt_so_close(so);
+        free(in);
+        free(want);
+        free(out);
+        free(src);
+    }
     arena_free(&a);
 }
