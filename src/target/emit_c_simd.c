@@ -52,9 +52,8 @@ const char emit_vec_helpers[] =
     "{\n    if (((uintptr_t)d & 63) == 0) _mm512_stream_ps(d, v);\n    else _mm512_storeu_ps(d, v);\n}\n"
     "static inline __m512 smelt_v16_abs(__m512 a)\n"
     "{\n    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(0x7fffffff)));\n}\n"
-    "static inline __m512 smelt_expf_v16(__m512 x)\n"
+    "static inline __m512 smelt_expf_v16_in(__m512 xc) /* xc in [-104, 89], or NaN */\n"
     "{\n"
-    "    __m512 xc = _mm512_max_ps(_mm512_set1_ps(-104.0f), _mm512_min_ps(_mm512_set1_ps(89.0f), x));\n"
     "    __m512 t = _mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(12582912.0f));\n"
     "    __m512 n = _mm512_sub_ps(t, _mm512_set1_ps(12582912.0f));\n"
     "    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), xc);\n"
@@ -68,6 +67,14 @@ const char emit_vec_helpers[] =
     "    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);\n"
     "    p = _mm512_add_ps(p, _mm512_set1_ps(1.0f));\n"
     "    return _mm512_scalef_ps(p, n); /* p * 2^n, rounded once: as (p * s1) * s2 */\n"
+    "}\n"
+    "static inline __m512 smelt_expf_v16(__m512 x)\n"
+    "{\n"
+    "    return smelt_expf_v16_in(_mm512_max_ps(_mm512_set1_ps(-104.0f), _mm512_min_ps(_mm512_set1_ps(89.0f), x)));\n"
+    "}\n"
+    "static inline __m512 smelt_expf_v16_le0(__m512 x) /* x <= 0, or NaN */\n"
+    "{\n"
+    "    return smelt_expf_v16_in(_mm512_max_ps(_mm512_set1_ps(-104.0f), x));\n"
     "}\n#endif\n";
 
 /* Stream loop i as kir_loop_begin_stream's contract builds it, over [0, n):
@@ -242,8 +249,10 @@ static smelt_status put_vec_stmt(emitter *e, const kir_stmt *t, int begin, int i
         kir_val a = x->a;
         bool nabs = x->op == KIR_NEG && k->vals[a].op == KIR_ABS && k->vals[a].def > begin;
         if (nabs) a = k->vals[a].a;
+        /* exp(-|y|): the argument is <= 0 (or NaN), so only the lower clamp can bite */
+        bool le0 = x->op == KIR_EXP && k->vals[a].op == KIR_NEG && k->vals[k->vals[a].a].op == KIR_ABS;
         sb_puts(sb, nabs ? "smelt_v16_nabs(" : x->op == KIR_NEG ? "smelt_v16_neg(" : x->op == KIR_ABS ? "smelt_v16_abs("
-                    : x->op == KIR_EXP ? "smelt_expf_v16(" : "_mm512_sqrt_ps(");
+                    : le0 ? "smelt_expf_v16_le0(" : x->op == KIR_EXP ? "smelt_expf_v16(" : "_mm512_sqrt_ps(");
         put_vec_operand(e, a, begin);
         sb_puts(sb, ")");
         break;
