@@ -197,12 +197,14 @@ static void put_vec_operand(emitter *e, kir_val v, int begin)
     sb_puts(e->sb, ")");
 }
 
-/* Whether f32 value v is an ABS whose one use is a NEG, which writes -|x| as
- * one OR of the sign bit (smelt_v16_nabs): the ABS itself is not written. */
-static bool vec_abs_in_nabs(const emitter *e, kir_val v)
+/* Whether f32 value v is folded into the NEG that is its one use: -|x| is
+ * one OR of the sign bit (smelt_v16_nabs), -(a * b) one fnmadd(a, b, -0)
+ * (rounded once, as the product, whose negation is exact; -0 keeps a zero
+ * product's sign). Such a value is not written itself. */
+static bool vec_folded(const emitter *e, kir_val v)
 {
     const kir_kernel *k = e->k;
-    if (k->vals[v].op != KIR_ABS || e->uses[v] != 1) return false;
+    if ((k->vals[v].op != KIR_ABS && k->vals[v].op != KIR_MUL) || e->uses[v] != 1) return false;
     for (int j = k->vals[v].def + 1; j < k->n_stmts; j++) {
         const kir_stmt *t = &k->stmts[j];
         if (t->kind == KS_DEF && k->vals[t->val].op == KIR_NEG && k->vals[t->val].a == v) return true;
@@ -226,7 +228,7 @@ static smelt_status put_vec_stmt(emitter *e, const kir_stmt *t, int begin, int i
     }
     const kir_value *x = &k->vals[t->val];
     if (x->type != SMELT_F32) return emit_put_def(e, t, ind);
-    if (vec_abs_in_nabs(e, t->val)) return SMELT_OK;
+    if (vec_folded(e, t->val)) return SMELT_OK;
     sb_indent(sb, ind);
     if (e->copy >= 0) sb_printf(sb, "const __m512 w%d_%d = ", t->val, e->copy);
     else sb_printf(sb, "const __m512 w%d = ", t->val);
@@ -247,6 +249,14 @@ static smelt_status put_vec_stmt(emitter *e, const kir_stmt *t, int begin, int i
         break;
     case KIR_NEG: case KIR_ABS: case KIR_EXP: case KIR_SQRT: {
         kir_val a = x->a;
+        if (x->op == KIR_NEG && k->vals[a].op == KIR_MUL && k->vals[a].def > begin && vec_folded(e, a)) {
+            sb_puts(sb, "_mm512_fnmadd_ps(");
+            put_vec_operand(e, k->vals[a].a, begin);
+            sb_puts(sb, ", ");
+            put_vec_operand(e, k->vals[a].b, begin);
+            sb_puts(sb, ", _mm512_set1_ps(-0.0f))");
+            break;
+        }
         bool nabs = x->op == KIR_NEG && k->vals[a].op == KIR_ABS && k->vals[a].def > begin;
         if (nabs) a = k->vals[a].a;
         /* exp(-|y|): the argument is <= 0 (or NaN), so only the lower clamp can bite */

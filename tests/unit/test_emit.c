@@ -547,7 +547,7 @@ TEST(emit_vector_loops_match_interpreter)
     arena_init(&a);
     kir_kernel *k = kir_kernel_new(&a, 0, WG, "vector loop");
     int xb = kir_buffer_add(k, SMELT_F32, N, 0, true, false);
-    enum { OUTS = 14 };
+    enum { OUTS = 15 };
     int ob[OUTS];
     for (int o = 0; o < OUTS; o++) ob[o] = kir_buffer_add(k, SMELT_F32, N, 1 + o, false, true);
     kir_val blk = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, BLOCKS), kir_idx(k, 1));
@@ -572,6 +572,7 @@ TEST(emit_vector_loops_match_interpreter)
         kir_unary(k, KIR_EXP, kir_unary(k, KIR_NEG, kir_unary(k, KIR_ABS, x))),
         kir_binary(k, KIR_DIV, x, kir_const_f(k, SMELT_F32, 3)),
         kir_unary(k, KIR_EXP, kir_binary(k, KIR_MUL, x, kir_const_f(k, SMELT_F32, 0.001))),
+        kir_unary(k, KIR_NEG, kir_binary(k, KIR_MUL, x, kir_const_f(k, SMELT_F32, -3))), /* one fnmadd */
     };
     for (int o = 0; o < OUTS; o++) kir_store(k, ob[o], i, out[o]);
     kir_loop_end(k);
@@ -601,6 +602,7 @@ TEST(emit_vector_loops_match_interpreter)
     CHECK_EQ_INT(emit_program(&k, 1, EMIT_C, LOCALS_HYBRID, &src), SMELT_OK);
     CHECK(src && strstr(src, "smelt_expf_v16(") && strstr(src, "#if defined(__AVX512F__)"));
     CHECK(src && strstr(src, "for (; i0 + 7 < 19; i0 += 8) {") && strstr(src, "smelt_v16_nabs(w"));
+    CHECK(src && strstr(src, "smelt_expf_v16_le0(") && strstr(src, ", _mm512_set1_ps(-0.0f))"));
     rt_so *so = NULL;
     CHECK_EQ_INT(rt_cc_load(src, &so, NULL), SMELT_OK);
     rt_kernel_fn fn = so ? (rt_kernel_fn)rt_so_sym(so, "smelt_k0") : NULL;
