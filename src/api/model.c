@@ -114,7 +114,8 @@ smelt_status smelt_program_get_stats(const smelt_program *p, smelt_program_stats
  * tensors it reads and writes, and where the command list puts a barrier. */
 static void dump_spans(const smelt_program *p, FILE *f)
 {
-    fprintf(f, "%d kernels: elements each may read and write (from its index expressions); %d barriers\n",
+    fprintf(f, "%d kernels: elements each may read and write (from its index expressions: a box per dim, or a "
+               "span of the flat buffer); %d barriers\n",
             p->lp.n_kernels, p->plan.n_barriers);
     for (int i = 0; i < p->lp.n_kernels; i++) {
         const kir_kernel *k = p->lp.kernels[i];
@@ -128,7 +129,14 @@ static void dump_spans(const smelt_program *p, FILE *f)
                 if (!any) fprintf(f, "%s", w ? "  writes:" : "  reads: ");
                 if (x->tensor < p->g->n_tensors) fprintf(f, " %%%d", x->tensor);
                 else fprintf(f, " scratch%d", x->tensor - p->g->n_tensors);
-                fprintf(f, "[%lld:%lld of %lld]", (long long)x->span_lo, (long long)x->span_hi, (long long)x->numel);
+                if (x->box_rank > 0) { /* the box, per dim */
+                    fputc('[', f);
+                    for (int d = 0; d < x->box_rank; d++)
+                        fprintf(f, d ? ",%lld:%lld" : "%lld:%lld", (long long)x->box_lo[d], (long long)x->box_hi[d]);
+                    fputc(']', f);
+                } else {
+                    fprintf(f, "[%lld:%lld of %lld]", (long long)x->span_lo, (long long)x->span_hi, (long long)x->numel);
+                }
                 any = true;
             }
             if (any) fprintf(f, "\n");

@@ -123,8 +123,7 @@ static smelt_status link_program(smelt_program *p)
         TRY(ops->kernel(p->dev, p->module, name, &p->fns[i]));
         const kir_kernel *k = lp->kernels[i];
         for (int b = 0; b < k->n_bufs; b++)
-            if (!k->bufs[b].workgroup)
-                p->stats.bytes_moved += (k->bufs[b].span_hi - k->bufs[b].span_lo) * (int64_t)smelt_dtype_size(k->bufs[b].type);
+            if (!k->bufs[b].workgroup) p->stats.bytes_moved += kir_touched(&k->bufs[b]) * (int64_t)smelt_dtype_size(k->bufs[b].type);
     }
     return SMELT_OK;
 }

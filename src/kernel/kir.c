@@ -69,6 +69,18 @@ int kir_buffer_add(kir_kernel *k, smelt_dtype type, int64_t numel, int tensor, b
     return k->n_bufs++;
 }
 
+void kir_note_access(kir_kernel *k, int buf, kir_val at, int rank, const int64_t *dim, const kir_val *idx)
+{
+    if (rank < 1 || rank > KIR_BOX_RANK || !at) return;
+    if (!grow(k, (void **)&k->accesses, &k->cap_accesses, k->n_accesses + 1, sizeof(kir_access))) return;
+    kir_access *a = &k->accesses[k->n_accesses++];
+    *a = (kir_access){.buf = buf, .at = at, .rank = rank};
+    for (int d = 0; d < rank; d++) {
+        a->dim[d] = dim[d];
+        a->idx[d] = idx[d];
+    }
+}
+
 int kir_smem_add(kir_kernel *k, smelt_dtype type, int64_t numel)
 {
     int b = kir_buffer_add(k, type, numel, -1, true, true);

@@ -124,6 +124,8 @@ typedef struct kir_stmt {
     bool stream;          /* LOOP_BEGIN: a stream loop (see "Streaming" above) */
 } kir_stmt;
 
+#define KIR_BOX_RANK 8 /* = SMELT_MAX_RANK */
+
 typedef struct kir_buffer {
     smelt_dtype type;
     int64_t numel;
@@ -136,7 +138,20 @@ typedef struct kir_buffer {
                            * buffer shares (in-place reuse, set by plan/plan.c): emitters bind it
                            * to that buffer's pointer instead of a second `restrict` pointer */
     int64_t span_lo, span_hi; /* elements [lo, hi) the kernel may load or store (kir_spans) */
+    int box_rank;         /* > 0: every access is a noted one (kir_note_access), and together they
+                           * stay in the box [box_lo, box_hi) of the tensor's dims (kir_spans) */
+    int64_t box_lo[KIR_BOX_RANK], box_hi[KIR_BOX_RANK];
 } kir_buffer;
+
+/* A load or store at linear index `at` that the lowering built from the
+ * per-dim indices idx[] of a row-major tensor with dims dim[]. */
+typedef struct kir_access {
+    int buf;
+    kir_val at;
+    int rank;
+    int64_t dim[KIR_BOX_RANK];
+    kir_val idx[KIR_BOX_RANK];
+} kir_access;
 
 typedef struct kir_var {
     smelt_dtype type;
@@ -159,6 +174,8 @@ typedef struct kir_kernel {
     int n_stmts, cap_stmts;
     kir_var *vars;
     int n_vars, cap_vars;
+    kir_access *accesses; /* noted accesses (kir_note_access), for kir_spans' boxes */
+    int n_accesses, cap_accesses;
     int depth;            /* open LOOP/IF blocks while building */
     int scope[KIR_MAX_DEPTH + 1]; /* statement that opened each open block */
     bool oom;             /* out of memory (or blocks nested deeper than KIR_MAX_DEPTH) */
@@ -210,8 +227,19 @@ void kir_if_end(kir_kernel *k);
 #define KIR_STRIDE_UNKNOWN INT64_MIN
 int64_t kir_stride(const kir_kernel *k, kir_val v, kir_val var);
 
-/* Set span_lo/span_hi of every buffer of k from its load and store indices
- * (kernel/spans.c). Fails only for lack of memory. */
+/* Elements of buffer x the kernel may touch: its box's volume where it has
+ * one, else its span's length (after kir_spans). */
+int64_t kir_touched(const kir_buffer *x);
+
+/* Note that linear index `at` of buffer buf is idx[] in a row-major tensor
+ * of dims dim[] (rank <= KIR_BOX_RANK): kir_spans then bounds each dim. The
+ * caller promises idx[d] in [0, dim[d]) wherever the access runs (a Pad's
+ * read past the edge sits under its guard). */
+void kir_note_access(kir_kernel *k, int buf, kir_val at, int rank, const int64_t *dim, const kir_val *idx);
+
+/* Set span_lo/span_hi of every buffer of k from its load and store indices,
+ * and its box where every access is noted (kernel/spans.c). Fails only for
+ * lack of memory. */
 smelt_status kir_spans(kir_kernel *k);
 
 /* The innermost open block (-1: the kernel body), and whether a block is still

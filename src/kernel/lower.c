@@ -214,7 +214,9 @@ kir_val lower_load(lower_ctx *c, int i, const kir_val *idx)
         return kir_is_float(x->dtype) ? kir_const_f(c->k, x->dtype, 0) : kir_const_i(c->k, x->dtype, 0);
     if (x->data && ir_tensor_numel(x) == 1) return inline_scalar(c->k, x);
     int b = buffer_for(c, t, x->dtype, ir_tensor_numel(x), false);
-    return kir_load(c->k, b, lower_linear(c->k, &x->shape, idx));
+    kir_val at = lower_linear(c->k, &x->shape, idx);
+    kir_note_access(c->k, b, at, x->shape.rank, x->shape.dim, idx);
+    return kir_load(c->k, b, at);
 }
 
 bool lower_input_is_plain(const lower_ctx *c, int i)
@@ -274,7 +276,9 @@ void lower_store(lower_ctx *c, int o, const kir_val *idx, kir_val v)
         return;
     }
     int b = buffer_for(c, t, x->dtype, ir_tensor_numel(x), true);
-    kir_store(c->k, b, lower_linear(c->k, &x->shape, idx), v);
+    kir_val at = lower_linear(c->k, &x->shape, idx);
+    kir_note_access(c->k, b, at, x->shape.rank, x->shape.dim, idx);
+    kir_store(c->k, b, at, v);
 }
 
 int lower_scratch(lower_ctx *c, smelt_dtype type, int64_t numel)

@@ -18,8 +18,21 @@
  * unguarded, so a span may be wider than what runs, never narrower.
  * Prefetches are hints and touch nothing.
  *
+ * Boxes. Where the lowering built every load and store of a buffer from
+ * per-dim indices of its tensor (kir_note_access), each dim's index gets an
+ * interval the same way, and the buffer's box is their hull per dim: a Slice
+ * of columns read inside its consumer is a box of those columns, where its
+ * span would run from the first row's first column to the last row's last.
+ * The box is only as good as the decomposition, so every dim's interval must
+ * lie inside the dim (then the linear index names exactly that element); an
+ * index that may leave its dim (a Pad's guarded read, a conv that walks the
+ * flat pixels through its last dim), any access without a note (a conv's
+ * packed index, a staged copy) or an unbounded dim leaves the buffer without
+ * a box (box_rank 0), with its span.
+ *
  * guarantees: span_lo/span_hi of every buffer of k, 0 <= lo <= hi <= numel
- *             (lo == hi: the kernel touches none of it).
+ *             (lo == hi: the kernel touches none of it); a box, where set,
+ *             holds every element the kernel may touch.
  */
 #include <stdlib.h>
 
@@ -129,6 +142,65 @@ static interval value_interval(const kir_kernel *k, const interval *iv, kir_val 
 #undef OPND
 }
 
+/* The noted access of buffer b at linear index `at`, or NULL. */
+static const kir_access *noted(const kir_kernel *k, int b, kir_val at)
+{
+    for (int i = 0; i < k->n_accesses; i++)
+        if (k->accesses[i].buf == b && k->accesses[i].at == at) return &k->accesses[i];
+    return NULL;
+}
+
+/* Each buffer's box (see "Boxes"): box_rank stays 0 where one access is not
+ * noted or a dim is unbounded. */
+static void boxes(kir_kernel *k, const interval *iv)
+{
+    for (int b = 0; b < k->n_bufs; b++) {
+        k->bufs[b].box_rank = -1; /* -1: no access seen yet */
+        for (int d = 0; d < KIR_BOX_RANK; d++) k->bufs[b].box_lo[d] = k->bufs[b].box_hi[d] = 0;
+    }
+    for (int i = 0; i < k->n_stmts; i++) {
+        const kir_stmt *s = &k->stmts[i];
+        int b = -1;
+        kir_val at = 0;
+        if (s->kind == KS_STORE) {
+            b = s->buf;
+            at = s->idx;
+        } else if (s->kind == KS_DEF && k->vals[s->val].op == KIR_LOAD) {
+            b = k->vals[s->val].buf;
+            at = k->vals[s->val].a;
+        }
+        if (b < 0 || b >= k->n_bufs || k->bufs[b].box_rank == 0) continue;
+        kir_buffer *x = &k->bufs[b];
+        const kir_access *a = noted(k, b, at);
+        if (!a || (x->box_rank > 0 && x->box_rank != a->rank)) {
+            x->box_rank = 0;
+            continue;
+        }
+        interval v[KIR_BOX_RANK];
+        bool runs = true;
+        for (int d = 0; d < a->rank; d++) {
+            v[d] = a->dim[d] == 1 ? point(0) : a->idx[d] > 0 && a->idx[d] < k->n_vals ? iv[a->idx[d]] : UNBOUNDED;
+            if (is_empty(v[d])) runs = false; /* never runs: adds nothing */
+            else if (!v[d].known || v[d].lo < 0 || v[d].hi >= a->dim[d]) runs = false, x->box_rank = 0;
+        }
+        if (x->box_rank == 0) continue;
+        if (!runs) continue;
+        x->box_rank = a->rank;
+        for (int d = 0; d < a->rank; d++) {
+            int64_t lo = v[d].lo, hi = v[d].hi;
+            if (x->box_hi[d] <= x->box_lo[d]) {
+                x->box_lo[d] = lo;
+                x->box_hi[d] = hi + 1;
+            } else {
+                if (lo < x->box_lo[d]) x->box_lo[d] = lo;
+                if (hi + 1 > x->box_hi[d]) x->box_hi[d] = hi + 1;
+            }
+        }
+    }
+    for (int b = 0; b < k->n_bufs; b++)
+        if (k->bufs[b].box_rank < 0) k->bufs[b].box_rank = 0;
+}
+
 smelt_status kir_spans(kir_kernel *k)
 {
     interval *iv = malloc(sizeof *iv * ((size_t)k->n_vals + 1));
@@ -150,6 +222,7 @@ smelt_status kir_spans(kir_kernel *k)
             if (x->buf >= 0 && x->buf < k->n_bufs) span[x->buf] = hull(span[x->buf], x->a > 0 ? iv[x->a] : UNBOUNDED);
         }
     }
+    boxes(k, iv);
     for (int b = 0; b < k->n_bufs; b++) {
         kir_buffer *x = &k->bufs[b];
         interval s = span[b];
@@ -161,4 +234,13 @@ smelt_status kir_spans(kir_kernel *k)
     free(iv);
     free(span);
     return SMELT_OK;
+}
+
+int64_t kir_touched(const kir_buffer *x)
+{
+    int64_t n = x->span_hi - x->span_lo;
+    if (x->box_rank <= 0) return n;
+    int64_t v = 1;
+    for (int d = 0; d < x->box_rank; d++) v *= x->box_hi[d] > x->box_lo[d] ? x->box_hi[d] - x->box_lo[d] : 0;
+    return v < n ? v : n;
 }

@@ -519,9 +519,43 @@ TEST(fuse_kernel_spans_follow_the_index_maps)
         }
         CHECK_EQ_INT(p->stats.bytes_moved, (30 + 30 + 80 + 80) * 4);
         CHECK(!p->plan.barrier_before[1]); /* both only read x */
+        CHECK(a && a->box_rank == 2 && a->box_lo[0] == 2 && a->box_hi[0] == 5 && a->box_lo[1] == 0 &&
+              a->box_hi[1] == 10);
     }
     smelt_program_free(p);
     check_case(g, plan_any, 2, 2, 1e-6);
+}
+
+/* A Slice of columns inlined into its consumer reads a box: its columns of
+ * every row (kernel/spans.c, "Boxes"), where the flat span runs from the
+ * first row's first column to the last row's last. `--emit regions` prints
+ * the box, and bytes moved count its elements. */
+TEST(fuse_kernel_boxes_bound_each_dim)
+{
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(2, 8, 10));
+    int in[4] = {x, i64_vector(g, "starts", 1, (const int64_t[]){3}), i64_vector(g, "ends", 1, (const int64_t[]){7}),
+                 i64_vector(g, "axes", 1, (const int64_t[]){1})};
+    int y = op1(g, "exp", OP_Exp, op(g, "slice", OP_Slice, 4, in));
+    ir_graph_set_io(g, 1, &x, 1, &y);
+    smelt_program *p = compile(g, 0);
+    CHECK(p && p->lp.n_kernels == 1);
+    if (p && p->lp.n_kernels == 1) {
+        const kir_buffer *a = buffer_of(p, 0, x), *w = buffer_of(p, 0, y);
+        CHECK(a && w);
+        if (a && w) {
+            CHECK(a->span_lo == 3 && a->span_hi == 77);
+            CHECK(a->box_rank == 2 && a->box_lo[0] == 0 && a->box_hi[0] == 8 && a->box_lo[1] == 3 && a->box_hi[1] == 7);
+            CHECK(w->box_rank == 2 && w->box_lo[0] == 0 && w->box_hi[0] == 8 && w->box_lo[1] == 0 && w->box_hi[1] == 4);
+        }
+        CHECK_EQ_INT(p->stats.bytes_moved, (32 + 32) * 4);
+        char *text = NULL;
+        CHECK_EQ_INT(smelt_program_dump(p, "regions", &text), SMELT_OK);
+        CHECK(text && strstr(text, "reads:  %0[0:8,3:7]") && strstr(text, "writes: %"));
+        free(text);
+    }
+    smelt_program_free(p);
+    check_case(g, plan_any, 1, 1, 1e-6);
 }
 
 /* Two sources read transposed get a tile each; a third read in the output's

@@ -66,3 +66,65 @@ TEST(spans_clip_to_the_buffer_and_give_up_on_overflow)
     CHECK(k->bufs[d].span_lo == 0 && k->bufs[d].span_hi == 4);
     arena_free(&a);
 }
+
+/* Boxes: a buffer whose every access is noted with its per-dim indices gets
+ * the hull of each dim's interval (a dim of size 1 is [0, 1) whatever its
+ * index). An index that may leave its dim (here past the row, under a guard),
+ * an access without a note, or a dim without a bound leaves the buffer only
+ * its span. */
+TEST(spans_boxes_bound_each_noted_dim)
+{
+    arena a;
+    arena_init(&a);
+    kir_kernel *k = kir_kernel_new(&a, 1, 3, "boxes");
+    const int64_t dims[3] = {4, 1, 8};
+    int in = kir_buffer_add(k, SMELT_F32, 32, 0, true, false);
+    int guarded = kir_buffer_add(k, SMELT_F32, 32, 1, true, false);
+    int part = kir_buffer_add(k, SMELT_F32, 32, 2, true, false);
+    int idx = kir_buffer_add(k, SMELT_I64, 4, 3, true, false);
+    int gat = kir_buffer_add(k, SMELT_F32, 32, 4, true, false);
+    int dst = kir_buffer_add(k, SMELT_F32, 32, 5, false, true);
+    kir_val row = kir_add(k, kir_wg(k), kir_idx(k, 1));                          /* [1, 3] */
+    kir_val j = kir_loop_begin(k, kir_idx(k, 2), kir_idx(k, 10), kir_idx(k, 1)); /* [2, 9] */
+    kir_val col = kir_binary(k, KIR_SUB, j, kir_idx(k, 2));                     /* [0, 7] */
+    kir_val at_in[3] = {row, kir_idx(k, 5), col};                                 /* dim 1 has size 1 */
+    kir_val lin_in = kir_add(k, kir_mul(k, row, kir_idx(k, 8)), col);
+    kir_note_access(k, in, lin_in, 3, dims, at_in);
+    kir_val v = kir_load(k, in, lin_in);
+    int acc = kir_var_new(k, SMELT_F32, v);
+    kir_val at_g[3] = {row, kir_idx(k, 0), j};
+    kir_val lin_g = kir_add(k, kir_mul(k, row, kir_idx(k, 8)), j);
+    kir_if_begin(k, kir_binary(k, KIR_LT, j, kir_idx(k, 8))); /* a bounds guard, as a Pad's */
+    kir_note_access(k, guarded, lin_g, 3, dims, at_g);
+    kir_var_set(k, acc, kir_binary(k, KIR_ADD, v, kir_load(k, guarded, lin_g)));
+    kir_if_end(k);
+    v = kir_var_get(k, acc);
+    kir_val at_p[3] = {kir_idx(k, 0), kir_idx(k, 0), col};
+    kir_note_access(k, part, col, 3, dims, at_p);
+    v = kir_binary(k, KIR_ADD, v, kir_load(k, part, col));
+    v = kir_binary(k, KIR_ADD, v, kir_load(k, part, kir_idx(k, 9))); /* not noted */
+    kir_val g = kir_load(k, idx, kir_idx(k, 1));
+    kir_val at_x[3] = {g, kir_idx(k, 0), col};
+    kir_val lin_x = kir_add(k, kir_mul(k, g, kir_idx(k, 8)), col);
+    kir_note_access(k, gat, lin_x, 3, dims, at_x); /* a loaded row: unbounded */
+    v = kir_binary(k, KIR_ADD, v, kir_load(k, gat, lin_x));
+    kir_val at_d[3] = {kir_idx(k, 0), kir_idx(k, 0), col};
+    kir_note_access(k, dst, col, 3, dims, at_d);
+    kir_store(k, dst, col, v);
+    kir_loop_end(k);
+    CHECK_EQ_INT(kir_verify(k), SMELT_OK);
+    CHECK_EQ_INT(kir_spans(k), SMELT_OK);
+    const kir_buffer *s = &k->bufs[in];
+    CHECK(s->box_rank == 3);
+    CHECK(s->box_lo[0] == 1 && s->box_hi[0] == 4 && s->box_lo[1] == 0 && s->box_hi[1] == 1);
+    CHECK(s->box_lo[2] == 0 && s->box_hi[2] == 8);
+    CHECK_EQ_INT(kir_touched(s), 3 * 8);
+    CHECK_EQ_INT(k->bufs[guarded].box_rank, 0);
+    CHECK_EQ_INT(kir_touched(&k->bufs[guarded]), 32 - 10); /* its span: elements 10..31 */
+    CHECK_EQ_INT(k->bufs[part].box_rank, 0);
+    CHECK_EQ_INT(k->bufs[gat].box_rank, 0);
+    CHECK_EQ_INT(k->bufs[idx].box_rank, 0);
+    CHECK(k->bufs[dst].box_rank == 3 && k->bufs[dst].box_lo[2] == 0 && k->bufs[dst].box_hi[2] == 8);
+    CHECK_EQ_INT(kir_touched(&k->bufs[dst]), 8);
+    arena_free(&a);
+}
