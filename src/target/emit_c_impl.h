@@ -81,6 +81,7 @@ typedef struct ilv_loop {
     int lane, lane_end;      /* the vector loop in its body */
     int stream, stream_end;  /* the stream loop fed by it, or -1 */
     int row_store;           /* the vector loop's store the stream loop copies out, or -1 */
+    int stream_store;        /* the stream loop's store, or -1 */
 } ilv_loop;
 /* Whether loop i is an interleaved loop (fills *l). */
 bool emit_ilv_loop(const kir_kernel *k, int i, ilv_loop *l);

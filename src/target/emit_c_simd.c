@@ -383,7 +383,7 @@ bool emit_ilv_loop(const kir_kernel *k, int i, ilv_loop *l)
     if (s->kind != KS_LOOP_BEGIN || s->parallel || s->stream || k->wg_size != 1 || !kir_is_const(k, s->step) ||
         k->vals[s->step].imm.i <= 0)
         return false;
-    *l = (ilv_loop){.end = -1, .lane = -1, .stream = -1, .row_store = -1};
+    *l = (ilv_loop){.end = -1, .lane = -1, .stream = -1, .row_store = -1, .stream_store = -1};
     for (int j = i + 1; j < k->n_stmts && l->end < 0; j++) {
         const kir_stmt *t = &k->stmts[j];
         if (t->kind == KS_LOOP_END) {
@@ -417,7 +417,7 @@ bool emit_ilv_loop(const kir_kernel *k, int i, ilv_loop *l)
     if (l->stream >= 0) {
         if (l->row_store < 0) return false;
         int row = k->stmts[l->row_store].buf;
-        int st = ilv_stream_store(k, l->stream, l->stream_end, row);
+        int st = l->stream_store = ilv_stream_store(k, l->stream, l->stream_end, row);
         if (st < 0 || n == ILV_MAX_STORED || ilv_stored(k, stored, n, k->stmts[st].buf) || !ilv_apart(k, k->stmts[st].idx, i))
             return false;
         stored[n++] = k->stmts[st].buf;
@@ -458,9 +458,9 @@ static smelt_status put_ilv_body(emitter *e, int i, const ilv_loop *l, int copie
         for (e->copy = 0; e->copy < n; e->copy++) {
             if (j == l->stream) {
                 sb_indent(sb, ind);
-                sb_printf(sb, "smelt_stream_v16(&b%d[", k->stmts[ilv_stream_store(k, j, l->stream_end,
-                                                                                k->stmts[l->row_store].buf)].buf);
-                kir_val at = k->stmts[ilv_stream_store(k, j, l->stream_end, k->stmts[l->row_store].buf)].idx;
+                const kir_stmt *st = &k->stmts[l->stream_store];
+                sb_printf(sb, "smelt_stream_v16(&b%d[", st->buf);
+                kir_val at = st->idx;
                 const kir_value *ax = &k->vals[at];
                 if (at == t->val) sb_puts(sb, "0");
                 else emit_put_val(e, ax->a == t->val ? ax->b : ax->a);
