@@ -14,6 +14,7 @@
  */
 #include "kernel/locals.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -223,3 +224,10 @@ done:
 }
 
 int kir_locals_declared(const kir_locals *l) { return l->n_slots; }
+
+const char *kir_locals_shadow(kir_val v, bool vector, int copy, char *buf, size_t cap)
+{
+    if (copy >= 0) snprintf(buf, cap, "%c%d_%d", vector ? 'x' : 'y', v, copy);
+    else snprintf(buf, cap, "%c%d", vector ? 'x' : 'y', v);
+    return buf;
+}

@@ -13,6 +13,13 @@
  *           recycled when their live ranges do not overlap. Source reads like
  *           SSA, which helps simpler downstream compilers and readers.
  *
+ * Shadows. A target may write a block of code beside the scalar loop that
+ * computes the same values another way: a vector form (one value per 16
+ * lanes) or several interleaved copies of a loop's body. Their values are
+ * shadows of the kernel's values, each a single-assignment `const` declared
+ * in that block whatever the strategy (the block is straight-line code, so
+ * nothing would be recycled), named by kir_locals_shadow.
+ *
  * Values printed inline (constants, the workgroup index, loop induction values)
  * get no slot. A value defined outside a loop and used inside it is live until
  * the loop's end (it is read on every iteration).
@@ -25,6 +32,7 @@
 #define SMELT_KERNEL_LOCALS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "kernel/kir.h"
 
@@ -45,6 +53,12 @@ typedef struct kir_locals {
 
 /* Assign locals for k; arrays are allocated in arena `a`. */
 smelt_status kir_locals_assign(const kir_kernel *k, locals_strategy s, arena *a, kir_locals *out);
+
+/* The name of a shadow of value v (see "Shadows"): a vector (`x<v>`) or
+ * scalar (`y<v>`) local, `_<copy>` added for interleaved copy `copy` (-1: not
+ * in interleaved copies). Emitters keep the letters x and y out of their slot
+ * names, so a shadow never hides a slot. Returns buf. */
+const char *kir_locals_shadow(kir_val v, bool vector, int copy, char *buf, size_t cap);
 
 /* Number of distinct local declarations the emitted kernel will contain. */
 int kir_locals_declared(const kir_locals *l);

@@ -114,7 +114,7 @@ static void put_helpers(strbuf *sb, const char *qual)
 static const struct {
     const char *name;
     const char *prefix; /* of slot names: f3, l7, ... (loop values are i<depth>) */
-} ctypes[] = {
+} ctypes[] = { /* slot prefixes: never x or y, the shadows' (kernel/locals.h) */
     [SMELT_F32] = {"float", "f"},   [SMELT_F64] = {"double", "d"}, [SMELT_I8] = {"int8_t", "c"},
     [SMELT_U8] = {"uint8_t", "u"},  [SMELT_I16] = {"int16_t", "h"}, [SMELT_U16] = {"uint16_t", "w"},
     [SMELT_I32] = {"int32_t", "n"}, [SMELT_U32] = {"uint32_t", "m"}, [SMELT_I64] = {"int64_t", "l"},
@@ -203,7 +203,8 @@ static bool put_copy_val(emitter *e, kir_val v)
     if (x->op == KIR_CONST || x->op == KIR_WG || x->op == KIR_LID || x->op == KIR_LOOPVAR ||
         x->def <= e->copy_begin || x->def >= e->copy_end)
         return false;
-    sb_printf(e->sb, "c%d_%d", v, emit_copy_of(e, v));
+    char name[32];
+    sb_puts(e->sb, kir_locals_shadow(v, false, emit_copy_of(e, v), name, sizeof name));
     return true;
 }
 

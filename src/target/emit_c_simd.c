@@ -188,8 +188,8 @@ static void put_vec_operand(emitter *e, kir_val v, int begin)
 {
     const kir_value *x = &e->k->vals[v];
     if (x->op != KIR_CONST && x->def > begin) {
-        if (e->copy >= 0) sb_printf(e->sb, "w%d_%d", v, emit_copy_of(e, v));
-        else sb_printf(e->sb, "w%d", v);
+        char name[32];
+        sb_puts(e->sb, kir_locals_shadow(v, true, e->copy >= 0 ? emit_copy_of(e, v) : -1, name, sizeof name));
         return;
     }
     sb_puts(e->sb, "_mm512_set1_ps(");
@@ -230,8 +230,8 @@ static smelt_status put_vec_stmt(emitter *e, const kir_stmt *t, int begin, int i
     if (x->type != SMELT_F32) return emit_put_def(e, t, ind);
     if (vec_folded(e, t->val)) return SMELT_OK;
     sb_indent(sb, ind);
-    if (e->copy >= 0) sb_printf(sb, "const __m512 w%d_%d = ", t->val, e->copy);
-    else sb_printf(sb, "const __m512 w%d = ", t->val);
+    char name[32];
+    sb_printf(sb, "const __m512 %s = ", kir_locals_shadow(t->val, true, e->copy, name, sizeof name));
     const char *bin = x->op == KIR_ADD ? "add" : x->op == KIR_SUB ? "sub" : x->op == KIR_MUL ? "mul" : "div";
     switch (x->op) {
     case KIR_LOAD:
