@@ -129,11 +129,9 @@ static void dump_spans(const smelt_program *p, FILE *f)
                 if (!any) fprintf(f, "%s", w ? "  writes:" : "  reads: ");
                 if (x->tensor < p->g->n_tensors) fprintf(f, " %%%d", x->tensor);
                 else fprintf(f, " scratch%d", x->tensor - p->g->n_tensors);
-                if (x->box_rank > 0) { /* the box, per dim */
-                    fputc('[', f);
-                    for (int d = 0; d < x->box_rank; d++)
-                        fprintf(f, d ? ",%lld:%lld" : "%lld:%lld", (long long)x->box_lo[d], (long long)x->box_hi[d]);
-                    fputc(']', f);
+                char box[512];
+                if (x->box_rank > 0) {
+                    fputs(ir_box_str(x->box_rank, x->box_lo, x->box_hi, box, sizeof box), f);
                 } else {
                     fprintf(f, "[%lld:%lld of %lld]", (long long)x->span_lo, (long long)x->span_hi, (long long)x->numel);
                 }

@@ -445,7 +445,7 @@ static void dump_tensor_list(const ir_graph *g, const int *ts, int n, FILE *f)
 
 void fuse_dump(const ir_graph *g, const fuse_plan *p, FILE *f)
 {
-    char sb[128];
+    char sb[512]; /* a box of 8 dims of 20-digit bounds fits */
     fprintf(f, "%d regions for %d nodes\n", p->n_regions, g->n_nodes);
     for (int r = 0; r < p->n_regions; r++) {
         const fuse_region *x = &p->regions[r];
@@ -462,10 +462,8 @@ void fuse_dump(const ir_graph *g, const fuse_plan *p, FILE *f)
         fprintf(f, "  writes:");
         for (int i = 0; i < x->n_ranges; i++) {
             const fuse_range *w = &x->ranges[i];
-            fprintf(f, " %%%d[", w->tensor);
-            for (int d = 0; d < g->tensors[w->tensor].shape.rank; d++)
-                fprintf(f, d ? ",%lld:%lld" : "%lld:%lld", (long long)w->lo[d], (long long)w->hi[d]);
-            fprintf(f, "]%s", w->border ? " border" : "");
+            fprintf(f, " %%%d%s%s", w->tensor, ir_box_str(g->tensors[w->tensor].shape.rank, w->lo, w->hi, sb, sizeof sb),
+                    w->border ? " border" : "");
         }
         fprintf(f, "\n");
     }

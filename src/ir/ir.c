@@ -305,6 +305,16 @@ const char *ir_shape_str(const ir_shape *s, char *buf, size_t cap)
     return buf;
 }
 
+const char *ir_box_str(int rank, const int64_t *lo, const int64_t *hi, char *buf, size_t cap)
+{
+    size_t len = 0;
+    len += (size_t)snprintf(buf + len, cap - len, "[");
+    for (int i = 0; i < rank && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, i ? ",%lld:%lld" : "%lld:%lld", (long long)lo[i], (long long)hi[i]);
+    if (len < cap) snprintf(buf + len, cap - len, "]");
+    return buf;
+}
+
 void ir_shape_strides(const ir_shape *s, int64_t *strides)
 {
     int64_t st = 1;

@@ -124,6 +124,8 @@ int64_t ir_shape_numel(const ir_shape *s);
 bool ir_shape_eq(const ir_shape *a, const ir_shape *b);
 /* "[1,3,224,224]" into buf (returns buf). */
 const char *ir_shape_str(const ir_shape *s, char *buf, size_t cap);
+/* "[lo0:hi0,lo1:hi1,...]": a box of `rank` dims, for dumps. */
+const char *ir_box_str(int rank, const int64_t *lo, const int64_t *hi, char *buf, size_t cap);
 /* Row-major strides in elements. */
 void ir_shape_strides(const ir_shape *s, int64_t *strides);
 /* Numpy-style broadcast of a and b into out; false if incompatible. */

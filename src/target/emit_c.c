@@ -625,19 +625,19 @@ static smelt_status emit_body(emitter *e)
             sb_puts(sb, ";\n");
             break;
         case KS_LOOP_BEGIN: {
-            int end = s->stream && e->d->stream ? emit_put_stream(e, i, ind) : -1;
+            int end = s->stream && e->d->host_simd ? emit_put_stream(e, i, ind) : -1;
             if (end >= 0) {
                 i = end;
                 streamed = true;
                 break;
             }
             ilv_loop il;
-            if (e->d->stream && i > plain_until && emit_ilv_loop(k, i, &il)) { /* C only, as streaming */
+            if (e->d->host_simd && i > plain_until && emit_ilv_loop(k, i, &il)) {
                 TRY(emit_put_ilv_loop(e, i, &il, ind, depth));
                 streamed |= il.stream >= 0;
                 vec_end = plain_until = il.end;
             }
-            int vend = e->d->stream && i > plain_until ? emit_vec_loop(k, i) : -1;
+            int vend = e->d->host_simd && i > plain_until ? emit_vec_loop(k, i) : -1;
             if (vend >= 0) {
                 TRY(emit_put_vec_loop(e, i, vend, ind, depth));
                 vec_end = vend;
@@ -771,7 +771,7 @@ smelt_status emit_program(kir_kernel *const *kernels, int n, emit_lang lang, loc
         sb_puts(&sb, mathf_src);
     }
     bool streams = false, vecs = false;
-    for (int i = 0; i < n && dialects[lang].stream; i++)
+    for (int i = 0; i < n && dialects[lang].host_simd; i++)
         for (int j = 0; j < kernels[i]->n_stmts; j++) {
             streams |= kernels[i]->stmts[j].stream;
             vecs |= emit_vec_loop(kernels[i], j) >= 0;

@@ -35,7 +35,8 @@ typedef struct dialect {
     const char *ll_sfx;       /* of 64-bit integer literals */
     param_style params;
     bool own_math;            /* float32 exp/tanh/erf from kernel/mathf.inc, not the target's */
-    bool stream;              /* stream loops (kir.h) become smelt_stream_f32 calls */
+    bool host_simd;           /* C for this host: stream loops as smelt_stream_f32 calls, and the
+                               * AVX-512 vector and interleaved forms (emit_c_simd.c) */
 } dialect;
 
 typedef struct emitter {
@@ -74,14 +75,22 @@ int emit_vec_loop(const kir_kernel *k, int i);
  * the scalar loop and the `#endif`). */
 smelt_status emit_put_vec_loop(emitter *e, int i, int end, int ind, int depth);
 
+/* A stream loop's parts (emit_c_simd.c, match_stream). */
+typedef struct stream_copy {
+    int end, store; /* the loop's LOOP_END and its store */
+    int row;        /* the workgroup row it copies out */
+    kir_val base;   /* the store's index is the loop value plus base (0: none) */
+    int64_t n;      /* trip count */
+} stream_copy;
+
 /* An interleaved loop (see emit_c_simd.c): the statements of loop i that the
  * interleaved form needs. */
 typedef struct ilv_loop {
     int end;                 /* the loop's LOOP_END */
     int lane, lane_end;      /* the vector loop in its body */
-    int stream, stream_end;  /* the stream loop fed by it, or -1 */
+    int stream;              /* the stream loop fed by it, or -1 */
+    stream_copy copy_out;    /* that stream loop's parts (with stream >= 0) */
     int row_store;           /* the vector loop's store the stream loop copies out, or -1 */
-    int stream_store;        /* the stream loop's store, or -1 */
 } ilv_loop;
 /* Whether loop i is an interleaved loop (fills *l). */
 bool emit_ilv_loop(const kir_kernel *k, int i, ilv_loop *l);

@@ -77,42 +77,54 @@ const char emit_vec_helpers[] =
     "    return smelt_expf_v16_in(_mm512_max_ps(_mm512_set1_ps(-104.0f), x));\n"
     "}\n#endif\n";
 
-/* Stream loop i as kir_loop_begin_stream's contract builds it, over [0, n):
- * loads of one workgroup f32 buffer at the loop value, one store of such a
- * load to an f32 buffer at the loop value plus a value from outside the loop.
- * Emits the copy as one smelt_stream_f32 call and returns the loop's end
- * statement; -1 (nothing emitted) for any other body. */
-int emit_put_stream(emitter *e, int i, int ind)
+/* Stream loop i as kir_loop_begin_stream's contract builds it, over [0, n)
+ * (kir.h, "Streaming"): loads of one f32 workgroup row at the loop value, one
+ * store of such a load to an f32 buffer at the loop value plus `base` (0:
+ * none), a value defined before the loop. Fills *m; false for any other body. */
+static bool match_stream(const kir_kernel *k, int i, stream_copy *m)
 {
-    const kir_kernel *k = e->k;
     const kir_stmt *s = &k->stmts[i];
     kir_val q = s->val;
-    if (!kir_is_const(k, s->lo) || k->vals[s->lo].imm.i != 0 || !kir_is_const(k, s->hi)) return -1;
-    int store = -1, end = -1;
-    for (int j = i + 1; j < k->n_stmts && end < 0; j++) {
+    if (!kir_is_const(k, s->lo) || k->vals[s->lo].imm.i != 0 || !kir_is_const(k, s->hi)) return false;
+    *m = (stream_copy){.end = -1, .store = -1, .n = k->vals[s->hi].imm.i};
+    for (int j = i + 1; j < k->n_stmts && m->end < 0; j++) {
         const kir_stmt *t = &k->stmts[j];
-        if (t->kind == KS_LOOP_END) end = j;
-        else if (t->kind == KS_STORE && store < 0) store = j;
-        else if (t->kind != KS_DEF) return -1;
+        if (t->kind == KS_LOOP_END) m->end = j;
+        else if (t->kind == KS_STORE && m->store < 0) m->store = j;
+        else if (t->kind != KS_DEF) return false;
     }
-    if (end < 0 || store < 0) return -1;
-    const kir_stmt *st = &k->stmts[store];
+    if (m->end < 0 || m->store < 0) return false;
+    const kir_stmt *st = &k->stmts[m->store];
     const kir_value *v = &k->vals[st->val], *at = &k->vals[st->idx];
     if (v->op != KIR_LOAD || v->a != q || !k->bufs[v->buf].workgroup || v->type != SMELT_F32 ||
         k->bufs[st->buf].type != SMELT_F32)
-        return -1;
-    kir_val base = 0;
-    if (st->idx != q) {
-        if (at->op != KIR_ADD || (at->a != q && at->b != q)) return -1;
-        base = at->a == q ? at->b : at->a;
-        if (k->vals[base].def > i) return -1;
-    }
-    sb_indent(e->sb, ind);
-    sb_printf(e->sb, "smelt_stream_f32(&b%d[", st->buf);
-    if (base) emit_put_val(e, base);
+        return false;
+    m->row = v->buf;
+    if (st->idx == q) return true;
+    if (at->op != KIR_ADD || (at->a != q && at->b != q)) return false;
+    m->base = at->a == q ? at->b : at->a;
+    return k->vals[m->base].def < i;
+}
+
+/* The stream loop's destination, dst[base], as C (the copy's base inside
+ * interleaved copies). */
+static void put_stream_dst(emitter *e, const stream_copy *m)
+{
+    sb_printf(e->sb, "&b%d[", e->k->stmts[m->store].buf);
+    if (m->base) emit_put_val(e, m->base);
     else sb_puts(e->sb, "0");
-    sb_printf(e->sb, "], b%d, %lld);\n", v->buf, (long long)k->vals[s->hi].imm.i);
-    return end;
+    sb_puts(e->sb, "]");
+}
+
+int emit_put_stream(emitter *e, int i, int ind)
+{
+    stream_copy m;
+    if (!match_stream(e->k, i, &m)) return -1;
+    sb_indent(e->sb, ind);
+    sb_puts(e->sb, "smelt_stream_f32(");
+    put_stream_dst(e, &m);
+    sb_printf(e->sb, ", b%d, %lld);\n", m.row, (long long)m.n);
+    return m.end;
 }
 
 /* ---- vector loops (C on AVX-512) ------------------------------------------
@@ -343,32 +355,6 @@ static bool ilv_apart(const kir_kernel *k, kir_val at, int i)
     return d >= VEC_LANES || d <= -VEC_LANES;
 }
 
-/* Stream loop j copying workgroup row `row` out, as emit_put_stream takes it:
- * its store, or -1. */
-static int ilv_stream_store(const kir_kernel *k, int j, int end, int row)
-{
-    const kir_stmt *s = &k->stmts[j];
-    if (!kir_is_const(k, s->lo) || k->vals[s->lo].imm.i != 0 || !kir_is_const(k, s->hi) ||
-        k->vals[s->hi].imm.i != VEC_LANES)
-        return -1;
-    int store = -1;
-    for (int t = j + 1; t < end; t++) {
-        const kir_stmt *x = &k->stmts[t];
-        if (x->kind == KS_STORE && store < 0) store = t;
-        else if (x->kind != KS_DEF) return -1;
-    }
-    if (store < 0) return -1;
-    const kir_stmt *st = &k->stmts[store];
-    const kir_value *v = &k->vals[st->val];
-    if (v->op != KIR_LOAD || v->buf != row || v->a != s->val || k->bufs[st->buf].type != SMELT_F32) return -1;
-    kir_val at = st->idx;
-    if (at == s->val) return store;
-    const kir_value *ax = &k->vals[at];
-    if (ax->op != KIR_ADD || (ax->a != s->val && ax->b != s->val)) return -1;
-    kir_val base = ax->a == s->val ? ax->b : ax->a;
-    return k->vals[base].def < j ? store : -1;
-}
-
 /* Whether buffer b is one of the n stored buffers st[] or aliases one. */
 static bool ilv_stored(const kir_kernel *k, const int *st, int n, int b)
 {
@@ -383,7 +369,7 @@ bool emit_ilv_loop(const kir_kernel *k, int i, ilv_loop *l)
     if (s->kind != KS_LOOP_BEGIN || s->parallel || s->stream || k->wg_size != 1 || !kir_is_const(k, s->step) ||
         k->vals[s->step].imm.i <= 0)
         return false;
-    *l = (ilv_loop){.end = -1, .lane = -1, .stream = -1, .row_store = -1, .stream_store = -1};
+    *l = (ilv_loop){.end = -1, .lane = -1, .stream = -1, .row_store = -1};
     for (int j = i + 1; j < k->n_stmts && l->end < 0; j++) {
         const kir_stmt *t = &k->stmts[j];
         if (t->kind == KS_LOOP_END) {
@@ -393,9 +379,9 @@ bool emit_ilv_loop(const kir_kernel *k, int i, ilv_loop *l)
             l->lane_end = j = emit_vec_loop(k, j);
             if (j < 0) return false;
         } else if (t->kind == KS_LOOP_BEGIN && t->stream && l->stream < 0) {
+            if (!match_stream(k, j, &l->copy_out) || l->copy_out.n != VEC_LANES) return false;
             l->stream = j;
-            while (j < k->n_stmts && k->stmts[j].kind != KS_LOOP_END) j++;
-            l->stream_end = j;
+            j = l->copy_out.end;
         } else if (t->kind != KS_DEF) {
             return false;
         }
@@ -416,9 +402,9 @@ bool emit_ilv_loop(const kir_kernel *k, int i, ilv_loop *l)
     }
     if (l->stream >= 0) {
         if (l->row_store < 0) return false;
-        int row = k->stmts[l->row_store].buf;
-        int st = l->stream_store = ilv_stream_store(k, l->stream, l->stream_end, row);
-        if (st < 0 || n == ILV_MAX_STORED || ilv_stored(k, stored, n, k->stmts[st].buf) || !ilv_apart(k, k->stmts[st].idx, i))
+        int row = l->copy_out.row, st = l->copy_out.store;
+        if (row != k->stmts[l->row_store].buf || n == ILV_MAX_STORED || ilv_stored(k, stored, n, k->stmts[st].buf) ||
+            !ilv_apart(k, k->stmts[st].idx, i))
             return false;
         stored[n++] = k->stmts[st].buf;
         /* the row holds nothing else: no other statement of the kernel touches it */
@@ -426,14 +412,14 @@ bool emit_ilv_loop(const kir_kernel *k, int i, ilv_loop *l)
             const kir_stmt *t = &k->stmts[j];
             bool touches = (t->kind == KS_STORE || t->kind == KS_PREFETCH) && t->buf == row;
             touches |= t->kind == KS_DEF && k->vals[t->val].op == KIR_LOAD && k->vals[t->val].buf == row;
-            if (touches && j != l->row_store && (j <= l->stream || j >= l->stream_end)) return false;
+            if (touches && j != l->row_store && (j <= l->stream || j >= l->copy_out.end)) return false;
         }
     } else if (l->row_store >= 0) {
         return false;
     }
     /* and nothing the body loads is stored in it */
     for (int j = i + 1; j < l->end; j++) {
-        if (j == l->stream) j = l->stream_end;
+        if (j == l->stream) j = l->copy_out.end;
         const kir_stmt *t = &k->stmts[j];
         if (t->kind == KS_DEF && k->vals[t->val].op == KIR_LOAD && ilv_stored(k, stored, n, k->vals[t->val].buf))
             return false;
@@ -458,13 +444,9 @@ static smelt_status put_ilv_body(emitter *e, int i, const ilv_loop *l, int copie
         for (e->copy = 0; e->copy < n; e->copy++) {
             if (j == l->stream) {
                 sb_indent(sb, ind);
-                const kir_stmt *st = &k->stmts[l->stream_store];
-                sb_printf(sb, "smelt_stream_v16(&b%d[", st->buf);
-                kir_val at = st->idx;
-                const kir_value *ax = &k->vals[at];
-                if (at == t->val) sb_puts(sb, "0");
-                else emit_put_val(e, ax->a == t->val ? ax->b : ax->a);
-                sb_puts(sb, "], ");
+                sb_puts(sb, "smelt_stream_v16(");
+                put_stream_dst(e, &l->copy_out);
+                sb_puts(sb, ", ");
                 put_vec_operand(e, k->stmts[l->row_store].val, l->lane);
                 sb_puts(sb, ");\n");
             } else if (j > l->lane && j < l->lane_end) {
@@ -474,7 +456,7 @@ static smelt_status put_ilv_body(emitter *e, int i, const ilv_loop *l, int copie
             }
         }
         e->copy = -1;
-        if (j == l->stream) j = l->stream_end;
+        if (j == l->stream) j = l->copy_out.end;
     }
     return SMELT_OK;
 }
