@@ -128,6 +128,30 @@ static smelt_status link_program(smelt_program *p)
     return SMELT_OK;
 }
 
+/* The model's inputs as the run sees them: folded ones keep their values. */
+static smelt_status record_inputs(smelt_program *p, const ir_graph *model)
+{
+    p->n_inputs = model->n_inputs;
+    p->inputs = arena_alloc(&p->arena, sizeof(program_input) * (size_t)(model->n_inputs + 1));
+    if (!p->inputs) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < model->n_inputs; i++) {
+        const ir_tensor *t = &p->g->tensors[model->inputs[i]];
+        program_input *x = &p->inputs[i];
+        memset(x, 0, sizeof *x);
+        if (!(x->name = arena_strdup(&p->arena, t->name))) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+        if (!t->data) continue;
+        x->folded = true;
+        x->dtype = t->dtype;
+        x->shape = t->shape;
+        x->bytes = (size_t)ir_tensor_numel(t) * smelt_dtype_size(t->dtype);
+        void *v = arena_alloc(&p->arena, x->bytes + 1);
+        if (!v) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+        memcpy(v, t->data, x->bytes);
+        x->values = v;
+    }
+    return SMELT_OK;
+}
+
 static smelt_status compile_program(smelt_program *p, const smelt_model *m, const smelt_options *opt, int n_inputs,
                                     const smelt_tensor *inputs)
 {
@@ -153,6 +177,7 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     p->g = ir_graph_clone(m->g);
     if (!p->g) return diag_fail(SMELT_ERR_NOMEM, "out of memory copying the model");
     TRY(graph_bind_inputs(p->g, n_inputs, inputs));
+    TRY(record_inputs(p, m->g));
     TRY(graph_infer(p->g));
     TRY(graph_fold_batchnorm(p->g));
     TRY(graph_fold_gemm_transpose(p->g));
@@ -232,16 +257,50 @@ void smelt_program_free(smelt_program *p)
     free(p);
 }
 
+/* The caller's tensor for the model's input i: by name, else by position. */
+static const smelt_tensor *run_input(const smelt_program *p, int i, int n, const smelt_tensor *inputs)
+{
+    for (int k = 0; k < n; k++)
+        if (inputs[k].name && strcmp(inputs[k].name, p->inputs[i].name) == 0) return &inputs[k];
+    return i < n && !inputs[i].name ? &inputs[i] : NULL;
+}
+
+/* A folded input given again must carry the values the program was compiled
+ * with: other values would need another program (they decide shapes). */
+static smelt_status check_folded(const program_input *x, const smelt_tensor *in)
+{
+    bool same = in->dtype == x->dtype && in->rank == x->shape.rank;
+    for (int d = 0; same && d < in->rank; d++) same = in->shape[d] == x->shape.dim[d];
+    if (same && x->bytes > 0) same = in->data && memcmp(in->data, x->values, x->bytes) == 0;
+    if (same) return SMELT_OK;
+    return diag_fail(SMELT_ERR_SHAPE,
+                     "input '%s': its values decide shapes, and the program was compiled for other values; "
+                     "compile again with these",
+                     x->name);
+}
+
 static smelt_status bind_run_inputs(smelt_program *p, int n, const smelt_tensor *inputs)
 {
     const ir_graph *g = p->g;
-    for (int gi = 0; gi < g->n_inputs; gi++) {
-        int t = g->inputs[gi];
+    for (int k = 0; k < n; k++) {
+        bool known = !inputs[k].name && k < p->n_inputs;
+        for (int i = 0; i < p->n_inputs && !known; i++) known = inputs[k].name && strcmp(inputs[k].name, p->inputs[i].name) == 0;
+        if (!known) {
+            if (inputs[k].name) return diag_fail(SMELT_ERR_INVALID_ARG, "the model has no input named '%s'", inputs[k].name);
+            return diag_fail(SMELT_ERR_INVALID_ARG, "input %d is given by position, but the model has %d inputs", k, p->n_inputs);
+        }
+    }
+    for (int i = 0; i < p->n_inputs; i++) {
+        const smelt_tensor *in = run_input(p, i, n, inputs);
+        if (p->inputs[i].folded) {
+            if (in) TRY(check_folded(&p->inputs[i], in));
+            continue;
+        }
+        int t = -1;
+        for (int gi = 0; gi < g->n_inputs && t < 0; gi++)
+            if (strcmp(g->tensors[g->inputs[gi]].name, p->inputs[i].name) == 0) t = g->inputs[gi];
+        if (t < 0) continue; /* read by no kernel (only its shape was used) */
         const ir_tensor *x = &g->tensors[t];
-        const smelt_tensor *in = NULL;
-        for (int i = 0; i < n && !in; i++)
-            if (inputs[i].name && strcmp(inputs[i].name, x->name) == 0) in = &inputs[i];
-        if (!in && gi < n && !inputs[gi].name) in = &inputs[gi];
         if (!in || !in->data) return diag_fail(SMELT_ERR_INVALID_ARG, "input '%s' is not given", x->name);
         bool same = in->rank == x->shape.rank && in->dtype == x->dtype;
         for (int d = 0; same && d < in->rank; d++) same = in->shape[d] == x->shape.dim[d];

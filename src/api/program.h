@@ -34,8 +34,24 @@ typedef struct program_stats {
     int64_t bytes_moved;   /* bytes all kernels read + write once */
 } program_stats;
 
+/* One graph input of the model, as a caller names it at run time (by name, or
+ * by its position among the model's inputs). An input whose values decide
+ * shapes (a Reshape target fed by it) was folded into the program when it was
+ * compiled: its values are kept so that a run with other values is refused,
+ * never answered with outputs computed from the compile-time values. */
+typedef struct program_input {
+    const char *name;
+    bool folded;
+    smelt_dtype dtype;       /* folded only: the compile-time tensor */
+    ir_shape shape;
+    const void *values;
+    size_t bytes;
+} program_input;
+
 struct smelt_program {
     ir_graph *g;
+    program_input *inputs; /* the model's inputs, in its order */
+    int n_inputs;
     arena arena;
     fuse_plan fp;
     lower_program lp;

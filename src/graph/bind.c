@@ -17,7 +17,9 @@ static const smelt_tensor *find_input(const ir_graph *g, int gi, int n, const sm
 }
 
 /* Mark the tensors whose values decide shapes: value_in operands, and
- * (backwards, transitively) everything those values are computed from. */
+ * (backwards, transitively) everything those values are computed from. An op
+ * that reads only shapes (Shape, Size) stops the walk: its input's shape is
+ * bound from the caller's tensor, its values are not needed. */
 static char *shape_deciding(const ir_graph *g)
 {
     char *need = calloc((size_t)g->n_tensors + 1, 1);
@@ -26,8 +28,9 @@ static char *shape_deciding(const ir_graph *g)
         const ir_node *n = &g->nodes[i];
         uint32_t mask = op_get(n->op)->value_in;
         bool out_needed = false;
-        for (int o = 0; o < n->n_out; o++)
-            if (n->out[o] >= 0 && need[n->out[o]]) out_needed = true;
+        if (!(op_get(n->op)->flags & OPF_SHAPE_ONLY))
+            for (int o = 0; o < n->n_out; o++)
+                if (n->out[o] >= 0 && need[n->out[o]]) out_needed = true;
         for (int k = 0; k < n->n_in; k++)
             if (n->in[k] >= 0 && (out_needed || (k < 32 && (mask >> k & 1)))) need[n->in[k]] = 1;
     }

@@ -66,7 +66,9 @@ typedef bool (*op_insert_fn)(const struct ir_graph *g, const struct ir_node *n, 
 #define OP_NONE 0
 
 /* Op flags. */
-#define OPF_VIEW 0x1 /* output 0 is input 0's bytes reinterpreted (Reshape...): no copy needed */
+#define OPF_VIEW 0x1       /* output 0 is input 0's bytes reinterpreted (Reshape...): no copy needed */
+#define OPF_SHAPE_ONLY 0x2 /* reads only its inputs' shapes and dtypes, never their values (Shape, Size):
+                              a value it produces never makes its input's values shape-deciding */
 
 #include "ir/ops_compute.h"
 #include "ir/ops_data.h"

@@ -119,8 +119,8 @@ kir_val elem_Dropout(struct lower_ctx *c, int out, const kir_val *idx);
     X(Identity,       ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_same,           scalar_Identity,        OP_NONE,             OP_NONE, OPF_VIEW, OP_NONE) \
     X(Constant,       OPAQUE,      0, 0,  1, 1,  0x0,  infer_Constant,       OP_NONE,                OP_NONE,             OP_NONE, 0, OP_NONE) \
     X(ConstantOfShape,INJECTIVE,   1, 1,  1, 1,  0x1,  infer_ConstantOfShape,OP_NONE,                elem_ConstantOfShape,OP_NONE, 0, OP_NONE) \
-    X(Shape,          OPAQUE,      1, 1,  1, 1,  0x0,  infer_Shape,          OP_NONE,                OP_NONE,             OP_NONE, 0, OP_NONE) \
-    X(Size,           OPAQUE,      1, 1,  1, 1,  0x0,  infer_Size,           OP_NONE,                OP_NONE,             OP_NONE, 0, OP_NONE) \
+    X(Shape,          OPAQUE,      1, 1,  1, 1,  0x0,  infer_Shape,          OP_NONE,                OP_NONE,             OP_NONE, OPF_SHAPE_ONLY, OP_NONE) \
+    X(Size,           OPAQUE,      1, 1,  1, 1,  0x0,  infer_Size,           OP_NONE,                OP_NONE,             OP_NONE, OPF_SHAPE_ONLY, OP_NONE) \
     X(Cast,           ELEMENTWISE, 1, 1,  1, 1,  0x0,  infer_Cast,           scalar_Cast,            OP_NONE,             OP_NONE, 0, OP_NONE) \
     X(CastLike,       INJECTIVE,   2, 2,  1, 1,  0x0,  infer_Cast,           OP_NONE,                elem_CastLike,       OP_NONE, 0, OP_NONE) \
     X(Reshape,        INJECTIVE,   2, 2,  1, 1,  0x2,  infer_Reshape,        OP_NONE,                elem_Reshape,        OP_NONE, OPF_VIEW, OP_NONE) \

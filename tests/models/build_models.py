@@ -3,9 +3,10 @@
 
     .venv/bin/python tests/models/build_models.py [OUT_DIR]     (default: build/models)
 
-Each model is written as OUT_DIR/<name>/model.onnx plus test_data_set_0/{input_*,output_*}.pb,
-the layout `smelt check` reads. Weights and inputs come from a fixed seed; the reference outputs
-come from onnxruntime. Models:
+Each model is written as OUT_DIR/<name>/model.onnx plus test_data_set_{0,1}/{input_*,output_*}.pb,
+the layout `smelt check` reads; set 1 has set 0's shapes and other values, so the check runs one
+compiled program on inputs it was not compiled with. Weights and inputs come from a fixed seed;
+the reference outputs come from onnxruntime. Models:
 
     mlp          MatMul+Add, Relu, Gemm, Relu, Gemm, Softmax; symbolic batch dim "N"
     cnn          Conv, BatchNormalization, Relu, two residual blocks (Add), MaxPool,
@@ -15,7 +16,8 @@ come from onnxruntime. Models:
                  Sqrt, Div), feed-forward with GELU written with Erf (opset 17)
     ffn_gelu     LayerNormalization, MatMul+Add, Gelu (opset 20), MatMul+Add, residual Add
     torch_*      real architectures exported with torch.onnx (tests/models/torch_export.py:
-                 tiny, resnet18, mobilenet_v2, bert, gpt) when torch is importable here or by
+                 tiny, resnet18, mobilenet_v2, bert, gpt, and torch's stock
+                 TransformerEncoderLayer as `encoder`) when torch is importable here or by
                  Debian's /usr/bin/python3 (python3-torch, python3-torchvision); else skipped
 
 Prints one line per model written (or skipped).
@@ -189,7 +191,7 @@ def torch_python():
     return None
 
 
-TORCH_MODELS = ("tiny", "resnet18", "mobilenet_v2", "bert", "gpt")
+TORCH_MODELS = ("tiny", "resnet18", "mobilenet_v2", "bert", "gpt", "encoder")
 
 
 def torch_model(out_dir, name):
@@ -210,20 +212,38 @@ def torch_model(out_dir, name):
     return m, {m.graph.input[0].name: x}
 
 
+def other_values(inputs, seed=1):
+    """A second input set: the same shapes and dtypes with other values (floats drawn
+    with the first set's spread, integers within its range), so that `smelt check`
+    runs one compiled program on values it was not compiled with."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for k, v in inputs.items():
+        if v.dtype.kind == "f":
+            out[k] = (rng.standard_normal(v.shape) * (v.std() or 1.0) + v.mean()).astype(v.dtype)
+        elif v.dtype.kind in "iu":
+            out[k] = rng.integers(v.min(), v.max() + 1, size=v.shape).astype(v.dtype)
+        else:
+            out[k] = rng.permutation(v.reshape(-1)).reshape(v.shape)
+    return out
+
+
 def write_case(out_dir, name, model, inputs):
     d = os.path.join(out_dir, name)
     shutil.rmtree(d, ignore_errors=True)
-    ds = os.path.join(d, "test_data_set_0")
-    os.makedirs(ds, exist_ok=True)
+    os.makedirs(d, exist_ok=True)
     onnx.save(model, os.path.join(d, "model.onnx"))
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    outputs = sess.run(None, inputs)
-    for i, (k, v) in enumerate(inputs.items()):
-        with open(os.path.join(ds, f"input_{i}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(v, k).SerializeToString())
-    for i, (info, v) in enumerate(zip(sess.get_outputs(), outputs)):
-        with open(os.path.join(ds, f"output_{i}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(v, info.name).SerializeToString())
+    for s, values in enumerate((inputs, other_values(inputs))):
+        ds = os.path.join(d, f"test_data_set_{s}")
+        os.makedirs(ds, exist_ok=True)
+        outputs = sess.run(None, values)
+        for i, (k, v) in enumerate(values.items()):
+            with open(os.path.join(ds, f"input_{i}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(v, k).SerializeToString())
+        for i, (info, v) in enumerate(zip(sess.get_outputs(), outputs)):
+            with open(os.path.join(ds, f"output_{i}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(v, info.name).SerializeToString())
     ops = sorted({n.op_type for n in model.graph.node})
     print(f"models: {name}: {len(model.graph.node)} nodes ({', '.join(ops)})")
 

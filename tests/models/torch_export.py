@@ -10,6 +10,7 @@ gpt (a GPT-style decoder block: causal mask built with triu/masked_fill, tanh GE
 shapes through Shape/Gather/Reshape arithmetic). Runs under whichever interpreter has torch
 (Debian's python3-torch is not in the venv); reference outputs come from onnxruntime afterwards.
 """
+import contextlib
 import inspect
 import math
 import os
@@ -103,6 +104,11 @@ def build(name):
         return Bert(), torch.randint(0, 100, (2, 16))
     if name == "gpt":
         return GptBlock(), torch.randn(2, 12, 64)
+    if name == "encoder":
+        # torch's stock layer, as users export it: its Shape -> Gather -> Reshape reads x's shape only
+        layer = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, batch_first=True)
+        layer.train(False)
+        return layer, torch.randn(2, 10, 64)
     raise SystemExit(f"unknown model {name}")
 
 
@@ -112,10 +118,12 @@ def main():
     torch.manual_seed(0)
     model, x = build(name)
     model.eval()
-    kwargs = dict(input_names=["x"], output_names=["y"], opset_version=17)
+    kwargs = dict(input_names=["x"], output_names=["y"], opset_version=14 if name == "encoder" else 17)
     if "dynamo" in inspect.signature(torch.onnx.export).parameters:
         kwargs["dynamo"] = False  # the TorchScript exporter needs no onnxscript
-    with torch.no_grad():
+    # With gradients off, torch's TransformerEncoderLayer takes its fused fast path, which has no
+    # ONNX export; with them on it exports op by op, as users' models are.
+    with torch.no_grad() if name != "encoder" else contextlib.nullcontext():
         torch.onnx.export(model, (x,), os.path.join(out, "model.onnx"), **kwargs)
     np.save(os.path.join(out, "x.npy"), x.numpy())
 

@@ -968,3 +968,89 @@ TEST(onnx_tensor_files_npy_variants_and_errors)
     CHECK_EQ_INT(read_bytes(path, "", 0, &t), SMELT_ERR_IO);
     CHECK_EQ_INT(tensor_file_read("/nonexistent/x.npy", &t), SMELT_ERR_IO);
 }
+
+/* ---- values vs shapes: a compiled program never answers with the values it was compiled with ---- */
+
+static smelt_model *mb_model(mb *b)
+{
+    size_t size;
+    uint8_t *buf = mb_pack(b, &size);
+    smelt_model *m = NULL;
+    CHECK_EQ_INT(smelt_model_load_memory(buf, size, NULL, &m), SMELT_OK);
+    return m;
+}
+
+/* PyTorch's export pattern Shape -> Gather -> Reshape reads only x's shape: the
+ * program must compute from the run's values, not fold in the compile-time ones. */
+TEST(values_shape_only_reads_do_not_fold_the_input)
+{
+    mb b;
+    mb_init(&b, 14);
+    static const int64_t xd[2] = {2, 3}, id[1] = {2}, idx[2] = {1, 0};
+    mb_input(&b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, xd);
+    APPEND(b.g.initializer, b.g.n_initializer, tensor_raw("perm", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, id, idx, sizeof idx));
+    node_new(&b.g, "Shape", "shape", "x", "s");
+    node_new(&b.g, "Gather", "gather", "s,perm", "t");
+    node_new(&b.g, "Neg", "neg", "x", "n");
+    node_new(&b.g, "Reshape", "reshape", "n,t", "y");
+    mb_output(&b, "y");
+    smelt_model *m = mb_model(&b);
+    if (!m) return;
+    float a[6] = {1, 2, 3, 4, 5, 6}, c[6] = {-7, 8.5f, 0, 10, 11, -12};
+    smelt_tensor x = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {2, 3}, .data = a};
+    smelt_program *p = NULL;
+    CHECK_EQ_INT(smelt_program_compile(m, NULL, 1, &x, &p), SMELT_OK);
+    if (p) {
+        CHECK(smelt_program_kernel_count(p) > 0);
+        x.data = c;
+        CHECK_EQ_INT(smelt_program_run(p, 1, &x), SMELT_OK);
+        smelt_tensor y;
+        CHECK_EQ_INT(smelt_program_output(p, 0, &y), SMELT_OK);
+        CHECK(y.rank == 2 && y.shape[0] == 3 && y.shape[1] == 2);
+        for (int i = 0; i < 6; i++) CHECK_NEAR(((float *)y.data)[i], -c[i], 0);
+        x.data = a; /* and back: still the run's values */
+        CHECK_EQ_INT(smelt_program_run(p, 1, &x), SMELT_OK);
+        CHECK_EQ_INT(smelt_program_output(p, 0, &y), SMELT_OK);
+        for (int i = 0; i < 6; i++) CHECK_NEAR(((float *)y.data)[i], -a[i], 0);
+        smelt_program_free(p);
+    }
+    smelt_model_free(m);
+}
+
+/* A Reshape target fed by a graph input: the program is specialised on its
+ * values, and a run with other values is refused naming the input. */
+TEST(values_that_decide_shapes_are_guarded_at_run_time)
+{
+    mb b;
+    mb_init(&b, 14);
+    static const int64_t xd[1] = {6}, sd[1] = {2};
+    mb_input(&b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, xd);
+    mb_input(&b, "s", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, sd);
+    node_new(&b.g, "Relu", "relu", "x", "r");
+    node_new(&b.g, "Reshape", "reshape", "r,s", "y");
+    mb_output(&b, "y");
+    smelt_model *m = mb_model(&b);
+    if (!m) return;
+    float a[6] = {1, -2, 3, -4, 5, -6};
+    int64_t s23[2] = {2, 3}, s32[2] = {3, 2};
+    smelt_tensor in[2] = {{.name = "x", .dtype = SMELT_F32, .rank = 1, .shape = {6}, .data = a},
+                          {.name = "s", .dtype = SMELT_I64, .rank = 1, .shape = {2}, .data = s23}};
+    smelt_program *p = NULL;
+    CHECK_EQ_INT(smelt_program_compile(m, NULL, 2, in, &p), SMELT_OK);
+    if (p) {
+        CHECK_EQ_INT(smelt_program_run(p, 2, in), SMELT_OK);
+        smelt_tensor y;
+        CHECK_EQ_INT(smelt_program_output(p, 0, &y), SMELT_OK);
+        CHECK(y.rank == 2 && y.shape[0] == 2 && y.shape[1] == 3 && ((float *)y.data)[2] == 3);
+        CHECK_EQ_INT(smelt_program_run(p, 1, in), SMELT_OK); /* the folded input may be left out */
+        in[1].data = s32;
+        CHECK_EQ_INT(smelt_program_run(p, 2, in), SMELT_ERR_SHAPE);
+        CHECK_STR_HAS(smelt_last_error(), "input 's'");
+        in[1].data = s23;
+        smelt_tensor extra[3] = {in[0], in[1], {.name = "zz", .dtype = SMELT_F32, .rank = 1, .shape = {1}, .data = a}};
+        CHECK_EQ_INT(smelt_program_run(p, 3, extra), SMELT_ERR_INVALID_ARG);
+        CHECK_STR_HAS(smelt_last_error(), "no input named 'zz'");
+        smelt_program_free(p);
+    }
+    smelt_model_free(m);
+}
