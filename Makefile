@@ -3,15 +3,24 @@
 #   make run      build, then run the bundled example
 #   make test     build, then every test (unit, sanitizers, conformance, models)
 #   make bench    benchmarks against onnxruntime
+#   make install  PREFIX=/usr/local (and DESTDIR): header, libraries, the tool, smelt.pc;
+#   make uninstall removes exactly those
 # Both `run` and `test` install missing system packages first (scripts/deps.sh).
 
 CC      ?= cc
 BUILD   ?= build
 OPT     ?= -O2 -g
 CFLAGS_COMMON = -std=c11 -Wall -Wextra -Werror -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L \
-                -Iinclude -Isrc -I$(BUILD)/gen -fPIC
+                -Iinclude -Isrc -I$(BUILD)/gen -fPIC -fvisibility=hidden
 CFLAGS  = $(CFLAGS_COMMON) $(OPT) $(EXTRA_CFLAGS)
 LDLIBS  = -lprotobuf-c -ldl -lpthread -lm
+
+# The version, from the public header (the one place it is written).
+VERSION := $(shell sed -n 's/^\#define SMELT_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$$/\2/p' include/smelt.h | paste -sd.)
+MAJOR   := $(firstword $(subst ., ,$(VERSION)))
+SONAME  := libsmelt.so.$(MAJOR)
+PREFIX  ?= /usr/local
+DESTDIR ?=
 
 PROTO_SRC := $(firstword $(wildcard /usr/include/onnx/onnx.proto /usr/local/include/onnx/onnx.proto))
 GEN_C   := $(BUILD)/gen/onnx/onnx.pb-c.c
@@ -22,7 +31,7 @@ OBJS    := $(SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/onnx/onnx.pb-c.o
 TEST_SRCS := $(sort $(wildcard tests/unit/*.c))
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps run test unit bench clean
+.PHONY: all deps run test unit bench clean install uninstall
 all: $(BUILD)/libsmelt.a $(BUILD)/libsmelt.so $(BUILD)/smelt $(BUILD)/nvrtc_check
 
 deps:
@@ -35,7 +44,7 @@ $(GEN_C) $(GEN_H) &: $(PROTO_SRC)
 
 # Generated code is not ours to lint.
 $(BUILD)/gen/onnx/onnx.pb-c.o: $(GEN_C)
-	$(CC) -std=c11 -fPIC $(OPT) -w -I$(BUILD)/gen -c $< -o $@
+	$(CC) -std=c11 -fPIC -fvisibility=hidden $(OPT) -w -I$(BUILD)/gen -c $< -o $@
 
 # kernel/mathf.inc, less its header comment, as a C string for the C emitter's prelude
 # (the interpreter includes the file itself).
@@ -51,8 +60,11 @@ $(BUILD)/%.o: %.c $(GEN_H) $(BUILD)/gen/mathf_src.h
 $(BUILD)/libsmelt.a: $(OBJS)
 	rm -f $@ && ar rcs $@ $^
 
+# The real file carries the full version, the soname the major one; libsmelt.so is for linking.
 $(BUILD)/libsmelt.so: $(OBJS)
-	$(CC) -shared -o $@ $^ $(LDLIBS)
+	$(CC) -shared -Wl,-soname,$(SONAME) -o $(BUILD)/libsmelt.so.$(VERSION) $^ $(LDLIBS)
+	ln -sf libsmelt.so.$(VERSION) $(BUILD)/$(SONAME)
+	ln -sf libsmelt.so.$(VERSION) $@
 
 $(BUILD)/smelt: $(BUILD)/tools/smelt.o $(BUILD)/libsmelt.a
 	$(CC) -o $@ $^ $(LDLIBS)
@@ -81,6 +93,21 @@ test: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/bench.sh
+
+LIBDIR := $(DESTDIR)$(PREFIX)/lib
+install: all
+	install -d $(DESTDIR)$(PREFIX)/include $(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 644 include/smelt.h $(DESTDIR)$(PREFIX)/include/smelt.h
+	install -m 644 $(BUILD)/libsmelt.a $(LIBDIR)/libsmelt.a
+	install -m 755 $(BUILD)/libsmelt.so.$(VERSION) $(LIBDIR)/libsmelt.so.$(VERSION)
+	ln -sf libsmelt.so.$(VERSION) $(LIBDIR)/$(SONAME)
+	ln -sf libsmelt.so.$(VERSION) $(LIBDIR)/libsmelt.so
+	install -m 755 $(BUILD)/smelt $(DESTDIR)$(PREFIX)/bin/smelt
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' smelt.pc.in > $(LIBDIR)/pkgconfig/smelt.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/include/smelt.h $(LIBDIR)/libsmelt.a $(LIBDIR)/libsmelt.so.$(VERSION) \
+	      $(LIBDIR)/$(SONAME) $(LIBDIR)/libsmelt.so $(LIBDIR)/pkgconfig/smelt.pc $(DESTDIR)$(PREFIX)/bin/smelt
 
 clean:
 	rm -rf $(BUILD) build-asan

@@ -39,6 +39,21 @@
 extern "C" {
 #endif
 
+/* The library's version: SMELT_VERSION_* are the header's, smelt_version() the
+ * loaded library's ("MAJOR.MINOR.PATCH"); a program may compare them. The shared
+ * library's soname carries the major version. */
+#define SMELT_VERSION_MAJOR 0
+#define SMELT_VERSION_MINOR 1
+#define SMELT_VERSION_PATCH 0
+
+/* Marks the public functions: libsmelt.so is built with hidden visibility and
+ * exports exactly these. */
+#if defined(__GNUC__)
+#define SMELT_API __attribute__((visibility("default")))
+#else
+#define SMELT_API
+#endif
+
 /* Status codes. SMELT_OK is zero so `if (st)` tests for failure. */
 typedef enum smelt_status {
     SMELT_OK = 0,
@@ -53,11 +68,13 @@ typedef enum smelt_status {
     SMELT_ERR_INTERNAL      /* a bug in smelt: please report it               */
 } smelt_status;
 
+SMELT_API const char *smelt_version(void);
+
 /* A short name for a status ("model", "unsupported", ...). */
-const char *smelt_status_name(smelt_status st);
+SMELT_API const char *smelt_status_name(smelt_status st);
 
 /* The message of the last failing call made by this thread ("" if none). */
-const char *smelt_last_error(void);
+SMELT_API const char *smelt_last_error(void);
 
 /* Element types; the numbers are ONNX's TensorProto.DataType values. */
 typedef enum smelt_dtype {
@@ -78,9 +95,9 @@ typedef enum smelt_dtype {
 } smelt_dtype;
 
 /* Bytes per element (0 for types smelt cannot hold in memory). */
-size_t smelt_dtype_size(smelt_dtype dt);
+SMELT_API size_t smelt_dtype_size(smelt_dtype dt);
 /* "float32", "int64", ... */
-const char *smelt_dtype_name(smelt_dtype dt);
+SMELT_API const char *smelt_dtype_name(smelt_dtype dt);
 
 #define SMELT_MAX_RANK 8
 
@@ -94,19 +111,19 @@ typedef struct smelt_tensor {
 } smelt_tensor;
 
 /* Number of elements of t (1 for a scalar). */
-int64_t smelt_tensor_numel(const smelt_tensor *t);
+SMELT_API int64_t smelt_tensor_numel(const smelt_tensor *t);
 
 /* ---- models ------------------------------------------------------------- */
 
 typedef struct smelt_model smelt_model;
 
 /* Load an ONNX model. External data files are resolved next to `path`. */
-smelt_status smelt_model_load_file(const char *path, smelt_model **out);
+SMELT_API smelt_status smelt_model_load_file(const char *path, smelt_model **out);
 
 /* Load from memory; `base_dir` (may be NULL) is where external data lives. */
-smelt_status smelt_model_load_memory(const void *data, size_t size,
+SMELT_API smelt_status smelt_model_load_memory(const void *data, size_t size,
                                      const char *base_dir, smelt_model **out);
-void smelt_model_free(smelt_model *m);
+SMELT_API void smelt_model_free(smelt_model *m);
 
 /* Graph inputs (initializers excluded) and outputs. In `info`, a symbolic
  * dimension has shape[i] == -1 and its name in dim_names[i]. */
@@ -118,10 +135,10 @@ typedef struct smelt_value_info {
     const char *dim_names[SMELT_MAX_RANK];
 } smelt_value_info;
 
-int smelt_model_input_count(const smelt_model *m);
-int smelt_model_output_count(const smelt_model *m);
-smelt_status smelt_model_input_info(const smelt_model *m, int i, smelt_value_info *out);
-smelt_status smelt_model_output_info(const smelt_model *m, int i, smelt_value_info *out);
+SMELT_API int smelt_model_input_count(const smelt_model *m);
+SMELT_API int smelt_model_output_count(const smelt_model *m);
+SMELT_API smelt_status smelt_model_input_info(const smelt_model *m, int i, smelt_value_info *out);
+SMELT_API smelt_status smelt_model_output_info(const smelt_model *m, int i, smelt_value_info *out);
 
 /* ---- compiling ---------------------------------------------------------- */
 
@@ -145,7 +162,7 @@ typedef struct smelt_options {
                                 such a program cannot run                     */
 } smelt_options;
 
-void smelt_options_init(smelt_options *opt);
+SMELT_API void smelt_options_init(smelt_options *opt);
 
 typedef struct smelt_program smelt_program;
 
@@ -155,21 +172,21 @@ typedef struct smelt_program smelt_program;
  * as constants too, so a program is specialised on them. Inputs with fully
  * static shapes need not be given; data pointers may be NULL when only the
  * shape is known, except for those shape-deciding inputs. */
-smelt_status smelt_program_compile(const smelt_model *m, const smelt_options *opt,
+SMELT_API smelt_status smelt_program_compile(const smelt_model *m, const smelt_options *opt,
                                    int n_inputs, const smelt_tensor *inputs,
                                    smelt_program **out);
-void smelt_program_free(smelt_program *p);
+SMELT_API void smelt_program_free(smelt_program *p);
 
 /* Run once. Inputs are matched by name (or by position when name is NULL) and
  * must have the shapes the program was compiled for. */
-smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tensor *inputs);
+SMELT_API smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tensor *inputs);
 
 /* A view of output i after a run, valid until the next run or free. An output
  * that is a view of a graph input (e.g. a Reshape or Identity of it) is the
  * caller's input memory itself, and a view of a constant points into the
  * model's weights: no copy is made. */
-int smelt_program_output_count(const smelt_program *p);
-smelt_status smelt_program_output(const smelt_program *p, int i, smelt_tensor *out);
+SMELT_API int smelt_program_output_count(const smelt_program *p);
+SMELT_API smelt_status smelt_program_output(const smelt_program *p, int i, smelt_tensor *out);
 
 /* ---- profiling ------------------------------------------------------------ */
 
@@ -185,22 +202,22 @@ typedef struct smelt_kernel_profile {
 /* Turn per-kernel timing on (1) or off (0); turning it on clears the totals.
  * While on, every smelt_program_run times each kernel's dispatch (two clock
  * reads per kernel); while off, runs make no timing calls at all. */
-smelt_status smelt_program_set_profiling(smelt_program *p, int on);
+SMELT_API smelt_status smelt_program_set_profiling(smelt_program *p, int on);
 /* Number of kernels in p's command list. */
-int smelt_program_kernel_count(const smelt_program *p);
+SMELT_API int smelt_program_kernel_count(const smelt_program *p);
 /* Totals of kernel i (0 <= i < smelt_program_kernel_count) since profiling was
  * turned on. */
-smelt_status smelt_program_profile(const smelt_program *p, int i, smelt_kernel_profile *out);
+SMELT_API smelt_status smelt_program_profile(const smelt_program *p, int i, smelt_kernel_profile *out);
 
 /* ---- tensor files -------------------------------------------------------- */
 
 /* Read a .npy file or a serialized ONNX TensorProto (.pb), chosen by content.
  * out->data (and out->name, which may be NULL) are owned by the caller: free
  * them with smelt_tensor_free. */
-smelt_status smelt_tensor_load(const char *path, smelt_tensor *out);
+SMELT_API smelt_status smelt_tensor_load(const char *path, smelt_tensor *out);
 /* Write t as .pb when path ends in ".pb", else as .npy; never leaves a partial file. */
-smelt_status smelt_tensor_save(const char *path, const smelt_tensor *t);
-void smelt_tensor_free(smelt_tensor *t);
+SMELT_API smelt_status smelt_tensor_save(const char *path, const smelt_tensor *t);
+SMELT_API void smelt_tensor_free(smelt_tensor *t);
 
 /* What a compiled program costs, for reports and comparisons (fused against
  * --no-fuse). bytes_moved counts every kernel's buffers once per run. */
@@ -213,19 +230,19 @@ typedef struct smelt_program_stats {
     int64_t weight_bytes;    /* constants the kernels read */
 } smelt_program_stats;
 
-smelt_status smelt_program_get_stats(const smelt_program *p, smelt_program_stats *out);
+SMELT_API smelt_status smelt_program_get_stats(const smelt_program *p, smelt_program_stats *out);
 
 /* Text of one stage for `smelt compile --emit KIND` and `smelt info`: "ir",
  * "regions", "kir", "c", "plan", "info". Free *text with smelt_free. */
-smelt_status smelt_program_dump(const smelt_program *p, const char *what, char **text);
+SMELT_API smelt_status smelt_program_dump(const smelt_program *p, const char *what, char **text);
 /* Free a string returned by smelt. */
-void smelt_free(void *ptr);
+SMELT_API void smelt_free(void *ptr);
 /* `bytes` of zeroed memory aligned to SMELT_ALIGN bytes (free with smelt_free), for
  * tensor data: CPU kernels read inputs with full-width vector loads and run
  * fastest (a 4096x4096 transpose chain ~25% faster) on inputs aligned like this.
  * smelt_tensor_load's data is allocated so. NULL when out of memory. */
 #define SMELT_ALIGN 64
-void *smelt_alloc(size_t bytes);
+SMELT_API void *smelt_alloc(size_t bytes);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,8 @@
 #   unit-asan    the unit tests built and run under ASan + UBSan in build-asan/
 #   embed        examples/embed on the digits model; its accuracy line must equal
 #                examples/digits_expected.txt
+#   install      make install into a temporary prefix, the example built with pkg-config against
+#                it, the exported symbols (public ones only), make uninstall
 #   models       scripts/venv.sh, tests/models/build_models.py, then `smelt check` on each model,
 #                fused and --no-fuse (one test each)
 #   conformance  scripts/conformance.py over the ONNX backend node tests; each test in
@@ -89,6 +91,37 @@ if [ -x "$build/embed" ]; then
 else
     bad "$build/embed not built"
 fi
+stage_end
+
+# ---- install ----------------------------------------------------------------------------------
+# make install into a temporary prefix; the example built against it with pkg-config alone must
+# run, the shared library must export only the public smelt_* symbols, and uninstall must leave
+# nothing behind.
+stage_start install
+inst="$(mktemp -d)"
+if env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory BUILD="$build" PREFIX="$inst/usr" install \
+        > "$inst/log" 2>&1; then
+    ok
+    pc="$inst/usr/lib/pkgconfig"
+    if cc -std=c11 -o "$inst/embed" examples/embed.c $(PKG_CONFIG_PATH="$pc" pkg-config --cflags --libs smelt) \
+            2>> "$inst/log" &&
+       [ "$(LD_LIBRARY_PATH="$inst/usr/lib" "$inst/embed" examples/digits_mlp.onnx examples/digits_test.npy \
+            examples/digits_test_labels.npy)" = "$(cat examples/digits_expected.txt)" ]; then
+        ok
+    else
+        tail -n 5 "$inst/log"; bad "the example built with pkg-config against the installed smelt"
+    fi
+    extra_syms="$(nm -D --defined-only "$inst/usr/lib/libsmelt.so" | awk '$3 !~ /^smelt_/ {print $3}')"
+    echo "install: $(nm -D --defined-only "$inst/usr/lib/libsmelt.so" | wc -l) exported symbols"
+    if [ -z "$extra_syms" ]; then ok; else bad "libsmelt.so exports non-public symbols: $extra_syms"; fi
+    env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory BUILD="$build" PREFIX="$inst/usr" uninstall \
+        >> "$inst/log" 2>&1
+    left="$(find "$inst/usr" -type f -o -type l)"
+    if [ -z "$left" ]; then ok; else bad "make uninstall left: $left"; fi
+else
+    tail -n 10 "$inst/log"; bad "make install failed"
+fi
+rm -rf "$inst"
 stage_end
 
 # ---- model tests ------------------------------------------------------------------------------

@@ -75,6 +75,13 @@ smelt_status smelt_model_output_info(const smelt_model *m, int i, smelt_value_in
     return SMELT_OK;
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+const char *smelt_version(void)
+{
+    return STR(SMELT_VERSION_MAJOR) "." STR(SMELT_VERSION_MINOR) "." STR(SMELT_VERSION_PATCH);
+}
+
 void smelt_free(void *ptr) { free(ptr); }
 
 void *smelt_alloc(size_t bytes) { return tensor_data_alloc(bytes); }
