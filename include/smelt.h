@@ -149,6 +149,19 @@ typedef enum smelt_locals {
     SMELT_LOCALS_HYBRID       /* const single-assignment intermediates */
 } smelt_locals;
 
+/* The pipeline's stages, in order: smelt_options.stop_after ends compilation
+ * after one of them, for smelt_program_dump of that stage (`--emit STAGE`).
+ * A program stopped before SMELT_STAGE_ALL opens no device, runs no system
+ * compiler and cannot run. */
+typedef enum smelt_stage {
+    SMELT_STAGE_ALL = 0,  /* everything: built for the device, ready to run     */
+    SMELT_STAGE_IR,       /* graph passes: bound, inferred, folded ("ir")       */
+    SMELT_STAGE_REGIONS,  /* fusion regions ("regions" without kernels, "dot")  */
+    SMELT_STAGE_KIR,      /* kernels lowered for the first device's target ("kir", "regions") */
+    SMELT_STAGE_PLAN,     /* the memory plan and barriers ("plan")              */
+    SMELT_STAGE_SOURCE    /* source for the target ("c", "opencl", "cuda")      */
+} smelt_stage;
+
 typedef struct smelt_options {
     const char *devices;     /* comma list: "cpu", "cpu,opencl", "cuda:0,cuda:1" */
     int threads;             /* worker threads for cpu; 0 = online cores      */
@@ -157,9 +170,7 @@ typedef struct smelt_options {
     int fuse_pad;            /* fusing a Pad into its producer: 0 auto, 1 never, 2 always */
     int64_t max_memory;      /* fail compilation if the plan exceeds it; 0=off */
     int verbose;             /* 1: print stage timings to stderr              */
-    int compile_only;        /* 1: lower and emit for the first device's target
-                                without opening it (for smelt_program_dump);
-                                such a program cannot run                     */
+    smelt_stage stop_after;  /* SMELT_STAGE_ALL, or the stage to stop after   */
 } smelt_options;
 
 SMELT_API void smelt_options_init(smelt_options *opt);

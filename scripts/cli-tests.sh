@@ -57,3 +57,13 @@ mkdir -p "$tmp/out"
 "$smelt" run "$tmp/unsupported.onnx" --output-dir "$tmp/out" > /dev/null 2>&1
 if [ -z "$(ls -A "$tmp/out")" ]; then echo "PASS no-partial-output"; else echo "FAIL no-partial-output: $(ls "$tmp/out")"; fi
 expect good-run 0 "y.npy" -- "$smelt" run "$tmp/ok.onnx" --output-dir "$tmp/out"
+# --emit STAGE stops after that stage: no device is opened, no compiler runs, nothing is cached.
+mkdir -p "$tmp/emit-cache"
+for stage in ir regions kir plan c; do
+    SMELT_CACHE_DIR="$tmp/emit-cache" "$smelt" compile "$tmp/ok.onnx" --emit "$stage" -o "$tmp/emit.$stage" > /dev/null 2>&1
+done
+if [ -s "$tmp/emit.ir" ] && [ -s "$tmp/emit.c" ] && [ -z "$(ls -A "$tmp/emit-cache")" ]; then
+    echo "PASS emit-stops-early"
+else
+    echo "FAIL emit-stops-early: cache holds $(ls "$tmp/emit-cache" | wc -l) files"
+fi

@@ -649,12 +649,19 @@ static int cmd_dump(cli *c, const char *what)
 {
     smelt_model *m;
     smelt_program *p;
-    /* Source for a target needs no device: --emit opencl / cuda lowers for it. */
-    bool source = !strcmp(what, "c") || !strcmp(what, "opencl") || !strcmp(what, "cuda");
-    if (source) {
-        c->opt.compile_only = 1;
-        if (!c->devices_given) c->opt.devices = !strcmp(what, "c") ? "cpu" : what;
-    }
+    /* --emit STAGE stops after that stage: no device, no system compiler.
+     * Source for a target needs no device: --emit opencl / cuda lowers for it.
+     * regions are shown with the boxes their kernels touch, so they lower too. */
+    static const struct {
+        const char *what;
+        smelt_stage stop;
+    } stops[] = {{"ir", SMELT_STAGE_IR},     {"dot", SMELT_STAGE_REGIONS},    {"regions", SMELT_STAGE_KIR},
+                 {"kir", SMELT_STAGE_KIR},   {"plan", SMELT_STAGE_PLAN},      {"c", SMELT_STAGE_SOURCE},
+                 {"opencl", SMELT_STAGE_SOURCE}, {"cuda", SMELT_STAGE_SOURCE}};
+    for (size_t i = 0; i < sizeof stops / sizeof stops[0]; i++)
+        if (strcmp(what, stops[i].what) == 0) c->opt.stop_after = stops[i].stop;
+    bool source = c->opt.stop_after == SMELT_STAGE_SOURCE;
+    if (source && !c->devices_given) c->opt.devices = !strcmp(what, "c") ? "cpu" : what;
     struct stat sb;
     char model[4096];
     bool is_dir = stat(c->path, &sb) == 0 && S_ISDIR(sb.st_mode);

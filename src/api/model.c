@@ -149,10 +149,28 @@ static void dump_spans(const smelt_program *p, FILE *f)
     }
 }
 
+/* The stage a dump needs compiled; -1 for an unknown dump. */
+static int dump_stage(const char *what)
+{
+    static const struct {
+        const char *what;
+        smelt_stage stage;
+    } needs[] = {{"ir", SMELT_STAGE_IR},     {"dot", SMELT_STAGE_REGIONS},   {"regions", SMELT_STAGE_REGIONS},
+                 {"kir", SMELT_STAGE_KIR},   {"plan", SMELT_STAGE_PLAN},     {"c", SMELT_STAGE_SOURCE},
+                 {"opencl", SMELT_STAGE_SOURCE}, {"cuda", SMELT_STAGE_SOURCE}, {"info", SMELT_STAGE_ALL}};
+    for (size_t i = 0; i < sizeof needs / sizeof needs[0]; i++)
+        if (strcmp(what, needs[i].what) == 0) return (int)needs[i].stage;
+    return -1;
+}
+
 smelt_status smelt_program_dump(const smelt_program *p, const char *what, char **text)
 {
     *text = NULL;
     if (!p || !what) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_dump: nothing to dump");
+    int need = dump_stage(what);
+    if (need < 0) return diag_fail(SMELT_ERR_INVALID_ARG, "unknown dump '%s' (ir, regions, dot, kir, c, opencl, cuda, plan, info)", what);
+    if (p->stage != SMELT_STAGE_ALL && (need == SMELT_STAGE_ALL || (int)p->stage < need))
+        return diag_fail(SMELT_ERR_INVALID_ARG, "the program was compiled only up to an earlier stage than '%s' needs (stop_after)", what);
     static const char *const langs[] = {[EMIT_C] = "c", [EMIT_OPENCL] = "opencl", [EMIT_CUDA] = "cuda"};
     for (int l = 0; l < EMIT_LANG_COUNT; l++) {
         if (strcmp(what, langs[l]) != 0) continue;
@@ -176,7 +194,7 @@ smelt_status smelt_program_dump(const smelt_program *p, const char *what, char *
         plan_dump(p->g, &p->plan, f);
     } else if (strcmp(what, "regions") == 0) {
         fuse_dump(p->g, &p->fp, f);
-        dump_spans(p, f);
+        if (p->stage == SMELT_STAGE_ALL || p->stage >= SMELT_STAGE_KIR) dump_spans(p, f);
     } else if (strcmp(what, "dot") == 0) {
         fuse_dot(p->g, &p->fp, f);
     } else if (strcmp(what, "info") == 0) {

@@ -45,11 +45,15 @@ static smelt_status check_devices(const char *list, char *first, size_t cap)
     return SMELT_OK;
 }
 
-static smelt_status lower_all(smelt_program *p, const smelt_options *opt, const target_info *target)
+static smelt_status fuse_all(smelt_program *p, const smelt_options *opt)
 {
     fuse_options fo = {.no_fuse = opt->no_fuse != 0,
                        .pad = opt->fuse_pad == 1 ? FUSE_PAD_NEVER : opt->fuse_pad == 2 ? FUSE_PAD_ALWAYS : FUSE_PAD_AUTO};
-    TRY(fuse_build(p->g, &fo, &p->fp));
+    return fuse_build(p->g, &fo, &p->fp);
+}
+
+static smelt_status lower_all(smelt_program *p, const target_info *target)
+{
     lower_program_init(&p->lp, &p->arena);
     p->lp.target = target;
     for (int r = 0; r < p->fp.n_regions; r++) {
@@ -158,13 +162,14 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     double t0 = now_ms();
     char dev_name[64];
     TRY(check_devices(opt->devices, dev_name, sizeof dev_name));
-    /* The target follows from the device's kind; compile_only stops before
-     * the device is needed, so source can be emitted for absent devices. */
+    /* The target follows from the device's kind; a program stopped before
+     * the end needs no device, so source can be emitted for absent devices. */
     const target_info *target = dev_name[0] == 'o' ? &target_opencl
                               : dev_name[0] == 'c' && dev_name[1] == 'u' ? &target_cuda : &target_cpu;
     emit_lang lang = target == &target_opencl ? EMIT_OPENCL : target == &target_cuda ? EMIT_CUDA : EMIT_C;
     p->lang = lang;
-    if (!opt->compile_only) TRY(rt_device_open(dev_name, opt->threads, &p->dev));
+    p->stage = opt->stop_after;
+    if (p->stage == SMELT_STAGE_ALL) TRY(rt_device_open(dev_name, opt->threads, &p->dev));
     /* The device's own workgroup-memory size replaces the target's portable default. */
     p->target = *target;
     if (p->dev && p->dev->smem_bytes > 0 && target->smem_limit > 0) p->target.smem_limit = p->dev->smem_bytes;
@@ -182,18 +187,23 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     TRY(graph_fold_batchnorm(p->g));
     TRY(graph_fold_gemm_transpose(p->g));
     TRY(graph_dce(p->g));
+    if (p->stage == SMELT_STAGE_IR) return SMELT_OK;
     double t1 = now_ms();
-    TRY(lower_all(p, opt, target));
+    TRY(fuse_all(p, opt));
+    if (p->stage == SMELT_STAGE_REGIONS) return SMELT_OK;
+    TRY(lower_all(p, target));
+    if (p->stage == SMELT_STAGE_KIR) return SMELT_OK;
     p->locals = opt->locals == SMELT_LOCALS_REUSE ? LOCALS_REUSE
               : opt->locals == SMELT_LOCALS_HYBRID ? LOCALS_HYBRID : target->locals;
     TRY(plan_build(p->g, &p->lp, &p->plan)); /* before emitting: in-place sets kir_buffer.alias_of */
     TRY(plan_barriers(p->g, &p->fp, &p->lp, &p->plan));
-    TRY(emit_program(p->lp.kernels, p->lp.n_kernels, lang, p->locals, &p->source));
     if (opt->max_memory > 0 && p->plan.arena_bytes > opt->max_memory)
         return diag_fail(SMELT_ERR_NOMEM, "the memory plan needs %lld bytes of activations, over the limit of %lld bytes",
                          (long long)p->plan.arena_bytes, (long long)opt->max_memory);
+    if (p->stage == SMELT_STAGE_PLAN) return SMELT_OK;
+    TRY(emit_program(p->lp.kernels, p->lp.n_kernels, lang, p->locals, &p->source));
     double t2 = now_ms();
-    if (opt->compile_only) return SMELT_OK;
+    if (p->stage == SMELT_STAGE_SOURCE) return SMELT_OK;
     TRY(p->dev->ops->build(p->dev, p->source, &p->module, &p->stats.cc_cached));
     double t3 = now_ms();
     TRY(link_program(p));
@@ -329,7 +339,7 @@ static smelt_status bind_run_inputs(smelt_program *p, int n, const smelt_tensor 
 smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tensor *inputs)
 {
     if (!p) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: no program");
-    if (!p->dev) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: the program was compiled with compile_only");
+    if (!p->dev) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: the program was compiled only up to a stage (stop_after)");
     const rt_device_ops *ops = p->dev->ops;
     TRY(bind_run_inputs(p, n_inputs, inputs));
     for (int i = 0; i < p->lp.n_kernels; i++) {

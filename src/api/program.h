@@ -72,6 +72,7 @@ struct smelt_program {
     double *prof_ms;       /* per kernel, while profiling is on; else NULL */
     int64_t *prof_calls;
     program_stats stats;
+    smelt_stage stage;     /* the last stage compiled (SMELT_STAGE_ALL: all of them) */
 };
 
 #endif
