@@ -9,13 +9,15 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
 # expect NAME STATUS PATTERN -- command...: exit status STATUS (or any non-zero for "nz") and
-# PATTERN in the combined output; never a signal (status > 128).
+# PATTERN in the combined output; never a signal (status > 128) or a sanitizer report.
 expect() {
     local name="$1" want="$2" pattern="$3"
     shift 4
     local out rc
     out="$("$@" 2>&1)"; rc=$?
     if [ "$rc" -gt 128 ]; then echo "FAIL $name: killed by signal $((rc - 128))"; return; fi
+    # A tool built with sanitizers (ASan, LeakSanitizer, UBSan) must stay silent too.
+    if printf '%s' "$out" | grep -q "Sanitizer\|runtime error:"; then echo "FAIL $name: sanitizer report: $out"; return; fi
     if [ "$want" = nz ] && [ "$rc" -eq 0 ]; then echo "FAIL $name: exit 0"; return; fi
     if [ "$want" != nz ] && [ "$rc" -ne "$want" ]; then echo "FAIL $name: exit $rc, want $want"; return; fi
     if ! printf '%s' "$out" | grep -q -- "$pattern"; then echo "FAIL $name: no '$pattern' in: $out"; return; fi
