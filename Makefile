@@ -67,6 +67,11 @@ $(BUILD)/unit_tests: $(TEST_OBJS) $(BUILD)/libsmelt.a
 $(BUILD)/embed: $(BUILD)/examples/embed.o $(BUILD)/libsmelt.a
 	$(CC) -o $@ $^ $(LDLIBS)
 
+# Compiles and runs one model from several threads at once (scripts/test.sh builds it with
+# -fsanitize=thread into build-tsan/).
+$(BUILD)/tsan_concurrent: $(BUILD)/tests/tsan/concurrent.o $(BUILD)/libsmelt.a
+	$(CC) -o $@ $^ $(LDLIBS)
+
 unit: $(BUILD)/unit_tests
 	$(BUILD)/unit_tests
 
@@ -83,6 +88,6 @@ bench: deps
 	@scripts/bench.sh
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-tsan
 
 -include $(OBJS:.o=.d) $(TEST_OBJS:.o=.d)

@@ -71,7 +71,8 @@ static smelt_status cc_cmd_parse(cc_cmd *c)
     strcpy(c->cmd, env);
     strcpy(c->buf, env);
     c->argc = 0;
-    for (char *tok = strtok(c->buf, " \t"); tok; tok = strtok(NULL, " \t")) {
+    char *save = NULL; /* strtok_r: strtok's hidden state would race between compiling threads */
+    for (char *tok = strtok_r(c->buf, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
         if (c->argc == CC_MAX_ARGS - 1)
             return diag_fail(SMELT_ERR_INVALID_ARG, "SMELT_CC has more than %d words",
                              CC_MAX_ARGS - 1);
