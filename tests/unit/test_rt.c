@@ -490,3 +490,36 @@ TEST(rt_cache_refuses_objects_planted_in_a_shared_directory)
     CHECK(system(cmd) == 0);
     cache_end(&c);
 }
+
+/* A directory that belongs to another user is not used itself (here it is
+ * even writable by us: as root, permissions do not stop us); the cache goes
+ * to its private subdirectory. Needs root to make such a directory. */
+TEST(rt_cache_does_not_use_another_users_directory)
+{
+    if (geteuid() != 0) return;
+    test_cache c;
+    cache_begin(&c);
+    char other[300], priv[400];
+    snprintf(other, sizeof other, "%s/other", c.dir);
+    CHECK(mkdir(other, 0755) == 0 && chown(other, 65534, 65534) == 0);
+    setenv("SMELT_CACHE_DIR", other, 1);
+    bool cached = true;
+    CHECK(load_and_run(&cached));
+    CHECK(!cached);
+    snprintf(priv, sizeof priv, "%s/smelt-0", other);
+    char so[512];
+    CHECK(find_so(priv, so, sizeof so));
+    struct stat st;
+    CHECK(stat(priv, &st) == 0 && st.st_uid == 0 && (st.st_mode & 0777) == 0700);
+    /* Its private subdirectory made by that other user is refused, with the rule. */
+    char cmd[900];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", priv);
+    CHECK(system(cmd) == 0);
+    CHECK(mkdir(priv, 0700) == 0 && chown(priv, 65534, 65534) == 0);
+    rt_so *s = NULL;
+    CHECK_EQ_INT(rt_cc_load(kernel_src, &s, NULL), SMELT_ERR_IO);
+    CHECK_STR_HAS(smelt_last_error(), "owned by this user");
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", other);
+    CHECK(system(cmd) == 0);
+    cache_end(&c);
+}
