@@ -82,6 +82,8 @@ expect threads-not-a-number 2 "\-\-threads 'abc': must be a whole number" -- "$s
 expect threads-trailing-junk 2 "\-\-threads '4x'" -- "$smelt" run "$tmp/ok.onnx" --threads 4x
 expect threads-too-many 2 "\-\-threads '99999999999999999999'" -- "$smelt" run "$tmp/ok.onnx" --threads 99999999999999999999
 expect threads-missing-value 2 "\-\-threads needs a value" -- "$smelt" run "$tmp/ok.onnx" --threads
+expect unknown-command 2 "unknown command 'frob'" -- "$smelt" frob "$tmp/ok.onnx"
+expect compile-without-emit 2 "compile needs \-\-emit" -- "$smelt" compile "$tmp/ok.onnx"
 expect unknown-option 2 "unknown option '\-\-frobnicate'" -- "$smelt" run "$tmp/ok.onnx" --frobnicate 1
 expect runs-zero 2 "\-\-runs '0': must be from 1" -- "$smelt" bench "$tmp/ok.onnx" --runs 0
 expect max-memory-negative 2 "\-\-max-memory '-5': must be a whole number of bytes" -- "$smelt" run "$tmp/ok.onnx" --max-memory -5

@@ -823,9 +823,10 @@ int main(int argc, char **argv)
     if (strcmp(c.cmd, "run") == 0) rc = cmd_run(&c);
     else if (strcmp(c.cmd, "check") == 0) rc = cmd_check(&c);
     else if (strcmp(c.cmd, "bench") == 0) rc = cmd_bench(&c);
-    else if (strcmp(c.cmd, "compile") == 0) rc = c.emit ? cmd_dump(&c, c.emit) : usage();
+    else if (strcmp(c.cmd, "compile") == 0 && c.emit) rc = cmd_dump(&c, c.emit);
+    else if (strcmp(c.cmd, "compile") == 0) rc = (fprintf(stderr, "smelt: compile needs --emit STAGE\n"), usage());
     else if (strcmp(c.cmd, "info") == 0) rc = cmd_dump(&c, "info");
-    else rc = usage();
+    else rc = (fprintf(stderr, "smelt: unknown command '%s'\n", c.cmd), usage());
     cli_free(&c);
     return rc;
 }
