@@ -79,6 +79,11 @@ $(BUILD)/unit_tests: $(TEST_OBJS) $(BUILD)/libsmelt.a
 $(BUILD)/embed: $(BUILD)/examples/embed.o $(BUILD)/libsmelt.a
 	$(CC) -o $@ $^ $(LDLIBS)
 
+# Compiles and runs one model from several threads at once (scripts/test.sh builds it with
+# -fsanitize=thread into build-tsan/).
+$(BUILD)/tsan_concurrent: $(BUILD)/tests/tsan/concurrent.o $(BUILD)/libsmelt.a
+	$(CC) -o $@ $^ $(LDLIBS)
+
 unit: $(BUILD)/unit_tests
 	$(BUILD)/unit_tests
 
@@ -110,6 +115,6 @@ uninstall:
 	      $(LIBDIR)/$(SONAME) $(LIBDIR)/libsmelt.so $(LIBDIR)/pkgconfig/smelt.pc $(DESTDIR)$(PREFIX)/bin/smelt
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-tsan
 
 -include $(OBJS:.o=.d) $(TEST_OBJS:.o=.d)

@@ -9,13 +9,15 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
 # expect NAME STATUS PATTERN -- command...: exit status STATUS (or any non-zero for "nz") and
-# PATTERN in the combined output; never a signal (status > 128).
+# PATTERN in the combined output; never a signal (status > 128) or a sanitizer report.
 expect() {
     local name="$1" want="$2" pattern="$3"
     shift 4
     local out rc
     out="$("$@" 2>&1)"; rc=$?
     if [ "$rc" -gt 128 ]; then echo "FAIL $name: killed by signal $((rc - 128))"; return; fi
+    # A tool built with sanitizers (ASan, LeakSanitizer, UBSan) must stay silent too.
+    if printf '%s' "$out" | grep -q "Sanitizer\|runtime error:"; then echo "FAIL $name: sanitizer report: $out"; return; fi
     if [ "$want" = nz ] && [ "$rc" -eq 0 ]; then echo "FAIL $name: exit 0"; return; fi
     if [ "$want" != nz ] && [ "$rc" -ne "$want" ]; then echo "FAIL $name: exit $rc, want $want"; return; fi
     if ! printf '%s' "$out" | grep -q -- "$pattern"; then echo "FAIL $name: no '$pattern' in: $out"; return; fi
@@ -44,6 +46,22 @@ save("conv", [h.make_node("Conv", ["x4", "w"], ["y"], name="conv3", kernel_shape
 save("ok", [h.make_node("Relu", ["x"], ["y"], name="relu1")], [x], [y])
 sym = h.make_tensor_value_info("s", T.FLOAT, ["N", 3])
 save("symbolic", [h.make_node("Relu", ["s"], ["y"], name="relu2")], [sym], [y])
+# Two outputs whose names sanitize to the same file name.
+save("collide", [h.make_node("Relu", ["x"], ["a/b"], name="r1"), h.make_node("Neg", ["x"], ["a_b"], name="r2")],
+     [x], [h.make_tensor_value_info("a/b", T.FLOAT, [2, 3]), h.make_tensor_value_info("a_b", T.FLOAT, [2, 3])])
+# External data named by a link, a FIFO, a path outside the directory, and too short a file.
+import os
+for name, loc in [("ext_link", "passwd_link"), ("ext_fifo", "fifo.bin"), ("ext_up", "../w.bin"),
+                  ("ext_abs", "/etc/passwd"), ("ext_short", "short.bin")]:
+    w = h.make_tensor("w", T.FLOAT, [2, 3], [0.0] * 6)
+    w.ClearField("float_data")
+    w.data_location = onnx.TensorProto.EXTERNAL
+    e = w.external_data.add()
+    e.key, e.value = "location", loc
+    save(name, [h.make_node("Add", ["x", "w"], ["y"], name="add_ext")], [x], [y], [w])
+os.symlink("/etc/passwd", f"{d}/passwd_link")
+os.mkfifo(f"{d}/fifo.bin")
+open(f"{d}/short.bin", "wb").write(b"\0" * 20)
 PY
 expect unsupported-op 2 "node 'nz1' (NonZero)" -- "$smelt" run "$tmp/unsupported.onnx"
 expect shape-mismatch 2 "node 'add1' (Add)" -- "$smelt" run "$tmp/mismatch.onnx"
@@ -66,4 +84,56 @@ if [ -s "$tmp/emit.ir" ] && [ -s "$tmp/emit.c" ] && [ -z "$(ls -A "$tmp/emit-cac
     echo "PASS emit-stops-early"
 else
     echo "FAIL emit-stops-early: cache holds $(ls "$tmp/emit-cache" | wc -l) files"
+fi
+
+# Numbers are parsed strictly; every rejection names the flag and the rule.
+expect threads-negative 2 "\-\-threads '-1': must be a whole number" -- "$smelt" run "$tmp/ok.onnx" --threads -1
+expect threads-not-a-number 2 "\-\-threads 'abc': must be a whole number" -- "$smelt" run "$tmp/ok.onnx" --threads abc
+expect threads-trailing-junk 2 "\-\-threads '4x'" -- "$smelt" run "$tmp/ok.onnx" --threads 4x
+expect threads-too-many 2 "\-\-threads '99999999999999999999'" -- "$smelt" run "$tmp/ok.onnx" --threads 99999999999999999999
+expect threads-missing-value 2 "\-\-threads needs a value" -- "$smelt" run "$tmp/ok.onnx" --threads
+expect unknown-command 2 "unknown command 'frob'" -- "$smelt" frob "$tmp/ok.onnx"
+expect compile-without-emit 2 "compile needs \-\-emit" -- "$smelt" compile "$tmp/ok.onnx"
+expect unknown-option 2 "unknown option '\-\-frobnicate'" -- "$smelt" run "$tmp/ok.onnx" --frobnicate 1
+expect runs-zero 2 "\-\-runs '0': must be from 1" -- "$smelt" bench "$tmp/ok.onnx" --runs 0
+expect max-memory-negative 2 "\-\-max-memory '-5': must be a whole number of bytes" -- "$smelt" run "$tmp/ok.onnx" --max-memory -5
+expect max-memory-bad-unit 2 "\-\-max-memory '1XB': has an unknown unit" -- "$smelt" run "$tmp/ok.onnx" --max-memory 1XB
+expect max-memory-overflow 2 "\-\-max-memory '9000000TiB': is more than 2^63-1 bytes" -- "$smelt" run "$tmp/ok.onnx" --max-memory 9000000TiB
+expect max-memory-units 0 "y: float32" -- "$smelt" run "$tmp/ok.onnx" --max-memory 64MiB
+expect max-memory-decimal-units 0 "y: float32" -- "$smelt" run "$tmp/ok.onnx" --max-memory 1MB
+expect shape-negative 2 "\-\-shape 's=-3x3': each dim must be a whole number >= 0" -- "$smelt" run "$tmp/symbolic.onnx" --shape s=-3x3
+expect shape-empty-dim 2 "\-\-shape 's=2xx3'" -- "$smelt" run "$tmp/symbolic.onnx" --shape s=2xx3
+expect shape-no-name 2 "\-\-shape '=2x3': must be NAME=" -- "$smelt" run "$tmp/symbolic.onnx" --shape =2x3
+expect shape-too-many-dims 2 "has more than 8 dims" -- "$smelt" run "$tmp/symbolic.onnx" --shape s=1x1x1x1x1x1x1x1x1
+expect shape-dim-overflow 2 "\-\-shape 's=99999999999999999999x3'" -- "$smelt" run "$tmp/symbolic.onnx" --shape s=99999999999999999999x3
+expect shape-size-overflow 2 "input 's': its shape holds more than 2^63-1 bytes" -- "$smelt" run "$tmp/symbolic.onnx" --shape s=9223372036854775807x3
+expect shape-zero-dim-is-legal 0 "y: float32\[0,3\]" -- "$smelt" run "$tmp/symbolic.onnx" --shape s=0x3
+expect shape-contradicts-input 2 "already has data" -- "$smelt" run "$tmp/ok.onnx" --input x="$tmp/out/y.npy" --shape x=4x4
+
+# Outputs whose names sanitize to the same file: an error before anything is written.
+mkdir -p "$tmp/collide_out"
+expect output-name-collision 2 "outputs 'a/b' and 'a_b' would both be written to 'a_b.npy'" -- \
+    "$smelt" run "$tmp/collide.onnx" --output-dir "$tmp/collide_out"
+if [ -z "$(ls -A "$tmp/collide_out")" ]; then echo "PASS output-name-collision-writes-nothing"
+else echo "FAIL output-name-collision-writes-nothing: $(ls "$tmp/collide_out")"; fi
+
+# External data: no links followed, no FIFO opened for reading (timeout: it must not hang),
+# nothing outside the model's directory, no read past the end.
+expect ext-symlink nz "links are not followed" -- timeout 20 "$smelt" run "$tmp/ext_link.onnx"
+expect ext-fifo nz "not a regular file" -- timeout 20 "$smelt" run "$tmp/ext_fifo.onnx"
+expect ext-dotdot nz "leaves the model's directory" -- timeout 20 "$smelt" run "$tmp/ext_up.onnx"
+expect ext-absolute nz "is absolute" -- timeout 20 "$smelt" run "$tmp/ext_abs.onnx"
+expect ext-past-eof nz "too short" -- timeout 20 "$smelt" run "$tmp/ext_short.onnx"
+
+# Two processes compiling the same model into one cold cache both succeed with the same outputs.
+mkdir -p "$tmp/race_cache" "$tmp/race1" "$tmp/race2"
+SMELT_CACHE_DIR="$tmp/race_cache" "$smelt" run "$tmp/ok.onnx" --output-dir "$tmp/race1" > "$tmp/race1.log" 2>&1 &
+race_pid=$!
+SMELT_CACHE_DIR="$tmp/race_cache" "$smelt" run "$tmp/ok.onnx" --output-dir "$tmp/race2" > "$tmp/race2.log" 2>&1
+race_rc2=$?
+wait "$race_pid"; race_rc1=$?
+if [ "$race_rc1" -eq 0 ] && [ "$race_rc2" -eq 0 ] && cmp -s "$tmp/race1/y.npy" "$tmp/race2/y.npy"; then
+    echo "PASS concurrent-compile-same-cache"
+else
+    echo "FAIL concurrent-compile-same-cache: exits $race_rc1 $race_rc2: $(cat "$tmp/race1.log" "$tmp/race2.log")"
 fi

@@ -2,6 +2,8 @@
 # Every test of smelt, after the build (`make test` runs the build, then this). Stages:
 #   unit         build/unit_tests                       (its `unit: N passed, M failed` counts)
 #   unit-asan    the unit tests built and run under ASan + UBSan in build-asan/
+#   tsan         tests/tsan/concurrent.c under ThreadSanitizer in build-tsan/: 4 threads compile
+#                and run one model at once (own programs, one compile cache); one test
 #   embed        examples/embed on the digits model; its accuracy line must equal
 #                examples/digits_expected.txt
 #   install      make install into a temporary prefix, the example built with pkg-config against
@@ -77,6 +79,27 @@ if env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -j"$jobs" B
 else
     tail -n 30 build-asan/build.log
     bad "sanitizer build failed (build-asan/build.log)"
+fi
+stage_end
+
+# ---- concurrent compile + run under ThreadSanitizer --------------------------------------------
+# tests/tsan/concurrent.c built with -fsanitize=thread in build-tsan/: 4 threads compile and run
+# the digits model at once (one program each, one cold compile cache); any race report fails it.
+stage_start tsan
+mkdir -p build-tsan
+tsan_t0=$SECONDS
+if env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -j"$jobs" BUILD=build-tsan \
+        CC="cc -fsanitize=thread" OPT="-O1 -g" build-tsan/tsan_concurrent > build-tsan/build.log 2>&1; then
+    rm -rf build-tsan/cache
+    out="$(SMELT_CACHE_DIR="$root/build-tsan/cache" TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
+           timeout 600 build-tsan/tsan_concurrent examples/digits_mlp.onnx examples/digits_test.npy 2>&1)"; rc=$?
+    printf '%s\n' "$out" | tail -n 40
+    echo "tsan: $((SECONDS - tsan_t0)) s (build and run)"
+    if [ "$rc" -eq 0 ] && ! printf '%s\n' "$out" | grep -q "ThreadSanitizer"; then ok
+    else bad "build-tsan/tsan_concurrent exited $rc"; fi
+else
+    tail -n 30 build-tsan/build.log
+    bad "ThreadSanitizer build failed (build-tsan/build.log)"
 fi
 stage_end
 

@@ -7,7 +7,7 @@
  *   smelt compile MODEL|DIR --emit ir|regions|kir|c|opencl|cuda|plan [-o FILE]
  *   smelt info    MODEL
  * Common: --device LIST --threads N --locals reuse|hybrid --no-fuse
- *         --shape NAME=1x3x224x224 --max-memory BYTES -v
+ *         --shape NAME=1x3x224x224 --max-memory SIZE -v   (numbers and sizes: README)
  */
 #include <dirent.h>
 #include <errno.h>
@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -46,7 +47,7 @@ static int usage(void)
             "       smelt compile MODEL.onnx|DIR --emit ir|regions|kir|c|opencl|cuda|plan [-o FILE]\n"
             "       smelt info    MODEL.onnx\n"
             "options: --device LIST  --threads N  --locals reuse|hybrid  --no-fuse  --fuse-pad auto|never|always\n"
-            "         --shape NAME=1x3x224x224  --max-memory BYTES  -v\n");
+            "         --shape NAME=1x3x224x224  --max-memory SIZE (bytes, or e.g. 64MiB, 1MB)  -v\n");
     return 2;
 }
 
@@ -71,6 +72,7 @@ static smelt_tensor *cli_input(cli *c, const char *name)
     smelt_tensor *t = &c->inputs[c->n_inputs];
     memset(t, 0, sizeof *t);
     c->input_names[c->n_inputs] = strdup(name);
+    if (!c->input_names[c->n_inputs]) return NULL;
     t->name = c->input_names[c->n_inputs];
     c->n_inputs++;
     return t;
@@ -82,6 +84,99 @@ static void cli_free(cli *c)
         free(c->inputs[i].data);
         free(c->input_names[i]);
     }
+}
+
+/* A rejected argument: the flag, the value and the rule it broke. Returns 2. */
+static int bad_arg(const char *flag, const char *value, const char *rule)
+{
+    fprintf(stderr, "smelt: %s '%s': %s\n", flag, value, rule);
+    return 2;
+}
+
+/* A whole-string decimal integer, digits only (no sign, blanks or suffix). */
+static bool parse_digits(const char *s, const char *end, long long *out)
+{
+    if (s == end) return false;
+    long long v = 0;
+    for (; s < end; s++) {
+        if (*s < '0' || *s > '9' || __builtin_mul_overflow(v, 10, &v) ||
+            __builtin_add_overflow(v, *s - '0', &v))
+            return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* --threads, --runs: a whole number in [lo, hi]; 0 or 2 (after a message). */
+static int parse_count(const char *flag, const char *v, long long lo, long long hi, int *out)
+{
+    long long n;
+    if (!parse_digits(v, v + strlen(v), &n)) {
+        char rule[96];
+        snprintf(rule, sizeof rule, "must be a whole number from %lld to %lld", lo, hi);
+        return bad_arg(flag, v, rule);
+    }
+    if (n < lo || n > hi) {
+        char rule[96];
+        snprintf(rule, sizeof rule, "must be from %lld to %lld", lo, hi);
+        return bad_arg(flag, v, rule);
+    }
+    *out = (int)n;
+    return 0;
+}
+
+/* A byte size: a whole number with an optional unit, B, kB/MB/GB/TB (powers of
+ * 1000) or KiB/MiB/GiB/TiB (powers of 1024), case-insensitive; plain is bytes. */
+static int parse_size(const char *flag, const char *v, int64_t *out)
+{
+    static const struct {
+        const char *unit;
+        int64_t scale;
+    } units[] = {
+        {"", 1}, {"B", 1},
+        {"kB", 1000}, {"MB", 1000000}, {"GB", 1000000000}, {"TB", 1000000000000},
+        {"KiB", 1ll << 10}, {"MiB", 1ll << 20}, {"GiB", 1ll << 30}, {"TiB", 1ll << 40},
+    };
+    const char *u = v;
+    while (*u >= '0' && *u <= '9') u++;
+    long long n;
+    if (!parse_digits(v, u, &n))
+        return bad_arg(flag, v, "must be a whole number of bytes, optionally with a unit "
+                                "(B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)");
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcasecmp(u, units[i].unit) != 0) continue;
+        int64_t bytes;
+        if (__builtin_mul_overflow((int64_t)n, units[i].scale, &bytes))
+            return bad_arg(flag, v, "is more than 2^63-1 bytes");
+        *out = bytes;
+        return 0;
+    }
+    return bad_arg(flag, v, "has an unknown unit (known: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)");
+}
+
+/* NAME=D0xD1x... (or commas): every dim a whole number >= 0, 1 to SMELT_MAX_RANK dims. */
+static int parse_shape(const char *v, const char *dims, smelt_tensor *t)
+{
+    int rank = 0;
+    int64_t shape[SMELT_MAX_RANK];
+    for (const char *p = dims;;) {
+        const char *end = p + strcspn(p, "x,");
+        long long d;
+        if (!parse_digits(p, end, &d))
+            return bad_arg("--shape", v, "each dim must be a whole number >= 0 (at most 2^63-1), "
+                                         "separated by 'x' or ','");
+        if (rank == SMELT_MAX_RANK) {
+            char rule[64];
+            snprintf(rule, sizeof rule, "has more than %d dims", SMELT_MAX_RANK);
+            return bad_arg("--shape", v, rule);
+        }
+        shape[rank++] = d;
+        if (!*end) break;
+        p = end + 1;
+    }
+    t->rank = rank;
+    memcpy(t->shape, shape, sizeof(int64_t) * (size_t)rank);
+    return 0;
 }
 
 static int parse_args(cli *c, int argc, char **argv)
@@ -100,39 +195,54 @@ static int parse_args(cli *c, int argc, char **argv)
         if (strcmp(a, "--no-fuse") == 0) { c->opt.no_fuse = 1; continue; }
         if (strcmp(a, "-v") == 0) { c->opt.verbose = 1; continue; }
         if (strcmp(a, "--profile") == 0) { c->profile = 1; continue; }
-        if (!v) return usage();
+        static const char *const with_value[] = {"--device", "--threads", "--runs", "--output-dir", "--emit", "-o",
+                                                 "--max-memory", "--fuse-pad", "--locals", "--input", "--shape", "--atol", "--rtol"};
+        bool known = false;
+        for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) known |= !strcmp(a, with_value[k]);
+        if (!known) {
+            fprintf(stderr, "smelt: unknown option '%s'\n", a);
+            return usage();
+        }
+        if (!v) {
+            fprintf(stderr, "smelt: %s needs a value\n", a);
+            return usage();
+        }
         i++;
+        int rc = 0;
         if (strcmp(a, "--device") == 0) c->opt.devices = v, c->devices_given = true;
-        else if (strcmp(a, "--threads") == 0) c->opt.threads = atoi(v);
-        else if (strcmp(a, "--runs") == 0) c->runs = atoi(v) > 0 ? atoi(v) : 1;
+        else if (strcmp(a, "--threads") == 0) rc = parse_count(a, v, 0, 4096, &c->opt.threads);
+        else if (strcmp(a, "--runs") == 0) rc = parse_count(a, v, 1, 1000000, &c->runs);
         else if (strcmp(a, "--output-dir") == 0) c->output_dir = v;
         else if (strcmp(a, "--emit") == 0) c->emit = v;
         else if (strcmp(a, "-o") == 0) c->out_file = v;
         else if (strcmp(a, "--atol") == 0 || strcmp(a, "--rtol") == 0) {
             char *end;
             double x = strtod(v, &end);
-            if (*end || end == v || !(x >= 0) || isinf(x)) {
-                fprintf(stderr, "smelt: %s takes a non-negative number, not '%s'\n", a, v);
-                return 2;
-            }
-            *(a[2] == 'a' ? &c->atol : &c->rtol) = x;
-        } else if (strcmp(a, "--max-memory") == 0) c->opt.max_memory = strtoll(v, NULL, 10);
+            if (*end || end == v || !(x >= 0) || isinf(x)) rc = bad_arg(a, v, "must be a finite number >= 0");
+            else *(a[2] == 'a' ? &c->atol : &c->rtol) = x;
+        } else if (strcmp(a, "--max-memory") == 0) rc = parse_size(a, v, &c->opt.max_memory);
         else if (strcmp(a, "--fuse-pad") == 0) {
             if (strcmp(v, "auto") == 0) c->opt.fuse_pad = 0;
             else if (strcmp(v, "never") == 0) c->opt.fuse_pad = 1;
             else if (strcmp(v, "always") == 0) c->opt.fuse_pad = 2;
-            else return usage();
+            else rc = bad_arg(a, v, "must be auto, never or always");
         } else if (strcmp(a, "--locals") == 0) {
             if (strcmp(v, "reuse") == 0) c->opt.locals = SMELT_LOCALS_REUSE;
             else if (strcmp(v, "hybrid") == 0) c->opt.locals = SMELT_LOCALS_HYBRID;
-            else return usage();
-        } else if (strcmp(a, "--input") == 0 || strcmp(a, "--shape") == 0) {
+            else rc = bad_arg(a, v, "must be reuse or hybrid");
+        } else {
+            /* --input / --shape NAME=... */
             const char *eq = strchr(v, '=');
-            if (!eq) return usage();
+            if (!eq || eq == v) return bad_arg(a, v, "must be NAME=...");
+            if (eq - v > 255) return bad_arg(a, v, "the input name is longer than 255 bytes");
             char name[256];
             snprintf(name, sizeof name, "%.*s", (int)(eq - v), v);
             smelt_tensor *t = cli_input(c, name);
-            if (!t) return usage();
+            if (!t) {
+                char rule[64];
+                snprintf(rule, sizeof rule, "more than %d inputs named", MAX_INPUTS);
+                return bad_arg(a, v, rule);
+            }
             if (strcmp(a, "--input") == 0) {
                 smelt_tensor f;
                 if (smelt_tensor_load(eq + 1, &f)) return fail(eq + 1);
@@ -143,17 +253,13 @@ static int parse_args(cli *c, int argc, char **argv)
                 t->data = f.data;
                 f.data = NULL;
                 smelt_tensor_free(&f);
+            } else if (t->data) {
+                rc = bad_arg(a, v, "this input already has data (from --input), whose shape it would contradict");
             } else {
-                t->rank = 0;
-                for (const char *p = eq + 1; *p && t->rank < SMELT_MAX_RANK;) {
-                    t->shape[t->rank++] = strtoll(p, (char **)&p, 10);
-                    if (*p == 'x' || *p == ',') p++;
-                    else if (*p) return usage();
-                }
+                rc = parse_shape(v, eq + 1, t);
             }
-        } else {
-            return usage();
         }
+        if (rc) return rc;
     }
     return 0;
 }
@@ -171,10 +277,25 @@ static double rng_next(void)
 
 static int fill_random(smelt_tensor *t)
 {
-    int64_t n = smelt_tensor_numel(t);
+    /* The shape may come from --shape: count with overflow checks before allocating. */
     size_t es = smelt_dtype_size(t->dtype);
-    t->data = smelt_alloc((size_t)(n > 0 ? n : 1) * (es ? es : 1));
-    if (!t->data) return 0;
+    int64_t n = 1, bytes;
+    bool zero = false;
+    for (int d = 0; d < t->rank; d++) zero |= t->shape[d] == 0;
+    for (int d = 0; d < t->rank && !zero; d++)
+        if (t->shape[d] < 0 || __builtin_mul_overflow(n, t->shape[d], &n)) n = -1;
+    if (zero) n = 0;
+    if (n < 0 || __builtin_mul_overflow(n, (int64_t)(es ? es : 1), &bytes)) {
+        fprintf(stderr, "smelt: input '%s': its shape holds more than 2^63-1 bytes of %s\n", t->name,
+                smelt_dtype_name(t->dtype));
+        return 0;
+    }
+    t->data = (uint64_t)bytes < SIZE_MAX ? smelt_alloc((size_t)(bytes ? bytes : 1)) : NULL;
+    if (!t->data) {
+        fprintf(stderr, "smelt: input '%s': cannot allocate %lld bytes for its generated data\n", t->name,
+                (long long)bytes);
+        return 0;
+    }
     for (int64_t i = 0; i < n; i++) {
         double r = rng_next();
         switch (t->dtype) {
@@ -196,7 +317,10 @@ static int complete_inputs(cli *c, const smelt_model *m)
         smelt_value_info info;
         smelt_model_input_info(m, i, &info);
         smelt_tensor *t = cli_input(c, info.name);
-        if (!t) return 0;
+        if (!t) {
+            fprintf(stderr, "smelt: input '%s': more than %d inputs, or out of memory\n", info.name, MAX_INPUTS);
+            return 0;
+        }
         if (t->data) continue;
         if (t->rank == 0) {
             t->rank = info.rank;
@@ -228,6 +352,31 @@ static void sanitize_name(const char *in, char *out, size_t cap)
     out[n] = 0;
 }
 
+/* Output names become file names (sanitize_name); two outputs that would
+ * share a file are an error before anything is written, rather than one
+ * silently overwriting the other or a renaming the user must guess. */
+static int check_output_files(const smelt_program *p)
+{
+    int n = smelt_program_output_count(p);
+    for (int i = 0; i < n; i++) {
+        smelt_tensor a;
+        char fa[200];
+        smelt_program_output(p, i, &a);
+        sanitize_name(a.name, fa, sizeof fa);
+        for (int j = 0; j < i; j++) {
+            smelt_tensor b;
+            char fb[200];
+            smelt_program_output(p, j, &b);
+            sanitize_name(b.name, fb, sizeof fb);
+            if (strcmp(fa, fb) != 0) continue;
+            fprintf(stderr, "smelt: --output-dir: outputs '%s' and '%s' would both be written to '%s.npy'; "
+                            "run without --output-dir to see both\n", b.name, a.name, fa);
+            return 2;
+        }
+    }
+    return 0;
+}
+
 static int cmd_run(cli *c)
 {
     smelt_model *m;
@@ -241,7 +390,8 @@ static int cmd_run(cli *c)
     if (smelt_program_compile(m, &c->opt, c->n_inputs, c->inputs, &p)) {
         rc = fail(c->path);
     } else {
-        if (smelt_program_run(p, c->n_inputs, c->inputs)) rc = fail("run");
+        if (!rc && c->output_dir) rc = check_output_files(p);
+        if (!rc && smelt_program_run(p, c->n_inputs, c->inputs)) rc = fail("run");
         if (!rc && c->output_dir) mkdir(c->output_dir, 0777);
         for (int i = 0; !rc && i < smelt_program_output_count(p); i++) {
             smelt_tensor y;
@@ -703,13 +853,17 @@ int main(int argc, char **argv)
 {
     cli c;
     int rc = parse_args(&c, argc, argv);
-    if (rc) return rc;
+    if (rc) {
+        cli_free(&c);
+        return rc;
+    }
     if (strcmp(c.cmd, "run") == 0) rc = cmd_run(&c);
     else if (strcmp(c.cmd, "check") == 0) rc = cmd_check(&c);
     else if (strcmp(c.cmd, "bench") == 0) rc = cmd_bench(&c);
-    else if (strcmp(c.cmd, "compile") == 0) rc = c.emit ? cmd_dump(&c, c.emit) : usage();
+    else if (strcmp(c.cmd, "compile") == 0 && c.emit) rc = cmd_dump(&c, c.emit);
+    else if (strcmp(c.cmd, "compile") == 0) rc = (fprintf(stderr, "smelt: compile needs --emit STAGE\n"), usage());
     else if (strcmp(c.cmd, "info") == 0) rc = cmd_dump(&c, "info");
-    else rc = usage();
+    else rc = (fprintf(stderr, "smelt: unknown command '%s'\n", c.cmd), usage());
     cli_free(&c);
     return rc;
 }

@@ -2,10 +2,12 @@
 #include "onnx/onnx.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "onnx/onnx.pb-c.h"
 
@@ -67,6 +69,59 @@ static bool parse_u64(const char *s, int64_t *out)
     return true;
 }
 
+/* Open `loc` (already checked by location_is_safe) under the directory `base`
+ * one component at a time, never following a symbolic link (O_NOFOLLOW on
+ * every component, so a link anywhere on the way cannot lead out of the
+ * model's directory) and without blocking (O_NONBLOCK: a FIFO must not hang
+ * the load; the caller takes only regular files). Returns the fd, or -1 with
+ * *why set. */
+static int open_beneath(const char *base, const char *loc, const char **why)
+{
+    int dir = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) {
+        *why = strerror(errno);
+        return -1;
+    }
+    char name[256];
+    for (const char *p = loc;;) {
+        while (*p == '/') p++;
+        size_t n = strcspn(p, "/");
+        const char *next = p + n;
+        while (*next == '/') next++;
+        bool last = *next == 0;
+        if (n >= sizeof name) {
+            close(dir);
+            *why = "a path component is too long";
+            return -1;
+        }
+        memcpy(name, p, n);
+        name[n] = 0;
+        if (n == 0 || !strcmp(name, ".")) {
+            if (last) {
+                close(dir);
+                *why = "it names a directory";
+                return -1;
+            }
+            p = next;
+            continue;
+        }
+        int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? O_NONBLOCK : O_DIRECTORY);
+        int fd = openat(dir, name, flags);
+        int err = errno;
+        close(dir);
+        if (fd < 0) {
+            /* O_NOFOLLOW on a link fails with ELOOP (ENOTDIR for a link where a directory is wanted). */
+            *why = err == ELOOP || err == ENOTDIR
+                       ? "a symbolic link or a non-directory on the way (links are not followed)"
+                       : strerror(err);
+            return -1;
+        }
+        if (last) return fd;
+        dir = fd;
+        p = next;
+    }
+}
+
 /* Open the external data of `tp` at its offset, checking that `nbytes` are there. */
 static smelt_status external_open(const Onnx__TensorProto *tp, const char *base_dir, const char *what, size_t nbytes,
                                   FILE **out)
@@ -96,19 +151,24 @@ static smelt_status external_open(const Onnx__TensorProto *tp, const char *base_
     if (!path) return diag_fail(SMELT_ERR_NOMEM, "%s: out of memory", what);
     snprintf(path, plen, "%s/%s", *base_dir ? base_dir : ".", loc);
     smelt_status st = SMELT_OK;
-    FILE *f = fopen(path, "rb");
+    const char *why = NULL;
+    int fd = open_beneath(*base_dir ? base_dir : ".", loc, &why);
+    FILE *f = NULL;
     struct stat sb;
-    if (!f)
-        st = diag_fail(SMELT_ERR_IO, "%s: cannot open external data '%s': %s", what, path, strerror(errno));
-    else if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode))
+    if (fd < 0)
+        st = diag_fail(SMELT_ERR_IO, "%s: cannot open external data '%s': %s", what, path, why);
+    else if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
         st = diag_fail(SMELT_ERR_IO, "%s: external data '%s' is not a regular file", what, path);
     else if (offset > sb.st_size || (uint64_t)(sb.st_size - offset) < nbytes)
         st = diag_fail(SMELT_ERR_MODEL, "%s: external data '%s' is too short: %zu bytes wanted at offset %lld of %lld",
                        what, path, nbytes, (long long)offset, (long long)sb.st_size);
+    else if (fcntl(fd, F_SETFL, 0) != 0 || !(f = fdopen(fd, "rb")))
+        st = diag_fail(SMELT_ERR_IO, "%s: cannot read external data '%s': %s", what, path, strerror(errno));
     else if (fseeko(f, (off_t)offset, SEEK_SET) != 0)
         st = diag_fail(SMELT_ERR_IO, "%s: seeking in external data '%s' failed", what, path);
     free(path);
     if (st && f) fclose(f);
+    else if (st && fd >= 0) close(fd);
     if (!st) *out = f;
     return st;
 }

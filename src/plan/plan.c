@@ -148,13 +148,19 @@ static void plan_in_place(mem_plan *m, lower_program *p)
 
 /* ---- placement ------------------------------------------------------------------------- */
 
-static const plan_slot *sort_base;
+/* A sort key that carries what it compares, so the comparator needs no global
+ * context (two threads may plan at once). */
+typedef struct slot_key {
+    int64_t bytes;
+    int first, slot;
+} slot_key;
+
 static int by_size_desc(const void *x, const void *y)
 {
-    const plan_slot *a = &sort_base[*(const int *)x], *b = &sort_base[*(const int *)y];
+    const slot_key *a = x, *b = y;
     if (a->bytes != b->bytes) return a->bytes < b->bytes ? 1 : -1;
-    if (a->first != b->first) return a->first - b->first;
-    return *(const int *)x - *(const int *)y;
+    if (a->first != b->first) return a->first < b->first ? -1 : 1;
+    return a->slot - b->slot;
 }
 
 static int by_offset(const void *x, const void *y)
@@ -165,18 +171,18 @@ static int by_offset(const void *x, const void *y)
 
 /* Place order[0..n) in that order; offsets into off[slot]; returns the arena size.
  * `spans` is scratch for 2 * n int64. */
-static int64_t place(const plan_slot *s, const int *order, int n, bool best_fit, int64_t *off, int64_t *spans)
+static int64_t place(const plan_slot *s, const slot_key *order, int n, bool best_fit, int64_t *off, int64_t *spans)
 {
     int64_t top = 0;
     for (int i = 0; i < n; i++) {
-        const plan_slot *x = &s[order[i]];
+        const plan_slot *x = &s[order[i].slot];
         int64_t size = align_up(x->bytes);
         int m = 0;
         for (int j = 0; j < i; j++) {
-            const plan_slot *y = &s[order[j]];
+            const plan_slot *y = &s[order[j].slot];
             if (!overlap_time(x, y)) continue;
-            spans[2 * m] = off[order[j]];
-            spans[2 * m + 1] = off[order[j]] + align_up(y->bytes);
+            spans[2 * m] = off[order[j].slot];
+            spans[2 * m + 1] = off[order[j].slot] + align_up(y->bytes);
             m++;
         }
         qsort(spans, (size_t)m, 2 * sizeof(int64_t), by_offset);
@@ -191,7 +197,7 @@ static int64_t place(const plan_slot *s, const int *order, int n, bool best_fit,
             if (spans[2 * j + 1] > end) end = spans[2 * j + 1];
         }
         if (pos < 0) pos = end;
-        off[order[i]] = pos;
+        off[order[i].slot] = pos;
         if (pos + size > top) top = pos + size;
     }
     return top;
@@ -200,26 +206,26 @@ static int64_t place(const plan_slot *s, const int *order, int n, bool best_fit,
 static smelt_status place_arena(mem_plan *m)
 {
     int n = m->n_slots, cnt = 0;
-    int *order = malloc(sizeof(int) * ((size_t)n + 1));
+    slot_key *keys = malloc(sizeof(slot_key) * ((size_t)n + 1));
     int64_t *ff = malloc(sizeof(int64_t) * ((size_t)n + 1)), *bf = malloc(sizeof(int64_t) * ((size_t)n + 1));
     int64_t *spans = malloc(sizeof(int64_t) * 2 * ((size_t)n + 1));
-    if (!order || !ff || !bf || !spans) {
-        free(order), free(ff), free(bf), free(spans);
+    if (!keys || !ff || !bf || !spans) {
+        free(keys), free(ff), free(bf), free(spans);
         return diag_fail(SMELT_ERR_NOMEM, "out of memory planning memory");
     }
     for (int s = 0; s < n; s++)
-        if (m->slots[s].kind == PLAN_ARENA && m->slots[s].alias < 0) order[cnt++] = s;
-    sort_base = m->slots;
-    qsort(order, (size_t)cnt, sizeof(int), by_size_desc);
-    m->first_fit_bytes = place(m->slots, order, cnt, false, ff, spans);
-    m->best_fit_bytes = place(m->slots, order, cnt, true, bf, spans);
+        if (m->slots[s].kind == PLAN_ARENA && m->slots[s].alias < 0)
+            keys[cnt++] = (slot_key){m->slots[s].bytes, m->slots[s].first, s};
+    qsort(keys, (size_t)cnt, sizeof(slot_key), by_size_desc);
+    m->first_fit_bytes = place(m->slots, keys, cnt, false, ff, spans);
+    m->best_fit_bytes = place(m->slots, keys, cnt, true, bf, spans);
     const int64_t *off = m->best_fit_bytes < m->first_fit_bytes ? bf : ff;
     m->arena_bytes = m->best_fit_bytes < m->first_fit_bytes ? m->best_fit_bytes : m->first_fit_bytes;
     for (int s = 0; s < n; s++) {
         plan_slot *x = &m->slots[s];
         if (x->kind == PLAN_ARENA) x->offset = off[plan_root(m, s)];
     }
-    free(order), free(ff), free(bf), free(spans);
+    free(keys), free(ff), free(bf), free(spans);
     return SMELT_OK;
 }
 

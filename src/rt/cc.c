@@ -71,7 +71,8 @@ static smelt_status cc_cmd_parse(cc_cmd *c)
     strcpy(c->cmd, env);
     strcpy(c->buf, env);
     c->argc = 0;
-    for (char *tok = strtok(c->buf, " \t"); tok; tok = strtok(NULL, " \t")) {
+    char *save = NULL; /* strtok_r: strtok's hidden state would race between compiling threads */
+    for (char *tok = strtok_r(c->buf, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
         if (c->argc == CC_MAX_ARGS - 1)
             return diag_fail(SMELT_ERR_INVALID_ARG, "SMELT_CC has more than %d words",
                              CC_MAX_ARGS - 1);
@@ -180,42 +181,6 @@ static void cc_info_forget_native(const char *cmd)
     pthread_mutex_unlock(&cc_info_mu);
 }
 
-const char *rt_cache_dir(char *buf, size_t cap)
-{
-    const char *d = getenv("SMELT_CACHE_DIR");
-    int n;
-    if (d && *d) {
-        n = snprintf(buf, cap, "%s", d);
-    } else if ((d = getenv("XDG_CACHE_HOME")) && *d) {
-        n = snprintf(buf, cap, "%s/smelt", d);
-    } else if ((d = getenv("HOME")) && *d) {
-        n = snprintf(buf, cap, "%s/.cache/smelt", d);
-    } else {
-        return NULL;
-    }
-    return n >= 0 && (size_t)n < cap ? buf : NULL;
-}
-
-static smelt_status mkdir_p(const char *dir)
-{
-    char p[CC_PATH_CAP];
-    snprintf(p, sizeof p, "%s", dir);
-    for (char *s = p + 1;; s++) {
-        if (*s != '/' && *s != 0) continue;
-        char saved = *s;
-        *s = 0;
-        if (mkdir(p, 0700) != 0 && errno != EEXIST)
-            return diag_fail(SMELT_ERR_IO, "cannot create the cache directory '%s': %s", p,
-                             strerror(errno));
-        *s = saved;
-        if (!saved) break;
-    }
-    struct stat st;
-    if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
-        return diag_fail(SMELT_ERR_IO, "cache path '%s' is not a directory", p);
-    return SMELT_OK;
-}
-
 static smelt_status write_file(int fd, const char *path, const char *text)
 {
     size_t len = strlen(text);
@@ -233,9 +198,17 @@ static smelt_status write_file(int fd, const char *path, const char *text)
     return SMELT_OK;
 }
 
-static smelt_status so_open(const char *path, rt_so **out)
+/* dlopen the entry `name` of the checked directory through /proc/self/fd/<dir>
+ * where that exists, so a rename of the directory (or of one above it)
+ * between the check and the load cannot substitute another directory; only
+ * this user can change files inside it. (Not /proc/self/fd/<file>: the loader
+ * knows objects by name, and file descriptor numbers are reused.) `path`
+ * names it in messages and loads it where there is no /proc. */
+static smelt_status so_open(const rt_cache *cache, const char *name, const char *path, rt_so **out)
 {
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    char proc[128];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d/%s", cache->dfd, name);
+    void *h = dlopen(access(proc, R_OK) == 0 ? proc : path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *why = dlerror();
         return diag_fail(SMELT_ERR_DEVICE, "cannot load '%s': %s", path, why ? why : "?");
@@ -317,7 +290,9 @@ smelt_status rt_cc_load(const char *source, rt_so **out, bool *cached)
     TRY(cc_info_get(&c, &info));
 
     /* 128-bit key: two FNV-1a passes with different seeds over everything
-     * that decides the object's contents. */
+     * that decides the object's contents, and the user (the name is an
+     * address, not a check: rt_cache_open_verified checks the bytes). */
+    unsigned long uid = (unsigned long)geteuid();
     uint64_t h[2] = {HASH_SEED, HASH_SEED ^ 0x9e3779b97f4a7c15ull};
     for (int k = 0; k < 2; k++) {
         size_t len = strlen(source);
@@ -326,42 +301,49 @@ smelt_status rt_cc_load(const char *source, rt_so **out, bool *cached)
         for (int i = 0; i < CC_N_FLAGS; i++) h[k] = hash_str(h[k], cc_flags[i]);
         h[k] = hash_str(h[k], info.cmd);
         h[k] = hash_str(h[k], info.ident);
+        h[k] = hash_bytes(h[k], &uid, sizeof uid);
     }
     char key[33];
     snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h[0], (unsigned long long)h[1]);
 
-    char dir[CC_PATH_CAP - 64];
-    if (!rt_cache_dir(dir, sizeof dir))
-        return diag_fail(SMELT_ERR_IO,
-                         "no compile cache directory: set SMELT_CACHE_DIR, XDG_CACHE_HOME or HOME");
-    TRY(mkdir_p(dir));
-
-    char so_path[CC_PATH_CAP], c_path[CC_PATH_CAP];
-    snprintf(so_path, sizeof so_path, "%s/%s.so", dir, key);
+    rt_cache cache;
+    TRY(rt_cache_open(&cache));
+    const char *dir = cache.dir;
+    char so_name[64], so_path[CC_PATH_CAP + 64], c_path[CC_PATH_CAP + 64];
+    snprintf(so_name, sizeof so_name, "%s.so", key);
+    snprintf(so_path, sizeof so_path, "%s/%s", dir, so_name);
     snprintf(c_path, sizeof c_path, "%s/%s.c", dir, key);
-    if (access(so_path, F_OK) == 0) {
-        if (so_open(so_path, out) == SMELT_OK) {
+    int fd = rt_cache_open_verified(&cache, so_name, NULL);
+    if (fd >= 0) {
+        close(fd);
+        smelt_status st = so_open(&cache, so_name, so_path, out);
+        if (st == SMELT_OK) {
+            rt_cache_close(&cache);
             if (cached) *cached = true;
             return SMELT_OK;
         }
-        diag_clear(); /* unloadable (e.g. another machine's object): rebuild it */
+        diag_clear(); /* verified but unloadable (e.g. another machine's object): rebuild it */
     }
 
     /* Unique temporaries next to the final names, so the renames are atomic. */
-    char tmp_c[CC_PATH_CAP], tmp_so[CC_PATH_CAP];
+    char tmp_c[CC_PATH_CAP + 64], tmp_so[CC_PATH_CAP + 64];
     snprintf(tmp_so, sizeof tmp_so, "%s/%s-XXXXXX.so", dir, key);
-    int fd = mkstemps(tmp_so, 3);
-    if (fd < 0)
-        return diag_fail(SMELT_ERR_IO, "cannot create a file in '%s': %s", dir, strerror(errno));
+    fd = mkstemps(tmp_so, 3);
+    smelt_status st = SMELT_OK;
+    if (fd < 0) {
+        st = diag_fail(SMELT_ERR_IO, "cannot create a file in '%s': %s", dir, strerror(errno));
+        rt_cache_close(&cache);
+        return st;
+    }
     close(fd);
     snprintf(tmp_c, sizeof tmp_c, "%s/%s-XXXXXX.c", dir, key);
     fd = mkstemps(tmp_c, 2);
-    smelt_status st = fd < 0 ? diag_fail(SMELT_ERR_IO, "cannot create a file in '%s': %s", dir,
-                                         strerror(errno))
-                             : write_file(fd, tmp_c, source);
+    st = fd < 0 ? diag_fail(SMELT_ERR_IO, "cannot create a file in '%s': %s", dir, strerror(errno))
+                : write_file(fd, tmp_c, source);
     if (st) {
         if (fd >= 0) unlink(tmp_c);
         unlink(tmp_so);
+        rt_cache_close(&cache);
         return st;
     }
 
@@ -373,11 +355,13 @@ smelt_status rt_cc_load(const char *source, rt_so **out, bool *cached)
                        strerror(errno));
         unlink(tmp_c);
         unlink(tmp_so);
+        rt_cache_close(&cache);
         return st;
     }
     char *text = malloc(CC_OUTPUT_CAP);
     if (!text) {
         unlink(tmp_so);
+        rt_cache_close(&cache);
         return diag_fail(SMELT_ERR_NOMEM, "out of memory compiling kernels");
     }
     int code = 0;
@@ -386,14 +370,16 @@ smelt_status rt_cc_load(const char *source, rt_so **out, bool *cached)
         st = diag_fail(SMELT_ERR_COMPILE, "C compiler '%s' failed (exit %d) on generated source %s:\n%s",
                        info.cmd, code, c_path, first_lines(text));
     } else if (!st) {
-        if (rename(tmp_so, so_path) != 0)
-            st = diag_fail(SMELT_ERR_IO, "cannot move '%s' to '%s': %s", tmp_so, so_path,
-                           strerror(errno));
-        else
-            st = so_open(so_path, out);
+        int so_fd = -1;
+        st = rt_cache_publish(&cache, strrchr(tmp_so, '/') + 1, so_name, &so_fd);
+        if (!st) {
+            close(so_fd);
+            st = so_open(&cache, so_name, so_path, out);
+        }
     }
     free(text);
-    unlink(tmp_so);
+    unlink(tmp_so); /* gone already unless something failed */
+    rt_cache_close(&cache);
     return st;
 }
 

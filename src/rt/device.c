@@ -1,6 +1,6 @@
 /*
- * device.c — device names, opening a device by name, and the on-disk cache
- * that device builds share with the CPU's shared objects (rt/device.h).
+ * device.c — device names and opening a device by name (rt/device.h); the
+ * on-disk cache that device builds share with the CPU is rt/cache.c.
  */
 #include "rt/device.h"
 
@@ -54,55 +54,3 @@ smelt_status rt_device_open(const char *spec, int threads, rt_device **out)
     return ops->open(index, threads, out);
 }
 
-void rt_cache_key(char key[33], const char *const *parts, const size_t *lens, int n)
-{
-    uint64_t h[2] = {HASH_SEED, HASH_SEED ^ 0x9e3779b97f4a7c15ull};
-    for (int k = 0; k < 2; k++)
-        for (int i = 0; i < n; i++) {
-            h[k] = hash_bytes(h[k], &lens[i], sizeof lens[i]);
-            h[k] = hash_bytes(h[k], parts[i], lens[i]);
-        }
-    snprintf(key, 33, "%016llx%016llx", (unsigned long long)h[0], (unsigned long long)h[1]);
-}
-
-static bool cache_path(const char *key, const char *suffix, char *path, size_t cap)
-{
-    char dir[3072];
-    if (!rt_cache_dir(dir, sizeof dir)) return false;
-    int n = snprintf(path, cap, "%s/%s%s", dir, key, suffix);
-    return n > 0 && (size_t)n < cap;
-}
-
-void *rt_cache_read(const char *key, const char *suffix, size_t *len)
-{
-    char path[4096];
-    if (!cache_path(key, suffix, path, sizeof path)) return NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (n > 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) &&
-        fread(buf, 1, (size_t)n, f) == (size_t)n) {
-        buf[n] = 0;
-        *len = (size_t)n;
-    } else {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    return buf;
-}
-
-void rt_cache_write(const char *key, const char *suffix, const void *data, size_t len)
-{
-    char path[4096], dir[3072], tmp[4200];
-    if (!cache_path(key, suffix, path, sizeof path) || !rt_cache_dir(dir, sizeof dir)) return;
-    /* The CPU's cc.c creates the directory; do the same here, one level. */
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) return;
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return;
-    bool ok = fwrite(data, 1, len, f) == len;
-    ok &= fclose(f) == 0;
-    if (!ok || rename(tmp, path) != 0) unlink(tmp);
-}

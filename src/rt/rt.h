@@ -5,10 +5,11 @@
  * Compiling: rt_cc_load() writes the source to the cache directory and runs
  *     $SMELT_CC (default "cc") -march=native [-mprefer-vector-width=512] -O3 -fPIC -shared -std=c11 ...
  * producing a shared object named by a hash of (source, flags, compiler
- * version string); a later call with the same source finds the object and
- * only dlopens it. The cache lives in $SMELT_CACHE_DIR, else
- * $XDG_CACHE_HOME/smelt, else ~/.cache/smelt. Writes are atomic (temporary
- * name + rename), so concurrent processes sharing a cache are safe.
+ * version string, user); a later call with the same source finds the object,
+ * checks its recorded SHA-256 and only dlopens it. The cache lives in
+ * $SMELT_CACHE_DIR, else $XDG_CACHE_HOME/smelt, else ~/.cache/smelt; see
+ * rt_cache_open below for what it trusts. Writes are atomic (temporary name +
+ * rename), so concurrent processes sharing a cache are safe.
  *
  * Running: kernels have the signature of target/emit.h; rt_pool_run calls
  * fn(wg, bufs) for every wg in [0, n) across the pool's threads and returns
@@ -50,9 +51,41 @@ int64_t rt_cc_stream_min_bytes(void);
 void *rt_so_sym(rt_so *so, const char *name);
 /* dlclose and free; NULL is a no-op. Symbols taken from so die with it. */
 void rt_so_close(rt_so *so);
-/* The directory used for the cache (for messages and tests), written to buf;
+/* The directory named for the cache (for messages and tests), written to buf;
  * returns buf, or NULL if no variable names one or it does not fit in cap. */
 const char *rt_cache_dir(char *buf, size_t cap);
+
+/* The compile cache trusts nothing it did not write (rt/cache.c):
+ *  - the directory (created 0700 where missing) must be owned by this user
+ *    and writable by no one else; a directory that is not (another user's, or
+ *    a shared one like /tmp) is not used itself: the cache goes to its private
+ *    subdirectory smelt-<uid>, which must pass the same rule, else an error;
+ *  - every entry is written 0600 under a temporary name, its SHA-256 recorded
+ *    in <entry>.sha256, and both renamed into place (atomic for concurrent
+ *    processes);
+ *  - an entry is believed only if it is a regular file of ours, writable by
+ *    no one else, opened without following links, whose bytes hash to the
+ *    recorded digest. Anything else (absent, truncated, bit-flipped, planted,
+ *    a link, a FIFO) reads as a miss and is rebuilt; it is never loaded.
+ * The ownership rule is what keeps other users out; the digest is what
+ * catches corruption (a crash mid-write on another file system, a disk error,
+ * an edit) before a broken object is mapped and run. */
+#define RT_CACHE_PATH_CAP 4096
+typedef struct rt_cache {
+    int dfd;                     /* the checked directory; entries are opened relative to it */
+    char dir[RT_CACHE_PATH_CAP]; /* its path, for the compiler and for messages */
+} rt_cache;
+/* Finds, creates if needed and checks the directory; SMELT_ERR_IO naming it
+ * and the rule when no private directory can be had. */
+smelt_status rt_cache_open(rt_cache *c);
+void rt_cache_close(rt_cache *c);
+/* An fd at offset 0 on the verified entry `name` (its size in *size, may be
+ * NULL), or -1 when it is absent or fails any check above. */
+int rt_cache_open_verified(const rt_cache *c, const char *name, size_t *size);
+/* Publishes `tmp` (a file of ours in the directory) as `name`: made 0600, its
+ * digest recorded, renamed into place. *fd_out: an fd on the published bytes
+ * (the caller closes it), so the caller uses exactly what it hashed. */
+smelt_status rt_cache_publish(const rt_cache *c, const char *tmp, const char *name, int *fd_out);
 
 typedef void (*rt_kernel_fn)(int64_t wg, void *const *bufs);
 

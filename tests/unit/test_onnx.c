@@ -838,6 +838,57 @@ TEST(onnx_import_external_data)
     CHECK_EQ_INT(mb_load(&b, dir, &g), SMELT_ERR_MODEL);
     CHECK_STR_HAS(smelt_last_error(), "not a number");
     pool_free();
+    /* an offset past the end, and one whose sum with the length would overflow */
+    external_model(&b, "weights/w.bin", "33", NULL);
+    CHECK_EQ_INT(mb_load(&b, dir, &g), SMELT_ERR_MODEL);
+    CHECK_STR_HAS(smelt_last_error(), "too short");
+    pool_free();
+    external_model(&b, "weights/w.bin", "9223372036854775807", NULL);
+    CHECK_EQ_INT(mb_load(&b, dir, &g), SMELT_ERR_MODEL);
+    CHECK_STR_HAS(smelt_last_error(), "too short");
+    pool_free();
+    external_model(&b, "weights/w.bin", "99999999999999999999", NULL);
+    CHECK_EQ_INT(mb_load(&b, dir, &g), SMELT_ERR_MODEL);
+    CHECK_STR_HAS(smelt_last_error(), "not a number");
+    pool_free();
+
+    /* Links are not followed: not to a file outside (/etc/passwd), not to one
+     * inside, not through a linked directory. */
+    char link1[300], link2[300], link3[300], fifo[300];
+    snprintf(link1, sizeof link1, "%s/passwd", dir);
+    CHECK(symlink("/etc/passwd", link1) == 0);
+    external_model(&b, "passwd", NULL, NULL);
+    CHECK_EQ_INT(mb_load(&b, dir, &g), SMELT_ERR_IO);
+    CHECK_STR_HAS(smelt_last_error(), "links are not followed");
+    pool_free();
+    snprintf(link2, sizeof link2, "%s/w_link.bin", dir);
+    CHECK(symlink("weights/w.bin", link2) == 0);
+    external_model(&b, "w_link.bin", "8", NULL);
+    CHECK_EQ_INT(mb_load(&b, dir, &g), SMELT_ERR_IO);
+    CHECK_STR_HAS(smelt_last_error(), "links are not followed");
+    pool_free();
+    snprintf(link3, sizeof link3, "%s/etc", dir);
+    CHECK(symlink("/etc", link3) == 0);
+    external_model(&b, "etc/passwd", NULL, NULL);
+    CHECK_EQ_INT(mb_load(&b, dir, &g), SMELT_ERR_IO);
+    CHECK_STR_HAS(smelt_last_error(), "links are not followed");
+    pool_free();
+    /* A FIFO neither blocks the load nor is read. */
+    snprintf(fifo, sizeof fifo, "%s/fifo.bin", dir);
+    CHECK(mkfifo(fifo, 0600) == 0);
+    external_model(&b, "fifo.bin", NULL, NULL);
+    CHECK_EQ_INT(mb_load(&b, dir, &g), SMELT_ERR_IO);
+    CHECK_STR_HAS(smelt_last_error(), "not a regular file");
+    pool_free();
+    /* A directory is not data either. */
+    external_model(&b, "weights", NULL, NULL);
+    CHECK_EQ_INT(mb_load(&b, dir, &g), SMELT_ERR_IO);
+    CHECK_STR_HAS(smelt_last_error(), "not a regular file");
+    pool_free();
+    unlink(link1);
+    unlink(link2);
+    unlink(link3);
+    unlink(fifo);
 
     unlink(path);
     unlink(model);

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/sha256.h"
 #include "rt/device.h"
 #include "rt/rt.h"
 #include "test.h"
@@ -311,4 +312,214 @@ TEST(rt_pool_runs_every_workgroup_of_every_job_once)
         CHECK_EQ_INT(bad, 0);
         rt_pool_free(p);
     }
+}
+
+/* ---- the compile cache trusts nothing it did not write --------------------------------------- */
+
+TEST(sha256_matches_the_standard_vectors)
+{
+    static const struct {
+        const char *msg, *hex;
+    } v[] = {
+        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        sha256_ctx c;
+        sha256_init(&c);
+        /* in uneven pieces, to cross the block buffer's edges */
+        size_t len = strlen(v[i].msg);
+        for (size_t at = 0; at < len; at += 7)
+            sha256_update(&c, v[i].msg + at, len - at < 7 ? len - at : 7);
+        uint8_t d[SHA256_BYTES];
+        char hex[2 * SHA256_BYTES + 1];
+        sha256_final(&c, d);
+        sha256_hex(d, hex);
+        CHECK_STR_HAS(hex, v[i].hex);
+    }
+}
+
+/* The path of the one <key>.so in dir (there must be exactly one). */
+static bool find_so(const char *dir, char *path, size_t cap)
+{
+    DIR *d = opendir(dir);
+    if (!d) return false;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len > 3 && !strcmp(e->d_name + len - 3, ".so")) {
+            snprintf(path, cap, "%s/%s", dir, e->d_name);
+            n++;
+        }
+    }
+    closedir(d);
+    return n == 1;
+}
+
+/* Loads kernel_src, runs it once, and says whether it came from the cache. */
+static bool load_and_run(bool *cached)
+{
+    rt_so *so = NULL;
+    if (rt_cc_load(kernel_src, &so, cached) != SMELT_OK) return false;
+    rt_kernel_fn fn = (rt_kernel_fn)rt_so_sym(so, "smelt_k0");
+    bool ok = fn != NULL;
+    if (fn) {
+        rt_pool *p = rt_pool_new(2);
+        run_and_check(fn, p, 100);
+        rt_pool_free(p);
+    }
+    rt_so_close(so);
+    return ok;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    FILE *f = fopen(from, "rb"), *g = fopen(to, "wb");
+    CHECK(f && g);
+    for (int ch; f && g && (ch = fgetc(f)) != EOF;) fputc(ch, g);
+    if (f) fclose(f);
+    if (g) fclose(g);
+}
+
+TEST(rt_cache_rebuilds_truncated_and_bit_flipped_objects)
+{
+    test_cache c;
+    cache_begin(&c);
+    bool cached = true;
+    CHECK(load_and_run(&cached));
+    CHECK(!cached);
+    char so[512];
+    CHECK(find_so(c.dir, so, sizeof so));
+    struct stat st;
+    CHECK(stat(so, &st) == 0 && (st.st_mode & 0777) == 0600);
+    off_t size = st.st_size;
+    CHECK(stat(c.dir, &st) == 0 && (st.st_mode & 0777) == 0700);
+
+    /* Truncated to half: not loaded (it would SIGBUS), rebuilt, runs. */
+    CHECK(truncate(so, size / 2) == 0);
+    CHECK(load_and_run(&cached));
+    CHECK(!cached);
+    CHECK(stat(so, &st) == 0 && st.st_size == size);
+    CHECK(load_and_run(&cached));
+    CHECK(cached);
+
+    /* One bit flipped in the middle (code or data): rebuilt. */
+    FILE *f = fopen(so, "r+b");
+    CHECK(f != NULL);
+    if (f) {
+        fseek(f, size / 2, SEEK_SET);
+        int ch = fgetc(f);
+        fseek(f, size / 2, SEEK_SET);
+        fputc(ch ^ 0x10, f);
+        fclose(f);
+    }
+    CHECK(load_and_run(&cached));
+    CHECK(!cached);
+
+    /* A missing digest: rebuilt as well. */
+    char digest[600];
+    snprintf(digest, sizeof digest, "%s.sha256", so);
+    CHECK(unlink(digest) == 0);
+    CHECK(load_and_run(&cached));
+    CHECK(!cached);
+    CHECK(load_and_run(&cached));
+    CHECK(cached);
+    cache_end(&c);
+}
+
+/* Another user's object planted in a shared (world-writable) directory, under
+ * the right name and with a matching digest, never runs. */
+TEST(rt_cache_refuses_objects_planted_in_a_shared_directory)
+{
+    test_cache c;
+    cache_begin(&c);
+    /* The planted object: right symbol, wrong results, a constructor. */
+    rt_so *evil = NULL;
+    CHECK_EQ_INT(rt_cc_load("#include <stdint.h>\n#include <stdlib.h>\n"
+                            "__attribute__((constructor)) static void planted(void) "
+                            "{ setenv(\"SMELT_PLANTED_RAN\", \"1\", 1); }\n"
+                            "void smelt_k0(int64_t wg, void *const *bufs) "
+                            "{ ((int64_t *)bufs[0])[wg] = -wg; }\n",
+                            &evil, NULL),
+                 SMELT_OK);
+    rt_so_close(evil);
+    unsetenv("SMELT_PLANTED_RAN");
+    char evil_so[512], evil_dir[300];
+    CHECK(find_so(c.dir, evil_so, sizeof evil_so));
+    /* Learn the name kernel_src gets, in a private directory. */
+    snprintf(evil_dir, sizeof evil_dir, "%s/learn", c.dir);
+    CHECK(mkdir(evil_dir, 0700) == 0);
+    setenv("SMELT_CACHE_DIR", evil_dir, 1);
+    bool cached;
+    CHECK(load_and_run(&cached));
+    char real_so[512];
+    CHECK(find_so(evil_dir, real_so, sizeof real_so));
+
+    /* The shared directory, with the evil object and its digest under that name. */
+    char shared[300], plant[700], cmd[1600];
+    snprintf(shared, sizeof shared, "%s/shared", c.dir);
+    CHECK(mkdir(shared, 0777) == 0 && chmod(shared, 01777) == 0);
+    snprintf(plant, sizeof plant, "%s/%s", shared, strrchr(real_so, '/') + 1);
+    copy_file(evil_so, plant);
+    snprintf(cmd, sizeof cmd, "cp '%s.sha256' '%s.sha256'", evil_so, plant);
+    CHECK(system(cmd) == 0);
+    chmod(plant, 0644);
+    setenv("SMELT_CACHE_DIR", shared, 1);
+    CHECK(load_and_run(&cached));
+    CHECK(!cached);
+    CHECK(getenv("SMELT_PLANTED_RAN") == NULL);
+    /* It went to the private subdirectory, made 0700. */
+    char priv[400];
+    snprintf(priv, sizeof priv, "%s/smelt-%lu", shared, (unsigned long)geteuid());
+    struct stat st;
+    CHECK(stat(priv, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700);
+
+    /* The evil object moved into that subdirectory (as if its owner had been
+     * careless) is still not loaded when the subdirectory is not private. */
+    CHECK(chmod(priv, 0777) == 0);
+    rt_so *so = NULL;
+    CHECK_EQ_INT(rt_cc_load(kernel_src, &so, NULL), SMELT_ERR_IO);
+    CHECK(so == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "writable by no one else");
+    CHECK_STR_HAS(smelt_last_error(), priv);
+    CHECK(getenv("SMELT_PLANTED_RAN") == NULL);
+
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", shared, evil_dir);
+    CHECK(system(cmd) == 0);
+    cache_end(&c);
+}
+
+/* A directory that belongs to another user is not used itself (here it is
+ * even writable by us: as root, permissions do not stop us); the cache goes
+ * to its private subdirectory. Needs root to make such a directory. */
+TEST(rt_cache_does_not_use_another_users_directory)
+{
+    if (geteuid() != 0) return;
+    test_cache c;
+    cache_begin(&c);
+    char other[300], priv[400];
+    snprintf(other, sizeof other, "%s/other", c.dir);
+    CHECK(mkdir(other, 0755) == 0 && chown(other, 65534, 65534) == 0);
+    setenv("SMELT_CACHE_DIR", other, 1);
+    bool cached = true;
+    CHECK(load_and_run(&cached));
+    CHECK(!cached);
+    snprintf(priv, sizeof priv, "%s/smelt-0", other);
+    char so[512];
+    CHECK(find_so(priv, so, sizeof so));
+    struct stat st;
+    CHECK(stat(priv, &st) == 0 && st.st_uid == 0 && (st.st_mode & 0777) == 0700);
+    /* Its private subdirectory made by that other user is refused, with the rule. */
+    char cmd[900];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", priv);
+    CHECK(system(cmd) == 0);
+    CHECK(mkdir(priv, 0700) == 0 && chown(priv, 65534, 65534) == 0);
+    rt_so *s = NULL;
+    CHECK_EQ_INT(rt_cc_load(kernel_src, &s, NULL), SMELT_ERR_IO);
+    CHECK_STR_HAS(smelt_last_error(), "owned by this user");
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", other);
+    CHECK(system(cmd) == 0);
+    cache_end(&c);
 }
