@@ -1,4 +1,5 @@
-/* import.c — ModelProto → ir_graph: opsets, inputs, initializers, nodes, attributes, functions. */
+/* import.c — ModelProto → ir_graph: opsets, inputs, initializers, nodes, attributes, functions.
+ * Nodes of opsets before ONNX_OPSET_NATIVE are upgraded as they are imported (upgrade.c). */
 #include "onnx/onnx.h"
 
 #include <errno.h>
@@ -39,6 +40,7 @@ typedef struct scope {
     strmap map;               /* name → tensor, or OMITTED */
     const char *prefix;       /* "" in the main graph, "call/" inside a call */
     int depth;
+    int opset;                /* default-domain opset the nodes were written for */
     const Onnx__FunctionProto *fn; /* NULL in the main graph */
     const int *out_bound;     /* fn->output[k] → the call site's tensor, or -1 */
     const rattr *call_attr;   /* the call site's attributes */
@@ -87,6 +89,9 @@ static int tensor_new(importer *im, const char *name, bool uniquify)
     if (*name && !strmap_put(&im->names, im->g->tensors[t].name, t)) return -1;
     return t;
 }
+
+/* tensor_new for upgrade.c: a uniquified name. */
+static int tensor_new_unique(void *im, const char *name) { return tensor_new(im, name, true); }
 
 /* Decode `tp` into tensor t (dtype, shape and data). */
 static smelt_status tensor_decode(importer *im, int t, const Onnx__TensorProto *tp, const char *what)
@@ -357,9 +362,10 @@ static smelt_status function_inline(importer *im, scope *outer, const Onnx__Node
     if (np->n_input > fn->n_input || np->n_output > fn->n_output)
         return node_fail(node, op, SMELT_ERR_MODEL, "%zu inputs and %zu outputs, but function '%s' has %zu and %zu",
                          np->n_input, np->n_output, str(fn->name), fn->n_input, fn->n_output);
-    TRY(opsets_check(fn->n_opset_import, fn->opset_import, where, NULL));
+    int opset = outer->opset; /* a body imports its own opset, or uses the model's */
+    TRY(opsets_check(fn->n_opset_import, fn->opset_import, where, &opset));
 
-    scope sc = {.depth = outer->depth + 1, .fn = fn, .call_attr = attr, .n_call_attr = n_attr};
+    scope sc = {.depth = outer->depth + 1, .opset = opset, .fn = fn, .call_attr = attr, .n_call_attr = n_attr};
     strmap_init(&sc.map);
     size_t plen = strlen(node) + 2; /* node already carries the outer prefix */
     char *prefix = malloc(plen);
@@ -421,6 +427,10 @@ static smelt_status op_node_import(importer *im, scope *sc, const Onnx__NodeProt
         ir_attr a;
         st = attr_convert(im, node, opn, &attr[i], &a);
         if (!st && !ir_node_attr_add(im->g, n, &a)) st = oom();
+    }
+    if (!st && sc->opset < ONNX_OPSET_NATIVE) {
+        onnx_upgrade_ctx cx = {.importer = im, .tensor_new = tensor_new_unique};
+        st = onnx_upgrade_node(&cx, im->g, n, sc->opset);
     }
     free(in);
     return st;
@@ -491,12 +501,9 @@ static smelt_status input_type(importer *im, int t, const Onnx__ValueInfoProto *
     x->shape.rank = (int)tt->shape->n_dim;
     for (int i = 0; i < x->shape.rank; i++) {
         const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
-        x->shape.dim[i] = -1;
+        x->shape.dim[i] = -1; /* unknown unless a dim_value >= 0 says otherwise (onnx.h) */
         if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
-            if (d->dim_value < 0)
-                return diag_fail(SMELT_ERR_MODEL, "graph %s '%s': negative dimension %lld", kind, name,
-                                 (long long)d->dim_value);
-            x->shape.dim[i] = d->dim_value;
+            if (d->dim_value >= 0) x->shape.dim[i] = d->dim_value;
         } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && *str(d->dim_param)) {
             if (!(x->dim_param[i] = arena_strdup(&im->g->arena, d->dim_param))) return oom();
         }
@@ -612,10 +619,11 @@ smelt_status onnx_load_memory(const void *data, size_t size, const char *base_di
     if (!st && !m->graph) st = diag_fail(SMELT_ERR_MODEL, "the model has no graph");
     if (!st) st = opsets_check(m->n_opset_import, m->opset_import, "the model", &opset);
     if (!st) {
-        im.g->opset = opset; /* 0 when not imported: then no default-domain node may appear */
+        im.g->opset = sc.opset = opset; /* 0 when not imported: then no default-domain node may appear */
         st = graph_import(&im, &sc);
     }
     if (!st && !im.g->opset) im.g->opset = ONNX_OPSET_MAX;
+    if (!st && im.g->opset < ONNX_OPSET_NATIVE) im.g->opset = ONNX_OPSET_NATIVE; /* nodes now in that form */
     if (!st) st = ir_verify(im.g);
     strmap_free(&sc.map);
     strmap_free(&im.names);
