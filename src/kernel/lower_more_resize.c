@@ -77,6 +77,7 @@ static kir_val source_coord(kir_kernel *K, const char *ct, kir_val y, int64_t in
     if (!strcmp(ct, "align_corners"))
         return outw == 1 ? f64(K, 0) : bin(K, KIR_DIV, bin(K, KIR_MUL, yf, f64(K, (double)(in - 1))), f64(K, outw - 1));
     if (!strcmp(ct, "asymmetric")) return bin(K, KIR_DIV, yf, f64(K, scale));
+    if (!strcmp(ct, "tf_half_pixel_for_nn")) return bin(K, KIR_DIV, bin(K, KIR_ADD, yf, f64(K, 0.5)), f64(K, scale));
     if (!strcmp(ct, "pytorch_half_pixel")) return outw == 1 ? f64(K, -0.5) : half;
     if (!strcmp(ct, "half_pixel_symmetric")) {
         double adj = (double)out / outw, offset = (double)in / 2 * (1 - adj);
