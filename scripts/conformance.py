@@ -56,7 +56,7 @@ SKIPPED = os.path.join(ROOT, "tests", "conformance", "skipped.txt")
 MUST_PASS_HEADER = """\
 # Backend node tests that must pass: scripts/conformance.py exits 1 if any of these does not.
 # One test name per line. Regenerate with
-#   .venv/bin/python scripts/conformance.py --update-must-pass
+#   .venv/bin/python scripts/conformance.py {args}--update-must-pass
 # after making more tests pass (review the diff: a test leaving this list is a regression).
 """
 
@@ -339,7 +339,10 @@ def main():
         new = sorted(set(keep) | set(now))
         lost = sorted(set(wanted) - set(now))
         with open(args.must_pass, "w") as f:
-            f.write(MUST_PASS_HEADER)
+            sets = "".join(f"--tests-dir {d} " for d in args.tests_dir)
+            lists = "" if args.must_pass == MUST_PASS else \
+                f"--must-pass {os.path.relpath(args.must_pass, ROOT)} --skipped {args.skipped} "
+            f.write(MUST_PASS_HEADER.format(args=sets + lists))
             f.writelines(n + "\n" for n in new)
         print(f"must_pass.txt: {len(new)} tests ({len(set(new) - set(must_pass))} added, "
               f"{len(lost)} removed)")
