@@ -121,7 +121,7 @@ kir_val elem_Resize(lower_ctx *c, int out, const kir_val *idx)
     const char *mode = ir_attr_string(c->n, "mode", "nearest");
     int kind = !strcmp(mode, "nearest") ? 0 : !strcmp(mode, "cubic") ? 2 : 1;
     const char *ct = legacy ? "asymmetric" : ir_attr_string(c->n, "coordinate_transformation_mode", "half_pixel");
-    const char *nm = legacy ? "floor" : ir_attr_string(c->n, "nearest_mode", "round_prefer_floor");
+    const char *nm = ir_attr_string(c->n, "nearest_mode", "round_prefer_floor");
     double A = ir_attr_float(c->n, "cubic_coeff_a", -0.75f);
     bool exclude = ir_attr_int(c->n, "exclude_outside", 0) != 0;
     bool antialias = ir_attr_int(c->n, "antialias", 0) != 0;
@@ -146,11 +146,15 @@ kir_val elem_Resize(lower_ctx *c, int out, const kir_val *idx)
         if (antialias && kind != 0) {
             aa_taps(K, t, kind, xo, rg.scale[d], in, A);
         } else if (kind == 0) {
+            /* Resize 10 and Upsample name no rounding; onnxruntime (the reference users
+             * compare with) floors when upsampling an axis and takes the ceiling when
+             * downsampling it. */
+            const char *nm_d = !legacy ? nm : rg.scale[d] < 1 ? "ceil" : "floor";
             kir_val i;
-            if (!strcmp(nm, "floor")) i = i0;
-            else if (!strcmp(nm, "ceil")) i = kir_cast(K, SMELT_I64, kir_unary(K, KIR_CEIL, xo));
+            if (!strcmp(nm_d, "floor")) i = i0;
+            else if (!strcmp(nm_d, "ceil")) i = kir_cast(K, SMELT_I64, kir_unary(K, KIR_CEIL, xo));
             else {
-                kir_val up = bin(K, !strcmp(nm, "round_prefer_ceil") ? KIR_GE : KIR_GT, r, f64(K, 0.5));
+                kir_val up = bin(K, !strcmp(nm_d, "round_prefer_ceil") ? KIR_GE : KIR_GT, r, f64(K, 0.5));
                 i = kir_add(K, i0, kir_cast(K, SMELT_I64, up));
             }
             t->n = 1;

@@ -12,7 +12,8 @@ the upgrade unit tests (tests/unit/test_onnx.c) and Debian's libonnx-testdata (c
                 Clip-6, Dropout-7, Softmax-7 on 4-D (2-D coercion at axis 1), Split-2,
                 Slice-1, Unsqueeze-1, Squeeze-1, ReduceMean-1, TopK-1, Gemm-7, Flatten
     old_op9     Upsample-9 (scales input, linear), MaxPool-8, Sum-8 broadcasting
-    old_op10    Resize-10 (asymmetric, linear), Slice-10 (inputs), TopK-10 (k input)
+    old_op10    Resize-10 (asymmetric; linear, and nearest down- and upsampling), Slice-10
+                (inputs), TopK-10 (k input)
     old_op11    Resize-11 tf_half_pixel_for_nn and align_corners, Clip-11, Pad-11,
                 LogSoftmax-11 (2-D coercion), ReduceSum-11 (axes attribute)
 """
@@ -78,8 +79,12 @@ def old_op10():
                        b.const(np.array([2, 3], np.int64)), b.const(np.array([2, 2], np.int64))])
     v, _ = b.op("TopK", [s, b.const(np.array([2], np.int64))], n_out=2, axis=2)
     b.nodes[-1].output[0] = "y"
+    # nearest, down along H and up along W: onnxruntime's ceil / floor per axis
+    b.op("Resize", ["x", b.const(np.array([1, 1, 0.6, 1.7], np.float32))], mode="nearest")
+    b.nodes[-1].output[0] = "nearest"
     m = b.model("old_op10", [helper.make_tensor_value_info("x", F32, [1, 2, 4, 4])],
-                [helper.make_tensor_value_info("y", F32, [1, 2, 2, 3])], 10)
+                [helper.make_tensor_value_info("y", F32, [1, 2, 2, 3]),
+                 helper.make_tensor_value_info("nearest", F32, [1, 2, 2, 6])], 10)
     return m, {"x": b.rng.standard_normal([1, 2, 4, 4]).astype(np.float32)}
 
 
