@@ -1236,7 +1236,7 @@ TEST(onnx_import_unknown_dims)
         CHECK_EQ_INT(x->shape.dim[2], 3);
         CHECK_EQ_INT(g->tensors[g->inputs[1]].shape.dim[0], -1);
         CHECK_EQ_INT(graph_bind_inputs(g, 0, NULL), SMELT_ERR_SHAPE);
-        CHECK_STR_HAS(smelt_last_error(), "input 'x'");
+        CHECK_STR_HAS(smelt_last_error(), "input 'x' has unknown dim 0");
         CHECK_STR_HAS(smelt_last_error(), "--shape x=");
         ir_graph_free(g);
     }
