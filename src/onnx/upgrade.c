@@ -159,9 +159,8 @@ static smelt_status align_b(upgrade *u, int64_t axis)
 static smelt_status legacy_broadcast(upgrade *u)
 {
     ir_node *n = node_of(u);
-    const ir_attr *ax = ir_attr_find(n, "axis");
     bool bcast = ir_attr_int(n, "broadcast", 0) != 0;
-    int64_t axis = ax ? ax->i : -1;
+    int64_t axis = ir_attr_int(n, "axis", -1);
     attr_remove(n, "broadcast");
     attr_remove(n, "axis");
     if (!bcast || axis == -1) return SMELT_OK;
@@ -200,11 +199,14 @@ static smelt_status gemm_broadcast(upgrade *u)
 
 /* BatchNormalization and Dropout 1..6: `is_test` chose inference mode; from 7
  * that is the only mode of a node asking for one output (the converter in
- * onnx drops the attribute the same way). A training-mode BatchNormalization
- * (more outputs) is refused by its shape rule as before. */
+ * onnx drops the attribute the same way). */
 static smelt_status drop_is_test(upgrade *u)
 {
-    attr_remove(node_of(u), "is_test");
+    ir_node *n = node_of(u);
+    if (n->op == OP_BatchNormalization && n->n_out > 1 && !ir_attr_int(n, "is_test", 0))
+        return fail(u, SMELT_ERR_UNSUPPORTED, "training mode (is_test=0 with the running statistics as outputs) "
+                                              "is not supported");
+    attr_remove(n, "is_test");
     return SMELT_OK;
 }
 
@@ -289,7 +291,8 @@ static smelt_status upsample_scales(upgrade *u)
 {
     ir_node *n = node_of(u);
     const ir_attr *h = ir_attr_find(n, "height_scale"), *w = ir_attr_find(n, "width_scale");
-    if (!h || !w) return fail(u, SMELT_ERR_MODEL, "attributes 'height_scale' and 'width_scale' are required");
+    if (!h || !w || h->type != IR_ATTR_FLOAT || w->type != IR_ATTR_FLOAT)
+        return fail(u, SMELT_ERR_MODEL, "float attributes 'height_scale' and 'width_scale' are required");
     float scales[4] = {1, 1, h->f, w->f};
     const char *mode = ir_attr_string(n, "mode", "nearest");
     attr_remove(n, "height_scale");

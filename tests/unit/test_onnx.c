@@ -1107,6 +1107,18 @@ TEST(onnx_upgrade_broadcast_bad_axis)
     check_error(&b, SMELT_ERR_MODEL, "node 'sub' (Sub): broadcast axis", "(opset 6)");
 }
 
+TEST(onnx_upgrade_refuses_training_batchnorm)
+{
+    static const float one3[3] = {1, 1, 1};
+    mb b;
+    mb_init(&b, 6);
+    mb_input(&b, "x", SMELT_F32, 3, D2x3x2);
+    init_f32(&b, "s", 1, D3, one3, 3);
+    node_new(&b.g, "BatchNormalization", "bn", "x,s,s,s,s", "y,mean,var,sm,sv"); /* is_test defaults to 0 */
+    mb_output(&b, "y");
+    check_error(&b, SMELT_ERR_UNSUPPORTED, "node 'bn' (BatchNormalization): training mode", "(opset 6)");
+}
+
 TEST(onnx_upgrade_prelu_per_channel)
 {
     /* PRelu 6: slope [C] applies along dim 1. */
