@@ -126,14 +126,30 @@ static int ones_of_length(upgrade *u, const char *what, int len)
 /* ---- rewrites ------------------------------------------------------------ */
 
 /* Input 1 (B) reshaped to shape(B) ++ [1] * k with k = rank(A) - axis - rank(B),
- * so that numpy broadcasting aligns B's dims with A's from `axis` on. The
- * count comes from shape arithmetic, which folds at compile time whatever is
- * known at import. */
+ * so that numpy broadcasting aligns B's dims with A's from `axis` on. Where
+ * both ranks are known at import (graph inputs and constants) that is one
+ * Reshape to a constant [0, ..., 0, 1, ..., 1] (0 keeps B's dim); else the
+ * count comes from shape arithmetic, which folds at compile time. */
 static smelt_status align_b(upgrade *u, int64_t axis)
 {
     ir_node *n = node_of(u);
     if (n->n_in != 2 || n->in[0] < 0 || n->in[1] < 0) return fail(u, SMELT_ERR_MODEL, "needs two inputs");
     int a = n->in[0], b = n->in[1];
+    const ir_tensor *ta = &u->g->tensors[a], *tb = &u->g->tensors[b];
+    if (ta->producer < 0 && tb->producer < 0) {
+        int ra = ta->shape.rank, rb = tb->shape.rank;
+        if (axis + rb > ra)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "B of rank %d does not fit A of rank %d from broadcast axis %lld "
+                                "(opset %d)", rb, ra, (long long)axis, u->opset);
+        if (axis + rb == ra) return SMELT_OK;
+        int64_t dims[IR_MAX_RANK];
+        for (int i = 0; i < ra - (int)axis; i++) dims[i] = i < rb ? 0 : 1;
+        int shape = const_i64(u, "b_shape", 1, ra - (int)axis, dims);
+        int b2 = shape < 0 ? -1 : helper2(u, "b_aligned", OP_Reshape, b, shape);
+        if (b2 < 0) return oom(u);
+        node_of(u)->in[1] = b2;
+        return SMELT_OK;
+    }
     int sa = helper1(u, "shape_a", OP_Shape, a);
     int ra = sa < 0 ? -1 : helper1(u, "rank_a", OP_Shape, sa);
     int sb = ra < 0 ? -1 : helper1(u, "shape_b", OP_Shape, b);

@@ -1039,7 +1039,7 @@ TEST(onnx_upgrade_broadcast_axis)
     }
     pool_free();
 
-    /* The same with A a graph input: the helper nodes leave B as a [3,1] operand of the Add. */
+    /* Ranks known at import (a graph input, a constant): one Reshape of B to [0, 1]. */
     mb_init(&b, 6);
     mb_input(&b, "a", SMELT_F32, 3, D2x3x2);
     init_f32(&b, "b", 1, D3, bv, 3);
@@ -1049,6 +1049,28 @@ TEST(onnx_upgrade_broadcast_axis)
     mb_output(&b, "y");
     CHECK_EQ_INT(mb_load(&b, NULL, &g), SMELT_OK);
     if (g) {
+        CHECK_EQ_INT(g->n_nodes, 2);
+        CHECK(g->nodes[0].op == OP_Reshape && g->nodes[1].op == OP_Add);
+        const ir_tensor *shape = ir_in(g, &g->nodes[0], 1);
+        CHECK(shape && shape->data && shape->shape.dim[0] == 2);
+        if (shape && shape->data) CHECK(((int64_t *)shape->data)[0] == 0 && ((int64_t *)shape->data)[1] == 1);
+        ir_graph_free(g);
+    }
+    pool_free();
+
+    /* A computed by a node (rank unknown at import): shape arithmetic that folds leaves B as a
+     * [3,1] operand of the Add. */
+    mb_init(&b, 6);
+    mb_input(&b, "x", SMELT_F32, 3, D2x3x2);
+    init_f32(&b, "b", 1, D3, bv, 3);
+    node_new(&b.g, "Relu", "relu", "x", "a");
+    n = node_new(&b.g, "Add", "add", "a,b", "y");
+    attr_int(n, "broadcast", 1);
+    attr_int(n, "axis", 1);
+    mb_output(&b, "y");
+    CHECK_EQ_INT(mb_load(&b, NULL, &g), SMELT_OK);
+    if (g) {
+        CHECK(g->n_nodes > 3);
         const ir_node *add = &g->nodes[g->n_nodes - 1];
         CHECK(add->op == OP_Add && strcmp(add->name, "add") == 0 && add->n_attr == 0);
         CHECK_EQ_INT(g->tensors[add->out[0]].producer, g->n_nodes - 1);
@@ -1105,6 +1127,15 @@ TEST(onnx_upgrade_broadcast_bad_axis)
     attr_int(n, "axis", -2);
     mb_output(&b, "y");
     check_error(&b, SMELT_ERR_MODEL, "node 'sub' (Sub): broadcast axis", "(opset 6)");
+
+    mb_init(&b, 6);
+    mb_input(&b, "a", SMELT_F32, 3, D2x3x2);
+    mb_input(&b, "b", SMELT_F32, 2, D2x3);
+    n = node_new(&b.g, "Sub", "sub", "a,b", "y");
+    attr_int(n, "broadcast", 1);
+    attr_int(n, "axis", 2);
+    mb_output(&b, "y");
+    check_error(&b, SMELT_ERR_SHAPE, "node 'sub' (Sub): B of rank 2 does not fit A of rank 3", "axis 2");
 }
 
 TEST(onnx_upgrade_refuses_training_batchnorm)
