@@ -9,7 +9,7 @@
 #   conformance  scripts/conformance.py over the ONNX backend node tests; each test in
 #                tests/conformance/must_pass.txt counts as one test
 #   conf-debian  the same over Debian's libonnx-testdata (node tests of an older onnx release
-#                and PyTorch-converted models, opsets 1 to 17; about a minute on 2 cores) against
+#                and PyTorch-converted models, opsets 1 to 17; about 2 minutes cold on 2 cores) against
 #                tests/conformance/debian_must_pass.txt; skipped when the package is absent
 #   opencl       the same must-pass tests with --device opencl (PoCL on the CPU), and the model
 #                tests on it; skipped (not failed) when no OpenCL platform exists
