@@ -1300,3 +1300,26 @@ TEST(onnx_import_unknown_dims)
     }
     pool_free();
 }
+
+TEST(onnx_opset7_dropout_mask_has_the_input_type)
+{
+    /* Dropout 7..9: mask of type T (float here), from 10 bool; ones in inference either way. */
+    static const float xv[3] = {1, -2, 3};
+    for (int opset = 7; opset <= 10; opset += 3) {
+        mb b;
+        mb_init(&b, opset);
+        init_f32(&b, "x", 1, D3, xv, 3);
+        node_new(&b.g, "Dropout", "drop", "x", "y,mask");
+        mb_output(&b, "mask");
+        ir_graph *g = upgrade_eval(&b);
+        CHECK(g != NULL);
+        if (g) {
+            const ir_tensor *m = &g->tensors[g->outputs[0]];
+            CHECK_EQ_INT(m->dtype, opset < 10 ? SMELT_F32 : SMELT_BOOL);
+            for (int i = 0; m->data && i < 3; i++)
+                CHECK(opset < 10 ? ((const float *)m->data)[i] == 1 : ((const uint8_t *)m->data)[i] == 1);
+            ir_graph_free(g);
+        }
+        pool_free();
+    }
+}
