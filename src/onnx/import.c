@@ -436,6 +436,29 @@ static smelt_status op_node_import(importer *im, scope *sc, const Onnx__NodeProt
     return st;
 }
 
+/* An experimental op of opsets 1..9, expanded into ops of the table. */
+static smelt_status experimental_import(importer *im, scope *sc, const Onnx__NodeProto *np, const char *node,
+                                        const rattr *attr, int n_attr)
+{
+    const char *opn = str(np->op_type);
+    if (np->n_input > INT_MAX / 2 || np->n_output > INT_MAX / 2)
+        return node_fail(node, opn, SMELT_ERR_MODEL, "too many inputs or outputs");
+    int *in = malloc(sizeof(int) * (np->n_input + np->n_output + 1));
+    ir_attr *a = malloc(sizeof(ir_attr) * ((size_t)n_attr + 1));
+    smelt_status st = in && a ? SMELT_OK : oom();
+    int *out = in ? in + np->n_input : NULL;
+    for (size_t i = 0; !st && i < np->n_input; i++) st = input_resolve(sc, node, opn, np->input[i], &in[i]);
+    for (size_t i = 0; !st && i < np->n_output; i++) st = output_define(im, sc, node, opn, np->output[i], &out[i]);
+    for (int i = 0; !st && i < n_attr; i++) st = attr_convert(im, node, opn, &attr[i], &a[i]);
+    if (!st) {
+        onnx_upgrade_ctx cx = {.importer = im, .tensor_new = tensor_new_unique};
+        st = onnx_experimental_expand(&cx, im->g, node, opn, (int)np->n_input, in, (int)np->n_output, out, n_attr, a);
+    }
+    free(in);
+    free(a);
+    return st;
+}
+
 /* A node is a call of a model-local function, a Constant, or an op of the table. */
 static smelt_status node_dispatch(importer *im, scope *sc, const Onnx__NodeProto *np, const char *node,
                                   const rattr *attr, int n_attr)
@@ -450,6 +473,8 @@ static smelt_status node_dispatch(importer *im, scope *sc, const Onnx__NodeProto
         return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "the model imports no opset of the default ONNX domain");
     if (strcmp(op, "Constant") == 0) return constant_import(im, sc, np, node, attr, n_attr);
     op_id id = op_lookup(op);
+    if (id == OP_INVALID && sc->opset < 10 && onnx_experimental_known(op))
+        return experimental_import(im, sc, np, node, attr, n_attr);
     if (id == OP_INVALID) return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "unsupported op type '%s'", op);
     return op_node_import(im, sc, np, node, id, attr, n_attr);
 }

@@ -8,6 +8,10 @@
  * guarantees: the node, and the helper nodes placed right before it, compute
  *           what the old schema said in the form of that op at opset 7;
  *           attributes the old schemas had and opset 7 dropped are gone.
+ *
+ * Also here: the experimental ops of opsets 1..9 that onnxruntime still runs
+ * (ImageScaler, Crop, Affine, ScaledTanh, ParametricSoftplus), expanded into
+ * ops of the table.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -398,4 +402,155 @@ smelt_status onnx_upgrade_node(const onnx_upgrade_ctx *cx, ir_graph *g, int node
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         if (rows[i].op == g->nodes[u.node].op && opset < rows[i].until) TRY(rows[i].fn(&u));
     return SMELT_OK;
+}
+
+/* ---- experimental ops of opsets 1..9 --------------------------------------- */
+
+/* What an expansion sees: the node's name, tensors and attributes. */
+typedef struct expansion {
+    const onnx_upgrade_ctx *cx;
+    ir_graph *g;
+    const char *node, *op;
+    const int *in, *out;
+    int n_in, n_out;
+    const ir_attr *attr;
+    int n_attr;
+} expansion;
+
+static const ir_attr *exp_attr(const expansion *e, const char *name, ir_attr_type type)
+{
+    for (int i = 0; i < e->n_attr; i++)
+        if (strcmp(e->attr[i].name, name) == 0 && e->attr[i].type == type) return &e->attr[i];
+    return NULL;
+}
+
+static smelt_status exp_fail(const expansion *e, smelt_status st, const char *rule)
+{
+    return diag_fail(st, "node '%s' (%s): %s (an experimental op of opsets 1..9)", e->node, e->op, rule);
+}
+
+static smelt_status exp_oom(const expansion *e) { return exp_fail(e, SMELT_ERR_NOMEM, "out of memory expanding the node"); }
+
+/* A constant float32 tensor of rank 0 (n == 1 and !dims) or of shape dims. */
+static int exp_const_f32(const expansion *e, const char *what, int rank, const int64_t *dims, int n, const float *vals)
+{
+    char name[512];
+    snprintf(name, sizeof name, "%s/%s", e->node, what);
+    int t = e->cx->tensor_new(e->cx->importer, name);
+    if (t < 0) return -1;
+    ir_tensor *x = &e->g->tensors[t];
+    x->dtype = SMELT_F32;
+    x->shape.rank = rank;
+    for (int i = 0; i < rank; i++) x->shape.dim[i] = dims[i];
+    if (!ir_tensor_alloc_data(e->g, t)) return -1;
+    memcpy(x->data, vals, sizeof(float) * (size_t)n);
+    return t;
+}
+
+/* A node "<node>/<what>" of `op`; its output is `out`, or a fresh tensor when
+ * out < 0. Returns the output or -1 (out of memory). */
+static int exp_node(const expansion *e, const char *what, op_id op, int a, int b, int out, int n_attr,
+                    const ir_attr *attr)
+{
+    char name[512];
+    snprintf(name, sizeof name, "%s/%s", e->node, what);
+    if (out < 0 && (out = e->cx->tensor_new(e->cx->importer, name)) < 0) return -1;
+    int in[2] = {a, b};
+    int n = ir_node_add(e->g, name, op, b < 0 ? 1 : 2, in, 1, &out);
+    for (int i = 0; n >= 0 && i < n_attr; i++)
+        if (!ir_node_attr_add(e->g, n, &attr[i])) n = -1;
+    return n < 0 ? -1 : out;
+}
+
+/* y = a * x + b, with scalars or (ImageScaler) a bias per channel. */
+static smelt_status exp_scale_shift(const expansion *e, int x, float a, int bias, int y)
+{
+    int ta = exp_const_f32(e, "scale", 0, NULL, 1, &a);
+    int m = ta < 0 ? -1 : exp_node(e, "mul", OP_Mul, x, ta, -1, 0, NULL);
+    return m < 0 || exp_node(e, "add", OP_Add, m, bias, y, 0, NULL) < 0 ? exp_oom(e) : SMELT_OK;
+}
+
+/* ImageScaler: y = scale * x + bias[c] for NCHW x. */
+static smelt_status expand_ImageScaler(const expansion *e)
+{
+    const ir_attr *bias = exp_attr(e, "bias", IR_ATTR_FLOATS), *scale = exp_attr(e, "scale", IR_ATTR_FLOAT);
+    if (!bias) return exp_fail(e, SMELT_ERR_MODEL, "attribute 'bias' (floats, one per channel) is required");
+    int64_t dims[3] = {bias->n, 1, 1};
+    int tb = exp_const_f32(e, "bias", 3, dims, bias->n, bias->floats);
+    return tb < 0 ? exp_oom(e) : exp_scale_shift(e, e->in[0], scale ? scale->f : 1.0f, tb, e->out[0]);
+}
+
+/* Affine: y = alpha * x + beta. */
+static smelt_status expand_Affine(const expansion *e)
+{
+    const ir_attr *alpha = exp_attr(e, "alpha", IR_ATTR_FLOAT), *beta = exp_attr(e, "beta", IR_ATTR_FLOAT);
+    float b = beta ? beta->f : 0.0f;
+    int tb = exp_const_f32(e, "beta", 0, NULL, 1, &b);
+    return tb < 0 ? exp_oom(e) : exp_scale_shift(e, e->in[0], alpha ? alpha->f : 1.0f, tb, e->out[0]);
+}
+
+/* ScaledTanh: alpha * tanh(beta * x); ParametricSoftplus: alpha * softplus(beta * x). */
+static smelt_status expand_alpha_f_beta(const expansion *e, op_id f)
+{
+    const ir_attr *alpha = exp_attr(e, "alpha", IR_ATTR_FLOAT), *beta = exp_attr(e, "beta", IR_ATTR_FLOAT);
+    if (!alpha || !beta) return exp_fail(e, SMELT_ERR_MODEL, "float attributes 'alpha' and 'beta' are required");
+    int ta = exp_const_f32(e, "alpha", 0, NULL, 1, &alpha->f), tb = exp_const_f32(e, "beta", 0, NULL, 1, &beta->f);
+    int bx = ta < 0 || tb < 0 ? -1 : exp_node(e, "beta_x", OP_Mul, e->in[0], tb, -1, 0, NULL);
+    int fx = bx < 0 ? -1 : exp_node(e, f == OP_Tanh ? "tanh" : "softplus", f, bx, -1, -1, 0, NULL);
+    return fx < 0 || exp_node(e, "mul", OP_Mul, fx, ta, e->out[0], 0, NULL) < 0 ? exp_oom(e) : SMELT_OK;
+}
+
+static smelt_status expand_ScaledTanh(const expansion *e) { return expand_alpha_f_beta(e, OP_Tanh); }
+static smelt_status expand_ParametricSoftplus(const expansion *e) { return expand_alpha_f_beta(e, OP_Softplus); }
+
+/* Crop of NCHW x: border [left, top, right, bottom]; with scale [h, w] the
+ * output is h x w from (top, left), else what the border leaves. A Slice in
+ * its opset-7 form (attributes; an end of INT64_MAX runs to the dim's end). */
+static smelt_status expand_Crop(const expansion *e)
+{
+    const ir_attr *border = exp_attr(e, "border", IR_ATTR_INTS), *scale = exp_attr(e, "scale", IR_ATTR_INTS);
+    if (!border || border->n != 4) return exp_fail(e, SMELT_ERR_MODEL, "attribute 'border' must hold 4 ints");
+    if (scale && scale->n != 2) return exp_fail(e, SMELT_ERR_MODEL, "attribute 'scale' must hold 2 ints");
+    const int64_t *b = border->ints;
+    for (int i = 0; i < 4; i++)
+        if (b[i] < 0) return exp_fail(e, SMELT_ERR_MODEL, "attribute 'border' must not be negative");
+    int64_t starts[2] = {b[1], b[0]}, ends[2], axes[2] = {2, 3};
+    for (int i = 0; i < 2; i++) {
+        int64_t cut = b[3 - i]; /* bottom, right */
+        ends[i] = scale ? starts[i] + scale->ints[i] : cut ? -cut : INT64_MAX;
+    }
+    ir_attr a[3] = {{.name = "starts", .type = IR_ATTR_INTS, .n = 2, .ints = starts, .tensor = -1},
+                    {.name = "ends", .type = IR_ATTR_INTS, .n = 2, .ints = ends, .tensor = -1},
+                    {.name = "axes", .type = IR_ATTR_INTS, .n = 2, .ints = axes, .tensor = -1}};
+    return exp_node(e, "slice", OP_Slice, e->in[0], -1, e->out[0], 3, a) < 0 ? exp_oom(e) : SMELT_OK;
+}
+
+static const struct {
+    const char *op;
+    smelt_status (*fn)(const expansion *e);
+} experimental[] = {
+    {"ImageScaler", expand_ImageScaler},
+    {"Affine", expand_Affine},
+    {"ScaledTanh", expand_ScaledTanh},
+    {"ParametricSoftplus", expand_ParametricSoftplus},
+    {"Crop", expand_Crop},
+};
+
+bool onnx_experimental_known(const char *op_type)
+{
+    for (size_t i = 0; i < sizeof experimental / sizeof experimental[0]; i++)
+        if (strcmp(experimental[i].op, op_type) == 0) return true;
+    return false;
+}
+
+smelt_status onnx_experimental_expand(const onnx_upgrade_ctx *cx, ir_graph *g, const char *node, const char *op_type,
+                                      int n_in, const int *in, int n_out, const int *out, int n_attr,
+                                      const ir_attr *attr)
+{
+    expansion e = {cx, g, node, op_type, in, out, n_in, n_out, attr, n_attr};
+    if (n_in != 1 || in[0] < 0 || n_out != 1 || out[0] < 0)
+        return exp_fail(&e, SMELT_ERR_MODEL, "takes one input and one output");
+    for (size_t i = 0; i < sizeof experimental / sizeof experimental[0]; i++)
+        if (strcmp(experimental[i].op, op_type) == 0) return experimental[i].fn(&e);
+    return exp_fail(&e, SMELT_ERR_UNSUPPORTED, "unknown experimental op");
 }

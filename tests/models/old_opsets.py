@@ -16,6 +16,8 @@ the upgrade unit tests (tests/unit/test_onnx.c) and Debian's libonnx-testdata (c
                 (inputs), TopK-10 (k input)
     old_op11    Resize-11 tf_half_pixel_for_nn and align_corners, Clip-11, Pad-11,
                 LogSoftmax-11 (2-D coercion), ReduceSum-11 (axes attribute)
+    old_experimental  ImageScaler, Crop (border; border and scale), Affine, ScaledTanh,
+                ParametricSoftplus: experimental ops of opsets 1..9 (opset 8)
 """
 import os
 import sys
@@ -109,12 +111,31 @@ def old_op11():
     return m, {"x": b.rng.standard_normal([1, 2, 3, 4]).astype(np.float32)}
 
 
+def old_experimental():
+    """The experimental ops of opsets 1..9 that onnxruntime still runs; onnx's checker no longer
+    knows them, so the model is not checked."""
+    b = Builder(81)
+    h = b.op("ImageScaler", ["x"], scale=0.5, bias=[0.1, -0.2, 0.3])
+    h = b.op("Crop", [h], border=[1, 2, 0, 1])                                    # [1,3,4,5]
+    h = b.op("Crop", [h], border=[1, 1, 0, 0], scale=[2, 3])                      # [1,3,2,3]
+    h = b.op("Affine", [h], alpha=1.5, beta=-0.25)
+    t = b.op("ScaledTanh", [h], alpha=2.0, beta=0.5)
+    y = b.op("ParametricSoftplus", [t], alpha=0.7, beta=1.3)
+    b.nodes[-1].output[0] = "y"
+    del y
+    graph = helper.make_graph(b.nodes, "old_experimental", [helper.make_tensor_value_info("x", F32, [1, 3, 7, 6])],
+                              [helper.make_tensor_value_info("y", F32, [1, 3, 2, 3])], b.inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)], producer_name="smelt tests/models")
+    m.ir_version = 8
+    return m, {"x": b.rng.standard_normal([1, 3, 7, 6]).astype(np.float32)}
+
+
 def main():
     out_dir = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
                               os.path.join(ROOT, "build", "models"))
     os.makedirs(out_dir, exist_ok=True)
     for name, make in (("old_op7", old_op7), ("old_op9", old_op9), ("old_op10", old_op10),
-                       ("old_op11", old_op11)):
+                       ("old_op11", old_op11), ("old_experimental", old_experimental)):
         write_case(out_dir, name, *make())
     return 0
 

@@ -1323,3 +1323,37 @@ TEST(onnx_opset7_dropout_mask_has_the_input_type)
         pool_free();
     }
 }
+
+TEST(onnx_experimental_ops_expand_before_opset_10)
+{
+    /* Affine 8: 2x - 1 on constants folds to values; ImageScaler without bias is refused by
+     * name; from opset 10 the experimental ops are unknown. */
+    static const float xv[3] = {0, 1, 2};
+    mb b;
+    mb_init(&b, 8);
+    init_f32(&b, "x", 1, D3, xv, 3);
+    Onnx__NodeProto *n = node_new(&b.g, "Affine", "aff", "x", "y");
+    attr_float(n, "alpha", 2);
+    attr_float(n, "beta", -1);
+    mb_output(&b, "y");
+    ir_graph *g = upgrade_eval(&b);
+    CHECK(g != NULL);
+    if (g) {
+        const float want[3] = {-1, 1, 3};
+        check_out_f32(g, 1, D3, want, 3);
+        ir_graph_free(g);
+    }
+    pool_free();
+
+    mb_init(&b, 8);
+    mb_input(&b, "x", SMELT_F32, 3, D2x3x2);
+    attr_float(node_new(&b.g, "ImageScaler", "is", "x", "y"), "scale", 2);
+    mb_output(&b, "y");
+    check_error(&b, SMELT_ERR_MODEL, "node 'is' (ImageScaler): attribute 'bias'", "experimental");
+
+    mb_init(&b, 10);
+    mb_input(&b, "x", SMELT_F32, 1, D3);
+    node_new(&b.g, "Affine", "aff", "x", "y");
+    mb_output(&b, "y");
+    check_error(&b, SMELT_ERR_UNSUPPORTED, "node 'aff' (Affine): unsupported op type 'Affine'", NULL);
+}
