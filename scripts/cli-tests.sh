@@ -62,12 +62,21 @@ for name, loc in [("ext_link", "passwd_link"), ("ext_fifo", "fifo.bin"), ("ext_u
 os.symlink("/etc/passwd", f"{d}/passwd_link")
 os.mkfifo(f"{d}/fifo.bin")
 open(f"{d}/short.bin", "wb").write(b"\0" * 20)
+# Older exporters wrote dim_value -1 for an unknown dim.
+save("minus_one", [h.make_node("Relu", ["m"], ["y"], name="relu3")],
+     [h.make_tensor_value_info("m", T.FLOAT, [-1, 3])], [y])
+# Opset 1: Mul broadcasting B along axis 1 of A (the pre-7 rule).
+save("opset1", [h.make_node("Mul", ["x", "b"], ["y"], name="mul1", broadcast=1, axis=0)], [x], [y],
+     [h.make_tensor("b", T.FLOAT, [2], [2, 3])], opset=1)
 PY
 expect unsupported-op 2 "node 'nz1' (NonZero)" -- "$smelt" run "$tmp/unsupported.onnx"
 expect shape-mismatch 2 "node 'add1' (Add)" -- "$smelt" run "$tmp/mismatch.onnx"
 expect conv-kernel-shape 2 "node 'conv3' (Conv)" -- "$smelt" run "$tmp/conv.onnx"
 expect missing-device 2 "device 'tpu'" -- "$smelt" run "$tmp/ok.onnx" --device tpu
 expect unbound-symbolic-dim nz "symbolic dim" -- "$smelt" run "$tmp/symbolic.onnx"
+expect unbound-unknown-dim nz "input 'm' has unknown dim 0" -- "$smelt" run "$tmp/minus_one.onnx"
+expect minus-one-dim-given 0 "y.npy" -- "$smelt" run "$tmp/minus_one.onnx" --shape m=5x3 --output-dir "$tmp/out1"
+expect opset1-broadcast 0 "y.npy" -- "$smelt" run "$tmp/opset1.onnx" --output-dir "$tmp/out1"
 expect max-memory 2 "memory plan needs" -- "$smelt" run "$tmp/ok.onnx" --max-memory 1
 expect bad-input-file nz "nothere.npy" -- "$smelt" run "$tmp/ok.onnx" --input x="$tmp/nothere.npy"
 # A failing compile leaves no output directory contents behind.

@@ -22,6 +22,11 @@ Files:
                                       any of them not passing makes this script exit 1
     tests/conformance/skipped.txt     tests of supported ops expected to fail: `name  reason`
     $SMELT_NODE_TESTS                 the node test folder to use instead of the installed onnx's
+    --tests-dir DIR (repeatable)      other folders of tests in the same layout, e.g. Debian's
+                                      libonnx-testdata (/usr/share/libonnx-testdata/data/node,
+                                      .../pytorch-converted, .../pytorch-operator: older onnx
+                                      releases, opsets down to 1); test names must not repeat
+    --must-pass FILE, --skipped FILE  other lists for such a set (default: the two above)
 
 `--update-must-pass` rewrites must_pass.txt to the tests passing now (with --filter, only the
 entries inside the filter change). The smelt compile cache ($SMELT_CACHE_DIR or smelt's default)
@@ -51,7 +56,7 @@ SKIPPED = os.path.join(ROOT, "tests", "conformance", "skipped.txt")
 MUST_PASS_HEADER = """\
 # Backend node tests that must pass: scripts/conformance.py exits 1 if any of these does not.
 # One test name per line. Regenerate with
-#   .venv/bin/python scripts/conformance.py --update-must-pass
+#   .venv/bin/python scripts/conformance.py {args}--update-must-pass
 # after making more tests pass (review the diff: a test leaving this list is a regression).
 """
 
@@ -88,16 +93,17 @@ def read_list(path):
 EXPANDED = re.compile(r"_expanded(_ver\d+)?$")
 
 
-def op_types(tests_dir, names):
-    """Map test name -> op type: the first non-Constant node of its model. An `_expanded` test
-    (the op written as a function body) counts under the op of the test it expands."""
+def op_types(where, names):
+    """Map test name -> op type: the first non-Constant node of its model (`where` maps each test
+    name to its folder). An `_expanded` test (the op written as a function body) counts under the
+    op of the test it expands."""
     import onnx
     ops = {}
 
     def first_op(name):
         if name not in ops:
             try:
-                model = onnx.load(os.path.join(tests_dir, name, "model.onnx"),
+                model = onnx.load(os.path.join(where[name], name, "model.onnx"),
                                   load_external_data=False)
                 nodes = [n.op_type for n in model.graph.node if n.op_type != "Constant"]
                 ops[name] = nodes[0] if nodes else "Constant"
@@ -108,7 +114,7 @@ def op_types(tests_dir, names):
     result = {}
     for name in names:
         base = EXPANDED.sub("", name)
-        if base != name and os.path.isdir(os.path.join(tests_dir, base)):
+        if base != name and base in where:
             result[name] = first_op(base)
         else:
             result[name] = first_op(name)
@@ -201,7 +207,7 @@ def main():
                     help="results file; per_op.txt is written next to it "
                          "(default: build/conformance/results.txt)")
     ap.add_argument("--update-must-pass", action="store_true",
-                    help="rewrite tests/conformance/must_pass.txt to the passing tests")
+                    help="rewrite the must-pass list (--must-pass) to the passing tests")
     ap.add_argument("--run-skipped", action="store_true",
                     help="also run the tests in skipped.txt (and list those that pass now)")
     ap.add_argument("--cold-cache", action="store_true",
@@ -210,6 +216,13 @@ def main():
                     help="run a test killed by a signal once more (reported in its reason)")
     ap.add_argument("--must-pass-only", action="store_true",
                     help="run only the tests in must_pass.txt (e.g. for a slower device)")
+    ap.add_argument("--tests-dir", action="append", default=[],
+                    help="a folder of tests (model.onnx + test_data_set_*) to run instead of the "
+                         "installed onnx's node tests; repeatable")
+    ap.add_argument("--must-pass", default=MUST_PASS,
+                    help="the must-pass list (default: tests/conformance/must_pass.txt)")
+    ap.add_argument("--skipped", default=SKIPPED,
+                    help="the skipped list (default: tests/conformance/skipped.txt)")
     ap.add_argument("--quiet", action="store_true",
                     help="no per-op table; only must-pass failures and the totals")
     args = ap.parse_args()
@@ -218,16 +231,27 @@ def main():
     if not (os.path.isfile(smelt) and os.access(smelt, os.X_OK)):
         print(f"conformance: {args.smelt} is not an executable (run `make` first)", file=sys.stderr)
         return 2
-    tests_dir = node_tests_dir()
-    all_tests = sorted(n for n in os.listdir(tests_dir)
-                       if os.path.isfile(os.path.join(tests_dir, n, "model.onnx")))
+    # Test name -> the folder holding it.
+    where = {}
+    for d in args.tests_dir or [node_tests_dir()]:
+        if not os.path.isdir(d):
+            print(f"conformance: {d} is not a folder", file=sys.stderr)
+            return 2
+        for n in os.listdir(d):
+            if not os.path.isfile(os.path.join(d, n, "model.onnx")):
+                continue
+            if n in where:
+                print(f"conformance: test {n} is in both {where[n]} and {d}", file=sys.stderr)
+                return 2
+            where[n] = d
+    all_tests = sorted(where)
     tests = [n for n in all_tests if args.filter in n]
     if not tests:
         print(f"conformance: no test matches '{args.filter}'", file=sys.stderr)
         return 2
 
-    must_pass = [n for n, _ in read_list(MUST_PASS)]
-    skipped = dict(read_list(SKIPPED))
+    must_pass = [n for n, _ in read_list(args.must_pass)]
+    skipped = dict(read_list(args.skipped))
     both = sorted(set(must_pass) & set(skipped))
     if both:
         print("conformance: in both must_pass.txt and skipped.txt: " + " ".join(both),
@@ -258,7 +282,7 @@ def main():
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
             # Threads only wait on their `smelt check` processes: jobs processes run at once.
-            futures = {pool.submit(run_check, smelt, os.path.join(tests_dir, n), extra,
+            futures = {pool.submit(run_check, smelt, os.path.join(where[n], n), extra,
                                    args.timeout, env, deadline, args.retry_crashes): n for n in to_run}
             done = 0
             for fut in concurrent.futures.as_completed(futures):
@@ -279,7 +303,7 @@ def main():
             status, reason = results[n]
             f.write(f"{n} {status} {reason}".rstrip() + "\n")
 
-    ops = op_types(tests_dir, tests)
+    ops = op_types(where, tests)
     statuses = ("PASS", "FAIL", "ERROR", "TIMEOUT", "SKIP")
     per_op = collections.defaultdict(collections.Counter)
     for n in tests:
@@ -314,8 +338,11 @@ def main():
         now = [n for n in tests if results[n][0] == "PASS" and n not in skipped]
         new = sorted(set(keep) | set(now))
         lost = sorted(set(wanted) - set(now))
-        with open(MUST_PASS, "w") as f:
-            f.write(MUST_PASS_HEADER)
+        with open(args.must_pass, "w") as f:
+            sets = "".join(f"--tests-dir {d} " for d in args.tests_dir)
+            lists = "" if args.must_pass == MUST_PASS else \
+                f"--must-pass {os.path.relpath(args.must_pass, ROOT)} --skipped {args.skipped} "
+            f.write(MUST_PASS_HEADER.format(args=sets + lists))
             f.writelines(n + "\n" for n in new)
         print(f"must_pass.txt: {len(new)} tests ({len(set(new) - set(must_pass))} added, "
               f"{len(lost)} removed)")

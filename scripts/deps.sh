@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian packages smelt's build and tests need, if any is missing.
 set -euo pipefail
-pkgs=(build-essential libprotobuf-c-dev protobuf-c-compiler libonnx-dev python3-venv
+pkgs=(build-essential libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-venv
       ocl-icd-opencl-dev opencl-headers pocl-opencl-icd pkgconf)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -8,10 +8,13 @@
 #                examples/digits_expected.txt
 #   install      make install into a temporary prefix, the example built with pkg-config against
 #                it, the exported symbols (public ones only), make uninstall
-#   models       scripts/venv.sh, tests/models/build_models.py, then `smelt check` on each model,
-#                fused and --no-fuse (one test each)
+#   models       scripts/venv.sh, tests/models/build_models.py and old_opsets.py (older opset
+#                forms), then `smelt check` on each model, fused and --no-fuse (one test each)
 #   conformance  scripts/conformance.py over the ONNX backend node tests; each test in
 #                tests/conformance/must_pass.txt counts as one test
+#   conf-debian  the same over Debian's libonnx-testdata (node tests of an older onnx release
+#                and PyTorch-converted models, opsets 1 to 17; about 2 minutes cold on 2 cores) against
+#                tests/conformance/debian_must_pass.txt; skipped when the package is absent
 #   opencl       the same must-pass tests with --device opencl (PoCL on the CPU), and the model
 #                tests on it; skipped (not failed) when no OpenCL platform exists
 #   cuda-compile every must-pass test's CUDA C compiled by NVRTC for sm_90 and sm_80 (no GPU
@@ -152,7 +155,7 @@ stage_start models
 venv_ok=1
 scripts/venv.sh || { venv_ok=0; bad "scripts/venv.sh failed"; }
 if [ "$venv_ok" -eq 1 ]; then
-    if "$py" tests/models/build_models.py "$build/models"; then
+    if "$py" tests/models/build_models.py "$build/models" && "$py" tests/models/old_opsets.py "$build/models"; then
         for dir in "$build"/models/*/; do
             dir="${dir%/}"
             for extra in "" "--no-fuse" "--locals reuse" "--fuse-pad never"; do
@@ -163,7 +166,7 @@ if [ "$venv_ok" -eq 1 ]; then
             done
         done
     else
-        bad "tests/models/build_models.py failed"
+        bad "tests/models/build_models.py or old_opsets.py failed"
     fi
 fi
 stage_end
@@ -204,6 +207,14 @@ run_conformance() {
 run_conformance conformance
 # The other local allocator (hybrid is the C target's default) passes the same list.
 extra_tag=-reuse run_conformance conf-reuse --extra="--locals reuse"
+debian_data=/usr/share/libonnx-testdata/data
+if [ -d "$debian_data/node" ]; then
+    extra_tag=-debian run_conformance conf-debian --tests-dir "$debian_data/node" \
+        --tests-dir "$debian_data/pytorch-converted" --tests-dir "$debian_data/pytorch-operator" \
+        --must-pass tests/conformance/debian_must_pass.txt --skipped /dev/null
+else
+    echo; echo "== conf-debian"; echo "conf-debian: skipped: $debian_data not found (scripts/deps.sh installs libonnx-testdata)"
+fi
 
 # ---- opencl -----------------------------------------------------------------------------------
 stage_start opencl

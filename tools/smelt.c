@@ -325,9 +325,14 @@ static int complete_inputs(cli *c, const smelt_model *m)
         if (t->rank == 0) {
             t->rank = info.rank;
             for (int d = 0; d < info.rank; d++) {
+                if (info.shape[d] < 0 && info.dim_names[d]) {
+                    fprintf(stderr, "smelt: input '%s' has symbolic dim %d '%s': give --input or --shape %s=...\n",
+                            info.name, d, info.dim_names[d], info.name);
+                    return 0;
+                }
                 if (info.shape[d] < 0) {
-                    fprintf(stderr, "smelt: input '%s' has symbolic dim '%s': give --input or --shape %s=...\n",
-                            info.name, info.dim_names[d] ? info.dim_names[d] : "?", info.name);
+                    fprintf(stderr, "smelt: input '%s' has unknown dim %d (no size in the model): give --input or --shape %s=...\n",
+                            info.name, d, info.name);
                     return 0;
                 }
                 t->shape[d] = info.shape[d];

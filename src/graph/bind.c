@@ -86,9 +86,12 @@ static smelt_status bind_each(ir_graph *g, int n, const smelt_tensor *inputs, co
             continue;
         }
         for (int d = 0; d < t->shape.rank; d++)
-            if (t->shape.dim[d] < 0)
+            if (t->shape.dim[d] < 0 && t->dim_param[d])
                 return diag_fail(SMELT_ERR_SHAPE, "input '%s' has symbolic dim %d ('%s'): give the input, or its shape with --shape %s=...",
-                                 t->name, d, t->dim_param[d] ? t->dim_param[d] : "?", t->name);
+                                 t->name, d, t->dim_param[d], t->name);
+            else if (t->shape.dim[d] < 0)
+                return diag_fail(SMELT_ERR_SHAPE, "input '%s' has unknown dim %d (no size in the model): give the input, or its shape with --shape %s=...",
+                                 t->name, d, t->name);
     }
     /* Inputs made constant are inputs no more. */
     int m = 0;

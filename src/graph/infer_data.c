@@ -380,7 +380,7 @@ smelt_status infer_Dropout(ir_graph *g, int node)
             return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "training mode (random dropout) is not supported");
     }
     TRY(infer_set_out(g, n, 0, x->dtype, &x->shape));
-    return infer_set_out(g, n, 1, SMELT_BOOL, &x->shape);
+    return infer_set_out(g, n, 1, g->opset < 10 ? x->dtype : SMELT_BOOL, &x->shape); /* 7..9: mask of type T */
 }
 
 /* ---- constants and shapes ------------------------------------------------ */

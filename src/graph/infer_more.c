@@ -531,13 +531,14 @@ smelt_status infer_Resize(ir_graph *g, int node)
     TRY(infer_check_dtypes(g, n));
     static const char *const modes[] = {"nearest", "linear", "cubic", NULL};
     static const char *const coords[] = {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel",
-                                         "tf_crop_and_resize", "half_pixel_symmetric", NULL};
+                                         "tf_crop_and_resize", "half_pixel_symmetric", "tf_half_pixel_for_nn", NULL};
     static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", NULL};
     const char *mode = ir_attr_string(n, "mode", "nearest");
     if (n->op == OP_Upsample && !strcmp(mode, "bilinear")) mode = "linear";
     if (!str_in(mode, modes)) return ir_node_fail(n, SMELT_ERR_MODEL, "mode '%s' is not nearest, linear or cubic", mode);
     const char *ct = ir_attr_string(n, "coordinate_transformation_mode", "half_pixel");
-    if (!str_in(ct, coords)) return ir_node_fail(n, SMELT_ERR_MODEL, "coordinate_transformation_mode '%s' is unknown", ct);
+    if (!str_in(ct, coords) || (!strcmp(ct, "tf_half_pixel_for_nn") && g->opset >= 13)) /* Resize 11 only */
+        return ir_node_fail(n, SMELT_ERR_MODEL, "coordinate_transformation_mode '%s' is unknown at opset %d", ct, g->opset);
     const char *nm = ir_attr_string(n, "nearest_mode", "round_prefer_floor");
     if (!str_in(nm, nearest)) return ir_node_fail(n, SMELT_ERR_MODEL, "nearest_mode '%s' is unknown", nm);
     if (strcmp(mode, "nearest")) TRY(need_float(n, x));

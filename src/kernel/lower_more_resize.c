@@ -77,6 +77,7 @@ static kir_val source_coord(kir_kernel *K, const char *ct, kir_val y, int64_t in
     if (!strcmp(ct, "align_corners"))
         return outw == 1 ? f64(K, 0) : bin(K, KIR_DIV, bin(K, KIR_MUL, yf, f64(K, (double)(in - 1))), f64(K, outw - 1));
     if (!strcmp(ct, "asymmetric")) return bin(K, KIR_DIV, yf, f64(K, scale));
+    if (!strcmp(ct, "tf_half_pixel_for_nn")) return bin(K, KIR_DIV, bin(K, KIR_ADD, yf, f64(K, 0.5)), f64(K, scale));
     if (!strcmp(ct, "pytorch_half_pixel")) return outw == 1 ? f64(K, -0.5) : half;
     if (!strcmp(ct, "half_pixel_symmetric")) {
         double adj = (double)out / outw, offset = (double)in / 2 * (1 - adj);
@@ -120,7 +121,7 @@ kir_val elem_Resize(lower_ctx *c, int out, const kir_val *idx)
     const char *mode = ir_attr_string(c->n, "mode", "nearest");
     int kind = !strcmp(mode, "nearest") ? 0 : !strcmp(mode, "cubic") ? 2 : 1;
     const char *ct = legacy ? "asymmetric" : ir_attr_string(c->n, "coordinate_transformation_mode", "half_pixel");
-    const char *nm = legacy ? "floor" : ir_attr_string(c->n, "nearest_mode", "round_prefer_floor");
+    const char *nm = ir_attr_string(c->n, "nearest_mode", "round_prefer_floor");
     double A = ir_attr_float(c->n, "cubic_coeff_a", -0.75f);
     bool exclude = ir_attr_int(c->n, "exclude_outside", 0) != 0;
     bool antialias = ir_attr_int(c->n, "antialias", 0) != 0;
@@ -145,11 +146,15 @@ kir_val elem_Resize(lower_ctx *c, int out, const kir_val *idx)
         if (antialias && kind != 0) {
             aa_taps(K, t, kind, xo, rg.scale[d], in, A);
         } else if (kind == 0) {
+            /* Resize 10 and Upsample name no rounding; onnxruntime (the reference users
+             * compare with) floors when upsampling an axis and takes the ceiling when
+             * downsampling it. */
+            const char *nm_d = !legacy ? nm : rg.scale[d] < 1 ? "ceil" : "floor";
             kir_val i;
-            if (!strcmp(nm, "floor")) i = i0;
-            else if (!strcmp(nm, "ceil")) i = kir_cast(K, SMELT_I64, kir_unary(K, KIR_CEIL, xo));
+            if (!strcmp(nm_d, "floor")) i = i0;
+            else if (!strcmp(nm_d, "ceil")) i = kir_cast(K, SMELT_I64, kir_unary(K, KIR_CEIL, xo));
             else {
-                kir_val up = bin(K, !strcmp(nm, "round_prefer_ceil") ? KIR_GE : KIR_GT, r, f64(K, 0.5));
+                kir_val up = bin(K, !strcmp(nm_d, "round_prefer_ceil") ? KIR_GE : KIR_GT, r, f64(K, 0.5));
                 i = kir_add(K, i0, kir_cast(K, SMELT_I64, up));
             }
             t->n = 1;

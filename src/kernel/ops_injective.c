@@ -46,10 +46,12 @@ kir_val elem_CastLike(lower_ctx *c, int out, const kir_val *idx)
     return kir_cast(c->k, out_type(c, out), lower_load(c, 0, idx));
 }
 
-/* Inference-mode dropout: the identity, and an all-true mask. */
+/* Inference-mode dropout: the identity, and a mask of ones (nothing dropped; true, or 1.0 where
+ * opsets 7..9 give the mask the input's type). onnxruntime writes zeros for opsets 7..11; the
+ * ONNX reference implementation and opset 12's definition write ones. */
 kir_val elem_Dropout(lower_ctx *c, int out, const kir_val *idx)
 {
-    if (out == 1) return kir_const_i(c->k, SMELT_BOOL, 1);
+    if (out == 1) return kir_cast(c->k, out_type(c, 1), kir_const_i(c->k, SMELT_BOOL, 1));
     return lower_load(c, 0, idx);
 }
 

@@ -1,4 +1,5 @@
-/* import.c — ModelProto → ir_graph: opsets, inputs, initializers, nodes, attributes, functions. */
+/* import.c — ModelProto → ir_graph: opsets, inputs, initializers, nodes, attributes, functions.
+ * Nodes of opsets before ONNX_OPSET_NATIVE are upgraded as they are imported (upgrade.c). */
 #include "onnx/onnx.h"
 
 #include <errno.h>
@@ -39,6 +40,7 @@ typedef struct scope {
     strmap map;               /* name → tensor, or OMITTED */
     const char *prefix;       /* "" in the main graph, "call/" inside a call */
     int depth;
+    int opset;                /* default-domain opset the nodes were written for */
     const Onnx__FunctionProto *fn; /* NULL in the main graph */
     const int *out_bound;     /* fn->output[k] → the call site's tensor, or -1 */
     const rattr *call_attr;   /* the call site's attributes */
@@ -87,6 +89,9 @@ static int tensor_new(importer *im, const char *name, bool uniquify)
     if (*name && !strmap_put(&im->names, im->g->tensors[t].name, t)) return -1;
     return t;
 }
+
+/* tensor_new for upgrade.c: a uniquified name. */
+static int tensor_new_unique(void *im, const char *name) { return tensor_new(im, name, true); }
 
 /* Decode `tp` into tensor t (dtype, shape and data). */
 static smelt_status tensor_decode(importer *im, int t, const Onnx__TensorProto *tp, const char *what)
@@ -357,9 +362,10 @@ static smelt_status function_inline(importer *im, scope *outer, const Onnx__Node
     if (np->n_input > fn->n_input || np->n_output > fn->n_output)
         return node_fail(node, op, SMELT_ERR_MODEL, "%zu inputs and %zu outputs, but function '%s' has %zu and %zu",
                          np->n_input, np->n_output, str(fn->name), fn->n_input, fn->n_output);
-    TRY(opsets_check(fn->n_opset_import, fn->opset_import, where, NULL));
+    int opset = outer->opset; /* a body imports its own opset, or uses the model's */
+    TRY(opsets_check(fn->n_opset_import, fn->opset_import, where, &opset));
 
-    scope sc = {.depth = outer->depth + 1, .fn = fn, .call_attr = attr, .n_call_attr = n_attr};
+    scope sc = {.depth = outer->depth + 1, .opset = opset, .fn = fn, .call_attr = attr, .n_call_attr = n_attr};
     strmap_init(&sc.map);
     size_t plen = strlen(node) + 2; /* node already carries the outer prefix */
     char *prefix = malloc(plen);
@@ -422,7 +428,34 @@ static smelt_status op_node_import(importer *im, scope *sc, const Onnx__NodeProt
         st = attr_convert(im, node, opn, &attr[i], &a);
         if (!st && !ir_node_attr_add(im->g, n, &a)) st = oom();
     }
+    if (!st && sc->opset < ONNX_OPSET_NATIVE) {
+        onnx_upgrade_ctx cx = {.importer = im, .tensor_new = tensor_new_unique};
+        st = onnx_upgrade_node(&cx, im->g, n, sc->opset);
+    }
     free(in);
+    return st;
+}
+
+/* An experimental op of opsets 1..9, expanded into ops of the table. */
+static smelt_status experimental_import(importer *im, scope *sc, const Onnx__NodeProto *np, const char *node,
+                                        const rattr *attr, int n_attr)
+{
+    const char *opn = str(np->op_type);
+    if (np->n_input > INT_MAX / 2 || np->n_output > INT_MAX / 2)
+        return node_fail(node, opn, SMELT_ERR_MODEL, "too many inputs or outputs");
+    int *in = malloc(sizeof(int) * (np->n_input + np->n_output + 1));
+    ir_attr *a = malloc(sizeof(ir_attr) * ((size_t)n_attr + 1));
+    smelt_status st = in && a ? SMELT_OK : oom();
+    int *out = in ? in + np->n_input : NULL;
+    for (size_t i = 0; !st && i < np->n_input; i++) st = input_resolve(sc, node, opn, np->input[i], &in[i]);
+    for (size_t i = 0; !st && i < np->n_output; i++) st = output_define(im, sc, node, opn, np->output[i], &out[i]);
+    for (int i = 0; !st && i < n_attr; i++) st = attr_convert(im, node, opn, &attr[i], &a[i]);
+    if (!st) {
+        onnx_upgrade_ctx cx = {.importer = im, .tensor_new = tensor_new_unique};
+        st = onnx_experimental_expand(&cx, im->g, node, opn, (int)np->n_input, in, (int)np->n_output, out, n_attr, a);
+    }
+    free(in);
+    free(a);
     return st;
 }
 
@@ -440,6 +473,8 @@ static smelt_status node_dispatch(importer *im, scope *sc, const Onnx__NodeProto
         return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "the model imports no opset of the default ONNX domain");
     if (strcmp(op, "Constant") == 0) return constant_import(im, sc, np, node, attr, n_attr);
     op_id id = op_lookup(op);
+    if (id == OP_INVALID && sc->opset < 10 && onnx_experimental_known(op))
+        return experimental_import(im, sc, np, node, attr, n_attr);
     if (id == OP_INVALID) return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "unsupported op type '%s'", op);
     return op_node_import(im, sc, np, node, id, attr, n_attr);
 }
@@ -491,12 +526,9 @@ static smelt_status input_type(importer *im, int t, const Onnx__ValueInfoProto *
     x->shape.rank = (int)tt->shape->n_dim;
     for (int i = 0; i < x->shape.rank; i++) {
         const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
-        x->shape.dim[i] = -1;
+        x->shape.dim[i] = -1; /* unknown unless a dim_value >= 0 says otherwise (onnx.h) */
         if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
-            if (d->dim_value < 0)
-                return diag_fail(SMELT_ERR_MODEL, "graph %s '%s': negative dimension %lld", kind, name,
-                                 (long long)d->dim_value);
-            x->shape.dim[i] = d->dim_value;
+            if (d->dim_value >= 0) x->shape.dim[i] = d->dim_value;
         } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && *str(d->dim_param)) {
             if (!(x->dim_param[i] = arena_strdup(&im->g->arena, d->dim_param))) return oom();
         }
@@ -612,10 +644,11 @@ smelt_status onnx_load_memory(const void *data, size_t size, const char *base_di
     if (!st && !m->graph) st = diag_fail(SMELT_ERR_MODEL, "the model has no graph");
     if (!st) st = opsets_check(m->n_opset_import, m->opset_import, "the model", &opset);
     if (!st) {
-        im.g->opset = opset; /* 0 when not imported: then no default-domain node may appear */
+        im.g->opset = sc.opset = opset; /* 0 when not imported: then no default-domain node may appear */
         st = graph_import(&im, &sc);
     }
     if (!st && !im.g->opset) im.g->opset = ONNX_OPSET_MAX;
+    if (!st && im.g->opset < ONNX_OPSET_NATIVE) im.g->opset = ONNX_OPSET_NATIVE; /* nodes now in that form */
     if (!st) st = ir_verify(im.g);
     strmap_free(&sc.map);
     strmap_free(&im.names);

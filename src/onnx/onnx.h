@@ -12,12 +12,20 @@
  * requires: a serialized ModelProto (untrusted: every count, size, index and
  *           path in it is checked before use).
  * guarantees: a graph that passes ir_verify, in which
- *   - g->opset is the model's default-domain ("" or "ai.onnx") opset, 7..27
- *     (ONNX_OPSET_MAX for a model that imports none and uses no ONNX op);
+ *   - g->opset is the opset whose semantics every node follows: the model's
+ *     default-domain ("" or "ai.onnx") opset, raised to ONNX_OPSET_NATIVE (7)
+ *     for older models, whose nodes were upgraded to their opset-7 form as
+ *     they were imported (upgrade.c); ONNX_OPSET_MAX for a model that imports
+ *     none and uses no ONNX op;
  *   - initializers and Constant nodes are constant tensors (data set, no node);
  *     a graph input that is also an initializer is a constant, not an input;
  *   - graph inputs carry their declared dtype and shape; a symbolic dim is -1
- *     with dim_param[i] naming it, an unknown dim is -1 with dim_param[i] NULL;
+ *     with dim_param[i] naming it, an unknown dim is -1 with dim_param[i] NULL.
+ *     Unknown are: a dim with neither dim_value nor dim_param, and a negative
+ *     dim_value (ONNX requires dim_value >= 0; older exporters wrote -1 for
+ *     "unknown"). A dim_value of 0 stays 0: it is a legal size, and reading
+ *     it as "unknown" would change the meaning of valid models. Unknown dims
+ *     are bound like symbolic ones, from the given inputs or --shape;
  *   - node outputs have dtype SMELT_UNDEFINED and rank 0 until shape inference;
  *   - every node has an op from the op table; model-local functions are inlined
  *     (their tensors renamed "<call node>/<name>", attributes given by
@@ -31,7 +39,7 @@
  *   SMELT_ERR_MODEL        malformed bytes, dangling or doubly-defined tensors,
  *                          data sizes that disagree with shapes, bad external
  *                          data paths or short external files
- *   SMELT_ERR_UNSUPPORTED  opset outside 7..27, op types outside the op table,
+ *   SMELT_ERR_UNSUPPORTED  opset outside 1..27, op types outside the op table,
  *                          ops of other domains (com.microsoft, ai.onnx.ml...)
  *                          that are not model-local functions, dtypes smelt does
  *                          not hold (string, float16, bfloat16, complex, float8,
@@ -64,8 +72,11 @@
 #include "smelt.h"
 
 /* Opsets of the default domain the importer accepts. */
-#define ONNX_OPSET_MIN 7
+#define ONNX_OPSET_MIN 1
 #define ONNX_OPSET_MAX 27
+/* The oldest opset smelt's shape rules and lowerings implement; nodes of older
+ * models are upgraded to this opset's form on import. */
+#define ONNX_OPSET_NATIVE 7
 
 /* Load the model at `path`; external data is resolved next to it. */
 smelt_status onnx_load_file(const char *path, ir_graph **out);
@@ -123,5 +134,37 @@ smelt_status onnx_tensor_fill(const struct Onnx__TensorProto *tp, const char *ba
 
 /* Bytes of a tensor of `numel` elements of `dt`, or -1 when that overflows. */
 int64_t onnx_tensor_bytes(smelt_dtype dt, const ir_shape *shape, int64_t *numel);
+
+/* ---- shared by the importer and upgrade.c -------------------------------- */
+
+/* How upgrade.c names the tensors it adds: tensor_new(importer, name) returns
+ * a fresh tensor whose name is `name`, made unique against every name of the
+ * model, or -1 when out of memory. */
+typedef struct onnx_upgrade_ctx {
+    void *importer;
+    int (*tensor_new)(void *importer, const char *name);
+} onnx_upgrade_ctx;
+
+/* Rewrite node `node` (the graph's last, attributes converted), written for
+ * default-domain `opset` < ONNX_OPSET_NATIVE, into its opset-7 form: old
+ * attributes dropped, renamed or retyped (consumed_inputs, is_test, Gemm's
+ * broadcast, Pad's paddings, Cast's type names, LpPool's float p, Upsample's
+ * height/width scales), attributes turned into inputs (Reshape's shape), old
+ * defaults made explicit (Concat's axis, Selu's alpha and gamma), and the
+ * old `broadcast`/`axis` rule of binary ops and Tile's (tiles, axis) inputs
+ * expressed with helper nodes placed before the node (shape arithmetic that
+ * folds at compile time). Errors name the node, the rule and the opset. */
+smelt_status onnx_upgrade_node(const onnx_upgrade_ctx *cx, ir_graph *g, int node, int opset);
+
+/* Whether `op_type` is an experimental op of opsets 1..9 (dropped at 10) that
+ * smelt expands: ImageScaler, Crop, Affine, ScaledTanh, ParametricSoftplus. */
+bool onnx_experimental_known(const char *op_type);
+
+/* Add nodes of the op table computing experimental op `op_type` of node
+ * `node` from its resolved tensors and converted attributes; the last one
+ * writes out[0]. Attributes are required where onnxruntime requires them. */
+smelt_status onnx_experimental_expand(const onnx_upgrade_ctx *cx, ir_graph *g, const char *node, const char *op_type,
+                                      int n_in, const int *in, int n_out, const int *out, int n_attr,
+                                      const ir_attr *attr);
 
 #endif
