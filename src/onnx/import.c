@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "core/hash.h"
+#include "onnx/expand.h"
 #include "onnx/onnx.pb-c.h"
 
 #define FUNCTION_DEPTH_MAX 16
@@ -426,13 +427,47 @@ static smelt_status op_node_import(importer *im, scope *sc, const Onnx__NodeProt
     return st;
 }
 
-/* A node is a call of a model-local function, a Constant, or an op of the table. */
+static int expand_tensor_new(void *im, const char *name) { return tensor_new(im, name, true); }
+
+/* A node replaced by a composition of table ops (onnx/expand.h). */
+static smelt_status expanded_node_import(importer *im, scope *sc, const Onnx__NodeProto *np, const char *node,
+                                         expand_fn fn, const rattr *attr, int n_attr)
+{
+    const char *opn = str(np->op_type);
+    if (np->n_input > INT_MAX / 2 || np->n_output > INT_MAX / 2)
+        return node_fail(node, opn, SMELT_ERR_MODEL, "too many inputs or outputs");
+    int *in = malloc(sizeof(int) * (np->n_input + np->n_output + 1));
+    ir_attr *at = malloc(sizeof(ir_attr) * ((size_t)n_attr + 1));
+    smelt_status st = in && at ? SMELT_OK : oom();
+    int *out = in ? in + np->n_input : NULL;
+    for (size_t i = 0; !st && i < np->n_input; i++) st = input_resolve(sc, node, opn, np->input[i], &in[i]);
+    for (size_t i = 0; !st && i < np->n_output; i++) st = output_define(im, sc, node, opn, np->output[i], &out[i]);
+    for (int i = 0; !st && i < n_attr; i++) st = attr_convert(im, node, opn, &attr[i], &at[i]);
+    if (!st) {
+        ir_node n = {.name = node, .op = OP_INVALID, .n_in = (int)np->n_input, .n_out = (int)np->n_output,
+                     .in = in, .out = out, .n_attr = n_attr, .attr = at};
+        expand_ctx x = {.g = im->g, .n = &n, .op = opn, .domain = is_default_domain(np->domain) ? "" : np->domain,
+                        .tensor_new = expand_tensor_new, .user = im};
+        st = fn(&x);
+        if (!st) st = x.st;
+    }
+    free(at);
+    free(in);
+    return st;
+}
+
+/* A node is a call of a model-local function, a Constant, an op of the table,
+ * or an op expanded into ops of the table (default or com.microsoft domain). */
 static smelt_status node_dispatch(importer *im, scope *sc, const Onnx__NodeProto *np, const char *node,
                                   const rattr *attr, int n_attr)
 {
     const char *op = str(np->op_type), *domain = str(np->domain);
     const Onnx__FunctionProto *fn = function_find(im->m, domain, op);
     if (fn) return function_inline(im, sc, np, node, fn, attr, n_attr);
+    expand_fn ex = expand_find(domain, op);
+    if (ex && !im->g->opset)
+        return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "the model imports no opset of the default ONNX domain");
+    if (ex) return expanded_node_import(im, sc, np, node, ex, attr, n_attr);
     if (!is_default_domain(domain))
         return node_fail(node, op, SMELT_ERR_UNSUPPORTED,
                          "unsupported op domain '%s': '%s' is neither an ONNX op nor a model-local function", domain, op);
