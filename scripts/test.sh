@@ -4,7 +4,8 @@
 #   unit-asan    the unit tests built and run under ASan + UBSan in build-asan/
 #   embed        examples/embed on the digits model; its accuracy line must equal
 #                examples/digits_expected.txt
-#   models       scripts/venv.sh, tests/models/build_models.py, then `smelt check` on each model,
+#   models       scripts/venv.sh, tests/models/build_models.py and tests/models/quantized_cases.py,
+#                then `smelt check` on each model,
 #                fused and --no-fuse (one test each)
 #   conformance  scripts/conformance.py over the ONNX backend node tests; each test in
 #                tests/conformance/must_pass.txt counts as one test
@@ -108,6 +109,20 @@ if [ "$venv_ok" -eq 1 ]; then
         done
     else
         bad "tests/models/build_models.py failed"
+    fi
+    # Integer/quantized ops and com.microsoft ops, two input sets each (tests/models/quantized_cases.py).
+    if "$py" tests/models/quantized_cases.py "$build/models_quantized"; then
+        for dir in "$build"/models_quantized/*/; do
+            dir="${dir%/}"
+            for extra in "" "--no-fuse"; do
+                name="$(basename "$dir")${extra:+ $extra}"
+                out="$(timeout 300 "$smelt" check "$dir" $extra 2>&1)"; rc=$?
+                printf '%s\n' "$out" | sed "s|^|$name: |"
+                if [ "$rc" -eq 0 ]; then ok; else bad "$name (exit $rc)"; fi
+            done
+        done
+    else
+        bad "tests/models/quantized_cases.py failed"
     fi
 fi
 stage_end

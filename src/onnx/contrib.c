@@ -111,6 +111,7 @@ smelt_status expand_FusedConv(expand_ctx *x)
     const char *act = ir_attr_string(n, "activation", "");
     const float *p = NULL;
     int np = ir_attr_floats(n, "activation_params", &p);
+    if (np < 0) np = 0;
     static const struct {
         const char *name;
         op_id op;

@@ -20,6 +20,8 @@
  *     with dim_param[i] naming it, an unknown dim is -1 with dim_param[i] NULL;
  *   - node outputs have dtype SMELT_UNDEFINED and rank 0 until shape inference;
  *   - every node has an op from the op table; model-local functions are inlined
+ *     and the ops of onnx/expand.h (integer/quantized ONNX ops, the com.microsoft
+ *     ops smelt implements) are replaced by table ops;
  *     (their tensors renamed "<call node>/<name>", attributes given by
  *     reference resolved from the call site or the function's defaults);
  *   - an omitted optional input ("") is -1; an omitted output is an unnamed
@@ -32,8 +34,8 @@
  *                          data sizes that disagree with shapes, bad external
  *                          data paths or short external files
  *   SMELT_ERR_UNSUPPORTED  opset outside 7..27, op types outside the op table,
- *                          ops of other domains (com.microsoft, ai.onnx.ml...)
- *                          that are not model-local functions, dtypes smelt does
+ *                          ops of other domains (ai.onnx.ml, com.microsoft ops
+ *                          outside onnx/expand.h...) that are not model-local functions, dtypes smelt does
  *                          not hold (string, float16, bfloat16, complex, float8,
  *                          int4...), sparse initializers, rank above 8
  *   SMELT_ERR_IO           the model or an external data file cannot be read
