@@ -20,10 +20,10 @@
  *     with dim_param[i] naming it, an unknown dim is -1 with dim_param[i] NULL;
  *   - node outputs have dtype SMELT_UNDEFINED and rank 0 until shape inference;
  *   - every node has an op from the op table; model-local functions are inlined
- *     and the ops of onnx/expand.h (integer/quantized ONNX ops, the com.microsoft
- *     ops smelt implements) are replaced by table ops;
  *     (their tensors renamed "<call node>/<name>", attributes given by
- *     reference resolved from the call site or the function's defaults);
+ *     reference resolved from the call site or the function's defaults); the
+ *     ops of onnx/expand.h (ONNX's integer/quantized ops, the com.microsoft ops
+ *     smelt implements) are replaced by compositions of table ops;
  *   - an omitted optional input ("") is -1; an omitted output is an unnamed
  *     tensor nobody reads;
  *   - TENSOR attributes are constant tensors of the graph (ir_attr.tensor);
