@@ -14,14 +14,17 @@ cases here stay below 128 (onnxruntime's own "reduce_range" remedy) so the refer
 Cases:
 
     q_matmulinteger_*   MatMulInteger: uint8/int8 operands, batch dims, per-column b zero
-                        points, zero points at 0/255 and -128/127, odd sizes
+                        points, zero points at 0/255 and -128/127, odd sizes; per-row a zero
+                        points against numpy (onnxruntime refuses them)
     q_qlinearmatmul_*   QLinearMatMul: tiny y_scale so most outputs saturate, per-column
                         b scale and zero point, int8 and uint8
     q_convinteger_*     ConvInteger: asymmetric pads, strides, dilations, groups, batch 2
     q_qlinearconv_*     QLinearConv: per-channel int8 weights, int32 bias, groups
     q_dynamicquantize   DynamicQuantizeLinear: mixed-sign input; all-positive input
     q_ort_dynamic_*     a float MLP and a float CNN quantized by onnxruntime's quantize_dynamic,
-                        then optimized by onnxruntime (the com.microsoft forms it writes)
+    q_ort_optimized_*   then optimized by onnxruntime (the com.microsoft forms it writes)
+    q_ort_static_qdq_*  the same models by quantize_static in QDQ form (per-channel int8 weights),
+                        referenced by onnxruntime running the QDQ graph as written
     q_contrib_*         hand-built com.microsoft ops: QGemm (float and quantized output),
                         MatMulIntegerToFloat, DynamicQuantizeMatMul, Gelu, BiasGelu, FastGelu,
                         SkipLayerNormalization (all four outputs), FusedConv
@@ -70,36 +73,44 @@ def rand_q(rng, dt, shape, lo=None, hi=None):
                         dtype=np.int64).astype(NP[dt])
 
 
-def session(model_bytes):
+def session(model_bytes, optimize=True):
     so = ort.SessionOptions()
+    if not optimize:
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
     return ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
 
 
-def write_case(out_dir, name, model, input_sets):
+def write_case(out_dir, name, model, input_sets, reference=None, optimize=True):
+    """reference(inputs) -> outputs replaces onnxruntime for forms it does not run; optimize=False
+    runs onnxruntime without graph optimizations (a QDQ model then runs as written, in float,
+    not through the integer kernels its QDQ fusion would pick)."""
     d = os.path.join(out_dir, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     data = model.SerializeToString()
-    try:
-        sess = session(data)
-    except Exception as e:  # an onnxruntime that lacks a kernel for this form
-        print(f"quantized: {name}: skipped (onnxruntime: {str(e).splitlines()[0][:160]})")
-        shutil.rmtree(d, ignore_errors=True)
-        return
+    if reference is None:
+        try:
+            sess = session(data, optimize)
+        except Exception as e:  # an onnxruntime that lacks a kernel for this form
+            print(f"quantized: {name}: skipped (onnxruntime: {str(e).splitlines()[0][:160]})")
+            shutil.rmtree(d, ignore_errors=True)
+            return
+        reference = lambda inputs: sess.run(None, inputs)  # noqa: E731
+    out_names = [o.name for o in model.graph.output]
     with open(os.path.join(d, "model.onnx"), "wb") as f:
         f.write(data)
     for k, inputs in enumerate(input_sets):
         ds = os.path.join(d, f"test_data_set_{k}")
         os.makedirs(ds)
-        outputs = sess.run(None, inputs)
+        outputs = reference(inputs)
         for i, (n, v) in enumerate(inputs.items()):
             with open(os.path.join(ds, f"input_{i}.pb"), "wb") as f:
                 f.write(numpy_helper.from_array(v, n).SerializeToString())
-        for i, (info, v) in enumerate(zip(sess.get_outputs(), outputs)):
+        for i, (n, v) in enumerate(zip(out_names, outputs)):
             with open(os.path.join(ds, f"output_{i}.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(v, info.name).SerializeToString())
+                f.write(numpy_helper.from_array(v, n).SerializeToString())
     ops = sorted({(n.domain + "." if n.domain else "") + n.op_type for n in model.graph.node})
     print(f"quantized: {name}: {len(model.graph.node)} nodes ({', '.join(ops)})")
 
@@ -132,6 +143,14 @@ def matmulinteger_cases(rng):
     m = make_model("mmi_u8s8", n, [vi("a", U8, [2, 3, 4, 19])], [vi("y", I32, [2, 3, 4, 6])],
                    [tensor("b", rand_q(rng, I8, [19, 6]))])
     cases.append(("q_matmulinteger_u8s8", m, [{"a": rand_u7(rng, [2, 3, 4, 19])} for _ in range(2)]))
+    # Per-row a zero point (the spec allows it, onnxruntime's kernel does not): numpy's int64
+    # product is the reference.
+    azp = rand_q(rng, U8, [6])
+    b = rand_q(rng, U8, [8, 5])
+    n = [helper.make_node("MatMulInteger", ["a", "b", "azp"], ["y"], name="mmi")]
+    m = make_model("mmi_rowzp", n, [vi("a", U8, [6, 8])], [vi("y", I32, [6, 5])], [tensor("b", b), tensor("azp", azp)])
+    ref = lambda inp: [((inp["a"].astype(np.int64) - azp[:, None]) @ b.astype(np.int64)).astype(np.int32)]  # noqa: E731
+    cases.append(("q_matmulinteger_u8_perrow_numpy", m, [{"a": rand_q(rng, U8, [6, 8])} for _ in range(2)], ref))
     return cases
 
 
@@ -246,7 +265,9 @@ def ort_quantized(rng, out_dir):
             onnx.save(model, src)
             sets = [{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(2)]
             for wt, wname in ((QuantType.QUInt8, "u8"), (QuantType.QInt8, "s8")):
-                quantize_dynamic(src, q, weight_type=wt)
+                # int8 weights against uint8 activations: reduce_range (7-bit weights) keeps
+                # onnxruntime's int16 pair sums from saturating (see the docstring).
+                quantize_dynamic(src, q, weight_type=wt, reduce_range=wt == QuantType.QInt8)
                 qm = onnx.load(q)
                 cases.append((f"q_ort_dynamic_{name}_{wname}", qm, sets))
                 # What onnxruntime's optimizer makes of it (DynamicQuantizeMatMul, MatMulIntegerToFloat,
@@ -257,6 +278,23 @@ def ort_quantized(rng, out_dir):
                 so.optimized_model_filepath = opt
                 ort.InferenceSession(q, so, providers=["CPUExecutionProvider"])
                 cases.append((f"q_ort_optimized_{name}_{wname}", onnx.load(opt), sets))
+        # quantize_static in QDQ form, per-channel int8 weights (QuantizeLinear/DequantizeLinear pairs).
+        from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+
+        class Reader(CalibrationDataReader):
+            def __init__(self, shape):
+                self.data = iter([{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(4)])
+
+            def get_next(self):
+                return next(self.data, None)
+
+        for name, model, shape in (("mlp", mlp, [2, 5, 24]), ("cnn", cnn, [2, 3, 9, 10])):
+            src, q = os.path.join(tmp, name + ".onnx"), os.path.join(tmp, name + "_qdq.onnx")
+            onnx.save(model, src)
+            quantize_static(src, q, Reader(shape), quant_format=QuantFormat.QDQ, per_channel=True,
+                            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+            sets = [{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(2)]
+            cases.append((f"q_ort_static_qdq_{name}", onnx.load(q), sets, None, False))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return cases
@@ -338,8 +376,8 @@ def main():
     rng = np.random.default_rng(14)
     cases = (matmulinteger_cases(rng) + qlinearmatmul_cases(rng) + convinteger_cases(rng) + qlinearconv_cases(rng)
              + dynamicquantize_cases(rng) + ort_quantized(rng, out_dir) + contrib_cases(rng))
-    for name, model, sets in cases:
-        write_case(out_dir, name, model, sets)
+    for case in cases:
+        write_case(out_dir, *case)
 
 
 if __name__ == "__main__":
