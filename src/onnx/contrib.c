@@ -12,6 +12,8 @@
  *   SkipLayerNormalization LayerNormalization(input + skip [+ bias]) over the last
  *                          axis, with mean, inverse std dev and the sum as outputs
  *   FusedConv              activation(Conv(X, W, B) [+ Z])
+ *   QuantizeLinear,        ONNX's ops of the same name (what the quantizer writes with
+ *   DequantizeLinear       UseQDQContribOps, e.g. for 16-bit types)
  */
 #include "onnx/expand.h"
 
@@ -145,5 +147,16 @@ smelt_status expand_FusedConv(expand_ctx *x)
         ex_attr_float(x, "alpha", p[0]);
         ex_attr_float(x, "beta", p[1]);
     }
+    return x->st;
+}
+
+smelt_status expand_QuantizeLinear(expand_ctx *x)
+{
+    const ir_node *n = x->n;
+    if (n->n_in < 2 || n->n_in > 3 || n->n_out != 1)
+        return ex_fail(x, SMELT_ERR_MODEL, "takes 2..3 inputs and 1 output, got %d and %d", n->n_in, n->n_out);
+    op_id op = strcmp(x->op, "QuantizeLinear") == 0 ? OP_QuantizeLinear : OP_DequantizeLinear;
+    ex_node(x, op, ex_out(x, 0), n->n_in, n->in);
+    for (int a = 0; a < n->n_attr; a++) ex_attr_copy(x, &n->attr[a]);
     return x->st;
 }

@@ -21,6 +21,8 @@ static const struct {
     {"com.microsoft", "FastGelu", expand_FastGelu},
     {"com.microsoft", "SkipLayerNormalization", expand_SkipLayerNormalization},
     {"com.microsoft", "FusedConv", expand_FusedConv},
+    {"com.microsoft", "QuantizeLinear", expand_QuantizeLinear},
+    {"com.microsoft", "DequantizeLinear", expand_QuantizeLinear},
 };
 
 expand_fn expand_find(const char *domain, const char *op)

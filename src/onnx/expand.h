@@ -110,5 +110,6 @@ smelt_status expand_BiasGelu(expand_ctx *x);
 smelt_status expand_FastGelu(expand_ctx *x);
 smelt_status expand_SkipLayerNormalization(expand_ctx *x);
 smelt_status expand_FusedConv(expand_ctx *x);
+smelt_status expand_QuantizeLinear(expand_ctx *x); /* also DequantizeLinear */
 
 #endif

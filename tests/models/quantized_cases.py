@@ -24,7 +24,8 @@ Cases:
     q_ort_dynamic_*     a float MLP and a float CNN quantized by onnxruntime's quantize_dynamic,
     q_ort_optimized_*   then optimized by onnxruntime (the com.microsoft forms it writes)
     q_ort_static_qdq_*  the same models by quantize_static in QDQ form (per-channel int8 weights),
-                        referenced by onnxruntime running the QDQ graph as written
+                        referenced by onnxruntime running the QDQ graph as written; *_contrib_*
+                        with the com.microsoft QuantizeLinear/DequantizeLinear
     q_contrib_*         hand-built com.microsoft ops: QGemm (float and quantized output),
                         MatMulIntegerToFloat, DynamicQuantizeMatMul, Gelu, BiasGelu, FastGelu,
                         SkipLayerNormalization (all four outputs), FusedConv
@@ -291,10 +292,12 @@ def ort_quantized(rng, out_dir):
         for name, model, shape in (("mlp", mlp, [2, 5, 24]), ("cnn", cnn, [2, 3, 9, 10])):
             src, q = os.path.join(tmp, name + ".onnx"), os.path.join(tmp, name + "_qdq.onnx")
             onnx.save(model, src)
-            quantize_static(src, q, Reader(shape), quant_format=QuantFormat.QDQ, per_channel=True,
-                            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
             sets = [{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(2)]
-            cases.append((f"q_ort_static_qdq_{name}", onnx.load(q), sets, None, False))
+            for contrib in (False, True):
+                quantize_static(src, q, Reader(shape), quant_format=QuantFormat.QDQ, per_channel=True,
+                                activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                                extra_options={"UseQDQContribOps": contrib})
+                cases.append((f"q_ort_static_qdq{'_contrib' if contrib else ''}_{name}", onnx.load(q), sets, None, False))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return cases
