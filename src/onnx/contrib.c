@@ -14,6 +14,11 @@
  *   FusedConv              activation(Conv(X, W, B) [+ Z])
  *   QuantizeLinear,        ONNX's ops of the same name (what the quantizer writes with
  *   DequantizeLinear       UseQDQContribOps, e.g. for 16-bit types)
+ *   QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu
+ *                          the float op between DequantizeLinear and QuantizeLinear
+ *                          (onnxruntime's kernels round the same float32 values)
+ *   QLinearGlobalAveragePool  the int32 sum of x - x_zp over the window, requantized
+ *                          with x_scale / (y_scale * count)
  */
 #include "onnx/expand.h"
 
@@ -158,5 +163,111 @@ smelt_status expand_QuantizeLinear(expand_ctx *x)
     op_id op = strcmp(x->op, "QuantizeLinear") == 0 ? OP_QuantizeLinear : OP_DequantizeLinear;
     ex_node(x, op, ex_out(x, 0), n->n_in, n->in);
     for (int a = 0; a < n->n_attr; a++) ex_attr_copy(x, &n->attr[a]);
+    return x->st;
+}
+
+/* Input `zp` of the node, or a zero of the quantized input's dtype where it is omitted (so the
+ * output keeps that dtype; uint8 when it is unknown at import). */
+static int zero_point(expand_ctx *x, int zp, int like)
+{
+    if (ex_in(x, zp) >= 0) return ex_in(x, zp);
+    smelt_dtype dt = x->g->tensors[ex_in(x, like)].dtype == SMELT_I8 ? SMELT_I8 : SMELT_U8;
+    int8_t zero = 0;
+    return ex_const(x, dt, &(ir_shape){.rank = 0}, &zero);
+}
+
+static int dequantize(expand_ctx *x, int in, int scale, int zp)
+{
+    int q[3] = {ex_in(x, in), ex_in(x, scale), zero_point(x, zp, in)};
+    return ex_node(x, OP_DequantizeLinear, -1, 3, q);
+}
+
+static void quantize(expand_ctx *x, int v, int scale, int zp, int like)
+{
+    int q[3] = {v, ex_in(x, scale), zero_point(x, zp, like)};
+    ex_node(x, OP_QuantizeLinear, ex_out(x, 0), 3, q);
+}
+
+static smelt_status need_inputs(expand_ctx *x, int n, const int *idx)
+{
+    for (int i = 0; i < n; i++)
+        if (ex_in(x, idx[i]) < 0) return ex_fail(x, SMELT_ERR_MODEL, "input %d is required", idx[i]);
+    return SMELT_OK;
+}
+
+/* QLinearAdd, QLinearMul: (A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp). Add is the
+ * documented (A_s (A - A_zp) + B_s (B - B_zp)) / C_s + C_zp, rounded; onnxruntime's Mul
+ * multiplies the exact int32 product (A - A_zp)(B - B_zp) by A_s * B_s / C_s in float32 and
+ * adds C_zp before rounding, which decides ties differently. */
+smelt_status expand_QLinearBinary(expand_ctx *x)
+{
+    TRY(need_inputs(x, 4, (int[]){0, 1, 3, 4}));
+    TRY(need_inputs(x, 1, (int[]){6}));
+    TRY(ex_need_8bit(x, ex_in(x, 0), "A"));
+    TRY(ex_need_8bit(x, ex_in(x, 3), "B"));
+    if (strcmp(x->op, "QLinearAdd") == 0) {
+        quantize(x, ex_binary(x, OP_Add, dequantize(x, 0, 1, 2), dequantize(x, 3, 4, 5)), 6, 7, 0);
+        return x->st;
+    }
+    int prod = ex_binary(x, OP_Mul, ex_shifted(x, ex_in(x, 0), ex_in(x, 2)), ex_shifted(x, ex_in(x, 3), ex_in(x, 5)));
+    int ratio = ex_binary(x, OP_Div, ex_binary(x, OP_Mul, ex_in(x, 1), ex_in(x, 4)), ex_in(x, 6));
+    int zp = zero_point(x, 7, 0);
+    int v = ex_binary(x, OP_Add, ex_binary(x, OP_Mul, ex_cast(x, prod, SMELT_F32), ratio), ex_cast(x, zp, SMELT_F32));
+    /* round(v / 1) + 0, saturated to the zero point's dtype */
+    int8_t zero = 0;
+    int q[3] = {v, ex_const_f32(x, 1.0f), ex_const(x, x->g->tensors[zp].dtype == SMELT_I8 ? SMELT_I8 : SMELT_U8,
+                                                   &(ir_shape){.rank = 0}, &zero)};
+    ex_node(x, OP_QuantizeLinear, ex_out(x, 0), 3, q);
+    return x->st;
+}
+
+/* QLinearSigmoid, QLinearLeakyRelu: (X, X_scale, X_zp, Y_scale, Y_zp). */
+smelt_status expand_QLinearUnary(expand_ctx *x)
+{
+    TRY(need_inputs(x, 3, (int[]){0, 1, 3}));
+    TRY(ex_need_8bit(x, ex_in(x, 0), "X"));
+    bool leaky = strcmp(x->op, "QLinearLeakyRelu") == 0;
+    int v = ex_unary(x, leaky ? OP_LeakyRelu : OP_Sigmoid, dequantize(x, 0, 1, 2));
+    if (leaky) ex_attr_float(x, "alpha", ir_attr_float(x->n, "alpha", 0.01f));
+    quantize(x, v, 3, 4, 0);
+    return x->st;
+}
+
+/* onnxruntime sums x - x_zp over the window in int32 and requantizes with x_scale / (y_scale *
+ * count): the same here where X's rank (so the window) is known at import. Otherwise, without
+ * it, the mean of the float values (exact integers) is requantized with x_scale / y_scale, which
+ * may round an exact tie the other way. */
+smelt_status expand_QLinearGlobalAveragePool(expand_ctx *x)
+{
+    TRY(need_inputs(x, 3, (int[]){0, 1, 3}));
+    TRY(ex_need_8bit(x, ex_in(x, 0), "X"));
+    bool last = ir_attr_int(x->n, "channels_last", 0) != 0;
+    int r = ex_rank(x, ex_in(x, 0));
+    int y_zp = zero_point(x, 4, 0);
+    if (r < 0 && last)
+        return ex_fail(x, SMELT_ERR_UNSUPPORTED, "channels_last needs X's rank known at import (a constant or graph input)");
+    if (r < 0) {
+        int v = ex_unary(x, OP_GlobalAveragePool, ex_cast(x, ex_shifted(x, ex_in(x, 0), ex_in(x, 2)), SMELT_F32));
+        v = ex_binary(x, OP_Mul, v, ex_binary(x, OP_Div, ex_in(x, 1), ex_in(x, 3)));
+        int8_t zero = 0;
+        int q[3] = {ex_binary(x, OP_Add, v, ex_cast(x, y_zp, SMELT_F32)), ex_const_f32(x, 1.0f),
+                    ex_const(x, x->g->tensors[y_zp].dtype == SMELT_I8 ? SMELT_I8 : SMELT_U8, &(ir_shape){.rank = 0}, &zero)};
+        ex_node(x, OP_QuantizeLinear, ex_out(x, 0), 3, q);
+        return x->st;
+    }
+    if (r < 3) return ex_fail(x, SMELT_ERR_MODEL, "X must have rank 3 or more, not %d", r);
+    int64_t axes[IR_MAX_RANK], count = 1;
+    const ir_shape *xs = &x->g->tensors[ex_in(x, 0)].shape;
+    for (int d = 0; d < r - 2; d++) {
+        axes[d] = last ? d + 1 : d + 2;
+        if (xs->dim[axes[d]] < 0) return ex_fail(x, SMELT_ERR_UNSUPPORTED, "the pooling window must have known dims");
+        count *= xs->dim[axes[d]];
+    }
+    int in[2] = {ex_shifted(x, ex_in(x, 0), ex_in(x, 2)), -1};
+    if (x->g->opset >= 13) in[1] = ex_const_i64s(x, r - 2, axes); /* an attribute before */
+    int acc = ex_node(x, OP_ReduceSum, -1, x->g->opset >= 13 ? 2 : 1, in);
+    if (x->g->opset < 13) ex_attr_copy(x, &(ir_attr){.name = "axes", .type = IR_ATTR_INTS, .n = r - 2, .ints = axes, .tensor = -1});
+    int yscale = ex_binary(x, OP_Mul, ex_in(x, 3), ex_const_f32(x, (float)count));
+    ex_requantize_acc(x, acc, ex_binary(x, OP_Div, ex_in(x, 1), yscale), y_zp, ex_out(x, 0));
     return x->st;
 }

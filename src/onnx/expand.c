@@ -23,6 +23,11 @@ static const struct {
     {"com.microsoft", "FusedConv", expand_FusedConv},
     {"com.microsoft", "QuantizeLinear", expand_QuantizeLinear},
     {"com.microsoft", "DequantizeLinear", expand_QuantizeLinear},
+    {"com.microsoft", "QLinearAdd", expand_QLinearBinary},
+    {"com.microsoft", "QLinearMul", expand_QLinearBinary},
+    {"com.microsoft", "QLinearSigmoid", expand_QLinearUnary},
+    {"com.microsoft", "QLinearLeakyRelu", expand_QLinearUnary},
+    {"com.microsoft", "QLinearGlobalAveragePool", expand_QLinearGlobalAveragePool},
 };
 
 expand_fn expand_find(const char *domain, const char *op)

@@ -116,11 +116,21 @@ smelt_status expand_QLinearMatMul(expand_ctx *x)
     return x->st;
 }
 
-/* The rank of a convolution's tensors, from X or W where import knows it. */
-static int conv_rank(expand_ctx *x, int xin, int win)
+/* A per-channel parameter t lined up with dim 0 of W (w_zp) or dim 1 of Y (scales), by the
+ * rank of W or X, which import must know (a Shape-based reshape would make X's values decide
+ * shapes). A parameter whose rank is unknown is taken as per-tensor: a per-channel one then
+ * fails Sub's or Mul's broadcasting with a shape error. */
+static int conv_align(expand_ctx *x, int t, int xin, int win, bool of_w)
 {
-    int r = ex_rank(x, win);
-    return r >= 0 ? r : ex_rank(x, xin);
+    int r = ex_rank(x, win) >= 0 ? ex_rank(x, win) : ex_rank(x, xin);
+    if (!ex_is_vector(x, t)) return t;
+    if (r < 0) {
+        x->st = ex_fail(x, SMELT_ERR_UNSUPPORTED,
+                        "a per-channel weight %s needs the rank of X or W known at import (a constant or a graph input)",
+                        of_w ? "zero point" : "scale");
+        return -1;
+    }
+    return ex_align(x, t, of_w ? 0 : 1, r);
 }
 
 /* Conv of x - x_zp and w - w_zp (w_zp scalar or one per output channel) with
@@ -131,13 +141,7 @@ static int int_conv(expand_ctx *x, int xin, int x_zp, int win, int w_zp, int bia
         x->st = ex_fail(x, SMELT_ERR_MODEL, "the input's zero point must be a scalar (per-tensor)");
         return -1;
     }
-    int r = conv_rank(x, xin, win);
-    if (ex_is_vector(x, w_zp) && r < 0) {
-        x->st = ex_fail(x, SMELT_ERR_UNSUPPORTED,
-                        "a per-channel weight zero point needs the rank of X or W known at import (a constant or a graph input)");
-        return -1;
-    }
-    int in[3] = {ex_shifted(x, xin, x_zp), ex_shifted(x, win, ex_align(x, w_zp, 0, r)), bias};
+    int in[3] = {ex_shifted(x, xin, x_zp), ex_shifted(x, win, conv_align(x, w_zp, xin, win, true)), bias};
     int y = ex_node(x, OP_Conv, out, bias < 0 ? 2 : 3, in);
     for (int a = 0; a < x->n->n_attr; a++) ex_attr_copy(x, &x->n->attr[a]);
     return y;
@@ -156,13 +160,9 @@ smelt_status expand_QLinearConv(expand_ctx *x)
     TRY(ex_need_8bit(x, ex_in(x, 0), "x"));
     TRY(ex_need_8bit(x, ex_in(x, 3), "w"));
     TRY(need_params(x));
-    int xin = ex_in(x, 0), win = ex_in(x, 3), w_s = ex_in(x, 4);
-    int r = conv_rank(x, xin, win);
-    if (ex_is_vector(x, w_s) && r < 0)
-        return ex_fail(x, SMELT_ERR_UNSUPPORTED,
-                       "a per-channel weight scale needs the rank of X or W known at import (a constant or a graph input)");
+    int xin = ex_in(x, 0), win = ex_in(x, 3);
     int acc = int_conv(x, xin, ex_in(x, 2), win, ex_in(x, 5), ex_in(x, 8), -1);
-    int xw = ex_binary(x, OP_Mul, ex_in(x, 1), ex_align(x, w_s, 1, r));
+    int xw = ex_binary(x, OP_Mul, ex_in(x, 1), conv_align(x, ex_in(x, 4), xin, win, false));
     ex_requantize_acc(x, acc, ex_binary(x, OP_Div, xw, ex_in(x, 6)), ex_in(x, 7), ex_out(x, 0));
     return x->st;
 }

@@ -25,10 +25,12 @@ Cases:
     q_ort_optimized_*   then optimized by onnxruntime (the com.microsoft forms it writes)
     q_ort_static_qdq_*  the same models by quantize_static in QDQ form (per-channel int8 weights),
                         referenced by onnxruntime running the QDQ graph as written; *_contrib_*
-                        with the com.microsoft QuantizeLinear/DequantizeLinear
+                        with the com.microsoft QuantizeLinear/DequantizeLinear; *_qoperator_* in
+                        QOperator form (QLinearConv, QLinearAdd, QLinearGlobalAveragePool...)
     q_contrib_*         hand-built com.microsoft ops: QGemm (float and quantized output),
                         MatMulIntegerToFloat, DynamicQuantizeMatMul, Gelu, BiasGelu, FastGelu,
-                        SkipLayerNormalization (all four outputs), FusedConv
+                        SkipLayerNormalization (all four outputs), FusedConv, QLinearAdd,
+                        QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool
 
 Prints one line per case written (or skipped, with the reason).
 """
@@ -249,7 +251,7 @@ def ort_quantized(rng, out_dir):
              helper.make_node("Add", ["o", "x"], ["r"]),
              helper.make_node("LayerNormalization", ["r", "g", "be"], ["y"], axis=-1, epsilon=1e-5)]
     mlp = make_model("mlp", nodes, [vi("x", F32, [2, 5, 24])], [vi("y", F32, [2, 5, 24])], inits, opset=17)
-    # CNN: Conv + Relu, Conv + Add (residual) + Relu.
+    # CNN: Conv + Relu, Conv + Add (residual) + Relu; cnn_head adds GlobalAveragePool and Sigmoid.
     inits = [tensor("cw1", w([8, 3, 3, 3])), tensor("cb1", w([8], 0.1)), tensor("cw2", w([8, 8, 3, 3], 0.15)),
              tensor("cb2", w([8], 0.1)), tensor("cw3", w([8, 3, 1, 1]))]
     nodes = [helper.make_node("Conv", ["x", "cw1", "cb1"], ["c1"], pads=[1, 1, 1, 1]),
@@ -258,6 +260,9 @@ def ort_quantized(rng, out_dir):
              helper.make_node("Conv", ["x", "cw3"], ["sc"]),
              helper.make_node("Add", ["c2", "sc"], ["s"]), helper.make_node("Relu", ["s"], ["y"])]
     cnn = make_model("cnn", nodes, [vi("x", F32, [2, 3, 9, 10])], [vi("y", F32, [2, 8, 9, 10])], inits, opset=17)
+    nodes = nodes[:-1] + [helper.make_node("Relu", ["s"], ["r"]), helper.make_node("GlobalAveragePool", ["r"], ["g"]),
+                          helper.make_node("Flatten", ["g"], ["f"]), helper.make_node("Sigmoid", ["f"], ["y"])]
+    cnn_head = make_model("cnn_head", nodes, [vi("x", F32, [2, 3, 9, 10])], [vi("y", F32, [2, 8])], inits, opset=17)
 
     tmp = tempfile.mkdtemp()
     try:
@@ -298,6 +303,14 @@ def ort_quantized(rng, out_dir):
                                 activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
                                 extra_options={"UseQDQContribOps": contrib})
                 cases.append((f"q_ort_static_qdq{'_contrib' if contrib else ''}_{name}", onnx.load(q), sets, None, False))
+        # quantize_static in QOperator form: QLinearConv and com.microsoft QLinearAdd,
+        # QLinearGlobalAveragePool, QLinearSigmoid.
+        shape = [2, 3, 9, 10]
+        src, q = os.path.join(tmp, "cnn_head.onnx"), os.path.join(tmp, "cnn_head_qop.onnx")
+        onnx.save(cnn_head, src)
+        quantize_static(src, q, Reader(shape), quant_format=QuantFormat.QOperator, per_channel=True)
+        sets = [{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(2)]
+        cases.append(("q_ort_static_qoperator_cnn", onnx.load(q), sets))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return cases
@@ -369,6 +382,28 @@ def contrib_cases(rng):
     cases.append(("q_contrib_fusedconv", m,
                   [{"x": rng.standard_normal([2, 3, 6, 5]).astype(np.float32),
                     "z": rng.standard_normal([2, 4, 6, 5]).astype(np.float32)} for _ in range(2)]))
+    # onnxruntime's QOperator ops on quantized tensors: QLinearAdd (broadcast), QLinearMul,
+    # QLinearSigmoid over every uint8 value, QLinearLeakyRelu (int8), QLinearGlobalAveragePool.
+    p = [tensor("as", np.array(0.07, np.float32)), tensor("azp", np.array(131, np.uint8)),
+         tensor("bs", np.array(0.03, np.float32)), tensor("bzp", np.array(17, np.uint8)),
+         tensor("cs", np.array(0.09, np.float32)), tensor("czp", np.array(120, np.uint8)),
+         tensor("ss", np.array(1.0 / 256, np.float32)), tensor("szp", np.array(0, np.uint8)),
+         tensor("ls", np.array(0.05, np.float32)), tensor("lzp", np.array(-5, np.int8)),
+         tensor("ks", np.array(0.04, np.float32)), tensor("kzp", np.array(3, np.int8)),
+         tensor("ps", np.array(0.06, np.float32)), tensor("pzp", np.array(100, np.uint8))]
+    n = [mk("QLinearAdd", ["a", "as", "azp", "b", "bs", "bzp", "cs", "czp"], ["add"], name="qadd"),
+         mk("QLinearMul", ["a", "as", "azp", "b", "bs", "bzp", "cs", "czp"], ["mul"], name="qmul"),
+         mk("QLinearSigmoid", ["all", "as", "azp", "ss", "szp"], ["sig"], name="qsig"),
+         mk("QLinearLeakyRelu", ["l", "ls", "lzp", "ks", "kzp"], ["leaky"], name="qleaky", alpha=0.13),
+         mk("QLinearGlobalAveragePool", ["a", "as", "azp", "ps", "pzp"], ["gap"], name="qgap"),
+         mk("QLinearGlobalAveragePool", ["a", "as", "azp", "ps", "pzp"], ["gapl"], name="qgapl", channels_last=1)]
+    ins = [vi("a", U8, [2, 5, 6, 7]), vi("b", U8, [5, 1, 7]), vi("all", U8, [256]), vi("l", I8, [3, 50])]
+    outs = [helper.make_tensor_value_info(o, dt, None)
+            for o, dt in (("add", U8), ("mul", U8), ("sig", U8), ("leaky", I8), ("gap", U8), ("gapl", U8))]
+    m = make_model("qlinear_ops", n, ins, outs, p, ms=True)
+    cases.append(("q_contrib_qlinear_ops", m,
+                  [{"a": rand_q(rng, U8, [2, 5, 6, 7]), "b": rand_q(rng, U8, [5, 1, 7]),
+                    "all": np.arange(256, dtype=np.uint8), "l": rand_q(rng, I8, [3, 50])} for _ in range(2)]))
     return cases
 
 
