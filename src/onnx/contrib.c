@@ -158,8 +158,6 @@ smelt_status expand_FusedConv(expand_ctx *x)
 smelt_status expand_QuantizeLinear(expand_ctx *x)
 {
     const ir_node *n = x->n;
-    if (n->n_in < 2 || n->n_in > 3 || n->n_out != 1)
-        return ex_fail(x, SMELT_ERR_MODEL, "takes 2..3 inputs and 1 output, got %d and %d", n->n_in, n->n_out);
     op_id op = strcmp(x->op, "QuantizeLinear") == 0 ? OP_QuantizeLinear : OP_DequantizeLinear;
     ex_node(x, op, ex_out(x, 0), n->n_in, n->in);
     for (int a = 0; a < n->n_attr; a++) ex_attr_copy(x, &n->attr[a]);

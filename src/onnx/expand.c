@@ -4,38 +4,46 @@
 #include <stdio.h>
 #include <string.h>
 
-static const struct {
-    const char *domain, *op;
-    expand_fn fn;
-} expansions[] = {
-    {"", "DynamicQuantizeLinear", expand_DynamicQuantizeLinear},
-    {"", "MatMulInteger", expand_MatMulInteger},
-    {"", "ConvInteger", expand_ConvInteger},
-    {"", "QLinearMatMul", expand_QLinearMatMul},
-    {"", "QLinearConv", expand_QLinearConv},
-    {"com.microsoft", "DynamicQuantizeMatMul", expand_DynamicQuantizeMatMul},
-    {"com.microsoft", "MatMulIntegerToFloat", expand_MatMulIntegerToFloat},
-    {"com.microsoft", "QGemm", expand_QGemm},
-    {"com.microsoft", "Gelu", expand_Gelu},
-    {"com.microsoft", "BiasGelu", expand_BiasGelu},
-    {"com.microsoft", "FastGelu", expand_FastGelu},
-    {"com.microsoft", "SkipLayerNormalization", expand_SkipLayerNormalization},
-    {"com.microsoft", "FusedConv", expand_FusedConv},
-    {"com.microsoft", "QuantizeLinear", expand_QuantizeLinear},
-    {"com.microsoft", "DequantizeLinear", expand_QuantizeLinear},
-    {"com.microsoft", "QLinearAdd", expand_QLinearBinary},
-    {"com.microsoft", "QLinearMul", expand_QLinearBinary},
-    {"com.microsoft", "QLinearSigmoid", expand_QLinearUnary},
-    {"com.microsoft", "QLinearLeakyRelu", expand_QLinearUnary},
-    {"com.microsoft", "QLinearGlobalAveragePool", expand_QLinearGlobalAveragePool},
+/* name, its expansion, inputs min..max, outputs min..max (the op's schema) */
+static const expand_rule expansions[] = {
+    {"", "DynamicQuantizeLinear", expand_DynamicQuantizeLinear, 1, 1, 3, 3},
+    {"", "MatMulInteger", expand_MatMulInteger, 2, 4, 1, 1},
+    {"", "ConvInteger", expand_ConvInteger, 2, 4, 1, 1},
+    {"", "QLinearMatMul", expand_QLinearMatMul, 8, 8, 1, 1},
+    {"", "QLinearConv", expand_QLinearConv, 8, 9, 1, 1},
+    {"com.microsoft", "DynamicQuantizeMatMul", expand_DynamicQuantizeMatMul, 3, 5, 1, 1},
+    {"com.microsoft", "MatMulIntegerToFloat", expand_MatMulIntegerToFloat, 4, 7, 1, 1},
+    {"com.microsoft", "QGemm", expand_QGemm, 6, 9, 1, 1},
+    {"com.microsoft", "Gelu", expand_Gelu, 1, 1, 1, 1},
+    {"com.microsoft", "BiasGelu", expand_BiasGelu, 2, 2, 1, 1},
+    {"com.microsoft", "FastGelu", expand_FastGelu, 1, 2, 1, 1},
+    {"com.microsoft", "SkipLayerNormalization", expand_SkipLayerNormalization, 3, 5, 1, 4},
+    {"com.microsoft", "FusedConv", expand_FusedConv, 2, 4, 1, 1},
+    {"com.microsoft", "QuantizeLinear", expand_QuantizeLinear, 2, 3, 1, 1},
+    {"com.microsoft", "DequantizeLinear", expand_QuantizeLinear, 2, 3, 1, 1},
+    {"com.microsoft", "QLinearAdd", expand_QLinearBinary, 7, 8, 1, 1},
+    {"com.microsoft", "QLinearMul", expand_QLinearBinary, 7, 8, 1, 1},
+    {"com.microsoft", "QLinearSigmoid", expand_QLinearUnary, 4, 5, 1, 1},
+    {"com.microsoft", "QLinearLeakyRelu", expand_QLinearUnary, 4, 5, 1, 1},
+    {"com.microsoft", "QLinearGlobalAveragePool", expand_QLinearGlobalAveragePool, 4, 5, 1, 1},
 };
 
-expand_fn expand_find(const char *domain, const char *op)
+const expand_rule *expand_find(const char *domain, const char *op)
 {
     if (strcmp(domain, "ai.onnx") == 0) domain = "";
     for (size_t i = 0; i < sizeof expansions / sizeof expansions[0]; i++)
-        if (strcmp(expansions[i].domain, domain) == 0 && strcmp(expansions[i].op, op) == 0) return expansions[i].fn;
+        if (strcmp(expansions[i].domain, domain) == 0 && strcmp(expansions[i].op, op) == 0) return &expansions[i];
     return NULL;
+}
+
+smelt_status expand_node(const expand_rule *r, expand_ctx *x)
+{
+    const ir_node *n = x->n;
+    if (n->n_in < r->min_in || n->n_in > r->max_in || n->n_out < r->min_out || n->n_out > r->max_out)
+        return ex_fail(x, SMELT_ERR_MODEL, "%d inputs and %d outputs, but the op takes %d..%d inputs and %d..%d outputs",
+                       n->n_in, n->n_out, r->min_in, r->max_in, r->min_out, r->max_out);
+    TRY(r->fn(x));
+    return x->st;
 }
 
 smelt_status ex_fail(expand_ctx *x, smelt_status st, const char *fmt, ...)

@@ -39,8 +39,16 @@ typedef struct expand_ctx {
 
 typedef smelt_status (*expand_fn)(expand_ctx *x);
 
+typedef struct expand_rule {
+    const char *domain, *op;
+    expand_fn fn;
+    int min_in, max_in, min_out, max_out;
+} expand_rule;
+
 /* The expansion of op `op` of `domain` ("" or "ai.onnx" for ONNX's), or NULL. */
-expand_fn expand_find(const char *domain, const char *op);
+const expand_rule *expand_find(const char *domain, const char *op);
+/* Expand x->n by r after checking its input and output counts against the op's. */
+smelt_status expand_node(const expand_rule *r, expand_ctx *x);
 
 /* ---- builders used by the expansions (expand.c) ------------------------- */
 

@@ -431,7 +431,7 @@ static int expand_tensor_new(void *im, const char *name) { return tensor_new(im,
 
 /* A node replaced by a composition of table ops (onnx/expand.h). */
 static smelt_status expanded_node_import(importer *im, scope *sc, const Onnx__NodeProto *np, const char *node,
-                                         expand_fn fn, const rattr *attr, int n_attr)
+                                         const expand_rule *rule, const rattr *attr, int n_attr)
 {
     const char *opn = str(np->op_type);
     if (np->n_input > INT_MAX / 2 || np->n_output > INT_MAX / 2)
@@ -448,8 +448,7 @@ static smelt_status expanded_node_import(importer *im, scope *sc, const Onnx__No
                      .in = in, .out = out, .n_attr = n_attr, .attr = at};
         expand_ctx x = {.g = im->g, .n = &n, .op = opn, .domain = is_default_domain(np->domain) ? "" : np->domain,
                         .tensor_new = expand_tensor_new, .user = im};
-        st = fn(&x);
-        if (!st) st = x.st;
+        st = expand_node(rule, &x);
     }
     free(at);
     free(in);
@@ -464,7 +463,7 @@ static smelt_status node_dispatch(importer *im, scope *sc, const Onnx__NodeProto
     const char *op = str(np->op_type), *domain = str(np->domain);
     const Onnx__FunctionProto *fn = function_find(im->m, domain, op);
     if (fn) return function_inline(im, sc, np, node, fn, attr, n_attr);
-    expand_fn ex = expand_find(domain, op);
+    const expand_rule *ex = expand_find(domain, op);
     if (ex && !im->g->opset)
         return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "the model imports no opset of the default ONNX domain");
     if (ex) return expanded_node_import(im, sc, np, node, ex, attr, n_attr);

@@ -691,9 +691,15 @@ TEST(onnx_import_rejects_bad_integer_ops)
     check_error(&b, SMELT_ERR_UNSUPPORTED, "node 'fc' (FusedConv, domain com.microsoft): activation 'Softmax'", NULL);
     mb_init(&b, 13);
     mb_input(&b, "x", SMELT_U8, 1, D3);
-    node_new(&b.g, "QLinearMatMul", "ql", "x,,,x", "y");
+    node_new(&b.g, "QLinearMatMul", "ql", "x,,x,x,x,x,x,x", "y");
     mb_output(&b, "y");
     check_error(&b, SMELT_ERR_MODEL, "node 'ql' (QLinearMatMul): input 1 (a scale or zero point) is required", NULL);
+    mb_init(&b, 13);
+    mb_input(&b, "x", SMELT_F32, 1, D3);
+    node_new(&b.g, "BiasGelu", "bg", "x", "y")->domain = "com.microsoft";
+    mb_output(&b, "y");
+    check_error(&b, SMELT_ERR_MODEL, "node 'bg' (BiasGelu, domain com.microsoft): 1 inputs and 1 outputs, but the op takes 2..2",
+                NULL);
 }
 
 TEST(onnx_import_rejects_bad_opset)
