@@ -6,8 +6,8 @@
  * of zero-point-shifted operands, QLinearConv an int32 Conv followed by a
  * requantization, SkipLayerNormalization an Add and a LayerNormalization. The
  * importer replaces such a node by that composition; fusion then builds the
- * same kernels it builds for the spelled-out graph (the shifts are inlined into
- * the contraction's loads, constant weights are shifted once at compile time).
+ * same kernels it builds for the spelled-out graph (constant weights are shifted
+ * once at compile time, the requantization is the contraction's epilogue).
  *
  * requires: the node's inputs and outputs resolved by the importer (omitted
  *           optional inputs are -1), its attributes converted.

@@ -10,8 +10,10 @@
  *                    multiplier is computed in float32 in onnxruntime's order
  *                    and rounding is half to even, so results are exact
  *   DynamicQuantizeLinear  min/max reductions, then QuantizeLinear.
- * Fusion inlines the shifts into the contraction's loads and folds them for
- * constant weights, so the kernel is the int32 MatMul/Conv kernel.
+ * Constant weights are shifted at compile time; a computed operand's shift is
+ * its own elementwise kernel (fusion inlines only free index maps into a
+ * contraction's loads), then the int32 MatMul/Conv kernel runs with the
+ * requantization's float ops as its epilogue.
  */
 #include "onnx/expand.h"
 
