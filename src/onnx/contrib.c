@@ -209,13 +209,8 @@ smelt_status expand_QLinearBinary(expand_ctx *x)
     }
     int prod = ex_binary(x, OP_Mul, ex_shifted(x, ex_in(x, 0), ex_in(x, 2)), ex_shifted(x, ex_in(x, 3), ex_in(x, 5)));
     int ratio = ex_binary(x, OP_Div, ex_binary(x, OP_Mul, ex_in(x, 1), ex_in(x, 4)), ex_in(x, 6));
-    int zp = zero_point(x, 7, 0);
-    int v = ex_binary(x, OP_Add, ex_binary(x, OP_Mul, ex_cast(x, prod, SMELT_F32), ratio), ex_cast(x, zp, SMELT_F32));
-    /* round(v / 1) + 0, saturated to the zero point's dtype */
-    int8_t zero = 0;
-    int q[3] = {v, ex_const_f32(x, 1.0f), ex_const(x, x->g->tensors[zp].dtype == SMELT_I8 ? SMELT_I8 : SMELT_U8,
-                                                   &(ir_shape){.rank = 0}, &zero)};
-    ex_node(x, OP_QuantizeLinear, ex_out(x, 0), 3, q);
+    int v = ex_binary(x, OP_Mul, ex_cast(x, prod, SMELT_F32), ratio);
+    ex_round_saturate(x, v, zero_point(x, 7, 0), SMELT_U8, true, ex_out(x, 0));
     return x->st;
 }
 
@@ -247,10 +242,7 @@ smelt_status expand_QLinearGlobalAveragePool(expand_ctx *x)
     if (r < 0) {
         int v = ex_unary(x, OP_GlobalAveragePool, ex_cast(x, ex_shifted(x, ex_in(x, 0), ex_in(x, 2)), SMELT_F32));
         v = ex_binary(x, OP_Mul, v, ex_binary(x, OP_Div, ex_in(x, 1), ex_in(x, 3)));
-        int8_t zero = 0;
-        int q[3] = {ex_binary(x, OP_Add, v, ex_cast(x, y_zp, SMELT_F32)), ex_const_f32(x, 1.0f),
-                    ex_const(x, x->g->tensors[y_zp].dtype == SMELT_I8 ? SMELT_I8 : SMELT_U8, &(ir_shape){.rank = 0}, &zero)};
-        ex_node(x, OP_QuantizeLinear, ex_out(x, 0), 3, q);
+        ex_round_saturate(x, v, y_zp, SMELT_U8, true, ex_out(x, 0));
         return x->st;
     }
     if (r < 3) return ex_fail(x, SMELT_ERR_MODEL, "X must have rank 3 or more, not %d", r);

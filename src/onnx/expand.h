@@ -98,6 +98,10 @@ int ex_int_matmul(expand_ctx *x, int a, int a_zp, int b, int b_zp, int out);
 void ex_dynamic_quantize(expand_ctx *x, int t, int out[3]);
 /* float32(acc) * scale [+ bias]: the float result of an int32 accumulation. */
 int ex_dequantize_acc(expand_ctx *x, int acc, int scale, int bias, int out);
+/* round(v) + zp (zp_first: round(v + zp), the float addition deciding ties),
+ * saturated and cast to zp's dtype (dt where it is unknown or zp < 0), all as
+ * elementwise ops so that they fuse as an epilogue. */
+int ex_round_saturate(expand_ctx *x, int v, int zp, smelt_dtype dt, bool zp_first, int out);
 /* saturate(round(float32(acc) * scale) + y_zp) in y_zp's dtype (uint8 when
  * y_zp is omitted): the requantization of QLinearMatMul/QLinearConv/QGemm. */
 int ex_requantize_acc(expand_ctx *x, int acc, int scale, int y_zp, int out);

@@ -17,6 +17,8 @@
  */
 #include "onnx/expand.h"
 
+#include <stdint.h>
+
 smelt_status ex_need_8bit(expand_ctx *x, int t, const char *what)
 {
     if (x->st) return x->st;
@@ -47,18 +49,28 @@ int ex_dequantize_acc(expand_ctx *x, int acc, int scale, int bias, int out)
     return ex_node(x, OP_Add, out, 2, in);
 }
 
-int ex_requantize_acc(expand_ctx *x, int acc, int scale, int y_zp, int out)
+int ex_round_saturate(expand_ctx *x, int v, int zp, smelt_dtype dt, bool zp_first, int out)
 {
-    if (ex_is_vector(x, y_zp)) {
+    if (ex_is_vector(x, zp)) {
         x->st = ex_fail(x, SMELT_ERR_UNSUPPORTED, "a per-channel output zero point is not supported (only per-tensor)");
         return -1;
     }
-    /* QuantizeLinear wants a scale of the zero point's shape: round(v / 1) + y_zp, saturated. */
-    float one = 1.0f;
-    ir_shape s1 = {.rank = 0};
-    if (ex_rank(x, y_zp) > 0) s1 = x->g->tensors[y_zp].shape;
-    int in[3] = {ex_binary(x, OP_Mul, ex_cast(x, acc, SMELT_F32), scale), ex_const(x, SMELT_F32, &s1, &one), y_zp};
-    return ex_node(x, OP_QuantizeLinear, out, y_zp < 0 ? 2 : 3, in);
+    if (zp >= 0 && x->g->tensors[zp].dtype != SMELT_UNDEFINED) dt = x->g->tensors[zp].dtype;
+    int zf = zp >= 0 ? ex_cast(x, zp, SMELT_F32) : -1;
+    if (zp_first && zf >= 0) v = ex_binary(x, OP_Add, v, zf);
+    v = ex_unary(x, OP_Round, v);
+    if (!zp_first && zf >= 0) v = ex_binary(x, OP_Add, v, zf);
+    v = ex_binary(x, OP_Max, v, ex_const_f32(x, dt == SMELT_I8 ? INT8_MIN : 0));
+    v = ex_binary(x, OP_Min, v, ex_const_f32(x, dt == SMELT_I8 ? INT8_MAX : UINT8_MAX));
+    int r = ex_node(x, OP_Cast, out, 1, &v);
+    ex_attr_int(x, "to", dt);
+    return r;
+}
+
+int ex_requantize_acc(expand_ctx *x, int acc, int scale, int y_zp, int out)
+{
+    int v = ex_binary(x, OP_Mul, ex_cast(x, acc, SMELT_F32), scale);
+    return ex_round_saturate(x, v, y_zp, SMELT_U8, false, out);
 }
 
 void ex_dynamic_quantize(expand_ctx *x, int t, int out[3])
