@@ -180,10 +180,10 @@ static int dequantize(expand_ctx *x, int in, int scale, int zp)
     return ex_node(x, OP_DequantizeLinear, -1, 3, q);
 }
 
+/* QuantizeLinear's round(v / scale) + zp, saturated, as elementwise ops (an epilogue). */
 static void quantize(expand_ctx *x, int v, int scale, int zp, int like)
 {
-    int q[3] = {v, ex_in(x, scale), zero_point(x, zp, like)};
-    ex_node(x, OP_QuantizeLinear, ex_out(x, 0), 3, q);
+    ex_round_saturate(x, ex_binary(x, OP_Div, v, ex_in(x, scale)), zero_point(x, zp, like), SMELT_U8, false, ex_out(x, 0));
 }
 
 static smelt_status need_inputs(expand_ctx *x, int n, const int *idx)
