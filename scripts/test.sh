@@ -8,8 +8,9 @@
 #                examples/digits_expected.txt
 #   install      make install into a temporary prefix, the example built with pkg-config against
 #                it, the exported symbols (public ones only), make uninstall
-#   models       scripts/venv.sh, tests/models/build_models.py and old_opsets.py (older opset
-#                forms), then `smelt check` on each model, fused and --no-fuse (one test each)
+#   models       scripts/venv.sh, tests/models/build_models.py, old_opsets.py (older opset forms)
+#                and quantized_cases.py (integer and com.microsoft ops), then `smelt check` on each
+#                model, fused and --no-fuse (one test each)
 #   conformance  scripts/conformance.py over the ONNX backend node tests; each test in
 #                tests/conformance/must_pass.txt counts as one test
 #   conf-debian  the same over Debian's libonnx-testdata (node tests of an older onnx release
@@ -167,6 +168,20 @@ if [ "$venv_ok" -eq 1 ]; then
         done
     else
         bad "tests/models/build_models.py or old_opsets.py failed"
+    fi
+    # Integer/quantized ops and com.microsoft ops, two input sets each (tests/models/quantized_cases.py).
+    if "$py" tests/models/quantized_cases.py "$build/models_quantized"; then
+        for dir in "$build"/models_quantized/*/; do
+            dir="${dir%/}"
+            for extra in "" "--no-fuse"; do
+                name="$(basename "$dir")${extra:+ $extra}"
+                out="$(timeout 300 "$smelt" check "$dir" $extra 2>&1)"; rc=$?
+                printf '%s\n' "$out" | sed "s|^|$name: |"
+                if [ "$rc" -eq 0 ]; then ok; else bad "$name (exit $rc)"; fi
+            done
+        done
+    else
+        bad "tests/models/quantized_cases.py failed"
     fi
 fi
 stage_end

@@ -250,13 +250,13 @@ static ir_shape window_out_shape(const ir_shape *x, int64_t channels, const wind
     return s;
 }
 
-/* X and W present, float, and W (and the optional bias) of X's dtype. */
-static smelt_status conv_operands(const ir_graph *g, const ir_node *n)
+/* X and W present, of a dtype in `types`, and W (and the optional bias) of X's dtype. */
+static smelt_status conv_operands(const ir_graph *g, const ir_node *n, unsigned types)
 {
     TRY(need_input(g, n, 0, "X"));
     TRY(need_input(g, n, 1, "W"));
     const ir_tensor *x = ir_in(g, n, 0), *b = ir_in(g, n, 2);
-    TRY(need_dtype(n, x, "input", DT_FLOAT));
+    TRY(need_dtype(n, x, "input", types));
     TRY(need_same_dtype(n, x, ir_in(g, n, 1)));
     if (b) TRY(need_same_dtype(n, x, b));
     return SMELT_OK;
@@ -265,7 +265,7 @@ static smelt_status conv_operands(const ir_graph *g, const ir_node *n)
 smelt_status infer_Conv(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(conv_operands(g, n));
+    TRY(conv_operands(g, n, DT_FLOAT | DT(I32)) /* int32: ConvInteger, QLinearConv (onnx/quantized.c) */);
     const ir_tensor *x = ir_in(g, n, 0), *wt = ir_in(g, n, 1), *b = ir_in(g, n, 2);
     window_geom w;
     TRY(window_geom_get(g, n, &w));
@@ -627,7 +627,7 @@ smelt_status convtranspose_geom_get(const ir_graph *g, const ir_node *n, window_
 smelt_status infer_ConvTranspose(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(conv_operands(g, n));
+    TRY(conv_operands(g, n, DT_FLOAT));
     const ir_tensor *x = ir_in(g, n, 0), *wt = ir_in(g, n, 1), *b = ir_in(g, n, 2);
     window_geom w;
     TRY(convtranspose_geom_get(g, n, &w));

@@ -258,7 +258,9 @@ static smelt_status quant_params(const ir_graph *g, const ir_node *n)
     char b1[160], b2[160];
     int r = x->shape.rank;
     int64_t block = ir_attr_int(n, "block_size", 0);
-    if (z && !ir_shape_eq(&z->shape, &s->shape))
+    /* A one-element scale with a one-element zero point is per-tensor whatever their ranks
+     * (onnxruntime's quantizer writes a [1] scale beside a scalar zero point). */
+    if (z && !ir_shape_eq(&z->shape, &s->shape) && !(is_one_value(s) && is_one_value(z)))
         return ir_node_fail(n, SMELT_ERR_SHAPE, "zero point %s must have the scale's shape %s", infer_shp(&z->shape, b1),
                             infer_shp(&s->shape, b2));
     if (is_one_value(s) && block == 0) return SMELT_OK;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "core/hash.h"
+#include "onnx/expand.h"
 #include "onnx/onnx.pb-c.h"
 
 #define FUNCTION_DEPTH_MAX 16
@@ -436,36 +437,76 @@ static smelt_status op_node_import(importer *im, scope *sc, const Onnx__NodeProt
     return st;
 }
 
-/* An experimental op of opsets 1..9, expanded into ops of the table. */
-static smelt_status experimental_import(importer *im, scope *sc, const Onnx__NodeProto *np, const char *node,
-                                        const rattr *attr, int n_attr)
+/* Resolves a node's inputs, outputs and attributes as a detached ir_node for
+ * an import-time expansion into ops of the table, and calls `expand` on it. */
+typedef smelt_status (*node_expand_fn)(importer *im, ir_node *n, const char *opn, const void *rule);
+
+static smelt_status detached_node_import(importer *im, scope *sc, const Onnx__NodeProto *np, const char *node,
+                                         const rattr *attr, int n_attr, node_expand_fn expand, const void *rule)
 {
     const char *opn = str(np->op_type);
     if (np->n_input > INT_MAX / 2 || np->n_output > INT_MAX / 2)
         return node_fail(node, opn, SMELT_ERR_MODEL, "too many inputs or outputs");
     int *in = malloc(sizeof(int) * (np->n_input + np->n_output + 1));
-    ir_attr *a = malloc(sizeof(ir_attr) * ((size_t)n_attr + 1));
-    smelt_status st = in && a ? SMELT_OK : oom();
+    ir_attr *at = malloc(sizeof(ir_attr) * ((size_t)n_attr + 1));
+    smelt_status st = in && at ? SMELT_OK : oom();
     int *out = in ? in + np->n_input : NULL;
     for (size_t i = 0; !st && i < np->n_input; i++) st = input_resolve(sc, node, opn, np->input[i], &in[i]);
     for (size_t i = 0; !st && i < np->n_output; i++) st = output_define(im, sc, node, opn, np->output[i], &out[i]);
-    for (int i = 0; !st && i < n_attr; i++) st = attr_convert(im, node, opn, &attr[i], &a[i]);
+    for (int i = 0; !st && i < n_attr; i++) st = attr_convert(im, node, opn, &attr[i], &at[i]);
     if (!st) {
-        onnx_upgrade_ctx cx = {.importer = im, .tensor_new = tensor_new_unique};
-        st = onnx_experimental_expand(&cx, im->g, node, opn, (int)np->n_input, in, (int)np->n_output, out, n_attr, a);
+        ir_node n = {.name = node, .op = OP_INVALID, .n_in = (int)np->n_input, .n_out = (int)np->n_output,
+                     .in = in, .out = out, .n_attr = n_attr, .attr = at};
+        st = expand(im, &n, opn, rule);
     }
+    free(at);
     free(in);
-    free(a);
     return st;
 }
 
-/* A node is a call of a model-local function, a Constant, or an op of the table. */
+/* An experimental op of opsets 1..9 (onnx/upgrade.c). */
+static smelt_status experimental_expand(importer *im, ir_node *n, const char *opn, const void *rule)
+{
+    (void)rule;
+    onnx_upgrade_ctx cx = {.importer = im, .tensor_new = tensor_new_unique};
+    return onnx_experimental_expand(&cx, im->g, n->name, opn, n->n_in, n->in, n->n_out, n->out, n->n_attr, n->attr);
+}
+
+static int expand_tensor_new(void *im, const char *name) { return tensor_new(im, name, true); }
+
+/* An op replaced by a composition of table ops (onnx/expand.h: quantized and
+ * com.microsoft ops). */
+static smelt_status rule_expand(importer *im, ir_node *n, const char *opn, const void *rule)
+{
+    const expand_rule *r = rule;
+    expand_ctx x = {.g = im->g, .n = n, .op = opn, .domain = r->domain, .tensor_new = expand_tensor_new, .user = im};
+    return expand_node(r, &x);
+}
+
+static smelt_status experimental_import(importer *im, scope *sc, const Onnx__NodeProto *np, const char *node,
+                                        const rattr *attr, int n_attr)
+{
+    return detached_node_import(im, sc, np, node, attr, n_attr, experimental_expand, NULL);
+}
+
+static smelt_status expanded_node_import(importer *im, scope *sc, const Onnx__NodeProto *np, const char *node,
+                                         const expand_rule *rule, const rattr *attr, int n_attr)
+{
+    return detached_node_import(im, sc, np, node, attr, n_attr, rule_expand, rule);
+}
+
+/* A node is a call of a model-local function, a Constant, an op of the table,
+ * or an op expanded into ops of the table (default or com.microsoft domain). */
 static smelt_status node_dispatch(importer *im, scope *sc, const Onnx__NodeProto *np, const char *node,
                                   const rattr *attr, int n_attr)
 {
     const char *op = str(np->op_type), *domain = str(np->domain);
     const Onnx__FunctionProto *fn = function_find(im->m, domain, op);
     if (fn) return function_inline(im, sc, np, node, fn, attr, n_attr);
+    const expand_rule *ex = expand_find(domain, op);
+    if (ex && !im->g->opset)
+        return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "the model imports no opset of the default ONNX domain");
+    if (ex) return expanded_node_import(im, sc, np, node, ex, attr, n_attr);
     if (!is_default_domain(domain))
         return node_fail(node, op, SMELT_ERR_UNSUPPORTED,
                          "unsupported op domain '%s': '%s' is neither an ONNX op nor a model-local function", domain, op);

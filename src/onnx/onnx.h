@@ -29,7 +29,9 @@
  *   - node outputs have dtype SMELT_UNDEFINED and rank 0 until shape inference;
  *   - every node has an op from the op table; model-local functions are inlined
  *     (their tensors renamed "<call node>/<name>", attributes given by
- *     reference resolved from the call site or the function's defaults);
+ *     reference resolved from the call site or the function's defaults); the
+ *     ops of onnx/expand.h (ONNX's integer/quantized ops, the com.microsoft ops
+ *     smelt implements) are replaced by compositions of table ops;
  *   - an omitted optional input ("") is -1; an omitted output is an unnamed
  *     tensor nobody reads;
  *   - TENSOR attributes are constant tensors of the graph (ir_attr.tensor);
@@ -40,8 +42,8 @@
  *                          data sizes that disagree with shapes, bad external
  *                          data paths or short external files
  *   SMELT_ERR_UNSUPPORTED  opset outside 1..27, op types outside the op table,
- *                          ops of other domains (com.microsoft, ai.onnx.ml...)
- *                          that are not model-local functions, dtypes smelt does
+ *                          ops of other domains (ai.onnx.ml, com.microsoft ops
+ *                          outside onnx/expand.h...) that are not model-local functions, dtypes smelt does
  *                          not hold (string, float16, bfloat16, complex, float8,
  *                          int4...), sparse initializers, rank above 8
  *   SMELT_ERR_IO           the model or an external data file cannot be read

@@ -642,6 +642,67 @@ TEST(onnx_import_rejects_foreign_domain)
     check_error(&b, SMELT_ERR_UNSUPPORTED, "node 'fg' (FusedGemm)", "'com.microsoft'");
 }
 
+/* com.microsoft ops smelt implements import as table ops writing the node's outputs. */
+TEST(onnx_import_expands_contrib_and_integer_ops)
+{
+    mb b;
+    mb_init(&b, 13);
+    mb_input(&b, "x", SMELT_F32, 1, D3);
+    mb_input(&b, "skip", SMELT_F32, 1, D3);
+    mb_input(&b, "gamma", SMELT_F32, 1, D3);
+    node_new(&b.g, "Gelu", "g", "x", "y")->domain = "com.microsoft";
+    node_new(&b.g, "SkipLayerNormalization", "sln", "y,skip,gamma", "z,,,sum")->domain = "com.microsoft";
+    node_new(&b.g, "DynamicQuantizeLinear", "dql", "z", "q,qs,qz");
+    mb_output(&b, "sum");
+    mb_output(&b, "q");
+    ir_graph *g;
+    CHECK_EQ_INT(mb_load(&b, NULL, &g), SMELT_OK);
+    if (g) {
+        int ops[OP_COUNT] = {0};
+        for (int i = 0; i < g->n_nodes; i++) ops[g->nodes[i].op]++;
+        CHECK_EQ_INT(ops[OP_Gelu], 1);
+        CHECK_EQ_INT(ops[OP_LayerNormalization], 1);
+        CHECK_EQ_INT(ops[OP_QuantizeLinear], 2);
+        CHECK_EQ_INT(ops[OP_ReduceMin], 1);
+        int sum = tensor_named(g, "sum"), q = tensor_named(g, "q");
+        CHECK(sum >= 0 && g->tensors[sum].producer >= 0 && g->nodes[g->tensors[sum].producer].op == OP_Identity);
+        CHECK(q >= 0 && g->tensors[q].producer >= 0 && g->nodes[g->tensors[q].producer].op == OP_QuantizeLinear);
+        ir_graph_free(g);
+    }
+    pool_free();
+}
+
+TEST(onnx_import_rejects_bad_integer_ops)
+{
+    mb b;
+    mb_init(&b, 13);
+    mb_input(&b, "a", SMELT_F32, 1, D3);
+    mb_input(&b, "b", SMELT_U8, 1, D3);
+    node_new(&b.g, "MatMulInteger", "mmi", "a,b", "y");
+    mb_output(&b, "y");
+    check_error(&b, SMELT_ERR_MODEL, "node 'mmi' (MatMulInteger): A must be int8 or uint8, not float32", NULL);
+    mb_init(&b, 13);
+    mb_input(&b, "x", SMELT_F32, 1, D3);
+    Onnx__NodeProto *n = node_new(&b.g, "FusedConv", "fc", "x,x", "y");
+    n->domain = "com.microsoft";
+    Onnx__AttributeProto *a = attr_new(n, "activation", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    a->has_s = 1, a->s.data = (uint8_t *)"Softmax";
+    a->s.len = 7;
+    mb_output(&b, "y");
+    check_error(&b, SMELT_ERR_UNSUPPORTED, "node 'fc' (FusedConv, domain com.microsoft): activation 'Softmax'", NULL);
+    mb_init(&b, 13);
+    mb_input(&b, "x", SMELT_U8, 1, D3);
+    node_new(&b.g, "QLinearMatMul", "ql", "x,,x,x,x,x,x,x", "y");
+    mb_output(&b, "y");
+    check_error(&b, SMELT_ERR_MODEL, "node 'ql' (QLinearMatMul): input 1 (a scale or zero point) is required", NULL);
+    mb_init(&b, 13);
+    mb_input(&b, "x", SMELT_F32, 1, D3);
+    node_new(&b.g, "BiasGelu", "bg", "x", "y")->domain = "com.microsoft";
+    mb_output(&b, "y");
+    check_error(&b, SMELT_ERR_MODEL, "node 'bg' (BiasGelu, domain com.microsoft): 1 inputs and 1 outputs, but the op takes 2..2",
+                NULL);
+}
+
 TEST(onnx_import_rejects_bad_opset)
 {
     mb b;
