@@ -4,7 +4,8 @@
 #   unit-asan    the unit tests built and run under ASan + UBSan in build-asan/
 #   embed        examples/embed on the digits model; its accuracy line must equal
 #                examples/digits_expected.txt
-#   models       scripts/venv.sh, tests/models/build_models.py, then `smelt check` on each model,
+#   models       scripts/venv.sh, tests/models/build_models.py and recurrent_cases.py, then
+#                `smelt check` on each model,
 #                fused and --no-fuse (one test each)
 #   conformance  scripts/conformance.py over the ONNX backend node tests; each test in
 #                tests/conformance/must_pass.txt counts as one test
@@ -96,7 +97,8 @@ stage_start models
 venv_ok=1
 scripts/venv.sh || { venv_ok=0; bad "scripts/venv.sh failed"; }
 if [ "$venv_ok" -eq 1 ]; then
-    if "$py" tests/models/build_models.py "$build/models"; then
+    if "$py" tests/models/build_models.py "$build/models" &&
+       "$py" tests/models/recurrent_cases.py "$build/models"; then
         for dir in "$build"/models/*/; do
             dir="${dir%/}"
             for extra in "" "--no-fuse" "--locals reuse" "--fuse-pad never"; do
@@ -107,7 +109,7 @@ if [ "$venv_ok" -eq 1 ]; then
             done
         done
     else
-        bad "tests/models/build_models.py failed"
+        bad "tests/models/build_models.py or recurrent_cases.py failed"
     fi
 fi
 stage_end
