@@ -346,6 +346,7 @@ typedef struct rvec {
 typedef struct rstate {
     const rnn_job *j;
     kir_val d, b, dirrev, len; /* this workgroup's direction and batch entry; its length */
+    kir_val valid;             /* masked time loop: whether step t is inside len (else 0) */
     rvec h, cst, gates, rh;
 } rstate;
 
@@ -468,7 +469,7 @@ static kir_val cell_update(lower_ctx *c, const rstate *s, kir_val prow, kir_val 
     kir_val cnew = bin(K, KIR_ADD, bin(K, KIR_MUL, f, cprev), bin(K, KIR_MUL, i, cc));
     if (peep) go = bin(K, KIR_ADD, go, bin(K, KIR_MUL, load_in(c, IN_P, s->d, kir_add(K, jj, H)), cnew));
     kir_val o = act_dir(K, s, 0, go);
-    rv_store(c, &s->cst, jj, cnew);
+    rv_store(c, &s->cst, jj, s->valid ? kir_select(K, s->valid, cnew, cprev) : cnew);
     /* h(C) takes C unclipped: clip bounds the gates' inputs only. */
     const rnn_fn *h0 = &p->fn[0][2], *h1 = &p->fn[p->dirs - 1][2];
     kir_val hc = activate(K, dt, h0, cnew);
@@ -529,9 +530,20 @@ static smelt_status lower_recurrence(lower_ctx *c, rnn_job *j)
     kir_loop_end(K);
     kir_barrier(K);
 
-    kir_val t = kir_loop_begin(K, zero, kir_idx(K, S), one);
-    kir_if_begin(K, bin(K, KIR_LT, t, s.len));
+    /* Time runs over the entry's own length: no step sits under a condition,
+     * so every barrier is in straight-line code of the time loop. */
+    /* On the CPU time runs over the entry's own length. With threads per
+     * workgroup it runs over the whole sequence, steps past the length
+     * computing but not committing, so no barrier sits under a data-dependent
+     * trip count or condition (under either, PoCL's results for GRU's four
+     * barriers a step went wrong from the second step on; LSTM's two did not). */
+    bool masked = K->wg_size > 1 && ir_in(c->g, c->n, IN_LENS);
+    kir_val t = kir_loop_begin(K, zero, masked ? kir_idx(K, S) : s.len, one);
     kir_val tt = kir_select(K, s.dirrev, bin(K, KIR_SUB, bin(K, KIR_SUB, s.len, one), t), t);
+    if (masked) {
+        s.valid = bin(K, KIR_LT, t, s.len);
+        tt = bin(K, KIR_MAX, tt, zero);
+    }
     kir_val xrow = p->layout ? kir_add(K, kir_mul(K, s.b, kir_idx(K, S)), tt) : kir_add(K, kir_mul(K, tt, kir_idx(K, p->batch)), s.b);
     kir_val prow = kir_mul(K, kir_add(K, kir_mul(K, s.d, kir_idx(K, j->rows_pad)), xrow), kir_idx(K, N));
     /* gates = P's row (GRU's hidden gate: its recurrent bias only), then + H.R^T */
@@ -560,15 +572,16 @@ static smelt_status lower_recurrence(lower_ctx *c, rnn_job *j)
     kir_barrier(K);
     jj = kir_loop_begin_parallel(K, zero, kir_idx(K, H));
     kir_val h = cell_update(c, &s, prow, jj);
-    rv_store(c, &s.h, jj, h);
+    rv_store(c, &s.h, jj, masked ? kir_select(K, s.valid, h, rv_load(c, &s.h, jj)) : h);
     if (has_out(c, OUT_Y)) {
         kir_val yi[4];
         y_index(&s, tt, jj, yi);
+        if (masked) kir_if_begin(K, s.valid);
         lower_store(c, OUT_Y, yi, h);
+        if (masked) kir_if_end(K);
     }
     kir_loop_end(K);
     kir_barrier(K);
-    kir_if_end(K);
     kir_loop_end(K);
 
     if (has_out(c, OUT_Y) && ir_in(c->g, c->n, IN_LENS)) {
