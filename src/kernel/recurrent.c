@@ -18,7 +18,8 @@
  *                  then the state update per hidden unit, which also stores Y.
  *             Steps at or past a batch entry's sequence length are skipped and
  *             their Y is zero; Y_h/Y_c hold the state after its last valid
- *             step (for the reverse direction, time runs from length-1 to 0).
+ *             step (for the reverse direction, time runs from length-1 to 0),
+ *             zero for an entry of length 0 (as onnxruntime does).
  *             Every output element is stored exactly once.
  */
 #include <math.h>
@@ -607,8 +608,14 @@ static smelt_status lower_recurrence(lower_ctx *c, rnn_job *j)
         jj = kir_loop_begin_parallel(K, zero, kir_idx(K, H));
         kir_val si[3];
         state_index(&s, jj, si);
-        if (has_out(c, OUT_YH)) lower_store(c, OUT_YH, si, rv_load(c, &s.h, jj));
-        if (p->cell == CELL_LSTM && has_out(c, OUT_YC)) lower_store(c, OUT_YC, si, rv_load(c, &s.cst, jj));
+        kir_val hl = rv_load(c, &s.h, jj), cl = p->cell == CELL_LSTM ? rv_load(c, &s.cst, jj) : 0;
+        if (ir_in(c->g, c->n, IN_LENS)) { /* as onnxruntime: an empty sequence ends in zero states */
+            kir_val empty = bin(K, KIR_EQ, s.len, zero), z = fc(K, p->dt, 0);
+            hl = kir_select(K, empty, z, hl);
+            if (cl) cl = kir_select(K, empty, z, cl);
+        }
+        if (has_out(c, OUT_YH)) lower_store(c, OUT_YH, si, hl);
+        if (cl && has_out(c, OUT_YC)) lower_store(c, OUT_YC, si, cl);
         kir_loop_end(K);
     }
     return SMELT_OK;

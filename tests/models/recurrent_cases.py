@@ -7,10 +7,10 @@ Each case is written as OUT_DIR/rnn_<name>/model.onnx plus test_data_set_{0,1}/{
 the layout `smelt check` reads; set 1 has set 0's shapes and other values (sequence_lens, where it
 is a graph input, included), so the check runs one compiled program on inputs it was not compiled
 with. Sizes are odd on purpose (seq 9, batch 3, input 7, hidden 13). Between them the cases cover
-forward/reverse/bidirectional, sequence_lens of varied lengths, initial states, peepholes, clip,
-input_forget, layout 1, every activation function with activation_alpha/beta, GRU's
-linear_before_reset 0 and 1, omitted optional inputs and outputs, and an LSTM between Transposes
-(the CRNN pattern).
+forward/reverse/bidirectional, sequence_lens of varied lengths (0 included), initial states,
+peepholes, clip, input_forget, layout 1, every activation function with activation_alpha/beta,
+GRU's linear_before_reset 0 and 1, omitted optional inputs and outputs, and an LSTM between
+Transposes (the CRNN pattern).
 
 The reference outputs come from onnxruntime. onnxruntime runs only layout 0, so a layout-1 case is
 referenced by its layout-0 twin (same weights) run on transposed inputs, its outputs transposed back.
@@ -152,7 +152,7 @@ CASES = {
                                          activation_beta=[0.5], outputs=("Y_h",)),
     "gru_bidir_lbr1_layout1": lambda: rnn_case(7, "GRU", "bidirectional", layout=1, linear_before_reset=1,
                                                lens=[1, 9, 8], bias=True),
-    "rnn_bidir_acts": lambda: rnn_case(8, "RNN", "bidirectional", lens=[9, 2, 5], init_h=True,
+    "rnn_bidir_acts": lambda: rnn_case(8, "RNN", "bidirectional", lens=[9, 0, 5], init_h=True,
                                        activations=["Relu", "ThresholdedRelu"], activation_alpha=[0.2]),
     "rnn_reverse_clip": lambda: rnn_case(9, "RNN", "reverse", bias=False, clip=0.6, outputs=("Y",)),
     "lstm_crnn_head": crnn_case,
@@ -164,7 +164,7 @@ def other_values(inputs, seed):
     out = {}
     for k, v in inputs.items():
         if v.dtype == np.int32:  # sequence lengths: another valid set
-            out[k] = rng.integers(1, SEQ + 1, size=v.shape).astype(np.int32)
+            out[k] = rng.integers(0, SEQ + 1, size=v.shape).astype(np.int32)
         else:
             out[k] = rng.standard_normal(v.shape).astype(v.dtype)
     return out
