@@ -22,7 +22,7 @@
  *             zero for an entry of length 0 (as onnxruntime does).
  *             Every output element is stored exactly once.
  */
-#include <math.h>
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
@@ -352,7 +352,8 @@ typedef struct rvec {
 
 typedef struct rstate {
     const rnn_job *j;
-    kir_val d, b, dirrev, len; /* this workgroup's direction and batch entry; its length */
+    kir_val d, b, len;         /* this workgroup's direction and batch entry; its length */
+    kir_val dirrev;            /* bool: this direction runs backwards in time */
     kir_val valid;             /* masked time loop: whether step t is inside len (else 0) */
     rvec h, cst, gates, rh;
 } rstate;
@@ -623,26 +624,35 @@ static smelt_status lower_recurrence(lower_ctx *c, rnn_job *j)
 
 static smelt_status no_mem(lower_ctx *c) { return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory"); }
 
+/* a * b * c, false on int64 overflow. */
+static bool mul3(int64_t a, int64_t b, int64_t c, int64_t *out)
+{
+    return !__builtin_mul_overflow(a, b, out) && !__builtin_mul_overflow(*out, c, out);
+}
+
 smelt_status lower_Recurrent(lower_ctx *c)
 {
     rnn_job j = {.state = -1};
     TRY(rnn_parse(c->g, c->n, &j.p));
     const rnn_params *p = &j.p;
-    int64_t D = p->dirs, H = p->hidden, I = p->input;
-    j.n = p->gates * H;
-    j.rows = p->seq * p->batch;
-    j.rows_pad = (j.rows + RNN_MR - 1) / RNN_MR * RNN_MR;
+    int64_t D = p->dirs, H = p->hidden, I = p->input, wt_n, rt_n, proj_n, state_n;
+    /* The scratch sizes; Y's size is checked only where Y is an output. */
+    bool ok = mul3(p->gates, H, 1, &j.n) && mul3(p->seq, p->batch, 1, &j.rows) && j.rows <= INT64_MAX - RNN_MR;
+    j.rows_pad = ok ? (j.rows + RNN_MR - 1) / RNN_MR * RNN_MR : 0;
+    ok = ok && mul3(D, I, j.n, &wt_n) && mul3(D, H, j.n, &rt_n) && mul3(D, j.rows_pad > 0 ? j.rows_pad : 1, j.n, &proj_n) &&
+         mul3(D, p->batch, 1, &state_n) && mul3(state_n, 4, H + j.n, &state_n) && state_n <= INT64_MAX / 8;
+    if (!ok) return ir_node_fail(c->n, SMELT_ERR_SHAPE, "the sizes (seq, batch, input, hidden) overflow int64");
     if (p->batch == 0 || H == 0) return SMELT_OK;
     if (j.rows > 0 && I > 0) {
-        j.wt = lower_scratch(c, p->dt, D * I * j.n);
+        j.wt = lower_scratch(c, p->dt, wt_n);
         if (j.wt < 0) return no_mem(c);
         pack_job pw = {IN_W, j.wt, j.n, I};
         ir_shape ws = {.rank = 3, .dim = {D, I, j.n}};
         lower_parallel_for(c, &ws, 1, pack_body, &pw);
         if (!c->k) return no_mem(c);
     }
-    j.rt = lower_scratch(c, p->dt, D * H * j.n);
-    j.proj = lower_scratch(c, p->dt, D * (j.rows_pad > 0 ? j.rows_pad : 1) * j.n);
+    j.rt = lower_scratch(c, p->dt, rt_n);
+    j.proj = lower_scratch(c, p->dt, proj_n);
     if (j.rt < 0 || j.proj < 0) return no_mem(c);
     pack_job pr = {IN_R, j.rt, j.n, H};
     ir_shape rs = {.rank = 3, .dim = {D, H, j.n}};
