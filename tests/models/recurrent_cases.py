@@ -9,8 +9,8 @@ is a graph input, included), so the check runs one compiled program on inputs it
 with. Sizes are odd on purpose (seq 9, batch 3, input 7, hidden 13). Between them the cases cover
 forward/reverse/bidirectional, sequence_lens of varied lengths (0 included), initial states,
 peepholes, clip, input_forget, layout 1, every activation function with activation_alpha/beta,
-GRU's linear_before_reset 0 and 1, omitted optional inputs and outputs, and an LSTM between
-Transposes (the CRNN pattern).
+GRU's linear_before_reset 0 and 1, omitted optional inputs and outputs, an LSTM between
+Transposes (the CRNN pattern) and a GRU between elementwise ops that fusion may merge into it.
 
 The reference outputs come from onnxruntime. onnxruntime runs only layout 0, so a layout-1 case is
 referenced by its layout-0 twin (same weights) run on transposed inputs, its outputs transposed back.
@@ -129,6 +129,31 @@ def crnn_case():
     return m, {"feat": rng.standard_normal((BATCH, SEQ, INPUT)).astype(np.float32)}, None
 
 
+def fused_case():
+    """Sigmoid -> GRU (no B, sequence_lens a graph input) -> Relu on Y and Mul on Y_h: an
+    elementwise producer the projection may inline and consumers its stores may carry."""
+    rng = np.random.default_rng(41)
+    w = (rng.standard_normal((1, 3 * HIDDEN, INPUT)) * 0.5).astype(np.float32)
+    r = (rng.standard_normal((1, 3 * HIDDEN, HIDDEN)) * 0.5).astype(np.float32)
+    nodes = [
+        helper.make_node("Sigmoid", ["inp"], ["x"]),
+        helper.make_node("GRU", ["x", "W", "R", "", "lens"], ["y", "yh"], hidden_size=HIDDEN),
+        helper.make_node("Relu", ["y"], ["out"]),
+        helper.make_node("Mul", ["yh", "yh"], ["out2"]),
+    ]
+    graph = helper.make_graph(nodes, "gru_fused", [helper.make_tensor_value_info("inp", F32, [SEQ, BATCH, INPUT]),
+                                                   helper.make_tensor_value_info("lens", TensorProto.INT32, [BATCH])],
+                              [helper.make_tensor_value_info("out", F32, [SEQ, 1, BATCH, HIDDEN]),
+                               helper.make_tensor_value_info("out2", F32, [1, BATCH, HIDDEN])],
+                              [numpy_helper.from_array(w, "W"), numpy_helper.from_array(r, "R")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="smelt tests/models")
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    inputs = {"inp": rng.standard_normal((SEQ, BATCH, INPUT)).astype(np.float32),
+              "lens": np.array([3, 9, 0], np.int32)}
+    return m, inputs, None
+
+
 CASES = {
     # every optional input, both directions, ragged lengths, clip, all three outputs
     "lstm_bidir_full": lambda: rnn_case(1, "LSTM", "bidirectional", lens=[9, 5, 1], init_h=True, init_c=True,
@@ -156,6 +181,7 @@ CASES = {
                                        activations=["Relu", "ThresholdedRelu"], activation_alpha=[0.2]),
     "rnn_reverse_clip": lambda: rnn_case(9, "RNN", "reverse", bias=False, clip=0.6, outputs=("Y",)),
     "lstm_crnn_head": crnn_case,
+    "gru_fused_io": fused_case,
 }
 
 
