@@ -10,7 +10,8 @@
  *               2. RT[d][k][n] = R[d][n][k]        (recurrent weights, transposed)
  *               3. P[d][row][n] = bias[n] + sum_k X[row][k] * WT[d][k][n]
  *                  the input projection of every time step at once, a blocked
- *                  matrix product (MR rows of X per unit, unit-stride over n)
+ *                  matrix product (MR rows of X per unit, unit-stride over n on
+ *                  the CPU; a thread per (MR rows, n) on GPU targets)
  *               4. the recurrence: one workgroup per (direction, batch entry),
  *                  looping over time; per step gates[n] = P[row][n] +
  *                  sum_k H[k] * RT[k][n] (unit-stride over n, so it vectorizes
@@ -302,6 +303,22 @@ static kir_val proj_bias(lower_ctx *c, const rnn_job *j, kir_val d, kir_val nn)
     return kir_select(K, is_h, wb, bin(K, KIR_ADD, wb, rb));
 }
 
+/* Element [i][k] of X seen as [rows, input], rows in X's own order; rows past
+ * the last (final block) read the last row, into P's padding. */
+static kir_val x_row_load(lower_ctx *c, const rnn_job *j, kir_val i, kir_val k)
+{
+    kir_kernel *K = c->k;
+    const ir_shape *xs = &ir_in(c->g, c->n, IN_X)->shape;
+    ir_shape rs = {.rank = 2, .dim = {xs->dim[0], xs->dim[1]}};
+    if (j->rows % RNN_MR) i = bin(K, KIR_MIN, i, kir_idx(K, j->rows - 1));
+    kir_val xi[3];
+    lower_unravel(K, &rs, i, xi);
+    xi[2] = k;
+    return lower_load(c, IN_X, xi);
+}
+
+/* CPU: one unit is MR rows of P; the k-loop is outside, the loop over n
+ * inside runs unit-stride and vectorizes. */
 static void proj_body(lower_ctx *c, const kir_val *idx, void *user)
 {
     const rnn_job *j = user;
@@ -316,19 +333,9 @@ static void proj_body(lower_ctx *c, const kir_val *idx, void *user)
     kir_loop_end(K);
 
     if (j->p.input == 0) return;
-    const ir_shape *xs = &ir_in(c->g, c->n, IN_X)->shape;
-    ir_shape rs = {.rank = 2, .dim = {xs->dim[0], xs->dim[1]}};
     kir_val k = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, j->p.input), one);
     kir_val a[RNN_MR];
-    for (int q = 0; q < RNN_MR; q++) {
-        /* Rows past the last (final block) read the last row into P's padding. */
-        kir_val r = kir_add(K, i0, kir_idx(K, q));
-        if (j->rows % RNN_MR) r = bin(K, KIR_MIN, r, kir_idx(K, j->rows - 1));
-        kir_val xi[3];
-        lower_unravel(K, &rs, r, xi);
-        xi[2] = k;
-        a[q] = lower_load(c, IN_X, xi);
-    }
+    for (int q = 0; q < RNN_MR; q++) a[q] = x_row_load(c, j, kir_add(K, i0, kir_idx(K, q)), k);
     kir_val wrow = kir_mul(K, kir_add(K, kir_mul(K, d, kir_idx(K, j->p.input)), k), kir_idx(K, j->n));
     nn = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, j->n), one);
     kir_val w = lower_scratch_load(c, j->wt, kir_add(K, wrow, nn));
@@ -339,6 +346,31 @@ static void proj_body(lower_ctx *c, const kir_val *idx, void *user)
     }
     kir_loop_end(K);
     kir_loop_end(K);
+}
+
+/* GPU: one thread per (MR rows, n): MR sums in registers, reads of WT
+ * coalesced over the threads' n, X's elements the same for every thread. */
+static void proj_col_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const rnn_job *j = user;
+    kir_kernel *K = c->k;
+    kir_val d = idx[0], i0 = kir_mul(K, idx[1], kir_idx(K, RNN_MR)), nn = idx[2];
+    kir_val bias = proj_bias(c, j, d, nn);
+    int acc[RNN_MR];
+    for (int q = 0; q < RNN_MR; q++) acc[q] = kir_var_new(K, j->p.dt, bias);
+    if (j->p.input > 0) {
+        kir_val k = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, j->p.input), kir_idx(K, 1));
+        kir_val wrow = kir_mul(K, kir_add(K, kir_mul(K, d, kir_idx(K, j->p.input)), k), kir_idx(K, j->n));
+        kir_val w = lower_scratch_load(c, j->wt, kir_add(K, wrow, nn));
+        for (int q = 0; q < RNN_MR; q++) {
+            kir_val a = x_row_load(c, j, kir_add(K, i0, kir_idx(K, q)), k);
+            kir_var_set(K, acc[q], bin(K, KIR_ADD, kir_var_get(K, acc[q]), bin(K, KIR_MUL, a, w)));
+        }
+        kir_loop_end(K);
+    }
+    kir_val base = kir_mul(K, kir_add(K, kir_mul(K, d, kir_idx(K, j->rows_pad)), i0), kir_idx(K, j->n));
+    for (int q = 0; q < RNN_MR; q++)
+        lower_scratch_store(c, j->proj, kir_add(K, base, kir_add(K, kir_idx(K, q * j->n), nn)), kir_var_get(K, acc[q]));
 }
 
 /* ---- kernel 4: the recurrence ---- */
@@ -659,11 +691,13 @@ smelt_status lower_Recurrent(lower_ctx *c)
     lower_parallel_for(c, &rs, 1, pack_body, &pr);
     if (!c->k) return no_mem(c);
     if (j.rows > 0) {
-        ir_shape units = {.rank = 3, .dim = {D, j.rows_pad / RNN_MR, 1}};
-        if (I > 0) {
-            lower_parallel_for(c, &units, 2 * RNN_MR * j.n * I, proj_body, &j);
+        int64_t per_unit = RNN_MR * (2 * I + 1);
+        if (c->target->wg_size > 1) {
+            ir_shape cols = {.rank = 3, .dim = {D, j.rows_pad / RNN_MR, j.n}};
+            lower_parallel_for(c, &cols, per_unit, proj_col_body, &j);
         } else {
-            lower_parallel_for(c, &units, RNN_MR * j.n, proj_body, &j);
+            ir_shape units = {.rank = 3, .dim = {D, j.rows_pad / RNN_MR, 1}};
+            lower_parallel_for(c, &units, per_unit * j.n, proj_body, &j);
         }
         if (!c->k) return no_mem(c);
     }
