@@ -8,9 +8,10 @@
 #                examples/digits_expected.txt
 #   install      make install into a temporary prefix, the example built with pkg-config against
 #                it, the exported symbols (public ones only), make uninstall
-#   models       scripts/venv.sh, tests/models/build_models.py, old_opsets.py (older opset forms)
-#                and quantized_cases.py (integer and com.microsoft ops), then `smelt check` on each
-#                model, fused and --no-fuse (one test each)
+#   models       scripts/venv.sh, tests/models/build_models.py, old_opsets.py (older opset forms),
+#                recurrent_cases.py (LSTM/GRU/RNN) and quantized_cases.py (integer and
+#                com.microsoft ops), then `smelt check` on each model, fused and --no-fuse (one
+#                test each)
 #   conformance  scripts/conformance.py over the ONNX backend node tests; each test in
 #                tests/conformance/must_pass.txt counts as one test
 #   conf-debian  the same over Debian's libonnx-testdata (node tests of an older onnx release
@@ -156,7 +157,8 @@ stage_start models
 venv_ok=1
 scripts/venv.sh || { venv_ok=0; bad "scripts/venv.sh failed"; }
 if [ "$venv_ok" -eq 1 ]; then
-    if "$py" tests/models/build_models.py "$build/models" && "$py" tests/models/old_opsets.py "$build/models"; then
+    if "$py" tests/models/build_models.py "$build/models" && "$py" tests/models/old_opsets.py "$build/models" &&
+       "$py" tests/models/recurrent_cases.py "$build/models"; then
         for dir in "$build"/models/*/; do
             dir="${dir%/}"
             for extra in "" "--no-fuse" "--locals reuse" "--fuse-pad never"; do
@@ -167,7 +169,7 @@ if [ "$venv_ok" -eq 1 ]; then
             done
         done
     else
-        bad "tests/models/build_models.py or old_opsets.py failed"
+        bad "tests/models/build_models.py, old_opsets.py or recurrent_cases.py failed"
     fi
     # Integer/quantized ops and com.microsoft ops, two input sets each (tests/models/quantized_cases.py).
     if "$py" tests/models/quantized_cases.py "$build/models_quantized"; then

@@ -10,6 +10,7 @@
  *   lower_more_einsum.c    Einsum
  *   lower_more_attention.c Attention, RotaryEmbedding
  *   lower_more_pool.c      LpPool (shape rule: infer_Pool of ops_compute.h)
+ *   recurrent.c            RNN, GRU, LSTM (shape rule and lowering in one file)
  */
 #ifndef SMELT_IR_OPS_MORE_H
 #define SMELT_IR_OPS_MORE_H
@@ -39,6 +40,7 @@ smelt_status infer_Resize(struct ir_graph *g, int node); /* also Upsample */
 smelt_status infer_Einsum(struct ir_graph *g, int node);
 smelt_status infer_Attention(struct ir_graph *g, int node);
 smelt_status infer_RotaryEmbedding(struct ir_graph *g, int node);
+smelt_status infer_Recurrent(struct ir_graph *g, int node); /* RNN, GRU, LSTM */
 
 /* Resize/Upsample geometry, shared by the shape rule and the index map: per
  * axis the output size and the scale used by the coordinate transform. */
@@ -98,6 +100,7 @@ smelt_status lower_ScatterND(struct lower_ctx *c);
 smelt_status lower_Einsum(struct lower_ctx *c);
 smelt_status lower_Attention(struct lower_ctx *c);
 smelt_status lower_LpPool(struct lower_ctx *c);
+smelt_status lower_Recurrent(struct lower_ctx *c); /* RNN, GRU, LSTM */
 
 /*  name                      kind         in    out  value_in infer                           scalar        elem                 lower                            flags */
 #define OPS_MORE(X) \
@@ -126,6 +129,9 @@ smelt_status lower_LpPool(struct lower_ctx *c);
     X(Einsum,                   OPAQUE,      1, 8, 1, 1, 0x0, infer_Einsum,                   OP_NONE,      OP_NONE,             lower_Einsum,                    0, OP_NONE) \
     X(Attention,                OPAQUE,      3, 7, 1, 4, 0x0, infer_Attention,                OP_NONE,      OP_NONE,             lower_Attention,                 0, OP_NONE) \
     X(LpPool,                   REDUCTION,   1, 1, 1, 1, 0x0, infer_Pool,                     OP_NONE,      OP_NONE,             lower_LpPool,                    0, OP_NONE) \
-    X(RotaryEmbedding,          INJECTIVE,   3, 4, 1, 1, 0x0, infer_RotaryEmbedding,          OP_NONE,      elem_RotaryEmbedding,OP_NONE,                         0, OP_NONE)
+    X(RotaryEmbedding,          INJECTIVE,   3, 4, 1, 1, 0x0, infer_RotaryEmbedding,          OP_NONE,      elem_RotaryEmbedding,OP_NONE,                         0, OP_NONE) \
+    X(RNN,                      OPAQUE,      3, 6, 0, 2, 0x0, infer_Recurrent,                OP_NONE,      OP_NONE,             lower_Recurrent,                 0, OP_NONE) \
+    X(GRU,                      OPAQUE,      3, 6, 0, 2, 0x0, infer_Recurrent,                OP_NONE,      OP_NONE,             lower_Recurrent,                 0, OP_NONE) \
+    X(LSTM,                     OPAQUE,      3, 8, 0, 3, 0x0, infer_Recurrent,                OP_NONE,      OP_NONE,             lower_Recurrent,                 0, OP_NONE)
 
 #endif
