@@ -730,6 +730,13 @@ def cmd_bench(args):
         ratio = f"{s_ms / o_ms:.2f}" if s_ms and o_ms else "-"
         print(f"| {m['name']} | {pkg} | {','.join(map(str, opset))} | {len(ops)} | {v[0]} | {v[1]} | "
               f"{f'{s_ms:.3f}' if s_ms is not None else '-'} | {f'{o_ms:.3f}' if o_ms is not None else '-'} | {ratio} |")
+    folded = [m["name"] for m, _, _, _, s_ms, _, _, _ in rows if s_ms is not None and s_ms < 1e-3]
+    if folded:
+        # a run that takes no time computed nothing: the whole model was evaluated at compile time
+        # from the bench inputs' values (issue 14, finding 1); such a program gives stale outputs
+        # for other values once a check compiles once per shape signature
+        print()
+        print(f"Evaluated at compile time (median ~0 ms, 0 kernels): {', '.join(folded)}")
     fails = [(m, err) for m, _, _, _, _, _, _, err in rows if err]
     if fails:
         print()
