@@ -708,6 +708,19 @@ def ort_median_ms(d, rounds, smelt_ms_fn=None):
     return statistics.median(t)
 
 
+def set_verdict(lines, s):
+    """'pass (max abs err)', 'FAIL (...)' or 'error' for data set s from smelt check's lines (any
+    line naming the set; the largest max abs error among them)."""
+    mine = [x for x in lines if f"test_data_set_{s}" in x]
+    errs = [float(v) for x in mine for v in re.findall(r"max[_ ]abs(?:[_ ]err)?[=:]\s*([0-9.eE+-]+|inf|nan)", x)]
+    err = f" ({max(errs):.3g})" if errs else ""
+    if any(re.search(r"\bFAIL\b", x) for x in mine):
+        return "FAIL" + err
+    if any(re.search(r"\bERROR\b", x) for x in mine) or not mine:
+        return "error"
+    return "pass" + err if any(re.search(r"\bPASS\b", x) for x in mine) else "error"
+
+
 def smelt_median_ms(smelt, d, runs):
     r = subprocess.run([smelt, "bench", d, "--threads", "1", "--runs", str(runs)],
                        capture_output=True, text=True, timeout=600)
@@ -727,17 +740,7 @@ def cmd_bench(args):
         d = os.path.join(TEST_DIR, m["name"])
         ops, opset = op_types(os.path.join(d, "model.onnx"))
         rc, lines, _ = check_model(args.smelt, m, native)
-        verdicts = []
-        for s in (0, 1):
-            ln = next((x for x in lines if f"test_data_set_{s}" in x), "")
-            if ": PASS" in ln:
-                a = re.search(r"max_abs_err=([0-9.eE+-]+|inf|nan)", ln)
-                verdicts.append(f"pass ({a.group(1) if a else '?'})")
-            elif ": FAIL" in ln:
-                a = re.search(r"max_abs_err=([0-9.eE+-]+|inf|nan)", ln)
-                verdicts.append(f"FAIL ({a.group(1)})" if a else "FAIL")
-            else:
-                verdicts.append("error")
+        verdicts = [set_verdict(lines, s) for s in (0, 1)]
         s_ms = o_ms = cold = None
         if rc == 0:
             # interleaved rounds: smelt, ort, smelt, ort ...; the median of each side's medians
