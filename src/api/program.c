@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "graph/passes.h"
-#include "kernel/smem.h"
+#include "kir/smem.h"
 #include "rt/rt.h"
 #include "target/emit.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "graph/passes.h"
-#include "kernel/lower.h"
+#include "lower/lower.h"
 
 static bool all_inputs_constant(const ir_graph *g, const ir_node *n)
 {

@@ -1,7 +1,7 @@
 /*
  * ops_compute.h — rows of the op table for reductions, contractions,
  * normalizations and pooling (see ops.h for the columns). Shape rules live in
- * graph/infer_compute.c, lowerings in kernel/lower_*.c.
+ * graph/infer_compute.c, lowerings in ops/.
  */
 #ifndef SMELT_IR_OPS_COMPUTE_H
 #define SMELT_IR_OPS_COMPUTE_H

@@ -2,8 +2,8 @@
  * ops_data.h — rows of the op table for elementwise, broadcast, injective and
  * shape ops (see ops.h for the columns). Shape rules live in
  * graph/infer_data.c and graph/infer_layout.c, scalar functions in
- * kernel/ops_elementwise.c and element functions (index maps) in
- * kernel/ops_injective.c.
+ * ops/elementwise.c and element functions (index maps) in
+ * ops/layout.c.
  *
  * Dtypes: smelt computes float32/float64, int8..int64, uint8..uint64 and bool.
  * A shape rule rejects any other dtype naming it, and each op's dtype class

@@ -2,14 +2,14 @@
  * ops_more.h — rows of the op table for ops beyond the core data and compute
  * sets (see ops.h for the columns): resampling, scatter/gather variants,
  * sorting, quantization, losses. Their functions live in graph/infer_more.c
- * and kernel/lower_more*.c:
- *   lower_more_norm.c      RMS/Group/MeanVariance normalization, LRN, losses
- *   lower_more_index.c     OneHot, EyeLike, windows, CenterCropPad, quantization
- *   lower_more_scatter.c   Scatter*, TopK, CumProd (multi-kernel, data-dependent writes)
- *   lower_more_resize.c    Resize, Upsample
- *   lower_more_einsum.c    Einsum
- *   lower_more_attention.c Attention, RotaryEmbedding
- *   lower_more_pool.c      LpPool (shape rule: infer_Pool of ops_compute.h)
+ * and ops/:
+ *   ops/norm_group.c       RMS/Group/MeanVariance normalization, LRN, losses
+ *   ops/index_window.c     OneHot, EyeLike, windows, CenterCropPad, quantization
+ *   ops/scatter.c          Scatter*, TopK, CumProd (multi-kernel, data-dependent writes)
+ *   ops/resize.c           Resize, Upsample
+ *   ops/einsum.c           Einsum
+ *   ops/attention.c        Attention, RotaryEmbedding
+ *   ops/pool_lp.c          LpPool (shape rule: infer_Pool of ops_compute.h)
  */
 #ifndef SMELT_IR_OPS_MORE_H
 #define SMELT_IR_OPS_MORE_H

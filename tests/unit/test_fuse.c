@@ -492,7 +492,7 @@ static const kir_buffer *buffer_of(const smelt_program *p, int i, int t)
 }
 
 /* A Slice inlined into its consumer reads only its rows: the kernel's span of
- * the source (kernel/spans.c, from the composed index map) is rows 2..4 of
+ * the source (kir/spans.c, from the composed index map) is rows 2..4 of
  * 8, and bytes moved count those rows, not the whole source; a transposed
  * read spans the whole source. */
 TEST(fuse_kernel_spans_follow_the_index_maps)
@@ -527,7 +527,7 @@ TEST(fuse_kernel_spans_follow_the_index_maps)
 }
 
 /* A Slice of columns inlined into its consumer reads a box: its columns of
- * every row (kernel/spans.c, "Boxes"), where the flat span runs from the
+ * every row (kir/spans.c, "Boxes"), where the flat span runs from the
  * first row's first column to the last row's last. `--emit regions` prints
  * the box, and bytes moved count its elements. */
 TEST(fuse_kernel_boxes_bound_each_dim)

@@ -1,10 +1,10 @@
-/* The Kernel IR interpreter (kernel/interp.c) on hand-built kernels. */
+/* The Kernel IR interpreter (kir/interp.c) on hand-built kernels. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "kernel/kir.h"
+#include "kir/kir.h"
 #include "test.h"
 
 /* out[i] = max(in[i] * 2 + 1, 0) over 3 workgroups of 7 (odd sizes on purpose). */
