@@ -153,7 +153,7 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     p->g = ir_graph_clone(m->g);
     if (!p->g) return diag_fail(SMELT_ERR_NOMEM, "out of memory copying the model");
     TRY(graph_bind_inputs(p->g, n_inputs, inputs));
-    TRY(graph_infer(p->g));
+    TRY(graph_infer(p->g, lower_eval_node));
     TRY(graph_fold_batchnorm(p->g));
     TRY(graph_fold_gemm_transpose(p->g));
     TRY(graph_dce(p->g));

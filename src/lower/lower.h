@@ -161,6 +161,11 @@ void lower_program_free(lower_program *p);
  * each is verified. Used for constant folding. */
 smelt_status lower_node(lower_program *p, const ir_graph *g, int node);
 
+/* Node `node` computed on the host: lower_node, then the Kernel IR interpreter
+ * over its kernels, writing the outputs' (allocated) data. The evaluator
+ * api/ gives graph_infer for constant folding (graph_eval_fn). */
+smelt_status lower_eval_node(const ir_graph *g, int node);
+
 struct fuse_plan;
 /* Lower region r of a fusion plan: the root's lowering, with loads of inlined
  * tensors replaced by their producers' element functions and stores of

@@ -208,7 +208,7 @@ static void check_case(ir_graph *g, plan_check check, int regions, int kernels, 
 
     ir_graph *h = ir_graph_clone(g);
     CHECK(h != NULL);
-    CHECK(graph_infer(h) == SMELT_OK);
+    CHECK(graph_infer(h, lower_eval_node) == SMELT_OK);
     CHECK(graph_fold_batchnorm(h) == SMELT_OK); /* the compiler's frontend, so both plans agree */
     CHECK(graph_fold_gemm_transpose(h) == SMELT_OK);
     CHECK(graph_dce(h) == SMELT_OK);
@@ -1167,7 +1167,7 @@ TEST(gemm_constant_transposed_operand_is_folded)
         int ins[2] = {x, b};
         ir_graph_set_io(g, const_b ? 1 : 2, ins, 1, &y);
         ir_graph *h = ir_graph_clone(g);
-        CHECK(h && graph_infer(h) == SMELT_OK && graph_fold_gemm_transpose(h) == SMELT_OK);
+        CHECK(h && graph_infer(h, lower_eval_node) == SMELT_OK && graph_fold_gemm_transpose(h) == SMELT_OK);
         const ir_node *n = &h->nodes[node_named(h, "gemm")];
         CHECK_EQ_INT(ir_attr_int(n, "transB", 0), !const_b);
         CHECK_EQ_INT(n->in[1] != b, const_b);
