@@ -136,8 +136,7 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     TRY(check_devices(opt->devices, dev_name, sizeof dev_name));
     /* The target follows from the device's kind; compile_only stops before
      * the device is needed, so source can be emitted for absent devices. */
-    const target_info *target = dev_name[0] == 'o' ? &target_opencl
-                              : dev_name[0] == 'c' && dev_name[1] == 'u' ? &target_cuda : &target_cpu;
+    const target_info *target = place_target_for_device(dev_name);
     emit_lang lang = target == &target_opencl ? EMIT_OPENCL : target == &target_cuda ? EMIT_CUDA : EMIT_C;
     p->lang = lang;
     if (!opt->compile_only) TRY(rt_device_open(dev_name, opt->threads, &p->dev));

@@ -35,11 +35,7 @@
 #include <stddef.h>
 
 #include "kir/kir.h"
-
-typedef enum locals_strategy {
-    LOCALS_REUSE,
-    LOCALS_HYBRID,
-} locals_strategy;
+#include "place/target.h" /* locals_strategy: each target names its default */
 
 typedef struct kir_locals {
     locals_strategy strategy;

@@ -1,6 +1,6 @@
 /*
- * gpu.c — the targets' TargetInfo, the table of GPU lowerings,
- * and lower_parallel_for on GPU targets.
+ * gpu.c — the table of GPU lowerings and lower_parallel_for on GPU
+ * targets.
  *
  * requires: c->target->wg_size > 1 (lower.c calls in only then).
  * guarantees: lower_parallel_for_gpu flattens the iteration space: each
@@ -10,14 +10,6 @@
  *             elements); body() sees the unravelled index.
  */
 #include "lower/lower.h"
-
-const target_info target_cpu = {"cpu", 8, 1, 0, LOCALS_HYBRID, 0};
-/* PoCL and GPU OpenCL alike: 128 threads. smem_limit is the 32 KiB every device offers,
- * used when compiling without the device; program.c replaces it by the opened
- * device's own size (CL_DEVICE_LOCAL_MEM_SIZE, CUDA's shared memory per block). */
-const target_info target_opencl = {"opencl", 1, 128, 32768, LOCALS_HYBRID, 0};
-/* NVRTC compiles hybrid (single-assignment) source ~30% faster than reused slots. */
-const target_info target_cuda = {"cuda", 1, 256, 48 * 1024, LOCALS_HYBRID, 0};
 
 smelt_status lower_gpu_Reduce(lower_ctx *c);
 smelt_status lower_gpu_Softmax(lower_ctx *c);

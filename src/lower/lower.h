@@ -23,22 +23,9 @@
 #include "ir/ir.h"
 #include "kir/kir.h"
 #include "kir/locals.h"
+#include "place/target.h"
 
 struct lower_state;
-
-/* What lowerings may assume about the target (DESIGN.md: TargetInfo). On a
- * target with wg_size > 1, lower_parallel_for spreads elements over the
- * threads of a workgroup and ops with a GPU lowering (lower_gpu_*.c) use it. */
-typedef struct target_info {
-    const char *name;        /* "cpu", "opencl", "cuda" */
-    int vector_width;        /* f32 lanes the target compiler vectorizes to */
-    int wg_size;             /* threads per workgroup of GPU lowerings; 1: CPU */
-    int64_t smem_limit;      /* bytes of workgroup memory per workgroup */
-    locals_strategy locals;  /* default local-variable allocator */
-    int64_t stream_min_bytes; /* outputs this large may be written by stream loops (kir.h); 0: never */
-} target_info;
-
-extern const target_info target_cpu, target_opencl, target_cuda;
 
 typedef struct lower_ctx {
     const ir_graph *g;
