@@ -7,7 +7,7 @@
 static const struct {
     const char *name;
     int arity;
-} op_props[KIR_OP_COUNT] = {
+} op_props[] = {
     [KIR_CONST] = {"const", 0}, [KIR_WG] = {"wg", 0}, [KIR_LID] = {"lid", 0}, [KIR_LOOPVAR] = {"loopvar", 0},
     [KIR_VARGET] = {"varget", 0}, [KIR_LOAD] = {"load", 1},
     [KIR_NEG] = {"neg", 1}, [KIR_ABS] = {"abs", 1}, [KIR_NOT] = {"not", 1}, [KIR_EXP] = {"exp", 1},
@@ -23,6 +23,9 @@ static const struct {
     [KIR_SHR] = {"shr", 2}, [KIR_EQ] = {"eq", 2}, [KIR_NE] = {"ne", 2}, [KIR_LT] = {"lt", 2},
     [KIR_LE] = {"le", 2}, [KIR_GT] = {"gt", 2}, [KIR_GE] = {"ge", 2}, [KIR_SELECT] = {"select", 3},
 };
+/* Unsized, so an op added at the end of kir_op without a row here fails to compile
+ * (one added in the middle leaves a NULL name: the kir unit tests check every row). */
+_Static_assert(sizeof op_props / sizeof op_props[0] == KIR_OP_COUNT, "one op_props row per kir_op");
 
 const char *kir_op_name(kir_op op) { return (unsigned)op < KIR_OP_COUNT ? op_props[op].name : "?"; }
 int kir_op_arity(kir_op op) { return (unsigned)op < KIR_OP_COUNT ? op_props[op].arity : 0; }

@@ -333,3 +333,15 @@ TEST(interp_is_quick_enough)
     free(xout);
     arena_free(&a);
 }
+
+/* Every Kernel IR op has a row in kir.c's property table: a name and an arity
+ * of 0..3 (an op inserted into kir_op without its row reads as NULL / 0). */
+TEST(kir_op_table_complete)
+{
+    for (int op = 0; op < KIR_OP_COUNT; op++) {
+        const char *name = kir_op_name((kir_op)op);
+        CHECK(name && name[0] && strcmp(name, "?") != 0);
+        CHECK(kir_op_arity((kir_op)op) >= 0 && kir_op_arity((kir_op)op) <= 3);
+    }
+    CHECK(strcmp(kir_op_name(KIR_OP_COUNT), "?") == 0);
+}
