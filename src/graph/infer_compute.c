@@ -10,64 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/ir.h"
-
-#define DT(x) (1u << SMELT_##x)
-#define DT_FLOAT (DT(F32) | DT(F64))
-#define DT_INT_WIDE (DT(I32) | DT(I64) | DT(U32) | DT(U64))
-#define DT_ARITH (DT_FLOAT | DT_INT_WIDE)
-#define DT_ALL_NUM (DT_ARITH | DT(I8) | DT(U8) | DT(I16) | DT(U16))
-
-static const char *shape_s(const ir_shape *s, char *buf) { return ir_shape_str(s, buf, 160); }
-
-static bool dim_eq(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }
-
-/* Dtype of input i must be in `mask`; float16 and friends are unsupported,
- * other mismatches are model errors. */
-static smelt_status need_dtype(const ir_node *n, const ir_tensor *t, const char *what, unsigned mask)
-{
-    if ((unsigned)t->dtype < 32 && (mask & (1u << t->dtype))) return SMELT_OK;
-    char allowed[256] = "";
-    size_t len = 0;
-    for (int d = 0; d < 32; d++)
-        if (mask & (1u << d))
-            len += (size_t)snprintf(allowed + len, sizeof allowed - len, "%s%s", len ? ", " : "",
-                                    smelt_dtype_name((smelt_dtype)d));
-    return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "%s '%s' has dtype %s; supported: %s", what, t->name,
-                        smelt_dtype_name(t->dtype), allowed);
-}
-
-static smelt_status need_same_dtype(const ir_node *n, const ir_tensor *a, const ir_tensor *b)
-{
-    if (a->dtype == b->dtype) return SMELT_OK;
-    return ir_node_fail(n, SMELT_ERR_SHAPE, "inputs '%s' (%s) and '%s' (%s) must have the same dtype", a->name,
-                        smelt_dtype_name(a->dtype), b->name, smelt_dtype_name(b->dtype));
-}
-
-static smelt_status need_input(const ir_graph *g, const ir_node *n, int i, const char *what)
-{
-    if (ir_in(g, n, i)) return SMELT_OK;
-    return ir_node_fail(n, SMELT_ERR_MODEL, "missing required input %d (%s)", i, what);
-}
-
-static void set_out(ir_graph *g, const ir_node *n, int i, smelt_dtype dt, const ir_shape *s)
-{
-    if (i >= n->n_out || n->out[i] < 0) return;
-    ir_tensor *t = ir_out(g, n, i);
-    t->dtype = dt;
-    t->shape = *s;
-}
-
-static bool has_out(const ir_node *n, int i) { return i < n->n_out && n->out[i] >= 0; }
-
-/* Normalize axis `a` of a rank-r tensor into [0, r). */
-static smelt_status norm_axis(const ir_node *n, const char *what, int64_t a, int r, int *out)
-{
-    if (a < -r || a >= r || r == 0)
-        return ir_node_fail(n, SMELT_ERR_MODEL, "%s %lld is out of range for rank %d", what, (long long)a, r);
-    *out = (int)(a < 0 ? a + r : a);
-    return SMELT_OK;
-}
+#include "graph/infer_data.h"
 
 /* ---- contractions ------------------------------------------------------- */
 
@@ -75,61 +18,61 @@ smelt_status infer_MatMul(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
     const ir_tensor *a = ir_in(g, n, 0), *b = ir_in(g, n, 1);
-    TRY(need_input(g, n, 0, "A"));
-    TRY(need_input(g, n, 1, "B"));
-    TRY(need_dtype(n, a, "input", DT_ARITH));
-    TRY(need_same_dtype(n, a, b));
+    TRY(infer_need_input(g, n, 0, "A"));
+    TRY(infer_need_input(g, n, 1, "B"));
+    TRY(infer_need_dtype(n, a, "input", DT_ARITH));
+    TRY(infer_need_same_dtype(n, a, b));
     char s1[160], s2[160];
     if (a->shape.rank < 1 || b->shape.rank < 1)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "operands must have rank >= 1, got %s and %s",
-                            shape_s(&a->shape, s1), shape_s(&b->shape, s2));
+                            infer_shp(&a->shape, s1), infer_shp(&b->shape, s2));
     ir_shape sa = a->shape, sb = b->shape;
     if (sa.rank == 1) sa = (ir_shape){.rank = 2, .dim = {1, a->shape.dim[0]}};
     if (sb.rank == 1) sb = (ir_shape){.rank = 2, .dim = {b->shape.dim[0], 1}};
     int64_t ka = sa.dim[sa.rank - 1], kb = sb.dim[sb.rank - 2];
-    if (!dim_eq(ka, kb))
+    if (!infer_dim_eq(ka, kb))
         return ir_node_fail(n, SMELT_ERR_SHAPE, "inner dimensions differ: A %s has K=%lld, B %s has K=%lld",
-                            shape_s(&a->shape, s1), (long long)ka, shape_s(&b->shape, s2), (long long)kb);
+                            infer_shp(&a->shape, s1), (long long)ka, infer_shp(&b->shape, s2), (long long)kb);
     ir_shape ba = {.rank = sa.rank - 2}, bb = {.rank = sb.rank - 2}, out;
     memcpy(ba.dim, sa.dim, sizeof(int64_t) * (size_t)ba.rank);
     memcpy(bb.dim, sb.dim, sizeof(int64_t) * (size_t)bb.rank);
     if (!ir_shape_broadcast(&ba, &bb, &out))
         return ir_node_fail(n, SMELT_ERR_SHAPE, "batch dimensions of A %s and B %s do not broadcast",
-                            shape_s(&a->shape, s1), shape_s(&b->shape, s2));
+                            infer_shp(&a->shape, s1), infer_shp(&b->shape, s2));
     if (a->shape.rank > 1) out.dim[out.rank++] = sa.dim[sa.rank - 2];
     if (b->shape.rank > 1) out.dim[out.rank++] = sb.dim[sb.rank - 1];
     if (out.rank > IR_MAX_RANK) return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "result rank exceeds %d", IR_MAX_RANK);
-    set_out(g, n, 0, a->dtype, &out);
+    infer_put_out(g, n, 0, a->dtype, &out);
     return SMELT_OK;
 }
 
 smelt_status infer_Gemm(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_input(g, n, 0, "A"));
-    TRY(need_input(g, n, 1, "B"));
+    TRY(infer_need_input(g, n, 0, "A"));
+    TRY(infer_need_input(g, n, 1, "B"));
     const ir_tensor *a = ir_in(g, n, 0), *b = ir_in(g, n, 1), *c = ir_in(g, n, 2);
-    TRY(need_dtype(n, a, "input", DT_ARITH));
-    TRY(need_same_dtype(n, a, b));
-    if (c) TRY(need_same_dtype(n, a, c));
+    TRY(infer_need_dtype(n, a, "input", DT_ARITH));
+    TRY(infer_need_same_dtype(n, a, b));
+    if (c) TRY(infer_need_same_dtype(n, a, c));
     char s1[160], s2[160];
     if (a->shape.rank != 2 || b->shape.rank != 2)
-        return ir_node_fail(n, SMELT_ERR_SHAPE, "A and B must be matrices, got %s and %s", shape_s(&a->shape, s1),
-                            shape_s(&b->shape, s2));
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "A and B must be matrices, got %s and %s", infer_shp(&a->shape, s1),
+                            infer_shp(&b->shape, s2));
     bool ta = ir_attr_int(n, "transA", 0) != 0, tb = ir_attr_int(n, "transB", 0) != 0;
     int64_t m = a->shape.dim[ta ? 1 : 0], ka = a->shape.dim[ta ? 0 : 1];
     int64_t kb = b->shape.dim[tb ? 1 : 0], nn = b->shape.dim[tb ? 0 : 1];
-    if (!dim_eq(ka, kb))
+    if (!infer_dim_eq(ka, kb))
         return ir_node_fail(n, SMELT_ERR_SHAPE, "inner dimensions differ: A %s (transA=%d) has K=%lld, B %s (transB=%d) has K=%lld",
-                            shape_s(&a->shape, s1), ta, (long long)ka, shape_s(&b->shape, s2), tb, (long long)kb);
+                            infer_shp(&a->shape, s1), ta, (long long)ka, infer_shp(&b->shape, s2), tb, (long long)kb);
     ir_shape out = {.rank = 2, .dim = {m, nn}};
     if (c) {
         ir_shape bc;
         if (c->shape.rank > 2 || !ir_shape_broadcast(&c->shape, &out, &bc) || !ir_shape_eq(&bc, &out))
             return ir_node_fail(n, SMELT_ERR_SHAPE, "C %s does not broadcast to the result shape %s",
-                                shape_s(&c->shape, s1), shape_s(&out, s2));
+                                infer_shp(&c->shape, s1), infer_shp(&out, s2));
     }
-    set_out(g, n, 0, a->dtype, &out);
+    infer_put_out(g, n, 0, a->dtype, &out);
     return SMELT_OK;
 }
 
@@ -160,7 +103,7 @@ smelt_status window_geom_get(const ir_graph *g, const ir_node *n, window_geom *w
     int r = x->shape.rank;
     if (r < 3 || r - 2 > WINDOW_MAX_SPATIAL)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "input X %s must have rank 3..%d ([N, C, spatial...])",
-                            shape_s(&x->shape, s1), WINDOW_MAX_SPATIAL + 2);
+                            infer_shp(&x->shape, s1), WINDOW_MAX_SPATIAL + 2);
     memset(w, 0, sizeof *w);
     int ns = w->nsp = r - 2;
     for (int i = 0; i < ns; i++) w->in[i] = x->shape.dim[i + 2];
@@ -173,23 +116,23 @@ smelt_status window_geom_get(const ir_graph *g, const ir_node *n, window_geom *w
         if (!wt) return ir_node_fail(n, SMELT_ERR_MODEL, "missing required input 1 (W)");
         if (wt->shape.rank != r)
             return ir_node_fail(n, SMELT_ERR_SHAPE, "weight W %s must have the rank of X %s",
-                                shape_s(&wt->shape, s1), shape_s(&x->shape, s2));
+                                infer_shp(&wt->shape, s1), infer_shp(&x->shape, s2));
         for (int i = 0; i < ns; i++) ks[i] = wt->shape.dim[i + 2];
         if (kn >= 0) {
             bool ok = kn == ns;
-            for (int i = 0; ok && i < ns; i++) ok = dim_eq(kv[i], ks[i]);
+            for (int i = 0; ok && i < ns; i++) ok = infer_dim_eq(kv[i], ks[i]);
             if (!ok) {
                 ir_shape kshape = {.rank = kn > IR_MAX_RANK ? IR_MAX_RANK : kn};
                 for (int i = 0; i < kshape.rank; i++) kshape.dim[i] = kv[i];
                 return ir_node_fail(n, SMELT_ERR_SHAPE, "kernel_shape %s does not match weight shape %s",
-                                    shape_s(&kshape, s1), shape_s(&wt->shape, s2));
+                                    infer_shp(&kshape, s1), infer_shp(&wt->shape, s2));
             }
         }
     } else {
         if (kn < 0) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute kernel_shape is required");
         if (kn != ns)
             return ir_node_fail(n, SMELT_ERR_SHAPE, "kernel_shape has %d values but X %s has %d spatial dims", kn,
-                                shape_s(&x->shape, s1), ns);
+                                infer_shp(&x->shape, s1), ns);
         for (int i = 0; i < ns; i++) ks[i] = kv[i];
     }
     for (int i = 0; i < ns; i++) {
@@ -243,7 +186,7 @@ smelt_status window_geom_get(const ir_graph *g, const ir_node *n, window_geom *w
     return SMELT_OK;
 }
 
-static ir_shape window_out_shape(const ir_shape *x, int64_t channels, const window_geom *w)
+ir_shape window_out_shape(const ir_shape *x, int64_t channels, const window_geom *w)
 {
     ir_shape s = {.rank = w->nsp + 2, .dim = {x->dim[0], channels}};
     for (int i = 0; i < w->nsp; i++) s.dim[i + 2] = w->out[i];
@@ -253,12 +196,12 @@ static ir_shape window_out_shape(const ir_shape *x, int64_t channels, const wind
 /* X and W present, float, and W (and the optional bias) of X's dtype. */
 static smelt_status conv_operands(const ir_graph *g, const ir_node *n)
 {
-    TRY(need_input(g, n, 0, "X"));
-    TRY(need_input(g, n, 1, "W"));
+    TRY(infer_need_input(g, n, 0, "X"));
+    TRY(infer_need_input(g, n, 1, "W"));
     const ir_tensor *x = ir_in(g, n, 0), *b = ir_in(g, n, 2);
-    TRY(need_dtype(n, x, "input", DT_FLOAT));
-    TRY(need_same_dtype(n, x, ir_in(g, n, 1)));
-    if (b) TRY(need_same_dtype(n, x, b));
+    TRY(infer_need_dtype(n, x, "input", DT_FLOAT));
+    TRY(infer_need_same_dtype(n, x, ir_in(g, n, 1)));
+    if (b) TRY(infer_need_same_dtype(n, x, b));
     return SMELT_OK;
 }
 
@@ -277,47 +220,47 @@ smelt_status infer_Conv(ir_graph *g, int node)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "group %lld does not divide the %lld input channels", (long long)group, (long long)c);
     if (m % group)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "group %lld does not divide the %lld output channels of W %s",
-                            (long long)group, (long long)m, shape_s(&wt->shape, s1));
+                            (long long)group, (long long)m, infer_shp(&wt->shape, s1));
     if (c >= 0 && wt->shape.dim[1] * group != c)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "X %s has %lld channels but W %s with group %lld expects %lld",
-                            shape_s(&x->shape, s1), (long long)c, shape_s(&wt->shape, s2), (long long)group,
+                            infer_shp(&x->shape, s1), (long long)c, infer_shp(&wt->shape, s2), (long long)group,
                             (long long)(wt->shape.dim[1] * group));
     if (b && (b->shape.rank != 1 || b->shape.dim[0] != m))
-        return ir_node_fail(n, SMELT_ERR_SHAPE, "bias B %s must have shape [%lld]", shape_s(&b->shape, s1), (long long)m);
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "bias B %s must have shape [%lld]", infer_shp(&b->shape, s1), (long long)m);
     ir_shape out = window_out_shape(&x->shape, m, &w);
-    set_out(g, n, 0, x->dtype, &out);
+    infer_put_out(g, n, 0, x->dtype, &out);
     return SMELT_OK;
 }
 
 smelt_status infer_Pool(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_input(g, n, 0, "X"));
+    TRY(infer_need_input(g, n, 0, "X"));
     const ir_tensor *x = ir_in(g, n, 0);
     bool is_max = n->op == OP_MaxPool;
-    TRY(need_dtype(n, x, "input", is_max ? DT_FLOAT | DT(I8) | DT(U8) : DT_FLOAT));
+    TRY(infer_need_dtype(n, x, "input", is_max ? DT_FLOAT | DT(I8) | DT(U8) : DT_FLOAT));
     window_geom w;
     TRY(window_geom_get(g, n, &w));
-    if (is_max && ir_attr_int(n, "storage_order", 0) && has_out(n, 1) && w.nsp != 2)
+    if (is_max && ir_attr_int(n, "storage_order", 0) && infer_has_out(n, 1) && w.nsp != 2)
         return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "storage_order=1 is defined for 2-D pooling only");
     ir_shape out = window_out_shape(&x->shape, x->shape.dim[1], &w);
-    set_out(g, n, 0, x->dtype, &out);
-    set_out(g, n, 1, SMELT_I64, &out);
+    infer_put_out(g, n, 0, x->dtype, &out);
+    infer_put_out(g, n, 1, SMELT_I64, &out);
     return SMELT_OK;
 }
 
 smelt_status infer_GlobalPool(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_input(g, n, 0, "X"));
+    TRY(infer_need_input(g, n, 0, "X"));
     const ir_tensor *x = ir_in(g, n, 0);
-    TRY(need_dtype(n, x, "input", DT_FLOAT));
+    TRY(infer_need_dtype(n, x, "input", DT_FLOAT));
     char s1[160];
     if (x->shape.rank < 3)
-        return ir_node_fail(n, SMELT_ERR_SHAPE, "input X %s must have rank >= 3 ([N, C, spatial...])", shape_s(&x->shape, s1));
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "input X %s must have rank >= 3 ([N, C, spatial...])", infer_shp(&x->shape, s1));
     ir_shape out = x->shape;
     for (int i = 2; i < out.rank; i++) out.dim[i] = 1;
-    set_out(g, n, 0, x->dtype, &out);
+    infer_put_out(g, n, 0, x->dtype, &out);
     return SMELT_OK;
 }
 
@@ -327,40 +270,40 @@ smelt_status infer_BatchNormalization(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
     static const char *const names[] = {"X", "scale", "B", "input_mean", "input_var"};
-    for (int i = 0; i < 5; i++) TRY(need_input(g, n, i, names[i]));
+    for (int i = 0; i < 5; i++) TRY(infer_need_input(g, n, i, names[i]));
     const ir_tensor *x = ir_in(g, n, 0);
-    TRY(need_dtype(n, x, "input", DT_FLOAT));
+    TRY(infer_need_dtype(n, x, "input", DT_FLOAT));
     if (ir_attr_int(n, "training_mode", 0))
         return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "training_mode=1 is not supported (inference only)");
     if (ir_attr_int(n, "spatial", 1) != 1)
         return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "spatial=0 is not supported");
     for (int i = 1; i < n->n_out; i++)
-        if (has_out(n, i))
+        if (infer_has_out(n, i))
             return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "output %d (running/saved statistics) exists only in training mode, which is not supported", i);
     char s1[160], s2[160];
     if (x->shape.rank < 2)
-        return ir_node_fail(n, SMELT_ERR_SHAPE, "input X %s must have rank >= 2 ([N, C, ...])", shape_s(&x->shape, s1));
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "input X %s must have rank >= 2 ([N, C, ...])", infer_shp(&x->shape, s1));
     int64_t c = x->shape.dim[1];
     for (int i = 1; i < 5; i++) {
         const ir_tensor *p = ir_in(g, n, i);
-        TRY(need_dtype(n, p, names[i], DT_FLOAT));
-        if (p->shape.rank != 1 || !dim_eq(p->shape.dim[0], c))
+        TRY(infer_need_dtype(n, p, names[i], DT_FLOAT));
+        if (p->shape.rank != 1 || !infer_dim_eq(p->shape.dim[0], c))
             return ir_node_fail(n, SMELT_ERR_SHAPE, "%s %s must have shape [C] = [%lld] for X %s", names[i],
-                                shape_s(&p->shape, s1), (long long)c, shape_s(&x->shape, s2));
+                                infer_shp(&p->shape, s1), (long long)c, infer_shp(&x->shape, s2));
     }
-    set_out(g, n, 0, x->dtype, &x->shape);
+    infer_put_out(g, n, 0, x->dtype, &x->shape);
     return SMELT_OK;
 }
 
 smelt_status infer_LayerNormalization(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_input(g, n, 0, "X"));
-    TRY(need_input(g, n, 1, "Scale"));
+    TRY(infer_need_input(g, n, 0, "X"));
+    TRY(infer_need_input(g, n, 1, "Scale"));
     const ir_tensor *x = ir_in(g, n, 0);
-    TRY(need_dtype(n, x, "input", DT_FLOAT));
+    TRY(infer_need_dtype(n, x, "input", DT_FLOAT));
     int r = x->shape.rank, axis = 0;
-    TRY(norm_axis(n, "axis", ir_attr_int(n, "axis", -1), r, &axis));
+    TRY(infer_axis(n, "axis", ir_attr_int(n, "axis", -1), r, &axis));
     int64_t stash = ir_attr_int(n, "stash_type", 1);
     if (stash != 1 && stash != SMELT_F64)
         return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "stash_type %lld is not supported", (long long)stash);
@@ -370,30 +313,30 @@ smelt_status infer_LayerNormalization(ir_graph *g, int node)
     for (int i = 1; i < 3; i++) {
         const ir_tensor *p = ir_in(g, n, i);
         if (!p) continue;
-        TRY(need_same_dtype(n, x, p));
+        TRY(infer_need_same_dtype(n, x, p));
         ir_shape bc;
         if (!ir_shape_broadcast(&p->shape, &norm, &bc) || !ir_shape_eq(&bc, &norm))
             return ir_node_fail(n, SMELT_ERR_SHAPE, "%s %s does not broadcast to the normalized shape %s",
-                                i == 1 ? "Scale" : "B", shape_s(&p->shape, s1), shape_s(&norm, s2));
+                                i == 1 ? "Scale" : "B", infer_shp(&p->shape, s1), infer_shp(&norm, s2));
     }
-    set_out(g, n, 0, x->dtype, &x->shape);
+    infer_put_out(g, n, 0, x->dtype, &x->shape);
     ir_shape st = x->shape;
     for (int i = axis; i < r; i++) st.dim[i] = 1;
     smelt_dtype sdt = stash == 1 ? SMELT_F32 : SMELT_F64;
-    set_out(g, n, 1, sdt, &st);
-    set_out(g, n, 2, sdt, &st);
+    infer_put_out(g, n, 1, sdt, &st);
+    infer_put_out(g, n, 2, sdt, &st);
     return SMELT_OK;
 }
 
 smelt_status infer_Softmax(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_input(g, n, 0, "input"));
+    TRY(infer_need_input(g, n, 0, "input"));
     const ir_tensor *x = ir_in(g, n, 0);
-    TRY(need_dtype(n, x, "input", DT_FLOAT));
+    TRY(infer_need_dtype(n, x, "input", DT_FLOAT));
     int axis = 0;
-    TRY(norm_axis(n, "axis", ir_attr_int(n, "axis", g->opset >= 13 ? -1 : 1), x->shape.rank, &axis));
-    set_out(g, n, 0, x->dtype, &x->shape);
+    TRY(infer_axis(n, "axis", ir_attr_int(n, "axis", g->opset >= 13 ? -1 : 1), x->shape.rank, &axis));
+    infer_put_out(g, n, 0, x->dtype, &x->shape);
     return SMELT_OK;
 }
 
@@ -435,7 +378,7 @@ smelt_status reduce_axes_get(const ir_graph *g, const ir_node *n, uint32_t *mask
     }
     for (int i = 0; i < cnt; i++) {
         int ax = 0;
-        TRY(norm_axis(n, "axis", axes[i], r, &ax));
+        TRY(infer_axis(n, "axis", axes[i], r, &ax));
         if (*mask & (1u << ax))
             return ir_node_fail(n, SMELT_ERR_MODEL, "axis %lld is listed twice", (long long)axes[i]);
         *mask |= 1u << ax;
@@ -446,12 +389,12 @@ smelt_status reduce_axes_get(const ir_graph *g, const ir_node *n, uint32_t *mask
 smelt_status infer_Reduce(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_input(g, n, 0, "data"));
+    TRY(infer_need_input(g, n, 0, "data"));
     const ir_tensor *x = ir_in(g, n, 0);
     unsigned ok = DT_ARITH;
     if (n->op == OP_ReduceMax || n->op == OP_ReduceMin) ok |= DT(I8) | DT(U8) | DT(BOOL);
     if (n->op == OP_ReduceL2 || n->op == OP_ReduceLogSum || n->op == OP_ReduceLogSumExp) ok = DT_FLOAT;
-    TRY(need_dtype(n, x, "input", ok));
+    TRY(infer_need_dtype(n, x, "input", ok));
     uint32_t mask;
     TRY(reduce_axes_get(g, n, &mask));
     bool keep = ir_attr_int(n, "keepdims", 1) != 0;
@@ -460,18 +403,18 @@ smelt_status infer_Reduce(ir_graph *g, int node)
         if (!(mask & (1u << i))) out.dim[out.rank++] = x->shape.dim[i];
         else if (keep) out.dim[out.rank++] = 1;
     }
-    set_out(g, n, 0, x->dtype, &out);
+    infer_put_out(g, n, 0, x->dtype, &out);
     return SMELT_OK;
 }
 
 smelt_status infer_ArgMax(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_input(g, n, 0, "data"));
+    TRY(infer_need_input(g, n, 0, "data"));
     const ir_tensor *x = ir_in(g, n, 0);
-    TRY(need_dtype(n, x, "input", DT_ALL_NUM));
+    TRY(infer_need_dtype(n, x, "input", DT_ALL_NUM));
     int axis = 0;
-    TRY(norm_axis(n, "axis", ir_attr_int(n, "axis", 0), x->shape.rank, &axis));
+    TRY(infer_axis(n, "axis", ir_attr_int(n, "axis", 0), x->shape.rank, &axis));
     if (x->shape.dim[axis] == 0)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "axis %d has size 0: there is no maximum", axis);
     bool keep = ir_attr_int(n, "keepdims", 1) != 0;
@@ -480,7 +423,7 @@ smelt_status infer_ArgMax(ir_graph *g, int node)
         if (i != axis) out.dim[out.rank++] = x->shape.dim[i];
         else if (keep) out.dim[out.rank++] = 1;
     }
-    set_out(g, n, 0, SMELT_I64, &out);
+    infer_put_out(g, n, 0, SMELT_I64, &out);
     return SMELT_OK;
 }
 
@@ -488,34 +431,34 @@ smelt_status infer_InstanceNormalization(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
     static const char *const names[] = {"input", "scale", "B"};
-    for (int i = 0; i < 3; i++) TRY(need_input(g, n, i, names[i]));
+    for (int i = 0; i < 3; i++) TRY(infer_need_input(g, n, i, names[i]));
     const ir_tensor *x = ir_in(g, n, 0);
-    TRY(need_dtype(n, x, "input", DT_FLOAT));
+    TRY(infer_need_dtype(n, x, "input", DT_FLOAT));
     char s1[160], s2[160];
     if (x->shape.rank < 3)
-        return ir_node_fail(n, SMELT_ERR_SHAPE, "input %s must have rank >= 3 ([N, C, spatial...])", shape_s(&x->shape, s1));
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "input %s must have rank >= 3 ([N, C, spatial...])", infer_shp(&x->shape, s1));
     for (int i = 1; i < 3; i++) {
         const ir_tensor *p = ir_in(g, n, i);
-        TRY(need_same_dtype(n, x, p));
-        if (p->shape.rank != 1 || !dim_eq(p->shape.dim[0], x->shape.dim[1]))
+        TRY(infer_need_same_dtype(n, x, p));
+        if (p->shape.rank != 1 || !infer_dim_eq(p->shape.dim[0], x->shape.dim[1]))
             return ir_node_fail(n, SMELT_ERR_SHAPE, "%s %s must have shape [C] for input %s", names[i],
-                                shape_s(&p->shape, s1), shape_s(&x->shape, s2));
+                                infer_shp(&p->shape, s1), infer_shp(&x->shape, s2));
     }
-    set_out(g, n, 0, x->dtype, &x->shape);
+    infer_put_out(g, n, 0, x->dtype, &x->shape);
     return SMELT_OK;
 }
 
 smelt_status infer_LpNormalization(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_input(g, n, 0, "input"));
+    TRY(infer_need_input(g, n, 0, "input"));
     const ir_tensor *x = ir_in(g, n, 0);
-    TRY(need_dtype(n, x, "input", DT_FLOAT));
+    TRY(infer_need_dtype(n, x, "input", DT_FLOAT));
     int axis = 0;
-    TRY(norm_axis(n, "axis", ir_attr_int(n, "axis", -1), x->shape.rank, &axis));
+    TRY(infer_axis(n, "axis", ir_attr_int(n, "axis", -1), x->shape.rank, &axis));
     int64_t p = ir_attr_int(n, "p", 2);
     if (p != 1 && p != 2) return ir_node_fail(n, SMELT_ERR_MODEL, "p = %lld must be 1 or 2", (long long)p);
-    set_out(g, n, 0, x->dtype, &x->shape);
+    infer_put_out(g, n, 0, x->dtype, &x->shape);
     return SMELT_OK;
 }
 
@@ -528,34 +471,34 @@ static smelt_status cumsum_axis(const ir_graph *g, const ir_node *n, int *axis)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "axis input '%s' must hold one value", a->name);
     if (a->dtype != SMELT_I64 && a->dtype != SMELT_I32)
         return ir_node_fail(n, SMELT_ERR_MODEL, "axis input '%s' must be int32 or int64", a->name);
-    return norm_axis(n, "axis", ir_const_int(a, 0), x->shape.rank, axis);
+    return infer_axis(n, "axis", ir_const_int(a, 0), x->shape.rank, axis);
 }
 
 smelt_status infer_CumSum(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_input(g, n, 0, "x"));
-    TRY(need_input(g, n, 1, "axis"));
+    TRY(infer_need_input(g, n, 0, "x"));
+    TRY(infer_need_input(g, n, 1, "axis"));
     const ir_tensor *x = ir_in(g, n, 0);
-    TRY(need_dtype(n, x, "input", DT_ARITH));
+    TRY(infer_need_dtype(n, x, "input", DT_ARITH));
     int axis = 0;
     TRY(cumsum_axis(g, n, &axis));
-    set_out(g, n, 0, x->dtype, &x->shape);
+    infer_put_out(g, n, 0, x->dtype, &x->shape);
     return SMELT_OK;
 }
 
 smelt_status infer_Trilu(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_input(g, n, 0, "input"));
+    TRY(infer_need_input(g, n, 0, "input"));
     const ir_tensor *x = ir_in(g, n, 0), *k = ir_in(g, n, 1);
-    TRY(need_dtype(n, x, "input", DT_ALL_NUM | DT(BOOL)));
+    TRY(infer_need_dtype(n, x, "input", DT_ALL_NUM | DT(BOOL)));
     char s1[160];
     if (x->shape.rank < 2)
-        return ir_node_fail(n, SMELT_ERR_SHAPE, "input %s must have rank >= 2", shape_s(&x->shape, s1));
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "input %s must have rank >= 2", infer_shp(&x->shape, s1));
     if (k && !k->data) return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "k input '%s' must be a compile-time constant", k->name);
     if (k && ir_tensor_numel(k) != 1) return ir_node_fail(n, SMELT_ERR_SHAPE, "k input '%s' must hold one value", k->name);
-    set_out(g, n, 0, x->dtype, &x->shape);
+    infer_put_out(g, n, 0, x->dtype, &x->shape);
     return SMELT_OK;
 }
 
@@ -566,10 +509,10 @@ smelt_status convtranspose_geom_get(const ir_graph *g, const ir_node *n, window_
     int r = x->shape.rank;
     if (r < 3 || r - 2 > WINDOW_MAX_SPATIAL)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "input X %s must have rank 3..%d ([N, C, spatial...])",
-                            shape_s(&x->shape, s1), WINDOW_MAX_SPATIAL + 2);
+                            infer_shp(&x->shape, s1), WINDOW_MAX_SPATIAL + 2);
     if (wt->shape.rank != r)
-        return ir_node_fail(n, SMELT_ERR_SHAPE, "weight W %s must have the rank of X %s", shape_s(&wt->shape, s1),
-                            shape_s(&x->shape, s2));
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "weight W %s must have the rank of X %s", infer_shp(&wt->shape, s1),
+                            infer_shp(&x->shape, s2));
     memset(w, 0, sizeof *w);
     int ns = w->nsp = r - 2;
     for (int i = 0; i < ns; i++) {
@@ -581,7 +524,7 @@ smelt_status convtranspose_geom_get(const ir_graph *g, const ir_node *n, window_
     if (kn >= 0) {
         bool ok = kn == ns;
         for (int i = 0; ok && i < ns; i++) ok = kv[i] == w->kernel[i];
-        if (!ok) return ir_node_fail(n, SMELT_ERR_SHAPE, "kernel_shape does not match weight shape %s", shape_s(&wt->shape, s1));
+        if (!ok) return ir_node_fail(n, SMELT_ERR_SHAPE, "kernel_shape does not match weight shape %s", infer_shp(&wt->shape, s1));
     }
     int64_t pads[2 * WINDOW_MAX_SPATIAL], opad[WINDOW_MAX_SPATIAL], oshape[WINDOW_MAX_SPATIAL];
     TRY(ints_attr(n, "strides", ns, 1, w->stride, 1));
@@ -635,12 +578,12 @@ smelt_status infer_ConvTranspose(ir_graph *g, int node)
     int64_t group = ir_attr_int(n, "group", 1);
     if (group < 1) return ir_node_fail(n, SMELT_ERR_MODEL, "group %lld must be >= 1", (long long)group);
     int64_t c = x->shape.dim[1], m = wt->shape.dim[1] * group;
-    if (!dim_eq(wt->shape.dim[0], c) || c % group)
+    if (!infer_dim_eq(wt->shape.dim[0], c) || c % group)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "X %s has %lld channels but W %s has %lld input channels (group %lld)",
-                            shape_s(&x->shape, s1), (long long)c, shape_s(&wt->shape, s2), (long long)wt->shape.dim[0], (long long)group);
+                            infer_shp(&x->shape, s1), (long long)c, infer_shp(&wt->shape, s2), (long long)wt->shape.dim[0], (long long)group);
     if (b && (b->shape.rank != 1 || b->shape.dim[0] != m))
-        return ir_node_fail(n, SMELT_ERR_SHAPE, "bias B %s must have shape [%lld]", shape_s(&b->shape, s1), (long long)m);
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "bias B %s must have shape [%lld]", infer_shp(&b->shape, s1), (long long)m);
     ir_shape out = window_out_shape(&x->shape, m, &w);
-    set_out(g, n, 0, x->dtype, &out);
+    infer_put_out(g, n, 0, x->dtype, &out);
     return SMELT_OK;
 }

@@ -500,3 +500,67 @@ smelt_status infer_Size(ir_graph *g, int node)
     *d = numel;
     return SMELT_OK;
 }
+
+/* ---- checks shared by the shape rules of the op families ---------------------- */
+
+
+bool infer_dim_eq(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }
+
+/* Dtype of input i must be in `mask`; float16 and friends are unsupported,
+ * other mismatches are model errors. */
+smelt_status infer_need_dtype(const ir_node *n, const ir_tensor *t, const char *what, unsigned mask)
+{
+    if ((unsigned)t->dtype < 32 && (mask & (1u << t->dtype))) return SMELT_OK;
+    char allowed[256] = "";
+    size_t len = 0;
+    for (int d = 0; d < 32; d++)
+        if (mask & (1u << d))
+            len += (size_t)snprintf(allowed + len, sizeof allowed - len, "%s%s", len ? ", " : "",
+                                    smelt_dtype_name((smelt_dtype)d));
+    return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "%s '%s' has dtype %s; supported: %s", what, t->name,
+                        smelt_dtype_name(t->dtype), allowed);
+}
+
+smelt_status infer_need_same_dtype(const ir_node *n, const ir_tensor *a, const ir_tensor *b)
+{
+    if (a->dtype == b->dtype) return SMELT_OK;
+    return ir_node_fail(n, SMELT_ERR_SHAPE, "inputs '%s' (%s) and '%s' (%s) must have the same dtype", a->name,
+                        smelt_dtype_name(a->dtype), b->name, smelt_dtype_name(b->dtype));
+}
+
+smelt_status infer_need_input(const ir_graph *g, const ir_node *n, int i, const char *what)
+{
+    if (ir_in(g, n, i)) return SMELT_OK;
+    return ir_node_fail(n, SMELT_ERR_MODEL, "missing required input %d (%s)", i, what);
+}
+
+void infer_put_out(ir_graph *g, const ir_node *n, int i, smelt_dtype dt, const ir_shape *s)
+{
+    if (i >= n->n_out || n->out[i] < 0) return;
+    ir_tensor *t = ir_out(g, n, i);
+    t->dtype = dt;
+    t->shape = *s;
+}
+
+bool infer_has_out(const ir_node *n, int i) { return i < n->n_out && n->out[i] >= 0; }
+
+/* Normalize axis `a` of a rank-r tensor into [0, r). */
+smelt_status infer_axis(const ir_node *n, const char *what, int64_t a, int r, int *out)
+{
+    if (a < -r || a >= r || r == 0)
+        return ir_node_fail(n, SMELT_ERR_MODEL, "%s %lld is out of range for rank %d", what, (long long)a, r);
+    *out = (int)(a < 0 ? a + r : a);
+    return SMELT_OK;
+}
+
+smelt_status infer_need_float(const ir_node *n, const ir_tensor *t)
+{
+    return infer_require_class(n, t, infer_is_float(t->dtype), "float32/float64");
+}
+
+smelt_status infer_need_int(const ir_node *n, const ir_tensor *t)
+{
+    return infer_require_class(n, t, infer_is_int(t->dtype), "integer");
+}
+
+bool infer_is_one_value(const ir_tensor *t) { return t->shape.rank <= 1 && ir_tensor_numel(t) == 1; }

@@ -50,4 +50,33 @@ bool infer_broadcast2(const ir_shape *a, const ir_shape *b, ir_shape *out);
 /* Broadcast of inputs first.. (those present). */
 smelt_status infer_broadcast_inputs(const ir_graph *g, const ir_node *n, int first, ir_shape *out);
 
+/* Dtype masks for infer_need_dtype. */
+#define DT(x) (1u << SMELT_##x)
+#define DT_FLOAT (DT(F32) | DT(F64))
+#define DT_INT_WIDE (DT(I32) | DT(I64) | DT(U32) | DT(U64))
+#define DT_ARITH (DT_FLOAT | DT_INT_WIDE)
+#define DT_ALL_NUM (DT_ARITH | DT(I8) | DT(U8) | DT(I16) | DT(U16))
+
+/* Unknown dims (-1) match anything. */
+bool infer_dim_eq(int64_t a, int64_t b);
+/* The dtype of t (named `what`) must be in `mask`; float16 and friends are
+ * unsupported, other mismatches are model errors. */
+smelt_status infer_need_dtype(const ir_node *n, const ir_tensor *t, const char *what, unsigned mask);
+/* a and b have one dtype. */
+smelt_status infer_need_same_dtype(const ir_node *n, const ir_tensor *a, const ir_tensor *b);
+/* Input i (described as `what`) is present. */
+smelt_status infer_need_input(const ir_graph *g, const ir_node *n, int i, const char *what);
+/* t is float32/float64, or an integer dtype. */
+smelt_status infer_need_float(const ir_node *n, const ir_tensor *t);
+smelt_status infer_need_int(const ir_node *n, const ir_tensor *t);
+/* Output i, if present, gets dtype dt and shape s (no dtype check: the rule chose dt). */
+void infer_put_out(ir_graph *g, const ir_node *n, int i, smelt_dtype dt, const ir_shape *s);
+/* Whether output i is present. */
+bool infer_has_out(const ir_node *n, int i);
+/* Axis a of a rank-r tensor into [0, r), a model error naming `what` otherwise
+ * (also for r == 0; infer_norm_axis is the same with a shape error). */
+smelt_status infer_axis(const ir_node *n, const char *what, int64_t a, int r, int *out);
+/* t holds exactly one element (a scalar or a 1-element list). */
+bool infer_is_one_value(const ir_tensor *t);
+
 #endif

@@ -14,24 +14,6 @@
 
 #include "graph/infer_data.h"
 
-static smelt_status need_in(const ir_graph *g, const ir_node *n, int i, const char *what)
-{
-    if (ir_in(g, n, i)) return SMELT_OK;
-    return ir_node_fail(n, SMELT_ERR_MODEL, "missing required input %d (%s)", i, what);
-}
-
-static smelt_status need_float(const ir_node *n, const ir_tensor *t)
-{
-    return infer_require_class(n, t, infer_is_float(t->dtype), "float32/float64");
-}
-
-static smelt_status need_int(const ir_node *n, const ir_tensor *t)
-{
-    return infer_require_class(n, t, infer_is_int(t->dtype), "integer");
-}
-
-static bool is_one_value(const ir_tensor *t) { return t->shape.rank <= 1 && ir_tensor_numel(t) == 1; }
-
 /* A present input that holds no elements counts as omitted (Resize's roi...). */
 static const ir_tensor *in_nonempty(const ir_graph *g, const ir_node *n, int i)
 {
@@ -44,10 +26,10 @@ static const ir_tensor *in_nonempty(const ir_graph *g, const ir_node *n, int i)
 smelt_status infer_RMSNormalization(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_in(g, n, 0, "X"));
-    TRY(need_in(g, n, 1, "scale"));
+    TRY(infer_need_input(g, n, 0, "X"));
+    TRY(infer_need_input(g, n, 1, "scale"));
     const ir_tensor *x = ir_in(g, n, 0), *s = ir_in(g, n, 1);
-    TRY(need_float(n, x));
+    TRY(infer_need_float(n, x));
     TRY(infer_same_dtype(g, n, 0, 1));
     int axis;
     TRY(infer_norm_axis(n, ir_attr_int(n, "axis", -1), x->shape.rank, "axis", &axis));
@@ -63,9 +45,9 @@ smelt_status infer_GroupNormalization(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
     static const char *const names[] = {"X", "scale", "bias"};
-    for (int i = 0; i < 3; i++) TRY(need_in(g, n, i, names[i]));
+    for (int i = 0; i < 3; i++) TRY(infer_need_input(g, n, i, names[i]));
     const ir_tensor *x = ir_in(g, n, 0);
-    TRY(need_float(n, x));
+    TRY(infer_need_float(n, x));
     TRY(infer_same_dtype(g, n, 0, 2));
     char b1[160], b2[160];
     if (x->shape.rank < 2)
@@ -87,9 +69,9 @@ smelt_status infer_GroupNormalization(ir_graph *g, int node)
 smelt_status infer_MeanVarianceNormalization(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_in(g, n, 0, "X"));
+    TRY(infer_need_input(g, n, 0, "X"));
     const ir_tensor *x = ir_in(g, n, 0);
-    TRY(need_float(n, x));
+    TRY(infer_need_float(n, x));
     const int64_t *axes;
     int cnt = ir_attr_ints(n, "axes", &axes);
     for (int i = 0; i < cnt; i++) {
@@ -105,9 +87,9 @@ smelt_status infer_MeanVarianceNormalization(ir_graph *g, int node)
 smelt_status infer_LRN(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_in(g, n, 0, "X"));
+    TRY(infer_need_input(g, n, 0, "X"));
     const ir_tensor *x = ir_in(g, n, 0);
-    TRY(need_float(n, x));
+    TRY(infer_need_float(n, x));
     char b1[160];
     if (x->shape.rank < 2)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "X %s must have rank >= 2 ([N, C, ...])", infer_shp(&x->shape, b1));
@@ -118,9 +100,9 @@ smelt_status infer_LRN(ir_graph *g, int node)
 smelt_status infer_Swish(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_in(g, n, 0, "X"));
+    TRY(infer_need_input(g, n, 0, "X"));
     const ir_tensor *x = ir_in(g, n, 0);
-    TRY(need_float(n, x));
+    TRY(infer_need_float(n, x));
     return infer_set_out(g, n, 0, x->dtype, &x->shape);
 }
 
@@ -129,11 +111,11 @@ smelt_status infer_Swish(ir_graph *g, int node)
 smelt_status infer_NegativeLogLikelihoodLoss(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_in(g, n, 0, "input"));
-    TRY(need_in(g, n, 1, "target"));
+    TRY(infer_need_input(g, n, 0, "input"));
+    TRY(infer_need_input(g, n, 1, "target"));
     const ir_tensor *x = ir_in(g, n, 0), *t = ir_in(g, n, 1), *w = ir_in(g, n, 2);
-    TRY(need_float(n, x));
-    TRY(need_int(n, t));
+    TRY(infer_need_float(n, x));
+    TRY(infer_need_int(n, t));
     char b1[160], b2[160];
     int r = x->shape.rank;
     bool ok = r >= 2 && t->shape.rank == r - 1 && t->shape.dim[0] == x->shape.dim[0];
@@ -163,10 +145,10 @@ smelt_status infer_OneHot(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
     static const char *const names[] = {"indices", "depth", "values"};
-    for (int i = 0; i < 3; i++) TRY(need_in(g, n, i, names[i]));
+    for (int i = 0; i < 3; i++) TRY(infer_need_input(g, n, i, names[i]));
     TRY(infer_check_dtypes(g, n));
     const ir_tensor *ind = ir_in(g, n, 0), *dep = ir_in(g, n, 1), *val = ir_in(g, n, 2);
-    if (!is_one_value(dep)) return ir_node_fail(n, SMELT_ERR_SHAPE, "depth must hold one value");
+    if (!infer_is_one_value(dep)) return ir_node_fail(n, SMELT_ERR_SHAPE, "depth must hold one value");
     if (val->shape.rank != 1 || val->shape.dim[0] != 2)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "values must be [off_value, on_value] (shape [2])");
     if (ind->dtype == SMELT_BOOL || dep->dtype == SMELT_BOOL)
@@ -184,7 +166,7 @@ smelt_status infer_OneHot(ir_graph *g, int node)
 smelt_status infer_EyeLike(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_in(g, n, 0, "input"));
+    TRY(infer_need_input(g, n, 0, "input"));
     const ir_tensor *x = ir_in(g, n, 0);
     TRY(infer_check_dtypes(g, n));
     char b1[160];
@@ -198,10 +180,10 @@ smelt_status infer_EyeLike(ir_graph *g, int node)
 smelt_status infer_Window(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_in(g, n, 0, "size"));
+    TRY(infer_need_input(g, n, 0, "size"));
     const ir_tensor *s = ir_in(g, n, 0);
-    TRY(need_int(n, s));
-    if (!is_one_value(s)) return ir_node_fail(n, SMELT_ERR_SHAPE, "size must hold one value");
+    TRY(infer_need_int(n, s));
+    if (!infer_is_one_value(s)) return ir_node_fail(n, SMELT_ERR_SHAPE, "size must hold one value");
     int64_t len = ir_const_int(s, 0);
     if (len < 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "size %lld must be >= 0", (long long)len);
     smelt_dtype dt = (smelt_dtype)ir_attr_int(n, "output_datatype", SMELT_F32);
@@ -240,8 +222,8 @@ static smelt_status ccp_target(const ir_graph *g, const ir_node *n, ir_shape *ou
 smelt_status infer_CenterCropPad(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_in(g, n, 0, "input"));
-    TRY(need_in(g, n, 1, "shape"));
+    TRY(infer_need_input(g, n, 0, "input"));
+    TRY(infer_need_input(g, n, 1, "shape"));
     TRY(infer_check_dtypes(g, n));
     ir_shape out;
     TRY(ccp_target(g, n, &out));
@@ -261,7 +243,7 @@ static smelt_status quant_params(const ir_graph *g, const ir_node *n)
     if (z && !ir_shape_eq(&z->shape, &s->shape))
         return ir_node_fail(n, SMELT_ERR_SHAPE, "zero point %s must have the scale's shape %s", infer_shp(&z->shape, b1),
                             infer_shp(&s->shape, b2));
-    if (is_one_value(s) && block == 0) return SMELT_OK;
+    if (infer_is_one_value(s) && block == 0) return SMELT_OK;
     int axis;
     TRY(infer_norm_axis(n, ir_attr_int(n, "axis", 1), r, "axis", &axis));
     if (block == 0) {
@@ -288,12 +270,12 @@ static bool quant_type_ok(smelt_dtype dt)
 smelt_status infer_QuantizeLinear(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_in(g, n, 0, "x"));
-    TRY(need_in(g, n, 1, "y_scale"));
+    TRY(infer_need_input(g, n, 0, "x"));
+    TRY(infer_need_input(g, n, 1, "y_scale"));
     const ir_tensor *x = ir_in(g, n, 0), *s = ir_in(g, n, 1), *z = ir_in(g, n, 2);
     TRY(infer_check_dtypes(g, n));
     TRY(infer_require_class(n, x, infer_is_float(x->dtype) || x->dtype == SMELT_I32, "float or int32"));
-    TRY(need_float(n, s));
+    TRY(infer_need_float(n, s));
     smelt_dtype out = z ? z->dtype : (smelt_dtype)ir_attr_int(n, "output_dtype", 0);
     if (out == SMELT_UNDEFINED) out = SMELT_U8;
     if (!quant_type_ok(out))
@@ -306,14 +288,14 @@ smelt_status infer_QuantizeLinear(ir_graph *g, int node)
 smelt_status infer_DequantizeLinear(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_in(g, n, 0, "x"));
-    TRY(need_in(g, n, 1, "x_scale"));
+    TRY(infer_need_input(g, n, 0, "x"));
+    TRY(infer_need_input(g, n, 1, "x_scale"));
     const ir_tensor *x = ir_in(g, n, 0), *s = ir_in(g, n, 1), *z = ir_in(g, n, 2);
     TRY(infer_check_dtypes(g, n));
     if (!quant_type_ok(x->dtype) && x->dtype != SMELT_I32)
         return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "quantized dtype %s is not supported (uint8/int8/uint16/int16/int32)",
                             infer_dtype_str(x->dtype));
-    TRY(need_float(n, s));
+    TRY(infer_need_float(n, s));
     if (z && z->dtype != x->dtype)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "zero point dtype %s must be the input's %s", infer_dtype_str(z->dtype),
                             infer_dtype_str(x->dtype));
@@ -331,13 +313,13 @@ smelt_status infer_DequantizeLinear(ir_graph *g, int node)
 smelt_status infer_CumProd(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_in(g, n, 0, "x"));
-    TRY(need_in(g, n, 1, "axis"));
+    TRY(infer_need_input(g, n, 0, "x"));
+    TRY(infer_need_input(g, n, 1, "axis"));
     const ir_tensor *x = ir_in(g, n, 0), *a = ir_in(g, n, 1);
     TRY(infer_check_dtypes(g, n));
     TRY(infer_require_class(n, x, x->dtype != SMELT_BOOL, "numeric"));
-    TRY(need_int(n, a));
-    if (!is_one_value(a)) return ir_node_fail(n, SMELT_ERR_SHAPE, "axis must hold one value");
+    TRY(infer_need_int(n, a));
+    if (!infer_is_one_value(a)) return ir_node_fail(n, SMELT_ERR_SHAPE, "axis must hold one value");
     int axis;
     TRY(infer_norm_axis(n, ir_const_int(a, 0), x->shape.rank, "axis", &axis));
     return infer_set_out(g, n, 0, x->dtype, &x->shape);
@@ -346,7 +328,7 @@ smelt_status infer_CumProd(ir_graph *g, int node)
 smelt_status infer_TopK(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_in(g, n, 0, "X"));
+    TRY(infer_need_input(g, n, 0, "X"));
     const ir_tensor *x = ir_in(g, n, 0), *kt = ir_in(g, n, 1);
     TRY(infer_check_dtypes(g, n));
     TRY(infer_require_class(n, x, x->dtype != SMELT_BOOL, "numeric"));
@@ -354,8 +336,8 @@ smelt_status infer_TopK(ir_graph *g, int node)
     TRY(infer_norm_axis(n, ir_attr_int(n, "axis", -1), x->shape.rank, "axis", &axis));
     int64_t k;
     if (kt) {
-        TRY(need_int(n, kt));
-        if (!is_one_value(kt)) return ir_node_fail(n, SMELT_ERR_SHAPE, "K must hold one value");
+        TRY(infer_need_int(n, kt));
+        if (!infer_is_one_value(kt)) return ir_node_fail(n, SMELT_ERR_SHAPE, "K must hold one value");
         k = ir_const_int(kt, 0);
     } else {
         k = ir_attr_int(n, "k", -1);
@@ -381,10 +363,10 @@ smelt_status infer_ScatterElements(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
     static const char *const names[] = {"data", "indices", "updates"};
-    for (int i = 0; i < 3; i++) TRY(need_in(g, n, i, names[i]));
+    for (int i = 0; i < 3; i++) TRY(infer_need_input(g, n, i, names[i]));
     TRY(infer_check_dtypes(g, n));
     const ir_tensor *x = ir_in(g, n, 0), *ind = ir_in(g, n, 1), *u = ir_in(g, n, 2);
-    TRY(need_int(n, ind));
+    TRY(infer_need_int(n, ind));
     if (u->dtype != x->dtype) return ir_node_fail(n, SMELT_ERR_SHAPE, "updates must have the data's dtype");
     char b1[160], b2[160], b3[160];
     bool ok = ind->shape.rank == x->shape.rank && ir_shape_eq(&ind->shape, &u->shape);
@@ -405,10 +387,10 @@ smelt_status infer_ScatterND(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
     static const char *const names[] = {"data", "indices", "updates"};
-    for (int i = 0; i < 3; i++) TRY(need_in(g, n, i, names[i]));
+    for (int i = 0; i < 3; i++) TRY(infer_need_input(g, n, i, names[i]));
     TRY(infer_check_dtypes(g, n));
     const ir_tensor *x = ir_in(g, n, 0), *ind = ir_in(g, n, 1), *u = ir_in(g, n, 2);
-    TRY(need_int(n, ind));
+    TRY(infer_need_int(n, ind));
     if (u->dtype != x->dtype) return ir_node_fail(n, SMELT_ERR_SHAPE, "updates must have the data's dtype");
     char b1[160], b2[160], b3[160];
     int r = x->shape.rank, q = ind->shape.rank;
@@ -526,7 +508,7 @@ smelt_status resize_geom_get(const ir_graph *g, const ir_node *n, resize_geom *r
 smelt_status infer_Resize(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
-    TRY(need_in(g, n, 0, "X"));
+    TRY(infer_need_input(g, n, 0, "X"));
     const ir_tensor *x = ir_in(g, n, 0);
     TRY(infer_check_dtypes(g, n));
     static const char *const modes[] = {"nearest", "linear", "cubic", NULL};
@@ -540,7 +522,7 @@ smelt_status infer_Resize(ir_graph *g, int node)
     if (!str_in(ct, coords)) return ir_node_fail(n, SMELT_ERR_MODEL, "coordinate_transformation_mode '%s' is unknown", ct);
     const char *nm = ir_attr_string(n, "nearest_mode", "round_prefer_floor");
     if (!str_in(nm, nearest)) return ir_node_fail(n, SMELT_ERR_MODEL, "nearest_mode '%s' is unknown", nm);
-    if (strcmp(mode, "nearest")) TRY(need_float(n, x));
+    if (strcmp(mode, "nearest")) TRY(infer_need_float(n, x));
     if (x->shape.rank > 8) return ir_node_fail(n, SMELT_ERR_SHAPE, "rank %d is too large", x->shape.rank);
     resize_geom rg;
     TRY(resize_geom_get(g, n, &rg));
@@ -775,10 +757,10 @@ smelt_status infer_Attention(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
     static const char *const names[] = {"Q", "K", "V"};
-    for (int i = 0; i < 3; i++) TRY(need_in(g, n, i, names[i]));
+    for (int i = 0; i < 3; i++) TRY(infer_need_input(g, n, i, names[i]));
     TRY(infer_check_dtypes(g, n));
     const ir_tensor *q = ir_in(g, n, 0), *m = ir_in(g, n, 3), *np = ir_in(g, n, 6);
-    TRY(need_float(n, q));
+    TRY(infer_need_float(n, q));
     TRY(infer_same_dtype(g, n, 0, 2));
     TRY(infer_same_dtype(g, n, 4, 5));
     if (ir_in(g, n, 4) && ir_in(g, n, 4)->dtype != q->dtype)
@@ -814,10 +796,10 @@ smelt_status infer_RotaryEmbedding(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
     static const char *const names[] = {"X", "cos_cache", "sin_cache"};
-    for (int i = 0; i < 3; i++) TRY(need_in(g, n, i, names[i]));
+    for (int i = 0; i < 3; i++) TRY(infer_need_input(g, n, i, names[i]));
     TRY(infer_check_dtypes(g, n));
     const ir_tensor *x = ir_in(g, n, 0), *cs = ir_in(g, n, 1), *sn = ir_in(g, n, 2), *pos = ir_in(g, n, 3);
-    TRY(need_float(n, x));
+    TRY(infer_need_float(n, x));
     TRY(infer_same_dtype(g, n, 0, 2));
     char b1[160], b2[160];
     int r = x->shape.rank;
@@ -846,7 +828,7 @@ smelt_status infer_RotaryEmbedding(ir_graph *g, int node)
                             infer_shp(&cs->shape, b1), infer_shp(&sn->shape, b2));
     bool ok;
     if (pos) {
-        TRY(need_int(n, pos));
+        TRY(infer_need_int(n, pos));
         ok = pos->shape.rank == 2 && pos->shape.dim[0] == b && pos->shape.dim[1] == s && cs->shape.rank == 2 &&
              cs->shape.dim[1] == rd / 2 && cs->shape.dim[0] > 0;
     } else {
