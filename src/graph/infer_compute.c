@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/infer_data.h"
+#include "ops/shape.h"
 
 /* ---- contractions ------------------------------------------------------- */
 

@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph/infer_data.h"
+#include "ops/shape.h"
 
 smelt_status infer_Reshape(ir_graph *g, int node)
 {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/infer_data.h"
+#include "ops/shape.h"
 
 /* A present input that holds no elements counts as omitted (Resize's roi...). */
 static const ir_tensor *in_nonempty(const ir_graph *g, const ir_node *n, int i)

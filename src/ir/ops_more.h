@@ -4,8 +4,8 @@
  * sorting, quantization, losses. Their functions live in graph/infer_more.c
  * and ops/:
  *   ops/norm_group.c       RMS/Group/MeanVariance normalization, LRN, losses
- *   ops/index_window.c     OneHot, EyeLike, windows, CenterCropPad, quantization
- *   ops/scatter.c          Scatter*, TopK, CumProd (multi-kernel, data-dependent writes)
+ *   ops/generate.c         OneHot, EyeLike, windows, CenterCropPad, quantization
+ *   ops/gather_scatter.c   Scatter*, TopK, CumProd (multi-kernel, data-dependent writes)
  *   ops/resize.c           Resize, Upsample
  *   ops/einsum.c           Einsum
  *   ops/attention.c        Attention, RotaryEmbedding

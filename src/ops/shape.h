@@ -1,13 +1,13 @@
 /*
- * infer_data.h — helpers shared by the shape rules of the data ops
+ * shape.h — helpers shared by the shape rules of the data ops
  * (infer_data.c: elementwise, broadcast, constants and shape queries;
  * infer_layout.c: reshapes, movement, gather, pad...).
  *
  * Every helper that can fail records a diagnostic naming the node and returns
  * its status, so a shape rule reads as a list of TRY(...) checks.
  */
-#ifndef SMELT_GRAPH_INFER_DATA_H
-#define SMELT_GRAPH_INFER_DATA_H
+#ifndef SMELT_OPS_SHAPE_H
+#define SMELT_OPS_SHAPE_H
 
 #include "ir/ir.h"
 

@@ -1,5 +1,5 @@
 /*
- * infer_data.c — shape rules of the elementwise, broadcast, injective and
+ * shape.c — shape rules of the elementwise, broadcast, injective and
  * shape ops (the rows of ir/ops_data.h).
  *
  * requires: input tensors with dtypes and shapes; the inputs an op's row marks
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/infer_data.h"
+#include "ops/shape.h"
 
 bool dtype_supported(smelt_dtype dt)
 {

@@ -1,5 +1,5 @@
 /*
- * scatter.c — ops whose writes depend on data or on earlier
+ * gather_scatter.c — ops whose writes depend on data or on earlier
  * outputs: ScatterElements, Scatter, ScatterND, TopK, CumProd.
  *
  * requires: shapes inferred by graph/infer_more.c.

@@ -1,5 +1,5 @@
 /*
- * index_window.c — element functions of the injective ops in
+ * generate.c — element functions of the injective ops in
  * ir/ops_more.h (OneHot, EyeLike, the spectral windows, CenterCropPad,
  * QuantizeLinear, DequantizeLinear) and Swish's scalar function.
  *
