@@ -29,6 +29,9 @@ typedef struct window_geom {
  * and attributes; validates them, failing with a message naming the node. */
 smelt_status window_geom_get(const struct ir_graph *g, const struct ir_node *n, window_geom *w);
 
+/* Output shape [N, channels, out...] of a window op over input x. */
+struct ir_shape window_out_shape(const struct ir_shape *x, int64_t channels, const window_geom *w);
+
 /* The same for ConvTranspose: `in` and `out` are its input and output
  * spatial sizes, pads from pads/auto_pad/output_shape/output_padding. */
 smelt_status convtranspose_geom_get(const struct ir_graph *g, const struct ir_node *n, window_geom *w);

@@ -12,8 +12,11 @@
  *             with clamped position ids.
  */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "lower/lower.h"
+#include "ops/shape.h"
 
 static kir_val bin(kir_kernel *K, kir_op op, kir_val a, kir_val b) { return kir_binary(K, op, a, b); }
 static kir_val idx_c(kir_kernel *K, int64_t v) { return kir_idx(K, v); }
@@ -242,4 +245,152 @@ kir_val elem_RotaryEmbedding(lower_ctx *c, int out, const kir_val *idx)
     kir_val rot = kir_select(K, second, imag, real);
     if (rd == d_head) return rot;
     return kir_select(K, bin(K, KIR_LT, d, idx_c(K, rd)), rot, lower_load(c, 0, idx));
+}
+
+/* ---- Attention and RotaryEmbedding -------------------------------------- */
+
+smelt_status attention_geom_get(const ir_graph *g, const ir_node *n, attention_geom *a)
+{
+    const ir_tensor *q = ir_in(g, n, 0), *k = ir_in(g, n, 1), *v = ir_in(g, n, 2);
+    const ir_tensor *pk = ir_in(g, n, 4), *pv = ir_in(g, n, 5);
+    char b1[160], b2[160], b3[160];
+    int r = q->shape.rank;
+    if ((r != 3 && r != 4) || k->shape.rank != r || v->shape.rank != r)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "Q %s, K %s and V %s must all be 3-D or all 4-D", infer_shp(&q->shape, b1),
+                            infer_shp(&k->shape, b2), infer_shp(&v->shape, b3));
+    memset(a, 0, sizeof *a);
+    a->rank3 = r == 3;
+    a->batch = q->shape.dim[0];
+    if (a->rank3) {
+        a->hq = ir_attr_int(n, "q_num_heads", 0);
+        a->hk = ir_attr_int(n, "kv_num_heads", 0);
+        if (a->hq <= 0 || a->hk <= 0)
+            return ir_node_fail(n, SMELT_ERR_MODEL, "3-D inputs need positive q_num_heads and kv_num_heads");
+        if (q->shape.dim[2] % a->hq || k->shape.dim[2] % a->hk || v->shape.dim[2] % a->hk)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "hidden sizes of Q %s, K %s, V %s must divide by the head counts",
+                                infer_shp(&q->shape, b1), infer_shp(&k->shape, b2), infer_shp(&v->shape, b3));
+        a->s = q->shape.dim[1];
+        a->d = q->shape.dim[2] / a->hq;
+        a->l = k->shape.dim[1];
+        a->dk = k->shape.dim[2] / a->hk;
+        a->dv = v->shape.dim[2] / a->hk;
+        a->lv = v->shape.dim[1];
+    } else {
+        a->hq = q->shape.dim[1];
+        a->hk = k->shape.dim[1];
+        a->s = q->shape.dim[2];
+        a->d = q->shape.dim[3];
+        a->l = k->shape.dim[2];
+        a->dk = k->shape.dim[3];
+        a->dv = v->shape.dim[3];
+        a->lv = v->shape.dim[2];
+        if (v->shape.dim[1] != a->hk)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "K %s and V %s must have the same number of heads",
+                                infer_shp(&k->shape, b1), infer_shp(&v->shape, b2));
+    }
+    if (k->shape.dim[0] != a->batch || v->shape.dim[0] != a->batch || a->dk != a->d || a->lv != a->l ||
+        a->hk <= 0 || a->hq % a->hk)
+        return ir_node_fail(n, SMELT_ERR_SHAPE,
+                            "Q %s, K %s, V %s: batch, head size of Q and K, K/V length must agree and q heads divide by kv heads",
+                            infer_shp(&q->shape, b1), infer_shp(&k->shape, b2), infer_shp(&v->shape, b3));
+    if ((pk != NULL) != (pv != NULL))
+        return ir_node_fail(n, SMELT_ERR_MODEL, "past_key and past_value must be given together");
+    if (pk) {
+        ir_shape ek = {.rank = 4, .dim = {a->batch, a->hk, pk->shape.dim[2], a->d}};
+        ir_shape ev = {.rank = 4, .dim = {a->batch, a->hk, pk->shape.dim[2], a->dv}};
+        if (pk->shape.rank != 4 || !ir_shape_eq(&pk->shape, &ek) || !ir_shape_eq(&pv->shape, &ev))
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "past_key %s / past_value %s must be [B, kv_heads, P, head_size]",
+                                infer_shp(&pk->shape, b1), infer_shp(&pv->shape, b2));
+        a->p = pk->shape.dim[2];
+    }
+    a->t = a->p + a->l;
+    return SMELT_OK;
+}
+
+smelt_status infer_Attention(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    static const char *const names[] = {"Q", "K", "V"};
+    for (int i = 0; i < 3; i++) TRY(infer_need_input(g, n, i, names[i]));
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *q = ir_in(g, n, 0), *m = ir_in(g, n, 3), *np = ir_in(g, n, 6);
+    TRY(infer_need_float(n, q));
+    TRY(infer_same_dtype(g, n, 0, 2));
+    TRY(infer_same_dtype(g, n, 4, 5));
+    if (ir_in(g, n, 4) && ir_in(g, n, 4)->dtype != q->dtype)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "past_key must have Q's dtype");
+    attention_geom a;
+    TRY(attention_geom_get(g, n, &a));
+    char b1[160];
+    if (m) {
+        if (m->dtype != SMELT_BOOL && m->dtype != q->dtype)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "attn_mask must be bool or Q's dtype");
+        ir_shape full = {.rank = 4, .dim = {a.batch, a.hq, a.s, m->shape.rank ? m->shape.dim[m->shape.rank - 1] : 1}}, bc;
+        if (m->shape.rank < 1 || m->shape.rank > 4 || full.dim[3] > a.t || !infer_broadcast2(&full, &m->shape, &bc) ||
+            !ir_shape_eq(&bc, &full))
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "attn_mask %s must broadcast to [B, q_heads, S, <=T] = [%lld,%lld,%lld,%lld]",
+                                infer_shp(&m->shape, b1), (long long)a.batch, (long long)a.hq, (long long)a.s,
+                                (long long)a.t);
+    }
+    if (np && (np->dtype != SMELT_I64 || np->shape.rank != 1 || np->shape.dim[0] != a.batch))
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "nonpad_kv_seqlen must be int64 [B]");
+    int64_t mode = ir_attr_int(n, "qk_matmul_output_mode", 0);
+    if (mode < 0 || mode > 3) return ir_node_fail(n, SMELT_ERR_MODEL, "qk_matmul_output_mode %lld must be 0..3", (long long)mode);
+    ir_shape y = a.rank3 ? (ir_shape){.rank = 3, .dim = {a.batch, a.s, a.hq * a.dv}}
+                         : (ir_shape){.rank = 4, .dim = {a.batch, a.hq, a.s, a.dv}};
+    ir_shape pk = {.rank = 4, .dim = {a.batch, a.hk, a.t, a.d}}, pv = {.rank = 4, .dim = {a.batch, a.hk, a.t, a.dv}};
+    ir_shape qk = {.rank = 4, .dim = {a.batch, a.hq, a.s, a.t}};
+    TRY(infer_set_out(g, n, 0, q->dtype, &y));
+    TRY(infer_set_out(g, n, 1, q->dtype, &pk));
+    TRY(infer_set_out(g, n, 2, q->dtype, &pv));
+    return infer_set_out(g, n, 3, q->dtype, &qk);
+}
+
+smelt_status infer_RotaryEmbedding(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    static const char *const names[] = {"X", "cos_cache", "sin_cache"};
+    for (int i = 0; i < 3; i++) TRY(infer_need_input(g, n, i, names[i]));
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0), *cs = ir_in(g, n, 1), *sn = ir_in(g, n, 2), *pos = ir_in(g, n, 3);
+    TRY(infer_need_float(n, x));
+    TRY(infer_same_dtype(g, n, 0, 2));
+    char b1[160], b2[160];
+    int r = x->shape.rank;
+    int64_t heads = ir_attr_int(n, "num_heads", 0), b, s, d;
+    if (r == 4) {
+        b = x->shape.dim[0];
+        s = x->shape.dim[2];
+        d = x->shape.dim[3];
+    } else if (r == 3) {
+        if (heads <= 0 || x->shape.dim[2] % heads)
+            return ir_node_fail(n, SMELT_ERR_MODEL, "3-D X %s needs num_heads dividing its hidden size",
+                                infer_shp(&x->shape, b1));
+        b = x->shape.dim[0];
+        s = x->shape.dim[1];
+        d = x->shape.dim[2] / heads;
+    } else {
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "X %s must be 3-D or 4-D", infer_shp(&x->shape, b1));
+    }
+    int64_t rd = ir_attr_int(n, "rotary_embedding_dim", 0);
+    if (rd == 0) rd = d;
+    if (rd < 2 || rd > d || rd % 2)
+        return ir_node_fail(n, SMELT_ERR_MODEL, "rotary_embedding_dim %lld must be even and in [2, %lld]", (long long)rd,
+                            (long long)d);
+    if (!ir_shape_eq(&cs->shape, &sn->shape))
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "cos_cache %s and sin_cache %s must have one shape",
+                            infer_shp(&cs->shape, b1), infer_shp(&sn->shape, b2));
+    bool ok;
+    if (pos) {
+        TRY(infer_need_int(n, pos));
+        ok = pos->shape.rank == 2 && pos->shape.dim[0] == b && pos->shape.dim[1] == s && cs->shape.rank == 2 &&
+             cs->shape.dim[1] == rd / 2 && cs->shape.dim[0] > 0;
+    } else {
+        ok = cs->shape.rank == 3 && cs->shape.dim[0] == b && cs->shape.dim[1] == s && cs->shape.dim[2] == rd / 2;
+    }
+    if (!ok)
+        return ir_node_fail(n, SMELT_ERR_SHAPE,
+                            "cos_cache %s must be [max_pos, %lld] with position_ids [B, S], or [B, S, %lld] without",
+                            infer_shp(&cs->shape, b1), (long long)rd / 2, (long long)rd / 2);
+    return infer_set_out(g, n, 0, x->dtype, &x->shape);
 }

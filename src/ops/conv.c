@@ -18,7 +18,11 @@
  *             zero-padded copy of the input rows in workgroup memory (split
  *             into phase planes when strided).
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "lower/lower.h"
+#include "ops/shape.h"
 
 #define CONV_MB 8       /* output channels per unit: each X element feeds MB FMAs */
 #define CONV_KW_UNROLL 16
@@ -488,4 +492,246 @@ smelt_status lower_ConvTranspose(lower_ctx *c)
     for (int d = 0; d < j.w.nsp; d++) taps *= j.w.kernel[d];
     lower_parallel_for(c, &y->shape, 2 * j.cg * taps, convt_body, &j);
     return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+}
+
+/* ---- sliding windows ---------------------------------------------------- */
+
+static smelt_status ints_attr(const ir_node *n, const char *name, int want, int64_t def, int64_t *out, int64_t min)
+{
+    const int64_t *v;
+    int cnt = ir_attr_ints(n, name, &v);
+    for (int i = 0; i < want; i++) out[i] = def;
+    if (cnt < 0) return SMELT_OK;
+    if (cnt != want)
+        return ir_node_fail(n, SMELT_ERR_MODEL, "attribute %s has %d values, expected %d", name, cnt, want);
+    for (int i = 0; i < want; i++) {
+        if (v[i] < min)
+            return ir_node_fail(n, SMELT_ERR_MODEL, "attribute %s[%d] = %lld must be >= %lld", name, i,
+                                (long long)v[i], (long long)min);
+        out[i] = v[i];
+    }
+    return SMELT_OK;
+}
+
+smelt_status window_geom_get(const ir_graph *g, const ir_node *n, window_geom *w)
+{
+    const ir_tensor *x = ir_in(g, n, 0);
+    char s1[160], s2[160];
+    if (!x) return ir_node_fail(n, SMELT_ERR_MODEL, "missing required input 0 (X)");
+    int r = x->shape.rank;
+    if (r < 3 || r - 2 > WINDOW_MAX_SPATIAL)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "input X %s must have rank 3..%d ([N, C, spatial...])",
+                            infer_shp(&x->shape, s1), WINDOW_MAX_SPATIAL + 2);
+    memset(w, 0, sizeof *w);
+    int ns = w->nsp = r - 2;
+    for (int i = 0; i < ns; i++) w->in[i] = x->shape.dim[i + 2];
+    bool is_conv = n->op == OP_Conv;
+    int64_t ks[WINDOW_MAX_SPATIAL];
+    const int64_t *kv;
+    int kn = ir_attr_ints(n, "kernel_shape", &kv);
+    if (is_conv) {
+        const ir_tensor *wt = ir_in(g, n, 1);
+        if (!wt) return ir_node_fail(n, SMELT_ERR_MODEL, "missing required input 1 (W)");
+        if (wt->shape.rank != r)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "weight W %s must have the rank of X %s",
+                                infer_shp(&wt->shape, s1), infer_shp(&x->shape, s2));
+        for (int i = 0; i < ns; i++) ks[i] = wt->shape.dim[i + 2];
+        if (kn >= 0) {
+            bool ok = kn == ns;
+            for (int i = 0; ok && i < ns; i++) ok = infer_dim_eq(kv[i], ks[i]);
+            if (!ok) {
+                ir_shape kshape = {.rank = kn > IR_MAX_RANK ? IR_MAX_RANK : kn};
+                for (int i = 0; i < kshape.rank; i++) kshape.dim[i] = kv[i];
+                return ir_node_fail(n, SMELT_ERR_SHAPE, "kernel_shape %s does not match weight shape %s",
+                                    infer_shp(&kshape, s1), infer_shp(&wt->shape, s2));
+            }
+        }
+    } else {
+        if (kn < 0) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute kernel_shape is required");
+        if (kn != ns)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "kernel_shape has %d values but X %s has %d spatial dims", kn,
+                                infer_shp(&x->shape, s1), ns);
+        for (int i = 0; i < ns; i++) ks[i] = kv[i];
+    }
+    for (int i = 0; i < ns; i++) {
+        if (ks[i] < 1) return ir_node_fail(n, SMELT_ERR_SHAPE, "kernel size %lld in spatial dim %d must be >= 1", (long long)ks[i], i);
+        w->kernel[i] = ks[i];
+    }
+    TRY(ints_attr(n, "strides", ns, 1, w->stride, 1));
+    TRY(ints_attr(n, "dilations", ns, 1, w->dilation, 1));
+    int64_t pads[2 * WINDOW_MAX_SPATIAL];
+    TRY(ints_attr(n, "pads", 2 * ns, 0, pads, 0));
+    int64_t ceil_mode = ir_attr_int(n, "ceil_mode", 0);
+    const char *ap = ir_attr_string(n, "auto_pad", "NOTSET");
+    enum { NOTSET, SAME_UPPER, SAME_LOWER, VALID } mode;
+    if (!strcmp(ap, "NOTSET") || !*ap) mode = NOTSET;
+    else if (!strcmp(ap, "SAME_UPPER")) mode = SAME_UPPER;
+    else if (!strcmp(ap, "SAME_LOWER")) mode = SAME_LOWER;
+    else if (!strcmp(ap, "VALID")) mode = VALID;
+    else return ir_node_fail(n, SMELT_ERR_MODEL, "auto_pad '%.40s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", ap);
+    for (int i = 0; i < ns; i++) {
+        int64_t in = w->in[i], s = w->stride[i], dk = (w->kernel[i] - 1) * w->dilation[i] + 1;
+        if (in < 0) {
+            w->out[i] = -1;
+            continue;
+        }
+        if (mode == NOTSET) {
+            w->pad_lo[i] = pads[i];
+            w->pad_hi[i] = pads[ns + i];
+            int64_t span = in + w->pad_lo[i] + w->pad_hi[i] - dk;
+            if (span < 0)
+                return ir_node_fail(n, SMELT_ERR_SHAPE, "window %lld (dilated) is larger than padded input %lld in spatial dim %d",
+                                    (long long)dk, (long long)(in + w->pad_lo[i] + w->pad_hi[i]), i);
+            if (ceil_mode) {
+                w->out[i] = (span + s - 1) / s + 1;
+                if ((w->out[i] - 1) * s >= in + w->pad_lo[i]) w->out[i]--;
+            } else {
+                w->out[i] = span / s + 1;
+            }
+        } else if (mode == VALID) {
+            if (in < dk)
+                return ir_node_fail(n, SMELT_ERR_SHAPE, "window %lld is larger than input %lld in spatial dim %d (auto_pad VALID)",
+                                    (long long)dk, (long long)in, i);
+            w->out[i] = (in - dk) / s + 1;
+        } else {
+            w->out[i] = (in + s - 1) / s;
+            int64_t total = (w->out[i] - 1) * s + dk - in;
+            if (total < 0) total = 0;
+            w->pad_lo[i] = mode == SAME_UPPER ? total / 2 : total - total / 2;
+            w->pad_hi[i] = total - w->pad_lo[i];
+        }
+    }
+    return SMELT_OK;
+}
+
+ir_shape window_out_shape(const ir_shape *x, int64_t channels, const window_geom *w)
+{
+    ir_shape s = {.rank = w->nsp + 2, .dim = {x->dim[0], channels}};
+    for (int i = 0; i < w->nsp; i++) s.dim[i + 2] = w->out[i];
+    return s;
+}
+
+/* X and W present, float, and W (and the optional bias) of X's dtype. */
+static smelt_status conv_operands(const ir_graph *g, const ir_node *n)
+{
+    TRY(infer_need_input(g, n, 0, "X"));
+    TRY(infer_need_input(g, n, 1, "W"));
+    const ir_tensor *x = ir_in(g, n, 0), *b = ir_in(g, n, 2);
+    TRY(infer_need_dtype(n, x, "input", DT_FLOAT));
+    TRY(infer_need_same_dtype(n, x, ir_in(g, n, 1)));
+    if (b) TRY(infer_need_same_dtype(n, x, b));
+    return SMELT_OK;
+}
+
+smelt_status infer_Conv(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(conv_operands(g, n));
+    const ir_tensor *x = ir_in(g, n, 0), *wt = ir_in(g, n, 1), *b = ir_in(g, n, 2);
+    window_geom w;
+    TRY(window_geom_get(g, n, &w));
+    char s1[160], s2[160];
+    int64_t group = ir_attr_int(n, "group", 1);
+    int64_t c = x->shape.dim[1], m = wt->shape.dim[0];
+    if (group < 1) return ir_node_fail(n, SMELT_ERR_MODEL, "group %lld must be >= 1", (long long)group);
+    if (c >= 0 && c % group)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "group %lld does not divide the %lld input channels", (long long)group, (long long)c);
+    if (m % group)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "group %lld does not divide the %lld output channels of W %s",
+                            (long long)group, (long long)m, infer_shp(&wt->shape, s1));
+    if (c >= 0 && wt->shape.dim[1] * group != c)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "X %s has %lld channels but W %s with group %lld expects %lld",
+                            infer_shp(&x->shape, s1), (long long)c, infer_shp(&wt->shape, s2), (long long)group,
+                            (long long)(wt->shape.dim[1] * group));
+    if (b && (b->shape.rank != 1 || b->shape.dim[0] != m))
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "bias B %s must have shape [%lld]", infer_shp(&b->shape, s1), (long long)m);
+    ir_shape out = window_out_shape(&x->shape, m, &w);
+    infer_put_out(g, n, 0, x->dtype, &out);
+    return SMELT_OK;
+}
+
+smelt_status convtranspose_geom_get(const ir_graph *g, const ir_node *n, window_geom *w)
+{
+    const ir_tensor *x = ir_in(g, n, 0), *wt = ir_in(g, n, 1);
+    char s1[160], s2[160];
+    int r = x->shape.rank;
+    if (r < 3 || r - 2 > WINDOW_MAX_SPATIAL)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "input X %s must have rank 3..%d ([N, C, spatial...])",
+                            infer_shp(&x->shape, s1), WINDOW_MAX_SPATIAL + 2);
+    if (wt->shape.rank != r)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "weight W %s must have the rank of X %s", infer_shp(&wt->shape, s1),
+                            infer_shp(&x->shape, s2));
+    memset(w, 0, sizeof *w);
+    int ns = w->nsp = r - 2;
+    for (int i = 0; i < ns; i++) {
+        w->in[i] = x->shape.dim[i + 2];
+        w->kernel[i] = wt->shape.dim[i + 2];
+    }
+    const int64_t *kv;
+    int kn = ir_attr_ints(n, "kernel_shape", &kv);
+    if (kn >= 0) {
+        bool ok = kn == ns;
+        for (int i = 0; ok && i < ns; i++) ok = kv[i] == w->kernel[i];
+        if (!ok) return ir_node_fail(n, SMELT_ERR_SHAPE, "kernel_shape does not match weight shape %s", infer_shp(&wt->shape, s1));
+    }
+    int64_t pads[2 * WINDOW_MAX_SPATIAL], opad[WINDOW_MAX_SPATIAL], oshape[WINDOW_MAX_SPATIAL];
+    TRY(ints_attr(n, "strides", ns, 1, w->stride, 1));
+    TRY(ints_attr(n, "dilations", ns, 1, w->dilation, 1));
+    TRY(ints_attr(n, "pads", 2 * ns, 0, pads, 0));
+    TRY(ints_attr(n, "output_padding", ns, 0, opad, 0));
+    const int64_t *osv;
+    int osn = ir_attr_ints(n, "output_shape", &osv);
+    if (osn >= 0) {
+        /* output_shape may list only the spatial dims, or all of them */
+        if (osn != ns && osn != r)
+            return ir_node_fail(n, SMELT_ERR_MODEL, "attribute output_shape has %d values, expected %d", osn, ns);
+        for (int i = 0; i < ns; i++) oshape[i] = osv[osn - ns + i];
+    }
+    const char *ap = ir_attr_string(n, "auto_pad", "NOTSET");
+    bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
+    if (!same && strcmp(ap, "NOTSET") && strcmp(ap, "VALID") && *ap)
+        return ir_node_fail(n, SMELT_ERR_MODEL, "auto_pad '%.40s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", ap);
+    for (int i = 0; i < ns; i++) {
+        int64_t dk = (w->kernel[i] - 1) * w->dilation[i] + 1;
+        int64_t full = w->stride[i] * (w->in[i] - 1) + opad[i] + dk;
+        if (osn >= 0 || same) {
+            int64_t target = osn >= 0 ? oshape[i] : w->in[i] * w->stride[i];
+            /* may be negative: the output then extends past the full result */
+            int64_t total = full - target, half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+            if (target < 1) return ir_node_fail(n, SMELT_ERR_SHAPE, "output_shape %lld must be >= 1", (long long)target);
+            bool upper = !strcmp(ap, "SAME_UPPER");
+            w->pad_lo[i] = upper ? half : total - half;
+            w->pad_hi[i] = total - w->pad_lo[i];
+            w->out[i] = target;
+        } else {
+            if (strcmp(ap, "VALID")) {
+                w->pad_lo[i] = pads[i];
+                w->pad_hi[i] = pads[ns + i];
+            }
+            w->out[i] = full - w->pad_lo[i] - w->pad_hi[i];
+            if (w->out[i] < 1) return ir_node_fail(n, SMELT_ERR_SHAPE, "pads leave no output in spatial dim %d", i);
+        }
+    }
+    return SMELT_OK;
+}
+
+smelt_status infer_ConvTranspose(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(conv_operands(g, n));
+    const ir_tensor *x = ir_in(g, n, 0), *wt = ir_in(g, n, 1), *b = ir_in(g, n, 2);
+    window_geom w;
+    TRY(convtranspose_geom_get(g, n, &w));
+    char s1[160], s2[160];
+    int64_t group = ir_attr_int(n, "group", 1);
+    if (group < 1) return ir_node_fail(n, SMELT_ERR_MODEL, "group %lld must be >= 1", (long long)group);
+    int64_t c = x->shape.dim[1], m = wt->shape.dim[1] * group;
+    if (!infer_dim_eq(wt->shape.dim[0], c) || c % group)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "X %s has %lld channels but W %s has %lld input channels (group %lld)",
+                            infer_shp(&x->shape, s1), (long long)c, infer_shp(&wt->shape, s2), (long long)wt->shape.dim[0], (long long)group);
+    if (b && (b->shape.rank != 1 || b->shape.dim[0] != m))
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "bias B %s must have shape [%lld]", infer_shp(&b->shape, s1), (long long)m);
+    ir_shape out = window_out_shape(&x->shape, m, &w);
+    infer_put_out(g, n, 0, x->dtype, &out);
+    return SMELT_OK;
 }

@@ -7,9 +7,14 @@
  *             shifts never trap, whatever the data.
  */
 #include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "ir/ir.h"
 #include "kir/kir.h"
+#include "lower/lower.h"
+#include "ops/shape.h"
 
 static smelt_dtype type_of(kir_kernel *k, kir_val v) { return kir_v(k, v)->type; }
 static kir_val cf(kir_kernel *k, kir_val like, double v) { return kir_const_f(k, type_of(k, like), v); }
@@ -400,4 +405,191 @@ kir_val scalar_BitShift(kir_kernel *k, const ir_node *n, const kir_val *in)
     kir_val big = bin(k, KIR_GE, s, width);
     kir_val safe = kir_select(k, big, kir_const_i(k, t, 0), s);
     return kir_select(k, big, kir_const_i(k, t, 0), bin(k, left ? KIR_SHL : KIR_SHR, x, safe));
+}
+
+smelt_status infer_Swish(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_need_input(g, n, 0, "X"));
+    const ir_tensor *x = ir_in(g, n, 0);
+    TRY(infer_need_float(n, x));
+    return infer_set_out(g, n, 0, x->dtype, &x->shape);
+}
+
+kir_val scalar_Swish(kir_kernel *k, const ir_node *n, const kir_val *in)
+{
+    smelt_dtype dt = kir_v(k, in[0])->type;
+    kir_val ax = bin(k, KIR_MUL, kir_const_f(k, dt, ir_attr_float(n, "alpha", 1.0f)), in[0]);
+    kir_val e = kir_unary(k, KIR_EXP, kir_unary(k, KIR_NEG, ax));
+    return bin(k, KIR_DIV, in[0], bin(k, KIR_ADD, kir_const_f(k, dt, 1), e));
+}
+
+/* ---- elementwise and broadcast ------------------------------------------ */
+
+smelt_status infer_same(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0);
+    for (int o = 0; o < n->n_out; o++) TRY(infer_set_out(g, n, o, x->dtype, &x->shape));
+    return SMELT_OK;
+}
+
+smelt_status infer_float(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0);
+    TRY(infer_require_class(n, x, infer_is_float(x->dtype), "float"));
+    return infer_set_out(g, n, 0, x->dtype, &x->shape);
+}
+
+smelt_status infer_numeric(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0);
+    TRY(infer_require_class(n, x, x->dtype != SMELT_BOOL, "numeric"));
+    return infer_set_out(g, n, 0, x->dtype, &x->shape);
+}
+
+smelt_status infer_int_unary(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0);
+    TRY(infer_require_class(n, x, infer_is_int(x->dtype), "integer"));
+    return infer_set_out(g, n, 0, x->dtype, &x->shape);
+}
+
+smelt_status infer_float_test(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0);
+    TRY(infer_require_class(n, x, infer_is_float(x->dtype), "float"));
+    return infer_set_out(g, n, 0, SMELT_BOOL, &x->shape);
+}
+
+/* Inputs of one dtype, of the class `is_class` accepts, broadcast to the output. */
+static smelt_status broadcast_of_class(ir_graph *g, int node, bool (*is_class)(smelt_dtype), const char *cls)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    TRY(infer_same_dtype(g, n, 0, n->n_in - 1));
+    const ir_tensor *x = ir_in(g, n, 0);
+    TRY(infer_require_class(n, x, is_class(x->dtype), cls));
+    ir_shape s;
+    TRY(infer_broadcast_inputs(g, n, 0, &s));
+    return infer_set_out(g, n, 0, x->dtype, &s);
+}
+
+static bool is_numeric(smelt_dtype t) { return t != SMELT_BOOL; }
+
+smelt_status infer_broadcast(ir_graph *g, int node) { return broadcast_of_class(g, node, is_numeric, "numeric"); }
+
+smelt_status infer_float_broadcast(ir_graph *g, int node)
+{
+    return broadcast_of_class(g, node, infer_is_float, "float");
+}
+
+smelt_status infer_int_broadcast(ir_graph *g, int node) { return broadcast_of_class(g, node, infer_is_int, "integer"); }
+
+
+smelt_status infer_Pow(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0), *y = ir_in(g, n, 1);
+    TRY(infer_require_class(n, x, x->dtype != SMELT_BOOL, "numeric"));
+    TRY(infer_require_class(n, y, y->dtype != SMELT_BOOL, "numeric"));
+    ir_shape s;
+    TRY(infer_broadcast_inputs(g, n, 0, &s));
+    return infer_set_out(g, n, 0, x->dtype, &s);
+}
+
+smelt_status infer_compare(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    TRY(infer_same_dtype(g, n, 0, n->n_in - 1));
+    const ir_tensor *x = ir_in(g, n, 0);
+    if (n->op != OP_Equal) TRY(infer_require_class(n, x, x->dtype != SMELT_BOOL, "numeric"));
+    ir_shape s;
+    TRY(infer_broadcast_inputs(g, n, 0, &s));
+    return infer_set_out(g, n, 0, SMELT_BOOL, &s);
+}
+
+smelt_status infer_logical(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    for (int i = 0; i < n->n_in; i++) {
+        const ir_tensor *t = ir_in(g, n, i);
+        if (t) TRY(infer_require_class(n, t, t->dtype == SMELT_BOOL, "bool"));
+    }
+    ir_shape s;
+    TRY(infer_broadcast_inputs(g, n, 0, &s));
+    return infer_set_out(g, n, 0, SMELT_BOOL, &s);
+}
+
+smelt_status infer_Cast(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0);
+    smelt_dtype to;
+    if (n->op == OP_CastLike) {
+        to = ir_in(g, n, 1)->dtype;
+    } else {
+        const ir_attr *a = ir_attr_find(n, "to");
+        if (!a || a->type != IR_ATTR_INT) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'to' is required");
+        to = (smelt_dtype)a->i;
+    }
+    if (!dtype_supported(to))
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "cast to %s is not supported", infer_dtype_str(to));
+    return infer_set_out(g, n, 0, to, &x->shape);
+}
+
+smelt_status infer_Clip(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    TRY(infer_same_dtype(g, n, 0, 2));
+    const ir_tensor *x = ir_in(g, n, 0);
+    TRY(infer_require_class(n, x, x->dtype != SMELT_BOOL, "numeric"));
+    for (int i = 1; i < n->n_in; i++) {
+        const ir_tensor *t = ir_in(g, n, i);
+        if (t && ir_tensor_numel(t) != 1)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "input '%s' (%s) must be a scalar, got %lld elements", t->name,
+                                i == 1 ? "min" : "max", (long long)ir_tensor_numel(t));
+    }
+    return infer_set_out(g, n, 0, x->dtype, &x->shape);
+}
+
+smelt_status infer_Where(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *c = ir_in(g, n, 0);
+    TRY(infer_require_class(n, c, c->dtype == SMELT_BOOL, "bool condition"));
+    TRY(infer_same_dtype(g, n, 1, 2));
+    ir_shape s;
+    TRY(infer_broadcast_inputs(g, n, 0, &s));
+    return infer_set_out(g, n, 0, ir_in(g, n, 1)->dtype, &s);
+}
+
+smelt_status infer_PRelu(ir_graph *g, int node)
+{
+    char b1[160], b2[160];
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    TRY(infer_same_dtype(g, n, 0, 1));
+    const ir_tensor *x = ir_in(g, n, 0), *s = ir_in(g, n, 1);
+    TRY(infer_require_class(n, x, x->dtype != SMELT_BOOL, "numeric"));
+    ir_shape o;
+    if (!infer_broadcast2(&x->shape, &s->shape, &o) || !ir_shape_eq(&o, &x->shape))
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "slope of shape %s does not broadcast to input shape %s",
+                            infer_shp(&s->shape, b1), infer_shp(&x->shape, b2));
+    return infer_set_out(g, n, 0, x->dtype, &x->shape);
 }

@@ -12,9 +12,13 @@
  *             TopK selects the k best of each row by repeated selection in
  *             the order (value, then lower index first).
  */
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "ir/ir.h"
 #include "lower/lower.h"
+#include "ops/shape.h"
 
 static kir_val bin(kir_kernel *K, kir_op op, kir_val a, kir_val b) { return kir_binary(K, op, a, b); }
 
@@ -29,108 +33,6 @@ static kir_val wrap_clamp(kir_kernel *K, kir_val v, int64_t dim)
     v = kir_cast(K, SMELT_I64, v);
     v = kir_select(K, bin(K, KIR_LT, v, kir_idx(K, 0)), kir_add(K, v, kir_idx(K, dim)), v);
     return lower_clamp(K, v, dim);
-}
-
-/* ---- CumProd ------------------------------------------------------------ */
-
-typedef struct cp_job {
-    int axis;
-    int64_t len;
-    bool exclusive, reverse;
-    smelt_dtype dt;
-} cp_job;
-
-static void cp_body(lower_ctx *c, const kir_val *row, void *user)
-{
-    const cp_job *j = user;
-    kir_kernel *K = c->k;
-    int rank = ir_in(c->g, c->n, 0)->shape.rank;
-    kir_val idx[IR_MAX_RANK];
-    for (int d = 0; d < rank; d++) idx[d] = row[d];
-    int acc = kir_var_new(K, j->dt, kir_const_f(K, j->dt, 1));
-    kir_val i = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, j->len), kir_idx(K, 1));
-    idx[j->axis] = j->reverse ? bin(K, KIR_SUB, kir_idx(K, j->len - 1), i) : i;
-    kir_val a = kir_var_get(K, acc), p = bin(K, KIR_MUL, a, lower_load(c, 0, idx));
-    lower_store(c, 0, idx, j->exclusive ? a : p);
-    kir_var_set(K, acc, p);
-    kir_loop_end(K);
-}
-
-smelt_status lower_CumProd(lower_ctx *c)
-{
-    const ir_tensor *x = ir_in(c->g, c->n, 0);
-    int r = x->shape.rank;
-    int64_t ax = ir_const_int(ir_in(c->g, c->n, 1), 0);
-    cp_job j = {(int)(ax < 0 ? ax + r : ax), 0, ir_attr_int(c->n, "exclusive", 0) != 0,
-                ir_attr_int(c->n, "reverse", 0) != 0, x->dtype};
-    j.len = x->shape.dim[j.axis];
-    if (ir_tensor_numel(x) == 0) return SMELT_OK;
-    ir_shape rows = x->shape;
-    rows.dim[j.axis] = 1;
-    lower_parallel_for(c, &rows, j.len, cp_body, &j);
-    return done(c);
-}
-
-/* ---- TopK --------------------------------------------------------------- */
-
-typedef struct topk_job {
-    int axis;
-    int64_t n, k;
-    bool largest;
-    smelt_dtype dt;
-} topk_job;
-
-/* (va, ia) comes before (vb, ib): a better value, or the same at a lower index. */
-static kir_val topk_before(kir_kernel *K, const topk_job *j, kir_val va, kir_val ia, kir_val vb, kir_val ib)
-{
-    kir_val better = bin(K, j->largest ? KIR_GT : KIR_LT, va, vb);
-    kir_val tie = bin(K, KIR_AND, bin(K, KIR_EQ, va, vb), bin(K, KIR_LT, ia, ib));
-    return bin(K, KIR_OR, better, tie);
-}
-
-static void topk_body(lower_ctx *c, const kir_val *row, void *user)
-{
-    const topk_job *j = user;
-    kir_kernel *K = c->k;
-    int rank = ir_in(c->g, c->n, 0)->shape.rank;
-    kir_val idx[IR_MAX_RANK], oi[IR_MAX_RANK];
-    for (int d = 0; d < rank; d++) idx[d] = oi[d] = row[d];
-    kir_val zero = kir_const_f(K, j->dt, 0);
-    int pv = kir_var_new(K, j->dt, zero), pi = kir_var_new(K, SMELT_I64, kir_idx(K, -1));
-    oi[j->axis] = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, j->k), kir_idx(K, 1));
-    int bv = kir_var_new(K, j->dt, zero), bi = kir_var_new(K, SMELT_I64, kir_idx(K, -1));
-    kir_val prev_v = kir_var_get(K, pv), prev_i = kir_var_get(K, pi);
-    idx[j->axis] = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, j->n), kir_idx(K, 1));
-    kir_val x = lower_load(c, 0, idx), at = idx[j->axis];
-    kir_val cur_v = kir_var_get(K, bv), cur_i = kir_var_get(K, bi);
-    kir_val after = bin(K, KIR_OR, bin(K, KIR_LT, prev_i, kir_idx(K, 0)), topk_before(K, j, prev_v, prev_i, x, at));
-    kir_val beats = bin(K, KIR_OR, bin(K, KIR_LT, cur_i, kir_idx(K, 0)), topk_before(K, j, x, at, cur_v, cur_i));
-    kir_val take = bin(K, KIR_AND, after, beats);
-    kir_var_set(K, bv, kir_select(K, take, x, cur_v));
-    kir_var_set(K, bi, kir_select(K, take, at, cur_i));
-    kir_loop_end(K);
-    kir_val best_v = kir_var_get(K, bv), best_i = kir_var_get(K, bi);
-    lower_store(c, 0, oi, best_v);
-    lower_store(c, 1, oi, best_i);
-    kir_var_set(K, pv, best_v);
-    kir_var_set(K, pi, best_i);
-    kir_loop_end(K);
-}
-
-smelt_status lower_TopK(lower_ctx *c)
-{
-    const ir_tensor *x = ir_in(c->g, c->n, 0);
-    const ir_shape *os = &c->g->tensors[c->n->out[0]].shape;
-    int r = x->shape.rank;
-    int64_t a = ir_attr_int(c->n, "axis", -1);
-    topk_job j = {(int)(a < 0 ? a + r : a), 0, 0, ir_attr_int(c->n, "largest", 1) != 0, x->dtype};
-    j.n = x->shape.dim[j.axis];
-    j.k = os->dim[j.axis];
-    if (ir_shape_numel(os) == 0) return SMELT_OK;
-    ir_shape rows = x->shape;
-    rows.dim[j.axis] = 1;
-    lower_parallel_for(c, &rows, j.k * j.n, topk_body, &j);
-    return done(c);
 }
 
 /* ---- ScatterElements, Scatter, ScatterND --------------------------------- */
@@ -250,3 +152,208 @@ smelt_status lower_ScatterElements(lower_ctx *c)
 }
 
 smelt_status lower_ScatterND(lower_ctx *c) { return scatter_lower(c, snd_body, 0); }
+
+smelt_status infer_Gather(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0), *ind = ir_in(g, n, 1);
+    if (ind->dtype != SMELT_I32 && ind->dtype != SMELT_I64)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "indices '%s' must be int32 or int64, got %s", ind->name,
+                            infer_dtype_str(ind->dtype));
+    int r = x->shape.rank, q = ind->shape.rank, axis;
+    if (r == 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "data must have rank >= 1");
+    TRY(infer_norm_axis(n, ir_attr_int(n, "axis", 0), r, "axis", &axis));
+    if (r - 1 + q > IR_MAX_RANK)
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "output rank %d exceeds the maximum %d", r - 1 + q, IR_MAX_RANK);
+    ir_shape s = {.rank = r - 1 + q};
+    for (int i = 0; i < axis; i++) s.dim[i] = x->shape.dim[i];
+    for (int i = 0; i < q; i++) s.dim[axis + i] = ind->shape.dim[i];
+    for (int i = axis + 1; i < r; i++) s.dim[q + i - 1] = x->shape.dim[i];
+    if (x->shape.dim[axis] == 0 && ir_shape_numel(&s) > 0)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "cannot gather from axis %d of size 0", axis);
+    if (ind->data) {
+        int64_t dim = x->shape.dim[axis];
+        for (int64_t i = 0; i < ir_tensor_numel(ind); i++) {
+            int64_t v = ir_const_int(ind, i);
+            if (v < -dim || v >= dim)
+                return ir_node_fail(n, SMELT_ERR_SHAPE, "index %lld is out of range for axis %d of size %lld",
+                                    (long long)v, axis, (long long)dim);
+        }
+    }
+    return infer_set_out(g, n, 0, x->dtype, &s);
+}
+
+smelt_status infer_GatherElements(ir_graph *g, int node)
+{
+    char b1[160], b2[160];
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0), *ind = ir_in(g, n, 1);
+    if (ind->dtype != SMELT_I32 && ind->dtype != SMELT_I64)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "indices '%s' must be int32 or int64, got %s", ind->name,
+                            infer_dtype_str(ind->dtype));
+    int r = x->shape.rank, axis;
+    if (r == 0 || ind->shape.rank != r)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "data %s and indices %s must have the same rank >= 1",
+                            infer_shp(&x->shape, b1), infer_shp(&ind->shape, b2));
+    TRY(infer_norm_axis(n, ir_attr_int(n, "axis", 0), r, "axis", &axis));
+    for (int d = 0; d < r; d++)
+        if (d != axis && ind->shape.dim[d] > x->shape.dim[d])
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "indices %s exceed data %s outside axis %d",
+                                infer_shp(&ind->shape, b1), infer_shp(&x->shape, b2), axis);
+    if (x->shape.dim[axis] == 0 && ir_tensor_numel(ind) > 0)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "cannot gather from axis %d of size 0", axis);
+    return infer_set_out(g, n, 0, x->dtype, &ind->shape);
+}
+
+smelt_status infer_GatherND(ir_graph *g, int node)
+{
+    char b1[160], b2[160];
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0), *ind = ir_in(g, n, 1);
+    if (ind->dtype != SMELT_I64 && ind->dtype != SMELT_I32)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "indices '%s' must be int32 or int64, got %s", ind->name, infer_dtype_str(ind->dtype));
+    int r = x->shape.rank, q = ind->shape.rank;
+    int64_t b = ir_attr_int(n, "batch_dims", 0);
+    if (q < 1 || r < 1) return ir_node_fail(n, SMELT_ERR_SHAPE, "data and indices must have rank >= 1");
+    if (b < 0 || b >= q || b >= r)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "batch_dims %lld must be below the ranks of data (%d) and indices (%d)",
+                            (long long)b, r, q);
+    int64_t k = ind->shape.dim[q - 1];
+    if (k < 1 || k > r - b)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "the last dim of indices %s must be in 1..%lld for data %s",
+                            infer_shp(&ind->shape, b1), (long long)(r - b), infer_shp(&x->shape, b2));
+    for (int d = 0; d < b; d++)
+        if (ind->shape.dim[d] != x->shape.dim[d])
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "batch dims of indices %s and data %s differ",
+                                infer_shp(&ind->shape, b1), infer_shp(&x->shape, b2));
+    ir_shape s = {.rank = (int)(q - 1 + r - b - k)};
+    if (s.rank > IR_MAX_RANK)
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "output rank %d exceeds the maximum %d", s.rank, IR_MAX_RANK);
+    for (int d = 0; d < q - 1; d++) s.dim[d] = ind->shape.dim[d];
+    for (int d = (int)(b + k); d < r; d++) s.dim[q - 1 + d - b - k] = x->shape.dim[d];
+    for (int d = (int)b; d < b + k; d++)
+        if (x->shape.dim[d] == 0 && ir_shape_numel(&s) > 0)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "cannot gather from axis %d of size 0", d);
+    return infer_set_out(g, n, 0, x->dtype, &s);
+}
+
+static smelt_status scatter_reduction(const ir_node *n)
+{
+    const char *red = ir_attr_string(n, "reduction", "none");
+    if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") && strcmp(red, "max") && strcmp(red, "min"))
+        return ir_node_fail(n, SMELT_ERR_MODEL, "reduction '%s' must be none, add, mul, max or min", red);
+    return SMELT_OK;
+}
+
+smelt_status infer_ScatterElements(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    static const char *const names[] = {"data", "indices", "updates"};
+    for (int i = 0; i < 3; i++) TRY(infer_need_input(g, n, i, names[i]));
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0), *ind = ir_in(g, n, 1), *u = ir_in(g, n, 2);
+    TRY(infer_need_int(n, ind));
+    if (u->dtype != x->dtype) return ir_node_fail(n, SMELT_ERR_SHAPE, "updates must have the data's dtype");
+    char b1[160], b2[160], b3[160];
+    bool ok = ind->shape.rank == x->shape.rank && ir_shape_eq(&ind->shape, &u->shape);
+    int axis;
+    TRY(infer_norm_axis(n, ir_attr_int(n, "axis", 0), x->shape.rank, "axis", &axis));
+    for (int d = 0; ok && d < x->shape.rank; d++) ok = d == axis || ind->shape.dim[d] <= x->shape.dim[d];
+    if (!ok)
+        return ir_node_fail(n, SMELT_ERR_SHAPE,
+                            "indices %s and updates %s must have one shape, of data %s's rank and within its size",
+                            infer_shp(&ind->shape, b1), infer_shp(&u->shape, b2), infer_shp(&x->shape, b3));
+    if (x->shape.dim[axis] == 0 && ir_tensor_numel(ind) > 0)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "axis %d of data is empty", axis);
+    TRY(scatter_reduction(n));
+    return infer_set_out(g, n, 0, x->dtype, &x->shape);
+}
+
+smelt_status infer_ScatterND(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    static const char *const names[] = {"data", "indices", "updates"};
+    for (int i = 0; i < 3; i++) TRY(infer_need_input(g, n, i, names[i]));
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0), *ind = ir_in(g, n, 1), *u = ir_in(g, n, 2);
+    TRY(infer_need_int(n, ind));
+    if (u->dtype != x->dtype) return ir_node_fail(n, SMELT_ERR_SHAPE, "updates must have the data's dtype");
+    char b1[160], b2[160], b3[160];
+    int r = x->shape.rank, q = ind->shape.rank;
+    int64_t k = q ? ind->shape.dim[q - 1] : -1;
+    bool ok = q >= 1 && k >= 1 && k <= r && u->shape.rank == q - 1 + r - k;
+    for (int d = 0; ok && d < q - 1; d++) ok = u->shape.dim[d] == ind->shape.dim[d];
+    for (int d = (int)k; ok && d < r; d++) ok = u->shape.dim[q - 1 + d - k] == x->shape.dim[d];
+    for (int d = 0; ok && d < k; d++) ok = x->shape.dim[d] > 0 || ir_tensor_numel(u) == 0;
+    if (!ok)
+        return ir_node_fail(n, SMELT_ERR_SHAPE,
+                            "updates %s must be indices.shape[:-1] + data.shape[k:] for indices %s, data %s",
+                            infer_shp(&u->shape, b1), infer_shp(&ind->shape, b2), infer_shp(&x->shape, b3));
+    TRY(scatter_reduction(n));
+    return infer_set_out(g, n, 0, x->dtype, &x->shape);
+}
+
+static const ir_shape *in_shape(const lower_ctx *c, int i) { return &ir_in(c->g, c->n, i)->shape; }
+
+static int norm_axis(int64_t a, int rank) { return (int)(a < 0 ? a + rank : a); }
+
+/* The index is read at run time: negative counts from the end, and anything
+ * still out of range is clamped so the load stays inside the data. */
+kir_val elem_Gather(lower_ctx *c, int out, const kir_val *idx)
+{
+    (void)out;
+    kir_kernel *k = c->k;
+    const ir_shape *xs = in_shape(c, 0), *is = in_shape(c, 1);
+    int r = xs->rank, q = is->rank;
+    int axis = norm_axis(ir_attr_int(c->n, "axis", 0), r);
+    kir_val ind = kir_cast(k, SMELT_I64, lower_load(c, 1, q ? idx + axis : NULL));
+    int64_t dim = xs->dim[axis];
+    kir_val neg = kir_binary(k, KIR_LT, ind, kir_idx(k, 0));
+    ind = kir_select(k, neg, kir_add(k, ind, kir_idx(k, dim)), ind);
+    kir_val in_idx[IR_MAX_RANK];
+    for (int j = 0; j < axis; j++) in_idx[j] = idx[j];
+    in_idx[axis] = lower_clamp(k, ind, dim);
+    for (int j = axis + 1; j < r; j++) in_idx[j] = idx[j + q - 1];
+    return lower_load(c, 0, in_idx);
+}
+
+kir_val elem_GatherElements(lower_ctx *c, int out, const kir_val *idx)
+{
+    (void)out;
+    kir_kernel *k = c->k;
+    const ir_shape *xs = in_shape(c, 0);
+    int axis = norm_axis(ir_attr_int(c->n, "axis", 0), xs->rank);
+    int64_t dim = xs->dim[axis];
+    kir_val ind = kir_cast(k, SMELT_I64, lower_load(c, 1, idx));
+    ind = kir_select(k, kir_binary(k, KIR_LT, ind, kir_idx(k, 0)), kir_add(k, ind, kir_idx(k, dim)), ind);
+    kir_val in_idx[IR_MAX_RANK];
+    for (int j = 0; j < xs->rank; j++) in_idx[j] = idx[j];
+    in_idx[axis] = lower_clamp(k, ind, dim);
+    return lower_load(c, 0, in_idx);
+}
+
+/* out[i.., j..] = data[batch.., indices[i.., 0..k), j..]: the leading output
+ * dims walk the indices, each gathered coordinate wrapped and clamped. */
+kir_val elem_GatherND(lower_ctx *c, int out, const kir_val *idx)
+{
+    (void)out;
+    kir_kernel *k = c->k;
+    const ir_shape *xs = in_shape(c, 0), *is = in_shape(c, 1);
+    int r = xs->rank, q = is->rank, b = (int)ir_attr_int(c->n, "batch_dims", 0);
+    int kk = (int)is->dim[q - 1];
+    kir_val ind_idx[IR_MAX_RANK], in_idx[IR_MAX_RANK];
+    for (int d = 0; d < q - 1; d++) ind_idx[d] = idx[d];
+    for (int d = 0; d < b; d++) in_idx[d] = idx[d];
+    for (int j = 0; j < kk; j++) {
+        ind_idx[q - 1] = kir_idx(k, j);
+        int64_t dim = xs->dim[b + j];
+        kir_val v = kir_cast(k, SMELT_I64, lower_load(c, 1, ind_idx));
+        v = kir_select(k, kir_binary(k, KIR_LT, v, kir_idx(k, 0)), kir_add(k, v, kir_idx(k, dim)), v);
+        in_idx[b + j] = lower_clamp(k, v, dim);
+    }
+    for (int d = b + kk; d < r; d++) in_idx[d] = idx[q - 1 + d - b - kk];
+    return lower_load(c, 0, in_idx);
+}

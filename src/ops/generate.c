@@ -9,21 +9,15 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "ir/ir.h"
 #include "lower/lower.h"
-
-static const ir_shape *in_shape(const lower_ctx *c, int i) { return &ir_in(c->g, c->n, i)->shape; }
+#include "ops/shape.h"
 static const ir_shape *out_shape(const lower_ctx *c, int o) { return &c->g->tensors[c->n->out[o]].shape; }
 static smelt_dtype out_type(const lower_ctx *c, int o) { return c->g->tensors[c->n->out[o]].dtype; }
 static kir_val bin(kir_kernel *K, kir_op op, kir_val a, kir_val b) { return kir_binary(K, op, a, b); }
-
-kir_val scalar_Swish(kir_kernel *k, const ir_node *n, const kir_val *in)
-{
-    smelt_dtype dt = kir_v(k, in[0])->type;
-    kir_val ax = bin(k, KIR_MUL, kir_const_f(k, dt, ir_attr_float(n, "alpha", 1.0f)), in[0]);
-    kir_val e = kir_unary(k, KIR_EXP, kir_unary(k, KIR_NEG, ax));
-    return bin(k, KIR_DIV, in[0], bin(k, KIR_ADD, kir_const_f(k, dt, 1), e));
-}
 
 kir_val elem_OneHot(lower_ctx *c, int out, const kir_val *idx)
 {
@@ -74,70 +68,237 @@ kir_val elem_Window(lower_ctx *c, int out, const kir_val *idx)
     return kir_cast(K, out_type(c, out), v);
 }
 
-/* Crop takes the centred window (the odd element dropped at the end); pad
- * centres the input the same way and fills zeros. */
-kir_val elem_CenterCropPad(lower_ctx *c, int out, const kir_val *idx)
+smelt_status infer_Range(ir_graph *g, int node)
 {
-    kir_kernel *K = c->k;
-    const ir_shape *xs = in_shape(c, 0), *os = out_shape(c, out);
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    TRY(infer_same_dtype(g, n, 0, 2));
+    smelt_status st = SMELT_OK;
+    const char *names[3] = {"start", "limit", "delta"};
+    const ir_tensor *t[3];
+    for (int i = 0; i < 3; i++) {
+        t[i] = infer_value_input(g, n, i, names[i], &st);
+        if (st) return st;
+        if (!t[i]) return ir_node_fail(n, SMELT_ERR_MODEL, "input '%s' is required", names[i]);
+        if (ir_tensor_numel(t[i]) != 1)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "input '%s' (%s) must be a scalar", t[i]->name, names[i]);
+    }
+    smelt_dtype dt = t[0]->dtype;
+    TRY(infer_require_class(n, t[0], dt != SMELT_BOOL, "numeric"));
+    int64_t len;
+    if (infer_is_float(dt)) {
+        double s = ir_const_double(t[0], 0), l = ir_const_double(t[1], 0), d = ir_const_double(t[2], 0);
+        if (d == 0 || !isfinite(s) || !isfinite(l) || !isfinite(d))
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "range needs finite start/limit and a nonzero delta");
+        double c = ceil((l - s) / d);
+        if (c > (double)INT32_MAX) return ir_node_fail(n, SMELT_ERR_SHAPE, "range of %g elements is too long", c);
+        len = c > 0 ? (int64_t)c : 0;
+    } else {
+        int64_t s = ir_const_int(t[0], 0), l = ir_const_int(t[1], 0), d = ir_const_int(t[2], 0);
+        if (d == 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "range delta is 0");
+        double c = ceil(((double)l - (double)s) / (double)d);
+        if (c > (double)INT32_MAX) return ir_node_fail(n, SMELT_ERR_SHAPE, "range of %g elements is too long", c);
+        len = c > 0 ? (int64_t)c : 0;
+    }
+    ir_shape sh = {.rank = 1, .dim = {len}};
+    return infer_set_out(g, n, 0, dt, &sh);
+}
+
+/* ---- index maps ----------------------------------------------------------- */
+
+smelt_status infer_OneHot(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    static const char *const names[] = {"indices", "depth", "values"};
+    for (int i = 0; i < 3; i++) TRY(infer_need_input(g, n, i, names[i]));
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *ind = ir_in(g, n, 0), *dep = ir_in(g, n, 1), *val = ir_in(g, n, 2);
+    if (!infer_is_one_value(dep)) return ir_node_fail(n, SMELT_ERR_SHAPE, "depth must hold one value");
+    if (val->shape.rank != 1 || val->shape.dim[0] != 2)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "values must be [off_value, on_value] (shape [2])");
+    if (ind->dtype == SMELT_BOOL || dep->dtype == SMELT_BOOL)
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "indices and depth must be numeric");
+    double d = ir_const_double(dep, 0);
+    if (!(d >= 1 && d < 1e12)) return ir_node_fail(n, SMELT_ERR_SHAPE, "depth %g must be >= 1", d);
+    int q = ind->shape.rank, axis;
+    if (q + 1 > IR_MAX_RANK) return ir_node_fail(n, SMELT_ERR_SHAPE, "output rank %d exceeds %d", q + 1, IR_MAX_RANK);
+    TRY(infer_norm_axis(n, ir_attr_int(n, "axis", -1), q + 1, "axis", &axis));
+    ir_shape out = {.rank = q + 1};
+    for (int i = 0, j = 0; i <= q; i++) out.dim[i] = i == axis ? (int64_t)d : ind->shape.dim[j++];
+    return infer_set_out(g, n, 0, val->dtype, &out);
+}
+
+smelt_status infer_EyeLike(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_need_input(g, n, 0, "input"));
+    const ir_tensor *x = ir_in(g, n, 0);
+    TRY(infer_check_dtypes(g, n));
+    char b1[160];
+    if (x->shape.rank != 2) return ir_node_fail(n, SMELT_ERR_SHAPE, "input %s must be 2-D", infer_shp(&x->shape, b1));
+    smelt_dtype dt = (smelt_dtype)ir_attr_int(n, "dtype", x->dtype);
+    if (!dtype_supported(dt))
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "dtype %s is not supported", infer_dtype_str(dt));
+    return infer_set_out(g, n, 0, dt, &x->shape);
+}
+
+smelt_status infer_Window(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_need_input(g, n, 0, "size"));
+    const ir_tensor *s = ir_in(g, n, 0);
+    TRY(infer_need_int(n, s));
+    if (!infer_is_one_value(s)) return ir_node_fail(n, SMELT_ERR_SHAPE, "size must hold one value");
+    int64_t len = ir_const_int(s, 0);
+    if (len < 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "size %lld must be >= 0", (long long)len);
+    smelt_dtype dt = (smelt_dtype)ir_attr_int(n, "output_datatype", SMELT_F32);
+    if (!dtype_supported(dt) || dt == SMELT_BOOL)
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "output_datatype %s is not supported", infer_dtype_str(dt));
+    ir_shape out = {.rank = 1, .dim = {len}};
+    return infer_set_out(g, n, 0, dt, &out);
+}
+
+kir_val elem_Range(lower_ctx *c, int out, const kir_val *idx)
+{
+    kir_kernel *k = c->k;
     smelt_dtype t = out_type(c, out);
-    kir_val inside = 0, ii[IR_MAX_RANK];
-    for (int d = 0; d < xs->rank; d++) {
-        int64_t in = xs->dim[d], o = os->dim[d];
-        if (o <= in) {
-            ii[d] = kir_add(K, idx[d], kir_idx(K, (in - o) / 2));
-            continue;
+    const ir_tensor *start = ir_in(c->g, c->n, 0), *delta = ir_in(c->g, c->n, 2);
+    kir_val s, d;
+    if (kir_is_float(t)) {
+        s = kir_const_f(k, t, ir_const_double(start, 0));
+        d = kir_const_f(k, t, ir_const_double(delta, 0));
+    } else {
+        s = kir_const_i(k, t, ir_const_int(start, 0));
+        d = kir_const_i(k, t, ir_const_int(delta, 0));
+    }
+    return kir_add(k, s, kir_mul(k, kir_cast(k, t, idx[0]), d));
+}
+
+kir_val elem_ConstantOfShape(lower_ctx *c, int out, const kir_val *idx)
+{
+    (void)idx;
+    smelt_dtype t = out_type(c, out);
+    const ir_attr *a = ir_attr_find(c->n, "value");
+    if (!a) return kir_const_f(c->k, t, 0.0);
+    const ir_tensor *v = &c->g->tensors[a->tensor];
+    if (kir_is_float(t)) return kir_const_f(c->k, t, ir_const_double(v, 0));
+    return kir_const_i(c->k, t, ir_const_int(v, 0));
+}
+
+/* ---- constants and shapes ------------------------------------------------ */
+
+smelt_status infer_Constant(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    ir_shape s = {.rank = 0};
+    const ir_attr *a;
+    if ((a = ir_attr_find(n, "value")) && a->type == IR_ATTR_TENSOR) {
+        const ir_tensor *src = &g->tensors[a->tensor];
+        if (!dtype_supported(src->dtype))
+            return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "constant of dtype %s is not supported", infer_dtype_str(src->dtype));
+        if (!src->data) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'value' has no data");
+        smelt_dtype dt = src->dtype;
+        ir_shape ss = src->shape;
+        void *data = src->data;
+        TRY(infer_set_out(g, n, 0, dt, &ss));
+        void *d = ir_tensor_alloc_data(g, n->out[0]);
+        if (!d) return diag_fail(SMELT_ERR_NOMEM, "out of memory folding Constant '%s'", n->name);
+        memcpy(d, data, (size_t)ir_shape_numel(&ss) * smelt_dtype_size(dt));
+        return SMELT_OK;
+    }
+    if ((a = ir_attr_find(n, "value_float")) || (a = ir_attr_find(n, "value_int"))) {
+        bool f = strcmp(a->name, "value_float") == 0;
+        TRY(infer_set_out(g, n, 0, f ? SMELT_F32 : SMELT_I64, &s));
+        void *d = ir_tensor_alloc_data(g, n->out[0]);
+        if (!d) return diag_fail(SMELT_ERR_NOMEM, "out of memory folding Constant '%s'", n->name);
+        if (f) *(float *)d = a->f;
+        else *(int64_t *)d = a->i;
+        return SMELT_OK;
+    }
+    if ((a = ir_attr_find(n, "value_floats")) || (a = ir_attr_find(n, "value_ints"))) {
+        bool f = strcmp(a->name, "value_floats") == 0;
+        s.rank = 1;
+        s.dim[0] = a->n;
+        TRY(infer_set_out(g, n, 0, f ? SMELT_F32 : SMELT_I64, &s));
+        void *d = ir_tensor_alloc_data(g, n->out[0]);
+        if (!d) return diag_fail(SMELT_ERR_NOMEM, "out of memory folding Constant '%s'", n->name);
+        for (int i = 0; i < a->n; i++) {
+            if (f) ((float *)d)[i] = a->floats ? a->floats[i] : 0.0f;
+            else ((int64_t *)d)[i] = a->ints ? a->ints[i] : 0;
         }
-        kir_val p = bin(K, KIR_SUB, idx[d], kir_idx(K, (o - in) / 2));
-        kir_val ok = bin(K, KIR_AND, bin(K, KIR_GE, p, kir_idx(K, 0)), bin(K, KIR_LT, p, kir_idx(K, in)));
-        inside = inside ? bin(K, KIR_AND, inside, ok) : ok;
-        ii[d] = lower_clamp(K, p, in);
+        return SMELT_OK;
     }
-    if (inside && ir_shape_numel(xs) == 0) return kir_const_f(K, t, 0);
-    kir_val v = lower_load(c, 0, ii);
-    return inside ? kir_select(K, inside, v, kir_const_f(K, t, 0)) : v;
+    if (n->n_attr > 0)
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "constant given by attribute '%s' is not supported", n->attr[0].name);
+    return ir_node_fail(n, SMELT_ERR_MODEL, "no value attribute");
 }
 
-/* Scale or zero point (input i) for element idx: one value, one per slice of
- * `axis`, or one per block along it. */
-static kir_val quant_param(lower_ctx *c, int i, const kir_val *idx)
+smelt_status infer_ConstantOfShape(ir_graph *g, int node)
 {
-    kir_kernel *K = c->k;
-    const ir_tensor *p = ir_in(c->g, c->n, i), *x = ir_in(c->g, c->n, 0);
-    kir_val pi[IR_MAX_RANK];
-    int64_t block = ir_attr_int(c->n, "block_size", 0);
-    if (p->shape.rank <= 1 && ir_tensor_numel(p) == 1 && block == 0) {
-        for (int d = 0; d < p->shape.rank; d++) pi[d] = kir_idx(K, 0);
-        return lower_load(c, i, pi);
+    const ir_node *n = &g->nodes[node];
+    smelt_status st;
+    int64_t dims[IR_MAX_RANK + 1];
+    int cnt = infer_read_int_input(g, n, 0, "shape", dims, IR_MAX_RANK, &st);
+    if (cnt < 0) return st ? st : ir_node_fail(n, SMELT_ERR_MODEL, "input 'shape' is required");
+    ir_shape s = {.rank = cnt};
+    for (int i = 0; i < cnt; i++) {
+        if (dims[i] < 0)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "shape dimension %d is negative (%lld)", i, (long long)dims[i]);
+        s.dim[i] = dims[i];
     }
+    smelt_dtype dt = SMELT_F32;
+    const ir_attr *a = ir_attr_find(n, "value");
+    if (a) {
+        if (a->type != IR_ATTR_TENSOR) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'value' must be a tensor");
+        const ir_tensor *v = &g->tensors[a->tensor];
+        if (!dtype_supported(v->dtype))
+            return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "value of dtype %s is not supported", infer_dtype_str(v->dtype));
+        if (ir_tensor_numel(v) != 1 || !v->data)
+            return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'value' must hold one element, got %lld",
+                                (long long)ir_tensor_numel(v));
+        dt = v->dtype;
+    }
+    return infer_set_out(g, n, 0, dt, &s);
+}
+
+smelt_status infer_Shape(ir_graph *g, int node)
+{
+    char b[160];
+    const ir_node *n = &g->nodes[node];
+    const ir_tensor *x = ir_in(g, n, 0);
+    if (!infer_shape_known(&x->shape))
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "shape %s of input '%s' is not known at compile time",
+                            infer_shp(&x->shape, b), x->name);
     int r = x->shape.rank;
-    int64_t a = ir_attr_int(c->n, "axis", 1);
-    int axis = (int)(a < 0 ? a + r : a);
-    if (block == 0) return lower_load(c, i, &idx[axis]);
-    for (int d = 0; d < r; d++) pi[d] = idx[d];
-    pi[axis] = bin(K, KIR_DIV, idx[axis], kir_idx(K, block));
-    return lower_load(c, i, pi);
+    int64_t start = ir_attr_int(n, "start", 0), end = ir_attr_int(n, "end", r);
+    if (start < 0) start += r;
+    if (end < 0) end += r;
+    start = start < 0 ? 0 : start > r ? r : start;
+    end = end < 0 ? 0 : end > r ? r : end;
+    int64_t len = end > start ? end - start : 0;
+    int64_t dims[IR_MAX_RANK];
+    memcpy(dims, x->shape.dim, sizeof dims);
+    ir_shape s = {.rank = 1, .dim = {len}};
+    TRY(infer_set_out(g, n, 0, SMELT_I64, &s));
+    int64_t *d = ir_tensor_alloc_data(g, n->out[0]);
+    if (!d) return diag_fail(SMELT_ERR_NOMEM, "out of memory folding Shape '%s'", n->name);
+    for (int64_t i = 0; i < len; i++) d[i] = dims[start + i];
+    return SMELT_OK;
 }
 
-kir_val elem_QuantizeLinear(lower_ctx *c, int out, const kir_val *idx)
+smelt_status infer_Size(ir_graph *g, int node)
 {
-    kir_kernel *K = c->k;
-    smelt_dtype t = out_type(c, out);
-    kir_val s = quant_param(c, 1, idx);
-    smelt_dtype ft = kir_v(K, s)->type;
-    kir_val v = kir_unary(K, KIR_ROUND, bin(K, KIR_DIV, kir_cast(K, ft, lower_load(c, 0, idx)), s));
-    if (ir_in(c->g, c->n, 2)) v = bin(K, KIR_ADD, v, kir_cast(K, ft, quant_param(c, 2, idx)));
-    double lo = t == SMELT_U8 ? 0 : t == SMELT_I8 ? INT8_MIN : t == SMELT_U16 ? 0 : INT16_MIN;
-    double hi = t == SMELT_U8 ? UINT8_MAX : t == SMELT_I8 ? INT8_MAX : t == SMELT_U16 ? UINT16_MAX : INT16_MAX;
-    v = bin(K, KIR_MAX, bin(K, KIR_MIN, v, kir_const_f(K, ft, hi)), kir_const_f(K, ft, lo));
-    return kir_cast(K, t, v);
-}
-
-kir_val elem_DequantizeLinear(lower_ctx *c, int out, const kir_val *idx)
-{
-    kir_kernel *K = c->k;
-    smelt_dtype ft = out_type(c, out);
-    kir_val v = kir_cast(K, ft, lower_load(c, 0, idx));
-    if (ir_in(c->g, c->n, 2)) v = bin(K, KIR_SUB, v, kir_cast(K, ft, quant_param(c, 2, idx)));
-    return bin(K, KIR_MUL, v, quant_param(c, 1, idx));
+    char b[160];
+    const ir_node *n = &g->nodes[node];
+    const ir_tensor *x = ir_in(g, n, 0);
+    if (!infer_shape_known(&x->shape))
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "shape %s of input '%s' is not known at compile time",
+                            infer_shp(&x->shape, b), x->name);
+    int64_t numel = ir_tensor_numel(x);
+    ir_shape s = {.rank = 0};
+    TRY(infer_set_out(g, n, 0, SMELT_I64, &s));
+    int64_t *d = ir_tensor_alloc_data(g, n->out[0]);
+    if (!d) return diag_fail(SMELT_ERR_NOMEM, "out of memory folding Size '%s'", n->name);
+    *d = numel;
+    return SMELT_OK;
 }

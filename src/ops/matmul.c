@@ -16,7 +16,11 @@
  *             matches it in the low address bits); with threads per
  *             workgroup, in a scratch buffer (one MR x N panel per unit).
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "lower/lower.h"
+#include "ops/shape.h"
 
 /* Rows per block; columns per block once N is large enough that an MR x N
  * accumulator panel would no longer stay in L1/L2. 512 columns (a 16 KiB
@@ -278,4 +282,68 @@ smelt_status lower_Gemm(lower_ctx *c)
         j.b_packed = p.scratch;
     }
     return mm_lower(c, &j);
+}
+
+/* ---- contractions ------------------------------------------------------- */
+
+smelt_status infer_MatMul(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    const ir_tensor *a = ir_in(g, n, 0), *b = ir_in(g, n, 1);
+    TRY(infer_need_input(g, n, 0, "A"));
+    TRY(infer_need_input(g, n, 1, "B"));
+    TRY(infer_need_dtype(n, a, "input", DT_ARITH));
+    TRY(infer_need_same_dtype(n, a, b));
+    char s1[160], s2[160];
+    if (a->shape.rank < 1 || b->shape.rank < 1)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "operands must have rank >= 1, got %s and %s",
+                            infer_shp(&a->shape, s1), infer_shp(&b->shape, s2));
+    ir_shape sa = a->shape, sb = b->shape;
+    if (sa.rank == 1) sa = (ir_shape){.rank = 2, .dim = {1, a->shape.dim[0]}};
+    if (sb.rank == 1) sb = (ir_shape){.rank = 2, .dim = {b->shape.dim[0], 1}};
+    int64_t ka = sa.dim[sa.rank - 1], kb = sb.dim[sb.rank - 2];
+    if (!infer_dim_eq(ka, kb))
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "inner dimensions differ: A %s has K=%lld, B %s has K=%lld",
+                            infer_shp(&a->shape, s1), (long long)ka, infer_shp(&b->shape, s2), (long long)kb);
+    ir_shape ba = {.rank = sa.rank - 2}, bb = {.rank = sb.rank - 2}, out;
+    memcpy(ba.dim, sa.dim, sizeof(int64_t) * (size_t)ba.rank);
+    memcpy(bb.dim, sb.dim, sizeof(int64_t) * (size_t)bb.rank);
+    if (!ir_shape_broadcast(&ba, &bb, &out))
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "batch dimensions of A %s and B %s do not broadcast",
+                            infer_shp(&a->shape, s1), infer_shp(&b->shape, s2));
+    if (a->shape.rank > 1) out.dim[out.rank++] = sa.dim[sa.rank - 2];
+    if (b->shape.rank > 1) out.dim[out.rank++] = sb.dim[sb.rank - 1];
+    if (out.rank > IR_MAX_RANK) return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "result rank exceeds %d", IR_MAX_RANK);
+    infer_put_out(g, n, 0, a->dtype, &out);
+    return SMELT_OK;
+}
+
+smelt_status infer_Gemm(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_need_input(g, n, 0, "A"));
+    TRY(infer_need_input(g, n, 1, "B"));
+    const ir_tensor *a = ir_in(g, n, 0), *b = ir_in(g, n, 1), *c = ir_in(g, n, 2);
+    TRY(infer_need_dtype(n, a, "input", DT_ARITH));
+    TRY(infer_need_same_dtype(n, a, b));
+    if (c) TRY(infer_need_same_dtype(n, a, c));
+    char s1[160], s2[160];
+    if (a->shape.rank != 2 || b->shape.rank != 2)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "A and B must be matrices, got %s and %s", infer_shp(&a->shape, s1),
+                            infer_shp(&b->shape, s2));
+    bool ta = ir_attr_int(n, "transA", 0) != 0, tb = ir_attr_int(n, "transB", 0) != 0;
+    int64_t m = a->shape.dim[ta ? 1 : 0], ka = a->shape.dim[ta ? 0 : 1];
+    int64_t kb = b->shape.dim[tb ? 1 : 0], nn = b->shape.dim[tb ? 0 : 1];
+    if (!infer_dim_eq(ka, kb))
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "inner dimensions differ: A %s (transA=%d) has K=%lld, B %s (transB=%d) has K=%lld",
+                            infer_shp(&a->shape, s1), ta, (long long)ka, infer_shp(&b->shape, s2), tb, (long long)kb);
+    ir_shape out = {.rank = 2, .dim = {m, nn}};
+    if (c) {
+        ir_shape bc;
+        if (c->shape.rank > 2 || !ir_shape_broadcast(&c->shape, &out, &bc) || !ir_shape_eq(&bc, &out))
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "C %s does not broadcast to the result shape %s",
+                                infer_shp(&c->shape, s1), infer_shp(&out, s2));
+    }
+    infer_put_out(g, n, 0, a->dtype, &out);
+    return SMELT_OK;
 }

@@ -15,7 +15,11 @@
  *             the input read a clamped (in-bounds) index and are masked out
  *             with a select, so every read is memory safe.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "lower/lower.h"
+#include "ops/shape.h"
 
 #define POOL_ROW_BYTES (64 * 1024) /* the row form's workgroup memory (a stack array on the CPU), at most */
 
@@ -177,3 +181,66 @@ static smelt_status pool_lower(lower_ctx *c, bool is_max)
 
 smelt_status lower_MaxPool(lower_ctx *c) { return pool_lower(c, true); }
 smelt_status lower_AveragePool(lower_ctx *c) { return pool_lower(c, false); }
+
+smelt_status infer_Pool(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_need_input(g, n, 0, "X"));
+    const ir_tensor *x = ir_in(g, n, 0);
+    bool is_max = n->op == OP_MaxPool;
+    TRY(infer_need_dtype(n, x, "input", is_max ? DT_FLOAT | DT(I8) | DT(U8) : DT_FLOAT));
+    window_geom w;
+    TRY(window_geom_get(g, n, &w));
+    if (is_max && ir_attr_int(n, "storage_order", 0) && infer_has_out(n, 1) && w.nsp != 2)
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "storage_order=1 is defined for 2-D pooling only");
+    ir_shape out = window_out_shape(&x->shape, x->shape.dim[1], &w);
+    infer_put_out(g, n, 0, x->dtype, &out);
+    infer_put_out(g, n, 1, SMELT_I64, &out);
+    return SMELT_OK;
+}
+
+typedef struct lp_pool_job {
+    window_geom w;
+    smelt_dtype dt;
+    double p;
+} lp_pool_job;
+
+static void lp_pool_body(lower_ctx *c, const kir_val *oidx, void *user)
+{
+    const lp_pool_job *j = user;
+    const window_geom *w = &j->w;
+    kir_kernel *K = c->k;
+    kir_val zero = kir_idx(K, 0), fzero = kir_const_f(K, j->dt, 0);
+    int acc = kir_var_new(K, j->dt, fzero);
+    kir_val idx[IR_MAX_RANK], valid = 0;
+    idx[0] = oidx[0];
+    idx[1] = oidx[1];
+    for (int d = 0; d < w->nsp; d++) {
+        kir_val kd = kir_loop_begin(K, zero, kir_idx(K, w->kernel[d]), kir_idx(K, 1));
+        kir_val pos = kir_add(K, kir_mul(K, oidx[2 + d], kir_idx(K, w->stride[d])),
+                              kir_binary(K, KIR_SUB, kir_mul(K, kd, kir_idx(K, w->dilation[d])), kir_idx(K, w->pad_lo[d])));
+        kir_val ok = kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, pos, zero), kir_binary(K, KIR_LT, pos, kir_idx(K, w->in[d])));
+        valid = valid ? kir_binary(K, KIR_AND, valid, ok) : ok;
+        idx[2 + d] = lower_clamp(K, pos, w->in[d]);
+    }
+    kir_val x = kir_unary(K, KIR_ABS, lower_load(c, 0, idx));
+    kir_val t = j->p == 2 ? kir_binary(K, KIR_MUL, x, x) : j->p == 1 ? x : kir_binary(K, KIR_POW, x, kir_const_f(K, j->dt, j->p));
+    kir_var_set(K, acc, kir_binary(K, KIR_ADD, kir_var_get(K, acc), kir_select(K, valid, t, fzero)));
+    for (int d = 0; d < w->nsp; d++) kir_loop_end(K);
+    kir_val v = kir_var_get(K, acc);
+    if (j->p == 2) v = kir_unary(K, KIR_SQRT, v);
+    else if (j->p != 1) v = kir_binary(K, KIR_POW, v, kir_const_f(K, j->dt, 1.0 / j->p));
+    lower_store(c, 0, oidx, v);
+}
+
+smelt_status lower_LpPool(lower_ctx *c)
+{
+    lp_pool_job j = {.dt = ir_in(c->g, c->n, 0)->dtype, .p = (double)ir_attr_int(c->n, "p", 2)};
+    TRY(window_geom_get(c->g, c->n, &j.w));
+    const ir_shape *os = &c->g->tensors[c->n->out[0]].shape;
+    if (ir_shape_numel(os) == 0) return SMELT_OK;
+    int64_t taps = 1;
+    for (int d = 0; d < j.w.nsp; d++) taps *= j.w.kernel[d];
+    lower_parallel_for(c, os, taps, lp_pool_body, &j);
+    return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+}

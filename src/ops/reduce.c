@@ -13,9 +13,11 @@
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lower/lower.h"
+#include "ops/shape.h"
 
 typedef void (*reduce_fn)(lower_ctx *c, const kir_val *in_idx, void *user);
 
@@ -435,42 +437,116 @@ smelt_status lower_Hardmax(lower_ctx *c)
     return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
 }
 
-/* ---- CumSum: a running sum along one axis --------------------------------- */
-
-typedef struct cs_job {
-    int axis;
-    int64_t len;
-    bool exclusive, reverse;
-    smelt_dtype dt;
-} cs_job;
-
-static void cs_body(lower_ctx *c, const kir_val *row, void *user)
+smelt_status infer_GlobalPool(ir_graph *g, int node)
 {
-    const cs_job *j = user;
-    kir_kernel *K = c->k;
-    int rank = c->g->tensors[c->n->in[0]].shape.rank;
-    kir_val idx[IR_MAX_RANK];
-    for (int d = 0; d < rank; d++) idx[d] = row[d];
-    int acc = kir_var_new(K, j->dt, kir_const_f(K, j->dt, 0));
-    kir_val i = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, j->len), kir_idx(K, 1));
-    idx[j->axis] = j->reverse ? kir_binary(K, KIR_SUB, kir_idx(K, j->len - 1), i) : i;
-    kir_val x = lower_load(c, 0, idx), a = kir_var_get(K, acc), s = kir_binary(K, KIR_ADD, a, x);
-    lower_store(c, 0, idx, j->exclusive ? a : s);
-    kir_var_set(K, acc, s);
-    kir_loop_end(K);
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_need_input(g, n, 0, "X"));
+    const ir_tensor *x = ir_in(g, n, 0);
+    TRY(infer_need_dtype(n, x, "input", DT_FLOAT));
+    char s1[160];
+    if (x->shape.rank < 3)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "input X %s must have rank >= 3 ([N, C, spatial...])", infer_shp(&x->shape, s1));
+    ir_shape out = x->shape;
+    for (int i = 2; i < out.rank; i++) out.dim[i] = 1;
+    infer_put_out(g, n, 0, x->dtype, &out);
+    return SMELT_OK;
 }
 
-smelt_status lower_CumSum(lower_ctx *c)
+smelt_status infer_Softmax(ir_graph *g, int node)
 {
-    const ir_tensor *x = ir_in(c->g, c->n, 0), *a = ir_in(c->g, c->n, 1);
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_need_input(g, n, 0, "input"));
+    const ir_tensor *x = ir_in(g, n, 0);
+    TRY(infer_need_dtype(n, x, "input", DT_FLOAT));
+    int axis = 0;
+    TRY(infer_axis(n, "axis", ir_attr_int(n, "axis", g->opset >= 13 ? -1 : 1), x->shape.rank, &axis));
+    infer_put_out(g, n, 0, x->dtype, &x->shape);
+    return SMELT_OK;
+}
+
+/* ---- reductions --------------------------------------------------------- */
+
+smelt_status reduce_axes_get(const ir_graph *g, const ir_node *n, uint32_t *mask)
+{
+    const ir_tensor *x = ir_in(g, n, 0);
     int r = x->shape.rank;
-    int64_t ax = ir_const_int(a, 0);
-    cs_job j = {(int)(ax < 0 ? ax + r : ax), 0, ir_attr_int(c->n, "exclusive", 0) != 0,
-                ir_attr_int(c->n, "reverse", 0) != 0, x->dtype};
-    j.len = x->shape.dim[j.axis];
-    if (ir_tensor_numel(x) == 0) return SMELT_OK;
-    ir_shape rows = x->shape;
-    rows.dim[j.axis] = 1;
-    lower_parallel_for(c, &rows, j.len, cs_body, &j);
-    return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    int axes_input_since = n->op == OP_ReduceSum ? 13 : 18;
+    int64_t axes[IR_MAX_RANK * 2];
+    int cnt = 0;
+    bool noop = false;
+    if (g->opset >= axes_input_since) {
+        const ir_tensor *a = ir_in(g, n, 1);
+        noop = ir_attr_int(n, "noop_with_empty_axes", 0) != 0;
+        if (a) {
+            if (!a->data)
+                return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "axes input '%s' must be a compile-time constant", a->name);
+            if (a->dtype != SMELT_I64 && a->dtype != SMELT_I32)
+                return ir_node_fail(n, SMELT_ERR_MODEL, "axes input '%s' must be int64", a->name);
+            int64_t c = ir_tensor_numel(a);
+            if (a->shape.rank > 1 || c > IR_MAX_RANK * 2)
+                return ir_node_fail(n, SMELT_ERR_SHAPE, "axes input '%s' must be a 1-D list of at most %d axes", a->name, IR_MAX_RANK);
+            for (int64_t i = 0; i < c; i++) axes[cnt++] = ir_const_int(a, i);
+        }
+    } else {
+        if (n->n_in > 1 && n->in[1] >= 0)
+            return ir_node_fail(n, SMELT_ERR_MODEL, "axes is an attribute before opset %d, not an input", axes_input_since);
+        const int64_t *v;
+        int c = ir_attr_ints(n, "axes", &v);
+        if (c > IR_MAX_RANK * 2) return ir_node_fail(n, SMELT_ERR_MODEL, "too many axes (%d)", c);
+        for (int i = 0; i < c; i++) axes[cnt++] = v[i];
+    }
+    *mask = 0;
+    if (cnt == 0) {
+        if (!noop) *mask = r ? (uint32_t)((1u << r) - 1) : 0;
+        return SMELT_OK;
+    }
+    for (int i = 0; i < cnt; i++) {
+        int ax = 0;
+        TRY(infer_axis(n, "axis", axes[i], r, &ax));
+        if (*mask & (1u << ax))
+            return ir_node_fail(n, SMELT_ERR_MODEL, "axis %lld is listed twice", (long long)axes[i]);
+        *mask |= 1u << ax;
+    }
+    return SMELT_OK;
+}
+
+smelt_status infer_Reduce(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_need_input(g, n, 0, "data"));
+    const ir_tensor *x = ir_in(g, n, 0);
+    unsigned ok = DT_ARITH;
+    if (n->op == OP_ReduceMax || n->op == OP_ReduceMin) ok |= DT(I8) | DT(U8) | DT(BOOL);
+    if (n->op == OP_ReduceL2 || n->op == OP_ReduceLogSum || n->op == OP_ReduceLogSumExp) ok = DT_FLOAT;
+    TRY(infer_need_dtype(n, x, "input", ok));
+    uint32_t mask;
+    TRY(reduce_axes_get(g, n, &mask));
+    bool keep = ir_attr_int(n, "keepdims", 1) != 0;
+    ir_shape out = {.rank = 0};
+    for (int i = 0; i < x->shape.rank; i++) {
+        if (!(mask & (1u << i))) out.dim[out.rank++] = x->shape.dim[i];
+        else if (keep) out.dim[out.rank++] = 1;
+    }
+    infer_put_out(g, n, 0, x->dtype, &out);
+    return SMELT_OK;
+}
+
+smelt_status infer_ArgMax(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_need_input(g, n, 0, "data"));
+    const ir_tensor *x = ir_in(g, n, 0);
+    TRY(infer_need_dtype(n, x, "input", DT_ALL_NUM));
+    int axis = 0;
+    TRY(infer_axis(n, "axis", ir_attr_int(n, "axis", 0), x->shape.rank, &axis));
+    if (x->shape.dim[axis] == 0)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "axis %d has size 0: there is no maximum", axis);
+    bool keep = ir_attr_int(n, "keepdims", 1) != 0;
+    ir_shape out = {.rank = 0};
+    for (int i = 0; i < x->shape.rank; i++) {
+        if (i != axis) out.dim[out.rank++] = x->shape.dim[i];
+        else if (keep) out.dim[out.rank++] = 1;
+    }
+    infer_put_out(g, n, 0, SMELT_I64, &out);
+    return SMELT_OK;
 }

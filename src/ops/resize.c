@@ -11,9 +11,11 @@
  *             as the reference does, weights cast to the data's dtype.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lower/lower.h"
+#include "ops/shape.h"
 
 static kir_val bin(kir_kernel *K, kir_op op, kir_val a, kir_val b) { return kir_binary(K, op, a, b); }
 static kir_val f64(kir_kernel *K, double v) { return kir_const_f(K, SMELT_F64, v); }
@@ -201,4 +203,154 @@ kir_val elem_Resize(lower_ctx *c, int out, const kir_val *idx)
         acc = kir_select(K, outside, ev, acc);
     }
     return acc;
+}
+
+/* A present input that holds no elements counts as omitted (Resize's roi...). */
+static const ir_tensor *in_nonempty(const ir_graph *g, const ir_node *n, int i)
+{
+    const ir_tensor *t = ir_in(g, n, i);
+    return t && ir_tensor_numel(t) > 0 ? t : NULL;
+}
+
+/* ---- Resize / Upsample ---------------------------------------------------- */
+
+static bool str_in(const char *s, const char *const *set)
+{
+    for (; *set; set++)
+        if (!strcmp(s, *set)) return true;
+    return false;
+}
+
+smelt_status resize_geom_get(const ir_graph *g, const ir_node *n, resize_geom *rg)
+{
+    const ir_tensor *x = ir_in(g, n, 0), *roi = NULL, *scales = NULL, *sizes = NULL;
+    int r = x->shape.rank;
+    double attr_scales[IR_MAX_RANK];
+    int n_attr_scales = -1;
+    if (n->op == OP_Upsample) {
+        scales = in_nonempty(g, n, 1);
+        if (!scales) {
+            const float *f;
+            n_attr_scales = ir_attr_floats(n, "scales", &f);
+            for (int i = 0; i < n_attr_scales && i < IR_MAX_RANK; i++) attr_scales[i] = f[i];
+        }
+    } else if (g->opset < 11) {
+        scales = in_nonempty(g, n, 1);
+    } else {
+        roi = in_nonempty(g, n, 1);
+        scales = in_nonempty(g, n, 2);
+        sizes = in_nonempty(g, n, 3);
+    }
+    int axes[IR_MAX_RANK], na = r;
+    const int64_t *av;
+    int cnt = ir_attr_ints(n, "axes", &av);
+    if (cnt > r) return ir_node_fail(n, SMELT_ERR_SHAPE, "%d axes for an input of rank %d", cnt, r);
+    if (cnt >= 0) {
+        na = cnt;
+        for (int i = 0; i < cnt; i++) {
+            TRY(infer_norm_axis(n, av[i], r, "axis", &axes[i]));
+            for (int j = 0; j < i; j++)
+                if (axes[j] == axes[i]) return ir_node_fail(n, SMELT_ERR_MODEL, "axis %d is listed twice", axes[i]);
+        }
+    } else {
+        for (int i = 0; i < r; i++) axes[i] = i;
+    }
+    rg->rank = r;
+    for (int d = 0; d < r; d++) {
+        rg->out[d] = x->shape.dim[d];
+        rg->scale[d] = 1.0;
+        rg->roi_lo[d] = 0.0;
+        rg->roi_hi[d] = 1.0;
+    }
+    if ((scales || n_attr_scales >= 0) == (sizes != NULL))
+        return ir_node_fail(n, SMELT_ERR_MODEL, "exactly one of 'scales' and 'sizes' must be given");
+    int given = scales ? (int)ir_tensor_numel(scales) : sizes ? (int)ir_tensor_numel(sizes) : n_attr_scales;
+    if (given != na) return ir_node_fail(n, SMELT_ERR_SHAPE, "%d scales/sizes for %d axes", given, na);
+    if (scales && !infer_is_float(scales->dtype))
+        return ir_node_fail(n, SMELT_ERR_MODEL, "scales must be a float tensor");
+    if (sizes && sizes->dtype != SMELT_I64) return ir_node_fail(n, SMELT_ERR_MODEL, "sizes must be an int64 tensor");
+    for (int i = 0; i < na; i++)
+        if (x->shape.dim[axes[i]] <= 0)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "axis %d to resize is empty", axes[i]);
+    if (!sizes) {
+        for (int i = 0; i < na; i++) {
+            double s = scales ? ir_const_double(scales, i) : attr_scales[i];
+            if (!(s > 0 && s < 1e9)) return ir_node_fail(n, SMELT_ERR_MODEL, "scale %g must be positive", s);
+            rg->scale[axes[i]] = s;
+            rg->out[axes[i]] = (int64_t)(s * (double)x->shape.dim[axes[i]]);
+        }
+    } else {
+        const char *pol = ir_attr_string(n, "keep_aspect_ratio_policy", "stretch");
+        bool larger = !strcmp(pol, "not_larger"), smaller = !strcmp(pol, "not_smaller");
+        if (!larger && !smaller && strcmp(pol, "stretch"))
+            return ir_node_fail(n, SMELT_ERR_MODEL, "keep_aspect_ratio_policy '%s' is not stretch, not_larger or not_smaller", pol);
+        double pick = larger ? INFINITY : 0;
+        for (int i = 0; i < na; i++) {
+            int64_t v = ir_const_int(sizes, i);
+            if (v < 0 || v > ((int64_t)1 << 40)) return ir_node_fail(n, SMELT_ERR_SHAPE, "size %lld is out of range", (long long)v);
+            double s = (double)v / (double)x->shape.dim[axes[i]];
+            rg->scale[axes[i]] = s;
+            rg->out[axes[i]] = v;
+            pick = larger ? fmin(pick, s) : fmax(pick, s);
+        }
+        if (larger || smaller)
+            for (int i = 0; i < na; i++) {
+                rg->scale[axes[i]] = pick;
+                rg->out[axes[i]] = (int64_t)(pick * (double)x->shape.dim[axes[i]] + 0.5);
+            }
+    }
+    if (roi) {
+        if (ir_tensor_numel(roi) != 2 * na || !infer_is_float(roi->dtype))
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "roi must hold 2 x %d float values", na);
+        for (int i = 0; i < na; i++) {
+            rg->roi_lo[axes[i]] = ir_const_double(roi, i);
+            rg->roi_hi[axes[i]] = ir_const_double(roi, na + i);
+        }
+    }
+    return SMELT_OK;
+}
+
+smelt_status infer_Resize(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_need_input(g, n, 0, "X"));
+    const ir_tensor *x = ir_in(g, n, 0);
+    TRY(infer_check_dtypes(g, n));
+    static const char *const modes[] = {"nearest", "linear", "cubic", NULL};
+    static const char *const coords[] = {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel",
+                                         "tf_crop_and_resize", "half_pixel_symmetric", NULL};
+    static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", NULL};
+    const char *mode = ir_attr_string(n, "mode", "nearest");
+    if (n->op == OP_Upsample && !strcmp(mode, "bilinear")) mode = "linear";
+    if (!str_in(mode, modes)) return ir_node_fail(n, SMELT_ERR_MODEL, "mode '%s' is not nearest, linear or cubic", mode);
+    const char *ct = ir_attr_string(n, "coordinate_transformation_mode", "half_pixel");
+    if (!str_in(ct, coords)) return ir_node_fail(n, SMELT_ERR_MODEL, "coordinate_transformation_mode '%s' is unknown", ct);
+    const char *nm = ir_attr_string(n, "nearest_mode", "round_prefer_floor");
+    if (!str_in(nm, nearest)) return ir_node_fail(n, SMELT_ERR_MODEL, "nearest_mode '%s' is unknown", nm);
+    if (strcmp(mode, "nearest")) TRY(infer_need_float(n, x));
+    if (x->shape.rank > 8) return ir_node_fail(n, SMELT_ERR_SHAPE, "rank %d is too large", x->shape.rank);
+    resize_geom rg;
+    TRY(resize_geom_get(g, n, &rg));
+    int interp = 0;
+    for (int d = 0; d < rg.rank; d++)
+        if (rg.out[d] != x->shape.dim[d] || rg.scale[d] != 1.0) interp++;
+    if (interp > 4 && strcmp(mode, "nearest"))
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "%s interpolation over %d axes (at most 4)", mode, interp);
+    int64_t loads = 1;
+    int kind = !strcmp(mode, "linear") ? 1 : 2;
+    if (ir_attr_int(n, "antialias", 0) != 0 && strcmp(mode, "nearest"))
+        for (int d = 0; d < rg.rank; d++) {
+            if (rg.out[d] == x->shape.dim[d] && rg.scale[d] == 1.0) continue;
+            int taps = resize_antialias_taps(kind, rg.scale[d]);
+            if (taps > 16)
+                return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "antialiased scale %g on axis %d needs %d taps (at most 16)",
+                                    rg.scale[d], d, taps);
+            loads *= taps;
+        }
+    if (loads > 256)
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "antialiased resize reads %lld inputs per output (at most 256)",
+                            (long long)loads);
+    ir_shape out = {.rank = rg.rank};
+    for (int d = 0; d < rg.rank; d++) out.dim[d] = rg.out[d];
+    return infer_set_out(g, n, 0, x->dtype, &out);
 }
