@@ -1,6 +1,6 @@
 /*
- * gpu.c — the table of GPU lowerings and lower_parallel_for on GPU
- * targets.
+ * gpu.c — lower_parallel_for on GPU targets (the GPU lowerings of
+ * single ops are op_gpu_lower, ops/op_table.c).
  *
  * requires: c->target->wg_size > 1 (lower.c calls in only then).
  * guarantees: lower_parallel_for_gpu flattens the iteration space: each
@@ -10,28 +10,6 @@
  *             elements); body() sees the unravelled index.
  */
 #include "lower/lower.h"
-
-smelt_status lower_gpu_Reduce(lower_ctx *c);
-smelt_status lower_gpu_Softmax(lower_ctx *c);
-smelt_status lower_gpu_LayerNormalization(lower_ctx *c);
-smelt_status lower_gpu_MatMul(lower_ctx *c);
-smelt_status lower_gpu_Gemm(lower_ctx *c);
-smelt_status lower_gpu_Conv(lower_ctx *c);
-
-lower_gpu_fn lower_gpu_for(int op)
-{
-    switch (op) {
-    case OP_ReduceSum: case OP_ReduceMean: case OP_ReduceMax: case OP_ReduceMin:
-    case OP_ReduceL1: case OP_ReduceL2: case OP_ReduceSumSquare: case OP_ReduceLogSum:
-        return lower_gpu_Reduce;
-    case OP_Softmax: case OP_LogSoftmax: return lower_gpu_Softmax;
-    case OP_LayerNormalization: return lower_gpu_LayerNormalization;
-    case OP_MatMul: return lower_gpu_MatMul;
-    case OP_Gemm: return lower_gpu_Gemm;
-    case OP_Conv: return lower_gpu_Conv;
-    default: return NULL;
-    }
-}
 
 void lower_parallel_for_gpu(lower_ctx *c, const ir_shape *shape, int64_t work_per_elem, lower_body_fn body,
                             void *user)

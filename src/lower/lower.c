@@ -598,7 +598,7 @@ static smelt_status lower_root(lower_program *p, const ir_graph *g, const fuse_p
     int64_t off[IR_MAX_RANK];
     bool insert = fp && oi->insert && fuse_insert(g, c.n, 0, off) && fp->inline_of[c.n->out[0]] < 0 &&
                   fp->epilogue_of[c.n->out[0]] < 0;
-    lower_gpu_fn gpu = c.target->wg_size > 1 ? lower_gpu_for(c.n->op) : NULL;
+    op_lower_fn gpu = c.target->wg_size > 1 ? op_gpu_lower[c.n->op] : NULL;
     if (gpu) s = gpu(&c);
     else if (oi->lower) s = oi->lower(&c);
     else if (insert) s = lower_insert(&c);

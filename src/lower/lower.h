@@ -119,12 +119,10 @@ void lower_scratch_store(lower_ctx *c, int scratch, kir_val linear, kir_val v);
  * or element function. */
 smelt_status lower_elementwise(lower_ctx *c);
 
-/* GPU lowerings (lower_gpu_*.c), used when c->target->wg_size > 1. */
+/* lower_parallel_for on targets with c->target->wg_size > 1 (lower/gpu.c); ops
+ * with a workgroup-cooperative form name it in op_gpu_lower (ir/ops.h). */
 void lower_parallel_for_gpu(lower_ctx *c, const ir_shape *shape, int64_t work_per_elem, lower_body_fn body,
                             void *user);
-/* The GPU lowering of op, or NULL to use the op's own. */
-typedef smelt_status (*lower_gpu_fn)(lower_ctx *c);
-lower_gpu_fn lower_gpu_for(int op);
 
 /* ---- the driver's side ---------------------------------------------------- */
 

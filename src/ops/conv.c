@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "lower/lower.h"
+#include "ops/conv.h"
 #include "ops/shape.h"
 
 #define CONV_MB 8       /* output channels per unit: each X element feeds MB FMAs */

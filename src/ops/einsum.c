@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "lower/lower.h"
+#include "ops/einsum.h"
 #include "ops/shape.h"
 
 typedef struct es_job {

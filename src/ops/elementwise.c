@@ -14,6 +14,7 @@
 #include "ir/ir.h"
 #include "kir/kir.h"
 #include "lower/lower.h"
+#include "ops/elementwise.h"
 #include "ops/shape.h"
 
 static smelt_dtype type_of(kir_kernel *k, kir_val v) { return kir_v(k, v)->type; }

@@ -18,6 +18,7 @@
 
 #include "ir/ir.h"
 #include "lower/lower.h"
+#include "ops/gather_scatter.h"
 #include "ops/shape.h"
 
 static kir_val bin(kir_kernel *K, kir_op op, kir_val a, kir_val b) { return kir_binary(K, op, a, b); }

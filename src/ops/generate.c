@@ -14,6 +14,7 @@
 
 #include "ir/ir.h"
 #include "lower/lower.h"
+#include "ops/generate.h"
 #include "ops/shape.h"
 static const ir_shape *out_shape(const lower_ctx *c, int o) { return &c->g->tensors[c->n->out[o]].shape; }
 static smelt_dtype out_type(const lower_ctx *c, int o) { return c->g->tensors[c->n->out[o]].dtype; }

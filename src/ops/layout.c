@@ -15,6 +15,7 @@
 
 #include "ir/ir.h"
 #include "lower/lower.h"
+#include "ops/layout.h"
 #include "ops/shape.h"
 
 static const ir_shape *in_shape(const lower_ctx *c, int i) { return &ir_in(c->g, c->n, i)->shape; }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "lower/lower.h"
+#include "ops/matmul.h"
 #include "ops/shape.h"
 
 /* Rows per block; columns per block once N is large enough that an MR x N

@@ -16,6 +16,8 @@
  *             (zero where a tap falls in the padding), bias added at the store.
  */
 #include "lower/lower.h"
+#include "ops/conv.h"
+#include "ops/matmul.h"
 
 #define TS 16
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "lower/lower.h"
+#include "ops/norm.h"
 #include "ops/shape.h"
 
 typedef struct bn_job {

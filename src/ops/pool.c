@@ -19,6 +19,8 @@
 #include <string.h>
 
 #include "lower/lower.h"
+#include "ops/conv.h"
+#include "ops/pool.h"
 #include "ops/shape.h"
 
 #define POOL_ROW_BYTES (64 * 1024) /* the row form's workgroup memory (a stack array on the CPU), at most */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lower/lower.h"
+#include "ops/quantize.h"
 #include "ops/shape.h"
 
 /* ---- quantization ------------------------------------------------------- */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "lower/lower.h"
+#include "ops/reduce.h"
 #include "ops/shape.h"
 
 typedef void (*reduce_fn)(lower_ctx *c, const kir_val *in_idx, void *user);

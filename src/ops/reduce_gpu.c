@@ -15,6 +15,8 @@
 #include <stdint.h>
 
 #include "lower/lower.h"
+#include "ops/norm.h"
+#include "ops/reduce.h"
 
 /* The workgroup-wide `op` of each thread's `partial`; uniform result. */
 static kir_val wg_reduce(kir_kernel *K, kir_val partial, kir_op op)

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "lower/lower.h"
+#include "ops/resize.h"
 #include "ops/shape.h"
 
 static kir_val bin(kir_kernel *K, kir_op op, kir_val a, kir_val b) { return kir_binary(K, op, a, b); }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "lower/lower.h"
+#include "ops/scan_topk.h"
 #include "ops/shape.h"
 
 /* The constant axis of a CumSum node, normalized. */

@@ -13,6 +13,8 @@
 
 #define MAX_LIST 64 /* longest constant list an op reads (split sizes, pads...) */
 
+/* True for the dtypes smelt computes with. */
+bool dtype_supported(smelt_dtype dt);
 /* Name of an ONNX dtype, including those smelt cannot hold (bfloat16...). */
 const char *infer_dtype_str(smelt_dtype dt);
 bool infer_is_float(smelt_dtype dt);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "ir/ir.h"
+#include "ops/layout.h"
 #include "test.h"
 
 static ir_shape S(int rank, ...)
