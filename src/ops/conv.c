@@ -1,6 +1,7 @@
 /*
- * conv.c — direct convolution (1-D/2-D/3-D..., groups, strides,
- * dilations, pads, auto_pad, bias).
+ * conv.c — Conv and ConvTranspose: the sliding-window geometry (which the
+ * pools share), shape rules, and direct convolution (1-D/2-D/3-D..., groups,
+ * strides, dilations, pads, auto_pad, bias).
  *
  * requires: shapes inferred by infer_Conv (window_geom_get gives the pads).
  * guarantees: one kernel whose work unit is one output row (all of the last

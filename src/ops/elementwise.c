@@ -1,6 +1,7 @@
 /*
- * elementwise.c — scalar functions of the elementwise and broadcast ops:
- * one output element from the input elements, following ONNX semantics.
+ * elementwise.c — the elementwise and broadcast ops: shape rules (dtype
+ * classes, numpy broadcasting) and scalar functions, one output element from
+ * the input elements, following ONNX semantics.
  *
  * requires: inputs loaded with their dtypes (the shape rule checked them).
  * guarantees: the result has the output's dtype; integer division, modulo and

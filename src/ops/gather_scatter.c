@@ -1,16 +1,15 @@
 /*
- * gather_scatter.c — ops whose writes depend on data or on earlier
- * outputs: ScatterElements, Scatter, ScatterND, TopK, CumProd.
+ * gather_scatter.c — Gather, GatherElements and GatherND (index maps) and
+ * ScatterElements, Scatter and ScatterND (whole kernels: their writes depend
+ * on data): shape rules and lowerings.
  *
- * requires: shapes inferred by graph/infer_more.c.
+ * requires: shapes inferred by the rules here.
  * guarantees: a scatter is three kernels — copy data into a scratch buffer,
  *             apply the updates in order in one workgroup (later updates win,
  *             as the spec's loop does), copy the scratch to the output — so
  *             each output element is stored exactly once and an epilogue
  *             fused into lower_store sees final values. Every index read
  *             from a tensor is wrapped (negative) and clamped into range.
- *             TopK selects the k best of each row by repeated selection in
- *             the order (value, then lower index first).
  */
 #include <math.h>
 #include <stdlib.h>

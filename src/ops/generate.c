@@ -1,9 +1,10 @@
 /*
- * generate.c — element functions of the injective ops in
- * ir/ops_more.h (OneHot, EyeLike, the spectral windows, CenterCropPad,
- * QuantizeLinear, DequantizeLinear) and Swish's scalar function.
+ * generate.c — tensors computed from their indices or from the graph:
+ * Constant, ConstantOfShape, Shape, Size, Range, OneHot, EyeLike and the
+ * spectral windows: shape rules (Shape, Size and Constant write their value
+ * there) and index maps.
  *
- * requires: shapes inferred by graph/infer_more.c (parameter shapes checked).
+ * requires: shapes inferred by the rules here (parameter shapes checked).
  * guarantees: every index read lies inside its input whatever the data:
  *             padded borders read a clamped index and select the fill value.
  */

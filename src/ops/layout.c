@@ -1,6 +1,8 @@
 /*
- * layout.c — element functions (index maps) of the injective ops: an
- * output element at a multi-index, read from inputs through lower_load.
+ * layout.c — data movement: reshapes, Transpose, Expand, Concat, Split,
+ * Slice, Pad, Tile, DepthToSpace/SpaceToDepth, Trilu, CenterCropPad, CastLike
+ * and Dropout: shape rules, index maps (an output element at a multi-index,
+ * read from inputs through lower_load) and the inserts of Concat and Pad.
  *
  * requires: a node whose shape rule succeeded (output shapes are consistent
  *           with the inputs and the constant value inputs).

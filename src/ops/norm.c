@@ -1,12 +1,18 @@
 /*
- * norm.c — BatchNormalization (inference) and LayerNormalization.
+ * norm.c — normalizations: BatchNormalization (inference), Layer-, Instance-,
+ * Lp-, RMS-, Group- and MeanVarianceNormalization, LRN, and the classification
+ * losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss) built on the
+ * same row statistics: shape rules and lowerings.
  *
- * requires: shapes inferred by infer_BatchNormalization /
- *           infer_LayerNormalization (training mode already rejected).
+ * requires: shapes inferred by the rules here (training mode already rejected).
  * guarantees: BatchNormalization is one elementwise kernel over X; each
  *             LayerNormalization row is one iteration of lower_parallel_for
  *             with three passes (mean, variance around the mean, normalize):
  *             the two-pass variance avoids the cancellation of E[x^2]-E[x]^2.
+ *             The other normalizations and the losses: one iteration per
+ *             normalized group (or loss element), reductions as inner loops in
+ *             the input's dtype, variances two-pass; class indices read at run
+ *             time are clamped before any load.
  */
 #include <math.h>
 #include <stdlib.h>

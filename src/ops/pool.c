@@ -1,7 +1,9 @@
 /*
- * pool.c — MaxPool (with optional Indices) and AveragePool.
+ * pool.c — MaxPool (with optional Indices), AveragePool and LpPool: the
+ * shape rule and lowerings, over conv.c's window geometry.
  *
  * requires: shapes inferred by infer_Pool (window_geom_get gives the pads,
+ *           auto_pad and ceil_mode resolved).
  *           auto_pad and ceil_mode resolved).
  * guarantees: one kernel per node. 2-D float pools without Indices on the
  *             CPU take the row form: a unit is one output row, kept in

@@ -1,8 +1,10 @@
 /*
- * reduce.c — ReduceSum/Mean/Max/Min, ArgMax, Softmax/LogSoftmax and
- * the global pools.
+ * reduce.c — row reductions: Reduce*, ArgMax/ArgMin, Softmax/LogSoftmax/
+ * Hardmax and the global pools: shape rules and lowerings (the GPU forms are
+ * in reduce_gpu.c).
  *
  * requires: shapes inferred by infer_Reduce / infer_ArgMax / infer_Softmax /
+ *           infer_GlobalPool.
  *           infer_GlobalPool.
  * guarantees: one kernel per node, one output element (or one softmax row)
  *             per iteration of lower_parallel_for; the reduced dims are inner

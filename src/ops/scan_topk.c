@@ -4,7 +4,9 @@
  *
  * requires: a node whose shape rule here succeeded (axis constant and in range).
  * guarantees: one kernel per node, one iteration of lower_parallel_for per row;
- *             the row is walked in order inside it.
+ *             the row is walked in order inside it. TopK selects the k best of
+ *             each row by repeated selection in the order (value, then lower
+ *             index first).
  */
 #include <float.h>
 #include <math.h>

@@ -1,12 +1,12 @@
 /*
- * shape.c — shape rules of the elementwise, broadcast, injective and
- * shape ops (the rows of ir/ops_data.h).
+ * shape.c — the shape-rule toolkit (ops/shape.h): dtype classes, constant
+ * inputs read as lists, axes, broadcasting and the checks every family's
+ * shape rules are written with.
  *
  * requires: input tensors with dtypes and shapes; the inputs an op's row marks
  *           value_in carry constant data.
- * guarantees: every present output gets a supported dtype and a shape; an
- *             input that breaks an op's rule fails naming the node and the rule.
- *             Shape, Size and Constant also write their output's value.
+ * guarantees: every check that fails records a diagnostic naming the node and
+ *             the rule, and returns its status.
  */
 #include <math.h>
 #include <stdlib.h>

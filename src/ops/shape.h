@@ -1,7 +1,7 @@
 /*
- * shape.h — helpers shared by the shape rules of the data ops
- * (infer_data.c: elementwise, broadcast, constants and shape queries;
- * infer_layout.c: reshapes, movement, gather, pad...).
+ * shape.h — the toolkit every op family's shape rules are written with
+ * (ops/shape.c): dtype classes, constant inputs read as lists, axes,
+ * broadcasting, and checks of inputs and outputs.
  *
  * Every helper that can fail records a diagnostic naming the node and returns
  * its status, so a shape rule reads as a list of TRY(...) checks.
