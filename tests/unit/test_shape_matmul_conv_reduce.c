@@ -1,4 +1,5 @@
-/* Shape rules of the compute ops: shapes, dtypes and error messages. */
+/* Shape rules of MatMul/Gemm, Conv, the pools, reductions, Softmax and the normalizations
+ * (ops/matmul.c, conv.c, pool.c, reduce.c, norm.c): shapes, dtypes and error messages. */
 #include "ir/ir.h"
 #include "test.h"
 

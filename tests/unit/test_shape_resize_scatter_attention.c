@@ -1,4 +1,6 @@
-/* Shape rules of the ops in ir/ops_more.h: shapes, dtypes and error messages. */
+/* Shape rules of the resampling, sorting, scatter, loss, quantization, Einsum, Attention and further
+ * normalization ops (ops/resize.c, scan_topk.c, gather_scatter.c, norm.c, quantize.c, einsum.c,
+ * attention.c): shapes, dtypes and error messages. */
 #include "core/diag.h"
 #include "ir/ir.h"
 #include "test.h"
@@ -65,7 +67,7 @@ static void check_shape(const ir_tensor *t, int rank, const int64_t *dims)
 #define CHECK_SHAPE(t, ...) check_shape(t, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
 #define OUT(g, n, i) ir_out(g, &(g)->nodes[n], i)
 
-TEST(infer_more_resize_scales_sizes_and_policy)
+TEST(infer_resize_scales_sizes_and_policy)
 {
     ir_graph *g = ir_graph_new();
     g->opset = 19;
@@ -84,7 +86,7 @@ TEST(infer_more_resize_scales_sizes_and_policy)
     ir_graph_free(g);
 }
 
-TEST(infer_more_resize_errors)
+TEST(infer_resize_errors)
 {
     ir_graph *g = ir_graph_new();
     g->opset = 19;
@@ -105,7 +107,7 @@ TEST(infer_more_resize_errors)
     ir_graph_free(g);
 }
 
-TEST(infer_more_topk_onehot_einsum)
+TEST(infer_topk_onehot_einsum)
 {
     ir_graph *g = ir_graph_new();
     g->opset = 19;
@@ -144,7 +146,7 @@ TEST(infer_more_topk_onehot_einsum)
     ir_graph_free(g);
 }
 
-TEST(infer_more_losses_and_scatter)
+TEST(infer_losses_and_scatter)
 {
     ir_graph *g = ir_graph_new();
     g->opset = 19;
@@ -176,7 +178,7 @@ TEST(infer_more_losses_and_scatter)
     ir_graph_free(g);
 }
 
-TEST(infer_more_norms_and_quant)
+TEST(infer_norms_and_quant)
 {
     ir_graph *g = ir_graph_new();
     g->opset = 21;
@@ -204,7 +206,7 @@ TEST(infer_more_norms_and_quant)
     ir_graph_free(g);
 }
 
-TEST(infer_more_attention_and_rotary)
+TEST(infer_attention_and_rotary)
 {
     ir_graph *g = ir_graph_new();
     g->opset = 23;

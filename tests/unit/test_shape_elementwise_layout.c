@@ -1,4 +1,5 @@
-/* Shape rules of the elementwise, broadcast, injective and shape ops. */
+/* Shape rules of the elementwise, broadcast, data-movement and shape ops (ops/elementwise.c,
+ * layout.c, generate.c, gather_scatter.c, with the toolkit of ops/shape.c). */
 #include <stdarg.h>
 #include <stdlib.h>
 
