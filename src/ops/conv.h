@@ -41,6 +41,6 @@ smelt_status infer_ConvTranspose(struct ir_graph *g, int node);
 smelt_status lower_Conv(struct lower_ctx *c);
 smelt_status lower_ConvTranspose(struct lower_ctx *c);
 
-smelt_status lower_gpu_Conv(struct lower_ctx *c); /* GPU form, in ops/matmul_gpu.c */
+smelt_status lower_gpu_Conv(struct lower_ctx *c); /* GPU form, in ops/gemm_gpu.c */
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * matmul.c — MatMul and Gemm: shape rules, and lowerings as blocked matrix
- * products (the GPU forms are in matmul_gpu.c).
+ * products (the GPU forms are in gemm_gpu.c).
  *
  * requires: shapes inferred by infer_MatMul / infer_Gemm.
  * guarantees: one kernel (two for Gemm with transB) whose work unit is an

@@ -10,7 +10,7 @@
  * placed on it.
  *
  * On a target with wg_size > 1, lower_parallel_for spreads elements over the
- * threads of a workgroup and ops with a GPU lowering (ops/matmul_gpu.c, ops/reduce_gpu.c) use it.
+ * threads of a workgroup and ops with a GPU lowering (ops/gemm_gpu.c, ops/reduce_gpu.c) use it.
  */
 #ifndef SMELT_PLACE_TARGET_H
 #define SMELT_PLACE_TARGET_H

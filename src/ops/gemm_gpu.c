@@ -1,6 +1,6 @@
 /*
- * matmul_gpu.c — MatMul, Gemm and Conv on GPU targets, tiled through
- * workgroup memory.
+ * gemm_gpu.c — the tiled GEMM of GPU targets, through workgroup memory: MatMul,
+ * Gemm, and Conv as an implicit GEMM over the same kernel.
  *
  * requires: shapes inferred by infer_MatMul / infer_Gemm / infer_Conv.
  * guarantees: one kernel; a workgroup of TS x TS threads computes a TS x TS
