@@ -46,9 +46,9 @@ $(GEN_C) $(GEN_H) &: $(PROTO_SRC)
 $(BUILD)/gen/onnx/onnx.pb-c.o: $(GEN_C)
 	$(CC) -std=c11 -fPIC -fvisibility=hidden $(OPT) -w -I$(BUILD)/gen -c $< -o $@
 
-# kernel/mathf.inc, less its header comment, as a C string for the C emitter's prelude
+# kir/mathf.inc, less its header comment, as a C string for the C emitter's prelude
 # (the interpreter includes the file itself).
-$(BUILD)/gen/mathf_src.h: src/kernel/mathf.inc
+$(BUILD)/gen/mathf_src.h: src/kir/mathf.inc
 	@mkdir -p $(dir $@)
 	{ echo 'static const char mathf_src[] ='; \
 	  sed -e '1,/^ \*\/$$/d' -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$$/\\n"/' $<; echo ';'; } > $@.tmp && mv $@.tmp $@

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Every test of smelt, after the build (`make test` runs the build, then this). Stages:
+#   layout       scripts/check-layout.sh: no src/ file includes a header of a later stage (1 test)
 #   unit         build/unit_tests                       (its `unit: N passed, M failed` counts)
 #   unit-asan    the unit tests built and run under ASan + UBSan in build-asan/
 #   tsan         tests/tsan/concurrent.c under ThreadSanitizer in build-tsan/: 4 threads compile
@@ -65,6 +66,11 @@ run_unit() {
     [ "$rc" -ne 0 ] && [ "${counts#* }" -eq 0 ] && bad "$* exited $rc after all tests passed"
     return 0
 }
+
+# ---- layout ---------------------------------------------------------------------------------
+stage_start layout
+if scripts/check-layout.sh; then ok; else bad "scripts/check-layout.sh: a stage includes a later one"; fi
+stage_end
 
 # ---- unit -----------------------------------------------------------------------------------
 stage_start unit

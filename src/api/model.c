@@ -117,7 +117,7 @@ smelt_status smelt_program_get_stats(const smelt_program *p, smelt_program_stats
     return SMELT_OK;
 }
 
-/* After the regions: each kernel's element spans (kernel/spans.c) of the
+/* After the regions: each kernel's element spans (kir/spans.c) of the
  * tensors it reads and writes, and where the command list puts a barrier. */
 static void dump_spans(const smelt_program *p, FILE *f)
 {

@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "graph/passes.h"
-#include "kernel/smem.h"
+#include "kir/smem.h"
 #include "rt/rt.h"
 #include "target/emit.h"
 
@@ -164,8 +164,7 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     TRY(check_devices(opt->devices, dev_name, sizeof dev_name));
     /* The target follows from the device's kind; a program stopped before
      * the end needs no device, so source can be emitted for absent devices. */
-    const target_info *target = dev_name[0] == 'o' ? &target_opencl
-                              : dev_name[0] == 'c' && dev_name[1] == 'u' ? &target_cuda : &target_cpu;
+    const target_info *target = place_target_for_device(dev_name);
     emit_lang lang = target == &target_opencl ? EMIT_OPENCL : target == &target_cuda ? EMIT_CUDA : EMIT_C;
     p->lang = lang;
     p->stage = opt->stop_after;
@@ -183,7 +182,7 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     if (!p->g) return diag_fail(SMELT_ERR_NOMEM, "out of memory copying the model");
     TRY(graph_bind_inputs(p->g, n_inputs, inputs));
     TRY(record_inputs(p, m->g));
-    TRY(graph_infer(p->g));
+    TRY(graph_infer(p->g, lower_eval_node));
     TRY(graph_fold_batchnorm(p->g));
     TRY(graph_fold_gemm_transpose(p->g));
     TRY(graph_dce(p->g));

@@ -17,8 +17,8 @@
 
 #include "fuse/fuse.h"
 #include "ir/ir.h"
-#include "kernel/locals.h"
-#include "kernel/lower.h"
+#include "kir/locals.h"
+#include "lower/lower.h"
 #include "plan/plan.h"
 #include "rt/device.h"
 

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "graph/passes.h"
-#include "kernel/lower.h"
 
 static bool all_inputs_constant(const ir_graph *g, const ir_node *n)
 {
@@ -25,48 +24,20 @@ static bool foldable(const ir_graph *g, const ir_node *n)
     return true;
 }
 
-/* Compute node `ni`'s outputs now: lower it and interpret its kernels. */
-static smelt_status fold_node(ir_graph *g, int ni)
+/* Compute node `ni`'s outputs now, through the caller's evaluator. */
+static smelt_status fold_node(ir_graph *g, int ni, graph_eval_fn eval)
 {
     const ir_node *n = &g->nodes[ni];
     for (int o = 0; o < n->n_out; o++)
         if (n->out[o] >= 0 && !ir_tensor_alloc_data(g, n->out[o]))
             return diag_fail(SMELT_ERR_NOMEM, "out of memory folding node '%s'", n->name);
-    arena a;
-    arena_init(&a);
-    lower_program p;
-    lower_program_init(&p, &a);
-    smelt_status st = lower_node(&p, g, ni);
-    void **scratch = calloc((size_t)p.n_scratch + 1, sizeof(void *));
-    if (!st && !scratch) st = diag_fail(SMELT_ERR_NOMEM, "out of memory folding node '%s'", n->name);
-    for (int s = 0; !st && s < p.n_scratch; s++) {
-        scratch[s] = calloc((size_t)p.scratch_numel[s] + 1, smelt_dtype_size(p.scratch_type[s]));
-        if (!scratch[s]) st = diag_fail(SMELT_ERR_NOMEM, "out of memory folding node '%s'", n->name);
-    }
-    for (int i = 0; !st && i < p.n_kernels; i++) {
-        const kir_kernel *k = p.kernels[i];
-        void **bufs = calloc((size_t)k->n_bufs + 1, sizeof(void *));
-        if (!bufs) {
-            st = diag_fail(SMELT_ERR_NOMEM, "out of memory folding node '%s'", n->name);
-            break;
-        }
-        for (int b = 0; b < k->n_bufs; b++) {
-            int t = k->bufs[b].tensor;
-            bufs[b] = t < g->n_tensors ? g->tensors[t].data : scratch[t - g->n_tensors];
-        }
-        st = kir_interpret(k, bufs);
-        free(bufs);
-    }
-    for (int s = 0; scratch && s < p.n_scratch; s++) free(scratch[s]);
-    free(scratch);
-    lower_program_free(&p);
-    arena_free(&a);
-    if (st) return diag_context(st, "folding node '%s'", n->name);
+    smelt_status st = eval(g, ni);
+    if (st) return diag_context(st, "folding node '%s'", g->nodes[ni].name);
     g->nodes[ni].dead = true;
     return SMELT_OK;
 }
 
-smelt_status graph_infer(ir_graph *g)
+smelt_status graph_infer(ir_graph *g, graph_eval_fn eval)
 {
     for (int i = 0; i < g->n_nodes; i++) {
         ir_node *n = &g->nodes[i];
@@ -88,7 +59,7 @@ smelt_status graph_infer(ir_graph *g)
             n->dead = true; /* the shape rule computed the value (Shape, Size...) */
             continue;
         }
-        if (foldable(g, n)) TRY(fold_node(g, i));
+        if (eval && foldable(g, n)) TRY(fold_node(g, i, eval));
     }
     return ir_verify(g);
 }

@@ -5,9 +5,11 @@
  *                      and turn graph inputs whose values decide shapes (inputs
  *                      in an op's value_in mask) into constants when given.
  *   graph_infer        shape and dtype inference for every node, in order,
- *                      folding each node whose inputs are all constant (by
- *                      lowering it and running the Kernel IR interpreter, so
- *                      folding shares the kernels' semantics exactly).
+ *                      folding each node whose inputs are all constant through
+ *                      an evaluator the caller gives (graph/ uses no later
+ *                      stage; api/ passes lower_eval_node, which lowers the
+ *                      node and runs the Kernel IR interpreter, so folding
+ *                      shares the kernels' semantics exactly).
  *   graph_dce          drop nodes whose outputs nobody reads, then compact.
  *
  * Each pass ends with ir_verify in debug and test builds.
@@ -25,9 +27,16 @@ smelt_status graph_bind_inputs(ir_graph *g, int n, const smelt_tensor *inputs);
  * expressions are left to run-time kernels. */
 #define GRAPH_FOLD_MAX_ELEMS (16 * 1024 * 1024)
 
+/* Computes node `node`'s outputs from its constant inputs into the outputs'
+ * data, which graph_infer has allocated; returns an error naming the node on
+ * failure. */
+typedef smelt_status (*graph_eval_fn)(const ir_graph *g, int node);
+
 /* requires: bound inputs. guarantees: every live tensor has dtype and shape;
- * nodes with all-constant inputs are folded (dead) and their outputs hold data. */
-smelt_status graph_infer(ir_graph *g);
+ * with `eval`, nodes with all-constant inputs are folded (dead) and their
+ * outputs hold data; with NULL, only shape rules that compute values (Shape,
+ * Size, Constant...) fold. */
+smelt_status graph_infer(ir_graph *g, graph_eval_fn eval);
 
 /* requires: inferred graph. guarantees: no dead node, no unreachable tensor. */
 smelt_status graph_dce(ir_graph *g);

@@ -2,13 +2,6 @@
 
 #include <string.h>
 
-const op_info op_table[OP_COUNT] = {
-#define X(name, kind, mi, xi, mo, xo, vin, infer, scalar, elem, lower, flags, insert) \
-    [OP_##name] = {#name, OPK_##kind, mi, xi, mo, xo, vin, infer, scalar, elem, lower, flags, insert},
-    SMELT_OPS(X)
-#undef X
-};
-
 static const char *const kind_names[] = {
     "elementwise", "broadcast", "injective", "reduction", "contraction", "opaque",
 };

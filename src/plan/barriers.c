@@ -4,7 +4,7 @@
  *
  * A kernel's footprint is, for each of its parameter buffers in the
  * activation arena, the bytes it may touch: the buffer's span (the elements
- * its load and store indices can reach, kernel/spans.c) at the slot's offset
+ * its load and store indices can reach, kir/spans.c) at the slot's offset
  * (an alias has its root's offset), narrowed for a tensor its region writes
  * only part of (fuse_range: a Concat input's block, a Pad's border) to the
  * span from the box's first element to its last. Graph inputs and

@@ -56,7 +56,7 @@
 #define SMELT_PLAN_PLAN_H
 
 #include "ir/ir.h"
-#include "kernel/lower.h"
+#include "lower/lower.h"
 
 #define PLAN_ALIGN 64
 

@@ -4,7 +4,7 @@
  * One emitter serves every C-like target; targets differ only in a small
  * dialect table (qualifiers, address spaces, builtins, how a kernel gets its
  * workgroup index). The emitter knows nothing about ONNX: it prints Kernel IR.
- * Names of locals come from kernel/locals.h; names from the model appear only
+ * Names of locals come from kir/locals.h; names from the model appear only
  * in comments, sanitized to [A-Za-z0-9_ .,:'+-()=] so no model text can end a
  * comment or reach code.
  *
@@ -16,15 +16,15 @@
  * kernels (extern "C" __global__) take one device pointer per buffer. Both
  * read the workgroup index and thread index from builtins; a parallel loop
  * becomes `for (i = lo + lid; i < hi; i += wg_size)`; workgroup buffers are
- * views into one byte array (__local / __shared__) at kernel/smem.c's
+ * views into one byte array (__local / __shared__) at kir/smem.c's
  * offsets, and a comment above each kernel shows that layout.
  */
 #ifndef SMELT_TARGET_EMIT_H
 #define SMELT_TARGET_EMIT_H
 
 #include "core/strbuf.h"
-#include "kernel/kir.h"
-#include "kernel/locals.h"
+#include "kir/kir.h"
+#include "kir/locals.h"
 
 typedef enum emit_lang {
     EMIT_C,

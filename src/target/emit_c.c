@@ -5,7 +5,7 @@
  * guarantees: every identifier in the output is made here; model text reaches
  *             the output only through sanitize_comment.
  *
- * Semantics the generated code shares with the interpreter (kernel/interp.c;
+ * Semantics the generated code shares with the interpreter (kir/interp.c;
  * the unit tests compare the two bit for bit): float32 arithmetic in float,
  * integer division and modulo by zero give 0, narrow integers wrap, float →
  * integer casts saturate through int64 (NaN → 0) instead of being undefined.
@@ -15,8 +15,8 @@
 #include "target/emit.h"
 #include "target/emit_c_impl.h"
 
-#include "kernel/smem.h"
-#include "mathf_src.h" /* generated from kernel/mathf.inc by the Makefile */
+#include "kir/smem.h"
+#include "mathf_src.h" /* generated from kir/mathf.inc by the Makefile */
 
 #include <math.h>
 #include <stdio.h>
@@ -58,7 +58,7 @@ static const dialect dialects[] = {
 };
 _Static_assert(sizeof dialects / sizeof dialects[0] == EMIT_LANG_COUNT, "one dialect per emit_lang");
 
-/* Helpers the kernels call; kernel/interp.c implements the same functions. */
+/* Helpers the kernels call; kir/interp.c implements the same functions. */
 static const char prelude_helpers[] =
     "static inline float smelt_minf(float a, float b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }\n"
     "static inline float smelt_maxf(float a, float b) { return a != a ? a : (b != b ? b : (b > a ? b : a)); }\n"
@@ -114,7 +114,7 @@ static void put_helpers(strbuf *sb, const char *qual)
 static const struct {
     const char *name;
     const char *prefix; /* of slot names: f3, l7, ... (loop values are i<depth>) */
-} ctypes[] = { /* slot prefixes: never x or y, the shadows' (kernel/locals.h) */
+} ctypes[] = { /* slot prefixes: never x or y, the shadows' (kir/locals.h) */
     [SMELT_F32] = {"float", "f"},   [SMELT_F64] = {"double", "d"}, [SMELT_I8] = {"int8_t", "c"},
     [SMELT_U8] = {"uint8_t", "u"},  [SMELT_I16] = {"int16_t", "h"}, [SMELT_U16] = {"uint16_t", "w"},
     [SMELT_I32] = {"int32_t", "n"}, [SMELT_U32] = {"uint32_t", "m"}, [SMELT_I64] = {"int64_t", "l"},
@@ -766,7 +766,7 @@ smelt_status emit_program(kir_kernel *const *kernels, int n, emit_lang lang, loc
     sb_puts(&sb, "\n");
     put_helpers(&sb, dialects[lang].fn_qual);
     if (dialects[lang].own_math) {
-        sb_printf(&sb, "\n/* float32 exp, tanh and erf, as the interpreter computes them (kernel/mathf.inc) */\n"
+        sb_printf(&sb, "\n/* float32 exp, tanh and erf, as the interpreter computes them (kir/mathf.inc) */\n"
                        "#define SMELT_FN %s\n", dialects[lang].fn_qual);
         sb_puts(&sb, mathf_src);
     }

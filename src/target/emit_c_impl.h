@@ -7,8 +7,8 @@
 #define SMELT_TARGET_EMIT_C_IMPL_H
 
 #include "core/strbuf.h"
-#include "kernel/kir.h"
-#include "kernel/locals.h"
+#include "kir/kir.h"
+#include "kir/locals.h"
 #include "target/emit.h"
 
 /* What differs between C-like targets. */
@@ -34,7 +34,7 @@ typedef struct dialect {
     const char *f32_sfx;      /* of libm names for float: expf vs overloaded exp */
     const char *ll_sfx;       /* of 64-bit integer literals */
     param_style params;
-    bool own_math;            /* float32 exp/tanh/erf from kernel/mathf.inc, not the target's */
+    bool own_math;            /* float32 exp/tanh/erf from kir/mathf.inc, not the target's */
     bool host_simd;           /* C for this host: stream loops as smelt_stream_f32 calls, and the
                                * AVX-512 vector and interleaved forms (emit_c_simd.c) */
 } dialect;

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kernel/kir.h"
-#include "kernel/smem.h"
-#include "kernel/locals.h"
+#include "kir/kir.h"
+#include "kir/smem.h"
+#include "kir/locals.h"
 #include "rt/rt.h"
 #include "target/emit.h"
 #include "test.h"

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "kernel/smem.h"
+#include "kir/smem.h"
 #include "rt/cuda.h"
 #include "rt/device.h"
 #include "target/emit.h"

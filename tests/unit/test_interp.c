@@ -1,10 +1,10 @@
-/* The Kernel IR interpreter (kernel/interp.c) on hand-built kernels. */
+/* The Kernel IR interpreter (kir/interp.c) on hand-built kernels. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "kernel/kir.h"
+#include "kir/kir.h"
 #include "test.h"
 
 /* out[i] = max(in[i] * 2 + 1, 0) over 3 workgroups of 7 (odd sizes on purpose). */
@@ -332,4 +332,16 @@ TEST(interp_is_quick_enough)
     free(xin);
     free(xout);
     arena_free(&a);
+}
+
+/* Every Kernel IR op has a row in kir.c's property table: a name and an arity
+ * of 0..3 (an op inserted into kir_op without its row reads as NULL / 0). */
+TEST(kir_op_table_complete)
+{
+    for (int op = 0; op < KIR_OP_COUNT; op++) {
+        const char *name = kir_op_name((kir_op)op);
+        CHECK(name && name[0] && strcmp(name, "?") != 0);
+        CHECK(kir_op_arity((kir_op)op) >= 0 && kir_op_arity((kir_op)op) <= 3);
+    }
+    CHECK(strcmp(kir_op_name(KIR_OP_COUNT), "?") == 0);
 }

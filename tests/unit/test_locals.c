@@ -1,5 +1,5 @@
-/* Local-variable allocation (kernel/locals.c) on hand-built kernels. */
-#include "kernel/locals.h"
+/* Local-variable allocation (kir/locals.c) on hand-built kernels. */
+#include "kir/locals.h"
 #include "test.h"
 
 /* for i in [0, 16): out[i] = sqrt(-exp(in[i]) * -exp(in[i])): five values in a chain */

@@ -1,4 +1,4 @@
-/* kernel/mathf.inc: the float32 exp, tanh and erf that interpreted and C
+/* kir/mathf.inc: the float32 exp, tanh and erf that interpreted and C
  * kernels share, against double-precision libm. */
 #include <math.h>
 #include <stdint.h>
@@ -7,7 +7,7 @@
 #include "test.h"
 
 #define SMELT_FN static inline
-#include "kernel/mathf.inc"
+#include "kir/mathf.inc"
 
 /* One unit in the last place of the float nearest ref (subnormals: the smallest step). */
 static double ulp_of(double ref)

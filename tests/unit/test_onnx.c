@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "graph/passes.h"
+#include "lower/lower.h"
 #include "onnx/onnx.h"
 #include "onnx/onnx.pb-c.h"
 #include "test.h"
@@ -1194,7 +1195,7 @@ static ir_graph *upgrade_eval(mb *b)
     ir_graph *g = NULL;
     smelt_status st = mb_load(b, NULL, &g);
     if (!st) st = graph_bind_inputs(g, 0, NULL);
-    if (!st) st = graph_infer(g);
+    if (!st) st = graph_infer(g, lower_eval_node);
     if (st) {
         fprintf(stderr, "  %s\n", smelt_last_error());
         ir_graph_free(g);
@@ -1274,7 +1275,7 @@ TEST(onnx_upgrade_broadcast_axis)
         CHECK_EQ_INT(g->tensors[add->out[0]].producer, g->n_nodes - 1);
         CHECK_EQ_INT(ir_verify(g), SMELT_OK);
         CHECK_EQ_INT(graph_bind_inputs(g, 0, NULL), SMELT_OK);
-        CHECK_EQ_INT(graph_infer(g), SMELT_OK);
+        CHECK_EQ_INT(graph_infer(g, lower_eval_node), SMELT_OK);
         const ir_tensor *bb = &g->tensors[g->nodes[g->n_nodes - 1].in[1]];
         CHECK(bb->shape.rank == 2 && bb->shape.dim[0] == 3 && bb->shape.dim[1] == 1);
         const ir_tensor *y = &g->tensors[g->outputs[0]];

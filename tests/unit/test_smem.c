@@ -1,5 +1,5 @@
-/* Workgroup-memory stack allocation and promote_reuse barriers (kernel/smem.c). */
-#include "kernel/smem.h"
+/* Workgroup-memory stack allocation and promote_reuse barriers (kir/smem.c). */
+#include "kir/smem.h"
 #include "test.h"
 
 /* buf[i] = i for i < n, in a loop. */

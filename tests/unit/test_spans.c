@@ -1,8 +1,8 @@
-/* kernel/spans.c: the elements of each buffer a hand-built kernel may touch. */
+/* kir/spans.c: the elements of each buffer a hand-built kernel may touch. */
 #include <stdio.h>
 
 #include "core/arena.h"
-#include "kernel/kir.h"
+#include "kir/kir.h"
 #include "test.h"
 
 /* Workgroup w of 4 reads rows w/2 (of 2) in blocks of 6, and column (w % 2)*3 + j of them;

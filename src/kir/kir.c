@@ -1,0 +1,568 @@
+#include "kir/kir.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    int arity;
+} op_props[] = {
+    [KIR_CONST] = {"const", 0}, [KIR_WG] = {"wg", 0}, [KIR_LID] = {"lid", 0}, [KIR_LOOPVAR] = {"loopvar", 0},
+    [KIR_VARGET] = {"varget", 0}, [KIR_LOAD] = {"load", 1},
+    [KIR_NEG] = {"neg", 1}, [KIR_ABS] = {"abs", 1}, [KIR_NOT] = {"not", 1}, [KIR_EXP] = {"exp", 1},
+    [KIR_LOG] = {"log", 1}, [KIR_SQRT] = {"sqrt", 1}, [KIR_SIN] = {"sin", 1}, [KIR_COS] = {"cos", 1},
+    [KIR_TAN] = {"tan", 1}, [KIR_TANH] = {"tanh", 1}, [KIR_ERF] = {"erf", 1}, [KIR_FLOOR] = {"floor", 1},
+    [KIR_CEIL] = {"ceil", 1}, [KIR_ROUND] = {"round", 1}, [KIR_ASIN] = {"asin", 1}, [KIR_ACOS] = {"acos", 1},
+    [KIR_ATAN] = {"atan", 1}, [KIR_SINH] = {"sinh", 1}, [KIR_COSH] = {"cosh", 1}, [KIR_ASINH] = {"asinh", 1},
+    [KIR_ACOSH] = {"acosh", 1}, [KIR_ATANH] = {"atanh", 1}, [KIR_ISNAN] = {"isnan", 1},
+    [KIR_ISINF] = {"isinf", 1}, [KIR_CAST] = {"cast", 1},
+    [KIR_ADD] = {"add", 2}, [KIR_SUB] = {"sub", 2}, [KIR_MUL] = {"mul", 2}, [KIR_DIV] = {"div", 2},
+    [KIR_MOD] = {"mod", 2}, [KIR_POW] = {"pow", 2}, [KIR_MIN] = {"min", 2}, [KIR_MAX] = {"max", 2},
+    [KIR_AND] = {"and", 2}, [KIR_OR] = {"or", 2}, [KIR_XOR] = {"xor", 2}, [KIR_SHL] = {"shl", 2},
+    [KIR_SHR] = {"shr", 2}, [KIR_EQ] = {"eq", 2}, [KIR_NE] = {"ne", 2}, [KIR_LT] = {"lt", 2},
+    [KIR_LE] = {"le", 2}, [KIR_GT] = {"gt", 2}, [KIR_GE] = {"ge", 2}, [KIR_SELECT] = {"select", 3},
+};
+/* Unsized, so an op added at the end of kir_op without a row here fails to compile
+ * (one added in the middle leaves a NULL name: the kir unit tests check every row). */
+_Static_assert(sizeof op_props / sizeof op_props[0] == KIR_OP_COUNT, "one op_props row per kir_op");
+
+const char *kir_op_name(kir_op op) { return (unsigned)op < KIR_OP_COUNT ? op_props[op].name : "?"; }
+int kir_op_arity(kir_op op) { return (unsigned)op < KIR_OP_COUNT ? op_props[op].arity : 0; }
+
+bool kir_is_float(smelt_dtype t) { return t == SMELT_F32 || t == SMELT_F64; }
+
+static bool is_compare(kir_op op) { return op >= KIR_EQ && op <= KIR_GE; }
+
+static int grow(kir_kernel *k, void **arr, int *cap, int need, size_t elem)
+{
+    if (need <= *cap) return 1;
+    int c = *cap ? *cap * 2 : 64;
+    while (c < need) c *= 2;
+    void *p = arena_alloc(k->arena, (size_t)c * elem);
+    if (!p) {
+        k->oom = true;
+        return 0;
+    }
+    if (*cap) memcpy(p, *arr, (size_t)*cap * elem);
+    *arr = p;
+    *cap = c;
+    return 1;
+}
+
+kir_kernel *kir_kernel_new(arena *a, int id, int64_t n_workgroups, const char *comment)
+{
+    kir_kernel *k = arena_alloc(a, sizeof *k);
+    if (!k) return NULL;
+    k->arena = a;
+    k->id = id;
+    k->n_workgroups = n_workgroups;
+    k->wg_size = 1;
+    k->comment = arena_strdup(a, comment ? comment : "");
+    k->n_vals = 1; /* value 0 is "none" */
+    if (!grow(k, (void **)&k->vals, &k->cap_vals, 1, sizeof(kir_value))) return NULL;
+    return k;
+}
+
+int kir_buffer_add(kir_kernel *k, smelt_dtype type, int64_t numel, int tensor, bool read, bool written)
+{
+    if (!grow(k, (void **)&k->bufs, &k->cap_bufs, k->n_bufs + 1, sizeof(kir_buffer))) return 0;
+    k->bufs[k->n_bufs] = (kir_buffer){.type = type, .numel = numel, .tensor = tensor, .read = read, .written = written,
+                                      .alias_of = -1, .span_hi = numel};
+    return k->n_bufs++;
+}
+
+void kir_note_access(kir_kernel *k, int buf, kir_val at, int rank, const int64_t *dim, const kir_val *idx)
+{
+    if (rank < 1 || rank > KIR_BOX_RANK || !at) return;
+    if (!grow(k, (void **)&k->accesses, &k->cap_accesses, k->n_accesses + 1, sizeof(kir_access))) return;
+    kir_access *a = &k->accesses[k->n_accesses++];
+    *a = (kir_access){.buf = buf, .at = at, .rank = rank};
+    for (int d = 0; d < rank; d++) {
+        a->dim[d] = dim[d];
+        a->idx[d] = idx[d];
+    }
+}
+
+int kir_smem_add(kir_kernel *k, smelt_dtype type, int64_t numel)
+{
+    int b = kir_buffer_add(k, type, numel, -1, true, true);
+    k->bufs[b].workgroup = true;
+    return b;
+}
+
+
+
+static kir_val new_value(kir_kernel *k, kir_op op, smelt_dtype type)
+{
+    if (!grow(k, (void **)&k->vals, &k->cap_vals, k->n_vals + 1, sizeof(kir_value))) return 0;
+    kir_value *v = &k->vals[k->n_vals];
+    memset(v, 0, sizeof *v);
+    v->op = op;
+    v->type = type;
+    v->def = -1;
+    return k->n_vals++;
+}
+
+static int add_stmt(kir_kernel *k, kir_stmt s)
+{
+    if (!grow(k, (void **)&k->stmts, &k->cap_stmts, k->n_stmts + 1, sizeof(kir_stmt))) return -1;
+    k->stmts[k->n_stmts] = s;
+    return k->n_stmts++;
+}
+
+/* A value computed by a statement at the current point. */
+static kir_val def_value(kir_kernel *k, kir_op op, smelt_dtype type, kir_val a, kir_val b, kir_val c)
+{
+    kir_val v = new_value(k, op, type);
+    if (!v) return 0;
+    k->vals[v].a = a;
+    k->vals[v].b = b;
+    k->vals[v].c = c;
+    int s = add_stmt(k, (kir_stmt){.kind = KS_DEF, .val = v});
+    k->vals[v].def = s;
+    return v;
+}
+
+kir_val kir_const_f(kir_kernel *k, smelt_dtype type, double f)
+{
+    if (!kir_is_float(type)) return kir_const_i(k, type, (int64_t)f);
+    /* Reuse an identical constant so the emitted code and folding stay small. */
+    for (int i = k->n_vals - 1, seen = 0; i > 0 && seen < 64; i--)
+        if (k->vals[i].op == KIR_CONST) {
+            seen++;
+            if (k->vals[i].type == type && memcmp(&k->vals[i].imm.f, &f, sizeof f) == 0) return i;
+        }
+    kir_val v = new_value(k, KIR_CONST, type);
+    if (v) k->vals[v].imm.f = type == SMELT_F32 ? (double)(float)f : f;
+    return v;
+}
+
+kir_val kir_const_i(kir_kernel *k, smelt_dtype type, int64_t i)
+{
+    if (kir_is_float(type)) return kir_const_f(k, type, (double)i);
+    if (type == SMELT_BOOL) i = i != 0;
+    for (int j = k->n_vals - 1, seen = 0; j > 0 && seen < 64; j--)
+        if (k->vals[j].op == KIR_CONST) {
+            seen++;
+            if (k->vals[j].type == type && k->vals[j].imm.i == i) return j;
+        }
+    kir_val v = new_value(k, KIR_CONST, type);
+    if (v) k->vals[v].imm.i = i;
+    return v;
+}
+
+kir_val kir_wg(kir_kernel *k)
+{
+    for (int i = 1; i < k->n_vals; i++)
+        if (k->vals[i].op == KIR_WG) return i;
+    return new_value(k, KIR_WG, SMELT_I64);
+}
+
+void kir_barrier(kir_kernel *k) { add_stmt(k, (kir_stmt){.kind = KS_BARRIER}); }
+
+kir_val kir_lid(kir_kernel *k)
+{
+    for (int i = 1; i < k->n_vals; i++)
+        if (k->vals[i].op == KIR_LID) return i;
+    return new_value(k, KIR_LID, SMELT_I64);
+}
+
+kir_val kir_load(kir_kernel *k, int buf, kir_val idx)
+{
+    kir_val v = def_value(k, KIR_LOAD, k->bufs[buf].type, idx, 0, 0);
+    if (v) k->vals[v].buf = buf;
+    return v;
+}
+
+void kir_prefetch(kir_kernel *k, int buf, kir_val idx)
+{
+    add_stmt(k, (kir_stmt){.kind = KS_PREFETCH, .buf = buf, .idx = idx});
+}
+
+void kir_store(kir_kernel *k, int buf, kir_val idx, kir_val v)
+{
+    add_stmt(k, (kir_stmt){.kind = KS_STORE, .buf = buf, .idx = idx, .val = v});
+}
+
+static double fold_f(kir_op op, double a)
+{
+    switch (op) {
+    case KIR_NEG: return -a;
+    case KIR_ABS: return fabs(a);
+    case KIR_EXP: return exp(a);
+    case KIR_LOG: return log(a);
+    case KIR_SQRT: return sqrt(a);
+    case KIR_FLOOR: return floor(a);
+    case KIR_CEIL: return ceil(a);
+    default: return NAN;
+    }
+}
+
+kir_val kir_unary(kir_kernel *k, kir_op op, kir_val a)
+{
+    const kir_value *va = &k->vals[a];
+    smelt_dtype t = op == KIR_ISNAN || op == KIR_ISINF ? SMELT_BOOL : va->type;
+    if (va->op == KIR_CONST) {
+        if (kir_is_float(t) && (op == KIR_NEG || op == KIR_ABS || op == KIR_FLOOR || op == KIR_CEIL))
+            return kir_const_f(k, t, fold_f(op, va->imm.f));
+        if (!kir_is_float(t) && op == KIR_NEG) return kir_const_i(k, t, -va->imm.i);
+        if (t == SMELT_BOOL && op == KIR_NOT) return kir_const_i(k, t, !va->imm.i);
+    }
+    return def_value(k, op, t, a, 0, 0);
+}
+
+static bool is_int_const(const kir_kernel *k, kir_val v, int64_t c)
+{
+    const kir_value *x = &k->vals[v];
+    return x->op == KIR_CONST && !kir_is_float(x->type) && x->imm.i == c;
+}
+
+kir_val kir_binary(kir_kernel *k, kir_op op, kir_val a, kir_val b)
+{
+    const kir_value *va = &k->vals[a], *vb = &k->vals[b];
+    smelt_dtype t = is_compare(op) ? SMELT_BOOL : va->type;
+    /* Fold integer index arithmetic; floats are left to the target compiler
+     * so that rounding matches what the kernel would compute. */
+    if (!kir_is_float(va->type)) {
+        if (va->op == KIR_CONST && vb->op == KIR_CONST) {
+            int64_t x = va->imm.i, y = vb->imm.i, r;
+            switch (op) {
+            case KIR_ADD: r = x + y; break;
+            case KIR_SUB: r = x - y; break;
+            case KIR_MUL: r = x * y; break;
+            case KIR_DIV: if (!y) goto emit; r = x / y; break;
+            case KIR_MOD: if (!y) goto emit; r = x % y; break;
+            case KIR_MIN: r = x < y ? x : y; break;
+            case KIR_MAX: r = x > y ? x : y; break;
+            case KIR_EQ: r = x == y; break;
+            case KIR_NE: r = x != y; break;
+            case KIR_LT: r = x < y; break;
+            case KIR_LE: r = x <= y; break;
+            case KIR_GT: r = x > y; break;
+            case KIR_GE: r = x >= y; break;
+            default: goto emit;
+            }
+            return kir_const_i(k, t, r);
+        }
+        if (op == KIR_ADD && is_int_const(k, a, 0)) return b;
+        if ((op == KIR_ADD || op == KIR_SUB) && is_int_const(k, b, 0)) return a;
+        if (op == KIR_MUL && (is_int_const(k, a, 0) || is_int_const(k, b, 0))) return kir_const_i(k, t, 0);
+        if (op == KIR_MUL && is_int_const(k, a, 1)) return b;
+        if ((op == KIR_MUL || op == KIR_DIV) && is_int_const(k, b, 1)) return a;
+        if (op == KIR_MOD && is_int_const(k, b, 1)) return kir_const_i(k, t, 0);
+    }
+emit:
+    return def_value(k, op, t, a, b, 0);
+}
+
+kir_val kir_select(kir_kernel *k, kir_val cond, kir_val a, kir_val b)
+{
+    if (k->vals[cond].op == KIR_CONST) return k->vals[cond].imm.i ? a : b;
+    if (a == b) return a;
+    return def_value(k, KIR_SELECT, k->vals[a].type, cond, a, b);
+}
+
+kir_val kir_cast(kir_kernel *k, smelt_dtype to, kir_val a)
+{
+    const kir_value *va = &k->vals[a];
+    if (va->type == to) return a;
+    if (va->op == KIR_CONST) {
+        if (kir_is_float(va->type) && !kir_is_float(to)) {
+            if (to == SMELT_BOOL) return kir_const_i(k, to, va->imm.f != 0);
+        } else if (kir_is_float(va->type)) {
+            return kir_const_f(k, to, va->imm.f);
+        } else if (kir_is_float(to)) {
+            return kir_const_f(k, to, (double)va->imm.i);
+        } else if (to == SMELT_I64 || to == SMELT_BOOL) {
+            return kir_const_i(k, to, va->imm.i);
+        }
+    }
+    return def_value(k, KIR_CAST, to, a, 0, 0);
+}
+
+static void open_block(kir_kernel *k, int stmt)
+{
+    if (++k->depth > KIR_MAX_DEPTH) k->oom = true;
+    else k->scope[k->depth] = stmt;
+}
+
+kir_val kir_loop_begin(kir_kernel *k, kir_val lo, kir_val hi, kir_val step)
+{
+    kir_val v = new_value(k, KIR_LOOPVAR, SMELT_I64);
+    if (!v) return 0;
+    int s = add_stmt(k, (kir_stmt){.kind = KS_LOOP_BEGIN, .val = v, .lo = lo, .hi = hi, .step = step});
+    k->vals[v].def = s;
+    open_block(k, s);
+    return v;
+}
+
+kir_val kir_loop_begin_parallel(kir_kernel *k, kir_val lo, kir_val hi)
+{
+    kir_val v = kir_loop_begin(k, lo, hi, kir_idx(k, 1));
+    if (v) k->stmts[k->vals[v].def].parallel = true;
+    return v;
+}
+
+static int64_t stride_of(const kir_kernel *k, kir_val v, kir_val var, int depth)
+{
+    const kir_value *x = &k->vals[v];
+    if (v == var) return 1;
+    if (x->op == KIR_CONST || x->op == KIR_WG || x->op == KIR_LID || x->op == KIR_LOOPVAR || x->op == KIR_VARGET)
+        return 0;
+    if (depth > 64) return KIR_STRIDE_UNKNOWN;
+    int64_t a = x->a ? stride_of(k, x->a, var, depth + 1) : 0;
+    int64_t b = kir_op_arity(x->op) > 1 && x->b ? stride_of(k, x->b, var, depth + 1) : 0;
+    int64_t cc = kir_op_arity(x->op) > 2 && x->c ? stride_of(k, x->c, var, depth + 1) : 0;
+    if (a == KIR_STRIDE_UNKNOWN || b == KIR_STRIDE_UNKNOWN || cc == KIR_STRIDE_UNKNOWN) return KIR_STRIDE_UNKNOWN;
+    switch (x->op) {
+    case KIR_ADD: return a + b;
+    case KIR_SUB: return a - b;
+    case KIR_CAST: return a;
+    case KIR_MUL:
+        if (!a && !b) return 0;
+        if (k->vals[x->a].op == KIR_CONST && !a) return k->vals[x->a].imm.i * b;
+        if (k->vals[x->b].op == KIR_CONST && !b) return a * k->vals[x->b].imm.i;
+        return KIR_STRIDE_UNKNOWN;
+    default: return a || b || cc ? KIR_STRIDE_UNKNOWN : 0;
+    }
+}
+
+int64_t kir_stride(const kir_kernel *k, kir_val v, kir_val var) { return stride_of(k, v, var, 0); }
+
+kir_val kir_loop_begin_stream(kir_kernel *k, int64_t n)
+{
+    kir_val v = kir_loop_begin_parallel(k, kir_idx(k, 0), kir_idx(k, n));
+    if (v) k->stmts[k->vals[v].def].stream = true;
+    return v;
+}
+
+void kir_loop_end(kir_kernel *k)
+{
+    add_stmt(k, (kir_stmt){.kind = KS_LOOP_END});
+    if (k->depth > 0) k->depth--;
+}
+
+void kir_if_begin(kir_kernel *k, kir_val cond)
+{
+    open_block(k, add_stmt(k, (kir_stmt){.kind = KS_IF_BEGIN, .cond = cond}));
+}
+
+void kir_else(kir_kernel *k)
+{
+    int s = add_stmt(k, (kir_stmt){.kind = KS_ELSE});
+    if (k->depth > 0 && k->depth <= KIR_MAX_DEPTH) k->scope[k->depth] = s;
+}
+
+void kir_if_end(kir_kernel *k)
+{
+    add_stmt(k, (kir_stmt){.kind = KS_IF_END});
+    if (k->depth > 0) k->depth--;
+}
+
+int kir_scope(const kir_kernel *k) { return k->depth == 0 || k->depth > KIR_MAX_DEPTH ? -1 : k->scope[k->depth]; }
+
+bool kir_scope_open(const kir_kernel *k, int scope)
+{
+    if (scope < 0) return true;
+    for (int d = 1; d <= k->depth && d <= KIR_MAX_DEPTH; d++)
+        if (k->scope[d] == scope) return true;
+    return false;
+}
+
+int kir_var_new(kir_kernel *k, smelt_dtype type, kir_val init)
+{
+    if (!grow(k, (void **)&k->vars, &k->cap_vars, k->n_vars + 1, sizeof(kir_var))) return 0;
+    k->vars[k->n_vars].type = type;
+    int var = k->n_vars++;
+    add_stmt(k, (kir_stmt){.kind = KS_VAR_SET, .var = var, .val = init});
+    return var;
+}
+
+kir_val kir_var_get(kir_kernel *k, int var)
+{
+    kir_val v = def_value(k, KIR_VARGET, k->vars[var].type, 0, 0, 0);
+    if (v) k->vals[v].var = var;
+    return v;
+}
+
+void kir_var_set(kir_kernel *k, int var, kir_val v)
+{
+    add_stmt(k, (kir_stmt){.kind = KS_VAR_SET, .var = var, .val = v});
+}
+
+/* ---- verification ------------------------------------------------------- */
+
+#define VFAIL(...) do { st = diag_fail(SMELT_ERR_INTERNAL, __VA_ARGS__); goto out; } while (0)
+
+smelt_status kir_verify(const kir_kernel *k)
+{
+    smelt_status st = SMELT_OK;
+    if (k->oom) return diag_fail(SMELT_ERR_NOMEM, "kernel %d: out of memory while building", k->id);
+    /* scope[v]: block depth-id at which v was defined; -1 = not yet / out of scope */
+    int *block_of = calloc((size_t)k->n_vals + 1, sizeof(int));
+    int *stack = calloc((size_t)k->n_stmts + 2, sizeof(int));
+    char *var_set = calloc((size_t)k->n_vars + 1, 1);
+    if (!block_of || !stack || !var_set) {
+        st = diag_fail(SMELT_ERR_NOMEM, "out of memory verifying kernel %d", k->id);
+        goto out;
+    }
+    for (int v = 1; v < k->n_vals; v++) block_of[v] = k->vals[v].def < 0 ? 0 : -1;
+    int depth = 0, next_block = 1;
+    stack[0] = 0;
+    char *open_blocks = calloc((size_t)k->n_stmts + 2, 1);
+    if (!open_blocks) VFAIL("out of memory");
+    open_blocks[0] = 1;
+#define LIVE(v) ((v) > 0 && (v) < k->n_vals && block_of[v] >= 0 && open_blocks[block_of[v]])
+    for (int i = 0; i < k->n_stmts; i++) {
+        const kir_stmt *s = &k->stmts[i];
+        switch (s->kind) {
+        case KS_DEF: {
+            const kir_value *v = &k->vals[s->val];
+            int ar = kir_op_arity(v->op);
+            kir_val ops[3] = {v->a, v->b, v->c};
+            for (int j = 0; j < ar; j++)
+                if (!LIVE(ops[j])) { free(open_blocks); VFAIL("kernel %d stmt %d: %s uses value %d out of scope", k->id, i, kir_op_name(v->op), ops[j]); }
+            if (v->op == KIR_LOAD && (v->buf < 0 || v->buf >= k->n_bufs || k->vals[v->a].type != SMELT_I64)) { free(open_blocks); VFAIL("kernel %d stmt %d: bad load", k->id, i); }
+            if (ar == 2 && v->op != KIR_SHL && v->op != KIR_SHR && k->vals[v->a].type != k->vals[v->b].type) { free(open_blocks); VFAIL("kernel %d stmt %d: %s of %s and %s", k->id, i, kir_op_name(v->op), smelt_dtype_name(k->vals[v->a].type), smelt_dtype_name(k->vals[v->b].type)); }
+            if (v->op == KIR_SELECT && (k->vals[v->a].type != SMELT_BOOL || k->vals[v->b].type != k->vals[v->c].type)) { free(open_blocks); VFAIL("kernel %d stmt %d: bad select", k->id, i); }
+            if (v->op == KIR_VARGET && !var_set[v->var]) { free(open_blocks); VFAIL("kernel %d stmt %d: var %d read before set", k->id, i, v->var); }
+            block_of[s->val] = stack[depth];
+            break;
+        }
+        case KS_STORE:
+            if (s->buf < 0 || s->buf >= k->n_bufs || !k->bufs[s->buf].written) { free(open_blocks); VFAIL("kernel %d stmt %d: store to buffer %d not marked written", k->id, i, s->buf); }
+            if (!LIVE(s->idx) || !LIVE(s->val)) { free(open_blocks); VFAIL("kernel %d stmt %d: store uses a value out of scope", k->id, i); }
+            if (k->vals[s->val].type != k->bufs[s->buf].type) { free(open_blocks); VFAIL("kernel %d stmt %d: store of %s into %s buffer", k->id, i, smelt_dtype_name(k->vals[s->val].type), smelt_dtype_name(k->bufs[s->buf].type)); }
+            break;
+        case KS_LOOP_BEGIN:
+            if (!LIVE(s->lo) || !LIVE(s->hi) || !LIVE(s->step)) { free(open_blocks); VFAIL("kernel %d stmt %d: loop bound out of scope", k->id, i); }
+            stack[++depth] = next_block;
+            open_blocks[next_block++] = 1;
+            block_of[s->val] = stack[depth];
+            break;
+        case KS_IF_BEGIN:
+            if (!LIVE(s->cond) || k->vals[s->cond].type != SMELT_BOOL) { free(open_blocks); VFAIL("kernel %d stmt %d: bad if condition", k->id, i); }
+            stack[++depth] = next_block;
+            open_blocks[next_block++] = 1;
+            break;
+        case KS_ELSE:
+            if (depth == 0) { free(open_blocks); VFAIL("kernel %d stmt %d: else outside if", k->id, i); }
+            open_blocks[stack[depth]] = 0;
+            stack[depth] = next_block;
+            open_blocks[next_block++] = 1;
+            break;
+        case KS_LOOP_END:
+        case KS_IF_END:
+            if (depth == 0) { free(open_blocks); VFAIL("kernel %d stmt %d: unbalanced block end", k->id, i); }
+            open_blocks[stack[depth--]] = 0;
+            break;
+        case KS_VAR_SET:
+            if (s->var < 0 || s->var >= k->n_vars || !LIVE(s->val) || k->vals[s->val].type != k->vars[s->var].type) { free(open_blocks); VFAIL("kernel %d stmt %d: bad var set", k->id, i); }
+            var_set[s->var] = 1;
+            break;
+        case KS_PREFETCH:
+            if (s->buf < 0 || s->buf >= k->n_bufs || k->bufs[s->buf].workgroup || !LIVE(s->idx) || k->vals[s->idx].type != SMELT_I64) { free(open_blocks); VFAIL("kernel %d stmt %d: bad prefetch", k->id, i); }
+            break;
+        case KS_BARRIER:
+        case KS_COUNT:
+            break;
+        }
+    }
+#undef LIVE
+    free(open_blocks);
+    if (depth != 0) VFAIL("kernel %d: %d blocks left open", k->id, depth);
+out:
+    free(block_of);
+    free(stack);
+    free(var_set);
+    return st;
+}
+
+/* ---- dump --------------------------------------------------------------- */
+
+static void dump_val(const kir_kernel *k, kir_val v, FILE *f)
+{
+    const kir_value *x = &k->vals[v];
+    if (x->op == KIR_CONST) {
+        if (kir_is_float(x->type)) fprintf(f, "%g", x->imm.f);
+        else fprintf(f, "%lld", (long long)x->imm.i);
+    } else if (x->op == KIR_WG) {
+        fprintf(f, "wg");
+    } else if (x->op == KIR_LID) {
+        fprintf(f, "lid");
+    } else {
+        fprintf(f, "%%%d", v);
+    }
+}
+
+void kir_dump(const kir_kernel *k, FILE *f)
+{
+    fprintf(f, "kernel k%d (%lld workgroups x %d threads) ; %s\n", k->id, (long long)k->n_workgroups, k->wg_size,
+            k->comment);
+    for (int b = 0; b < k->n_bufs; b++) {
+        if (k->bufs[b].workgroup)
+            fprintf(f, "  buf%d: %s[%lld] workgroup memory at +%lld%s\n", b, smelt_dtype_name(k->bufs[b].type),
+                    (long long)k->bufs[b].numel, (long long)k->bufs[b].smem_offset,
+                    k->bufs[b].promote_reuse ? " promote_reuse" : "");
+        else
+            fprintf(f, "  buf%d: %s[%lld] tensor %d %s%s\n", b, smelt_dtype_name(k->bufs[b].type),
+                    (long long)k->bufs[b].numel, k->bufs[b].tensor, k->bufs[b].read ? "r" : "",
+                    k->bufs[b].written ? "w" : "");
+    }
+    int ind = 1;
+    for (int i = 0; i < k->n_stmts; i++) {
+        const kir_stmt *s = &k->stmts[i];
+        if (s->kind == KS_LOOP_END || s->kind == KS_IF_END || s->kind == KS_ELSE) ind--;
+        for (int j = 0; j < ind; j++) fputs("  ", f);
+        switch (s->kind) {
+        case KS_DEF: {
+            const kir_value *v = &k->vals[s->val];
+            fprintf(f, "%%%d: %s = %s", s->val, smelt_dtype_name(v->type), kir_op_name(v->op));
+            if (v->op == KIR_LOAD) fprintf(f, " buf%d", v->buf);
+            if (v->op == KIR_VARGET) fprintf(f, " var%d", v->var);
+            kir_val ops[3] = {v->a, v->b, v->c};
+            for (int j = 0; j < kir_op_arity(v->op); j++) {
+                fputc(' ', f);
+                dump_val(k, ops[j], f);
+            }
+            break;
+        }
+        case KS_STORE:
+            fprintf(f, "store buf%d[", s->buf);
+            dump_val(k, s->idx, f);
+            fprintf(f, "] = ");
+            dump_val(k, s->val, f);
+            break;
+        case KS_LOOP_BEGIN:
+            fprintf(f, s->stream ? "stream for %%%d = " : s->parallel ? "parallel for %%%d = " : "for %%%d = ", s->val);
+            dump_val(k, s->lo, f);
+            fprintf(f, " .. ");
+            dump_val(k, s->hi, f);
+            fprintf(f, " step ");
+            dump_val(k, s->step, f);
+            ind++;
+            break;
+        case KS_IF_BEGIN:
+            fprintf(f, "if ");
+            dump_val(k, s->cond, f);
+            ind++;
+            break;
+        case KS_ELSE: fprintf(f, "else"); ind++; break;
+        case KS_LOOP_END: fprintf(f, "end for"); break;
+        case KS_IF_END: fprintf(f, "end if"); break;
+        case KS_VAR_SET:
+            fprintf(f, "var%d = ", s->var);
+            dump_val(k, s->val, f);
+            break;
+        case KS_BARRIER: fprintf(f, "barrier"); break;
+        case KS_PREFETCH:
+            fprintf(f, "prefetch buf%d[", s->buf);
+            dump_val(k, s->idx, f);
+            fputc(']', f);
+            break;
+        case KS_COUNT: break;
+        }
+        fputc('\n', f);
+    }
+}

@@ -1,0 +1,623 @@
+/*
+ * lower.c — the lowering context: loads, stores, loop nests, and the driver
+ * that turns one graph node into verified kernels.
+ *
+ * requires: a graph with inferred shapes and dtypes.
+ * guarantees: every kernel appended to the program passes kir_verify; every
+ *             buffer of a kernel names the graph tensor (or scratch) it binds.
+ */
+#include "lower/lower.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuse/fuse.h"
+
+/* An inlined element already computed in this kernel. */
+typedef struct memo_entry {
+    int tensor, rank, scope;
+    kir_val idx[IR_MAX_RANK];
+    kir_val val;
+} memo_entry;
+
+struct lower_state {
+    lower_program *p;
+    const fuse_plan *fp;  /* NULL: no fusion */
+    const fuse_region *region;
+    int *tensor_buf;      /* per tensor (and scratch): buffer index in c->k, or -1 */
+    int n_slots;
+    memo_entry *memo;
+    int n_memo, cap_memo;
+    bool fill_only;       /* an insert's fill kernel: its inserted inputs are never read */
+};
+
+/* Elements per workgroup that amortize a thread-pool hand-off. */
+#define LOWER_WG_WORK 16384
+
+void lower_program_init(lower_program *p, arena *a)
+{
+    memset(p, 0, sizeof *p);
+    p->arena = a;
+}
+
+void lower_program_free(lower_program *p)
+{
+    free(p->kernels);
+    free(p->kernel_node);
+    free(p->scratch_type);
+    free(p->scratch_numel);
+    memset(p, 0, sizeof *p);
+}
+
+static int slot_count(const lower_ctx *c) { return c->g->n_tensors + c->st->p->n_scratch; }
+
+static int ensure_slots(lower_ctx *c)
+{
+    int need = slot_count(c);
+    if (need <= c->st->n_slots) return 1;
+    int *m = realloc(c->st->tensor_buf, sizeof(int) * (size_t)need);
+    if (!m) return 0;
+    for (int i = c->st->n_slots; i < need; i++) m[i] = -1;
+    c->st->tensor_buf = m;
+    c->st->n_slots = need;
+    return 1;
+}
+
+/* "Conv 'conv1' + Relu 'relu1'": the region's materialized nodes. */
+static void kernel_comment(const lower_ctx *c, char *buf, size_t cap)
+{
+    const fuse_region *r = c->st->region;
+    size_t len = (size_t)snprintf(buf, cap, "%s '%s'", op_get(c->n->op)->name, c->n->name);
+    for (int i = 0; r && i < r->n_nodes && len < cap; i++) {
+        const ir_node *n = &c->g->nodes[r->nodes[i]];
+        if (n == c->n) continue;
+        len += (size_t)snprintf(buf + len, cap - len, " + %s", op_get(n->op)->name);
+    }
+}
+
+kir_kernel *lower_kernel_begin(lower_ctx *c, int64_t n_workgroups)
+{
+    lower_program *p = c->st->p;
+    char comment[256];
+    kernel_comment(c, comment, sizeof comment);
+    kir_kernel *k = kir_kernel_new(p->arena, p->n_kernels, n_workgroups, comment);
+    if (!k || !ensure_slots(c)) return NULL;
+    if (p->n_kernels == p->cap_kernels) {
+        int cap = p->cap_kernels ? p->cap_kernels * 2 : 64;
+        kir_kernel **ks = realloc(p->kernels, sizeof(*ks) * (size_t)cap);
+        if (!ks) return NULL;
+        p->kernels = ks;
+        int *kn = realloc(p->kernel_node, sizeof(int) * (size_t)cap);
+        if (!kn) return NULL;
+        p->kernel_node = kn;
+        p->cap_kernels = cap;
+    }
+    p->kernels[p->n_kernels] = k;
+    p->kernel_node[p->n_kernels] = (int)(c->n - c->g->nodes);
+    p->n_kernels++;
+    for (int i = 0; i < c->st->n_slots; i++) c->st->tensor_buf[i] = -1;
+    c->st->n_memo = 0;
+    c->k = k;
+    return k;
+}
+
+static int buffer_for(lower_ctx *c, int slot, smelt_dtype type, int64_t numel, bool write)
+{
+    int b = c->st->tensor_buf[slot];
+    if (b < 0) {
+        b = kir_buffer_add(c->k, type, numel, slot, !write, write);
+        c->st->tensor_buf[slot] = b;
+    } else if (write) {
+        c->k->bufs[b].written = true;
+    } else {
+        c->k->bufs[b].read = true;
+    }
+    return b;
+}
+
+kir_val lower_linear(kir_kernel *k, const ir_shape *s, const kir_val *idx)
+{
+    kir_val lin = kir_idx(k, 0);
+    int64_t stride = 1;
+    for (int d = s->rank - 1; d >= 0; d--) {
+        if (s->dim[d] != 1) lin = kir_add(k, kir_mul(k, idx[d], kir_idx(k, stride)), lin);
+        stride *= s->dim[d];
+    }
+    return lin;
+}
+
+void lower_unravel(kir_kernel *k, const ir_shape *s, kir_val linear, kir_val *idx)
+{
+    int outer = 0; /* the outermost dim that is not 1 takes what is left (no dead division) */
+    while (outer < s->rank - 1 && s->dim[outer] == 1) outer++;
+    for (int d = s->rank - 1; d >= 0; d--) {
+        if (s->dim[d] == 1) {
+            idx[d] = kir_idx(k, 0);
+        } else if (d == outer) {
+            idx[d] = linear;
+        } else {
+            idx[d] = kir_binary(k, KIR_MOD, linear, kir_idx(k, s->dim[d]));
+            linear = kir_binary(k, KIR_DIV, linear, kir_idx(k, s->dim[d]));
+        }
+    }
+}
+
+kir_val lower_clamp(kir_kernel *k, kir_val v, int64_t hi)
+{
+    v = kir_binary(k, KIR_MIN, v, kir_idx(k, hi > 0 ? hi - 1 : 0));
+    return kir_binary(k, KIR_MAX, v, kir_idx(k, 0));
+}
+
+/* A one-element constant is printed inline instead of being loaded. */
+static kir_val inline_scalar(kir_kernel *k, const ir_tensor *t)
+{
+    if (kir_is_float(t->dtype)) return kir_const_f(k, t->dtype, ir_const_double(t, 0));
+    return kir_const_i(k, t->dtype, ir_const_int(t, 0));
+}
+
+
+static memo_entry *memo_find(lower_ctx *c, int t, int rank, const kir_val *idx)
+{
+    struct lower_state *st = c->st;
+    for (int i = st->n_memo - 1; i >= 0; i--) {
+        memo_entry *m = &st->memo[i];
+        if (m->tensor != t || m->rank != rank || !kir_scope_open(c->k, m->scope)) continue;
+        if (rank == 0 || memcmp(m->idx, idx, sizeof(kir_val) * (size_t)rank) == 0) return m;
+    }
+    return NULL;
+}
+
+static void memo_add(lower_ctx *c, int t, int rank, const kir_val *idx, kir_val v)
+{
+    struct lower_state *st = c->st;
+    if (st->n_memo == st->cap_memo) {
+        int cap = st->cap_memo ? st->cap_memo * 2 : 64;
+        memo_entry *m = realloc(st->memo, sizeof(*m) * (size_t)cap);
+        if (!m) return; /* memoization is an optimization: skip it */
+        st->memo = m;
+        st->cap_memo = cap;
+    }
+    memo_entry *m = &st->memo[st->n_memo++];
+    memset(m, 0, sizeof *m);
+    m->tensor = t;
+    m->rank = rank;
+    m->scope = kir_scope(c->k);
+    if (rank) memcpy(m->idx, idx, sizeof(kir_val) * (size_t)rank);
+    m->val = v;
+}
+
+/* Element idx of tensor t, computed by its (inlined) producer. */
+static kir_val load_inline(lower_ctx *c, int t, const kir_val *idx)
+{
+    int rank = c->g->tensors[t].shape.rank;
+    memo_entry *m = memo_find(c, t, rank, idx);
+    if (m) return m->val;
+    const ir_node *saved = c->n;
+    c->n = &c->g->nodes[c->st->fp->inline_of[t]];
+    int out = 0;
+    while (c->n->out[out] != t) out++;
+    kir_val v = lower_element(c, out, idx);
+    c->n = saved;
+    memo_add(c, t, rank, idx, v);
+    return v;
+}
+
+kir_val lower_load(lower_ctx *c, int i, const kir_val *idx)
+{
+    if (i >= c->n->n_in || c->n->in[i] < 0) return 0;
+    int t = c->n->in[i];
+    const ir_tensor *x = &c->g->tensors[t];
+    if (c->st->fp && c->st->fp->inline_of[t] >= 0) return load_inline(c, t, idx);
+    int64_t off[IR_MAX_RANK];
+    if (c->st->fill_only && fuse_insert(c->g, c->n, i, off)) /* only selected where the fill is taken */
+        return kir_is_float(x->dtype) ? kir_const_f(c->k, x->dtype, 0) : kir_const_i(c->k, x->dtype, 0);
+    if (x->data && ir_tensor_numel(x) == 1) return inline_scalar(c->k, x);
+    int b = buffer_for(c, t, x->dtype, ir_tensor_numel(x), false);
+    kir_val at = lower_linear(c->k, &x->shape, idx);
+    kir_note_access(c->k, b, at, x->shape.rank, x->shape.dim, idx);
+    return kir_load(c->k, b, at);
+}
+
+bool lower_input_is_plain(const lower_ctx *c, int i)
+{
+    if (i >= c->n->n_in || c->n->in[i] < 0) return false;
+    int t = c->n->in[i];
+    int64_t off[IR_MAX_RANK];
+    if (c->st->fp && c->st->fp->inline_of[t] >= 0) return false;
+    if (c->st->fill_only && fuse_insert(c->g, c->n, i, off)) return false;
+    return !(c->g->tensors[t].data && ir_tensor_numel(&c->g->tensors[t]) == 1);
+}
+
+kir_val lower_load_bcast(lower_ctx *c, int i, int rank, const kir_val *idx)
+{
+    if (i >= c->n->n_in || c->n->in[i] < 0) return 0;
+    const ir_tensor *x = &c->g->tensors[c->n->in[i]];
+    kir_val in_idx[IR_MAX_RANK];
+    for (int d = 0; d < x->shape.rank; d++) {
+        int od = d + rank - x->shape.rank;
+        in_idx[d] = (x->shape.dim[d] == 1 || od < 0) ? kir_idx(c->k, 0) : idx[od];
+    }
+    return lower_load(c, i, in_idx);
+}
+
+void lower_store(lower_ctx *c, int o, const kir_val *idx, kir_val v)
+{
+    int t = c->n->out[o];
+    const ir_tensor *x = &c->g->tensors[t];
+    const fuse_plan *fp = c->st->fp;
+    if (fp && fp->inline_of[t] >= 0) return; /* consumers recompute it */
+    if (fp && fp->insert_into[t] >= 0) {
+        /* Written straight into its block of the insert's output. */
+        const ir_node *saved = c->n;
+        const ir_node *ins = &c->g->nodes[fp->insert_into[t]];
+        int i = 0;
+        while (ins->in[i] != t) i++;
+        int64_t off[IR_MAX_RANK];
+        fuse_insert(c->g, ins, i, off);
+        kir_val at[IR_MAX_RANK];
+        for (int d = 0; d < x->shape.rank; d++) at[d] = kir_add(c->k, idx[d], kir_idx(c->k, off[d]));
+        c->n = ins;
+        lower_store(c, 0, at, v);
+        c->n = saved;
+        return;
+    }
+    if (fp && fp->epilogue_of[t] >= 0) {
+        /* Continue into the epilogue node, with t's element in hand. */
+        const ir_node *saved = c->n;
+        const ir_node *e = &c->g->nodes[fp->epilogue_of[t]];
+        kir_val in[64] = {0};
+        c->n = e;
+        for (int j = 0; j < e->n_in && j < 64; j++)
+            in[j] = e->in[j] == t ? v : lower_load_bcast(c, j, x->shape.rank, idx);
+        kir_val r = op_get(e->op)->scalar(c->k, e, in);
+        lower_store(c, 0, idx, r);
+        c->n = saved;
+        return;
+    }
+    int b = buffer_for(c, t, x->dtype, ir_tensor_numel(x), true);
+    kir_val at = lower_linear(c->k, &x->shape, idx);
+    kir_note_access(c->k, b, at, x->shape.rank, x->shape.dim, idx);
+    kir_store(c->k, b, at, v);
+}
+
+int lower_scratch(lower_ctx *c, smelt_dtype type, int64_t numel)
+{
+    lower_program *p = c->st->p;
+    if (p->n_scratch == p->cap_scratch) {
+        int cap = p->cap_scratch ? p->cap_scratch * 2 : 16;
+        smelt_dtype *t = realloc(p->scratch_type, sizeof(*t) * (size_t)cap);
+        if (!t) return -1;
+        p->scratch_type = t;
+        int64_t *n = realloc(p->scratch_numel, sizeof(*n) * (size_t)cap);
+        if (!n) return -1;
+        p->scratch_numel = n;
+        p->cap_scratch = cap;
+    }
+    p->scratch_type[p->n_scratch] = type;
+    p->scratch_numel[p->n_scratch] = numel;
+    return p->n_scratch++;
+}
+
+kir_val lower_scratch_load(lower_ctx *c, int s, kir_val linear)
+{
+    lower_program *p = c->st->p;
+    if (!ensure_slots(c)) return 0;
+    int b = buffer_for(c, c->g->n_tensors + s, p->scratch_type[s], p->scratch_numel[s], false);
+    return kir_load(c->k, b, linear);
+}
+
+void lower_scratch_store(lower_ctx *c, int s, kir_val linear, kir_val v)
+{
+    lower_program *p = c->st->p;
+    if (!ensure_slots(c)) return;
+    int b = buffer_for(c, c->g->n_tensors + s, p->scratch_type[s], p->scratch_numel[s], true);
+    kir_store(c->k, b, linear, v);
+}
+
+static void parallel_rows(lower_ctx *c, const ir_shape *shape, int64_t work_per_elem, lower_body_fn body,
+                          void *user)
+{
+    int r = shape->rank;
+    int64_t numel = ir_shape_numel(shape);
+    if (r == 0) {
+        if (!lower_kernel_begin(c, 1)) return;
+        body(c, NULL, user);
+        return;
+    }
+    int64_t inner = shape->dim[r - 1];
+    if (numel == 0) {
+        lower_kernel_begin(c, 0); /* nothing to compute: an empty tensor */
+        return;
+    }
+    int64_t outer = numel / inner;
+    int64_t per_row = inner * (work_per_elem > 0 ? work_per_elem : 1);
+    int64_t rows = per_row >= LOWER_WG_WORK ? 1 : (LOWER_WG_WORK + per_row - 1) / per_row;
+    if (rows > outer) rows = outer > 0 ? outer : 1;
+    int64_t n_wg = outer ? (outer + rows - 1) / rows : 0;
+    kir_kernel *k = lower_kernel_begin(c, n_wg);
+    if (!k) return;
+    kir_val idx[IR_MAX_RANK];
+    ir_shape outer_shape = *shape;
+    outer_shape.rank = r - 1;
+    bool row_loop = rows > 1;
+    kir_val row;
+    if (n_wg == 1 && rows >= outer) {
+        row = row_loop ? kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, outer), kir_idx(k, 1)) : kir_idx(k, 0);
+    } else if (row_loop) {
+        kir_val lo = kir_mul(k, kir_wg(k), kir_idx(k, rows));
+        kir_val hi = kir_binary(k, KIR_MIN, kir_add(k, lo, kir_idx(k, rows)), kir_idx(k, outer));
+        row = kir_loop_begin(k, lo, hi, kir_idx(k, 1));
+    } else {
+        row = kir_wg(k);
+    }
+    lower_unravel(k, &outer_shape, row, idx);
+    idx[r - 1] = kir_loop_begin_parallel(k, kir_idx(k, 0), kir_idx(k, inner));
+    body(c, idx, user);
+    kir_loop_end(k);
+    if (row_loop) kir_loop_end(k);
+}
+
+
+/* Whether some load of the kernel walks memory with a stride other than 0
+ * or 1 along the loop of `var`, i.e. the loop nest reads across rows. */
+bool lower_reads_across(const kir_kernel *k, kir_val var)
+{
+    for (int i = 0; i < k->n_stmts; i++) {
+        const kir_stmt *s = &k->stmts[i];
+        if (s->kind != KS_DEF || k->vals[s->val].op != KIR_LOAD || k->bufs[k->vals[s->val].buf].workgroup) continue;
+        int64_t st = kir_stride(k, k->vals[s->val].a, var);
+        if (st != 0 && st != 1) return true;
+    }
+    return false;
+}
+
+int lower_one_long_dim(const ir_shape *s, uint32_t mask)
+{
+    int dim = -1;
+    for (int d = 0; d < s->rank; d++) {
+        if (!(mask & (1u << d)) || s->dim[d] == 1) continue;
+        if (dim >= 0) return -1;
+        dim = d;
+    }
+    return dim;
+}
+
+void lower_reduce_var(lower_ctx *c, int var, smelt_dtype dt, kir_op op, int64_t n, lower_elem_fn elem, void *user)
+{
+    kir_kernel *K = c->k;
+    int64_t v = c->target->wg_size == 1 && kir_is_float(dt) ? c->target->vector_width : 0;
+    int64_t nv = v >= 2 && n >= 2 * v ? n / v * v : 0;
+    if (nv) {
+        int lanes = kir_smem_add(K, dt, v);
+        kir_val id = kir_const_f(K, dt, op == KIR_ADD ? 0.0 : op == KIR_MAX ? -INFINITY : INFINITY);
+        kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, v));
+        kir_store(K, lanes, q, id);
+        kir_loop_end(K);
+        kir_val i0 = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, nv), kir_idx(K, v));
+        q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, v));
+        kir_val e = elem(c, kir_add(K, i0, q), user);
+        kir_store(K, lanes, q, kir_binary(K, op, kir_load(K, lanes, q), e));
+        kir_loop_end(K);
+        kir_loop_end(K);
+        q = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, v), kir_idx(K, 1));
+        kir_var_set(K, var, kir_binary(K, op, kir_var_get(K, var), kir_load(K, lanes, q)));
+        kir_loop_end(K);
+    }
+    if (nv < n) {
+        kir_val i = kir_loop_begin(K, kir_idx(K, nv), kir_idx(K, n), kir_idx(K, 1));
+        kir_var_set(K, var, kir_binary(K, op, kir_var_get(K, var), elem(c, i, user)));
+        kir_loop_end(K);
+    }
+}
+
+int lower_mark(lower_ctx *c) { return c->st->p->n_kernels; }
+
+void lower_rollback(lower_ctx *c, int mark)
+{
+    if (mark >= 0 && mark <= c->st->p->n_kernels) c->st->p->n_kernels = mark;
+}
+
+typedef struct elem_job {
+    int out;
+} elem_job;
+
+static void elem_body(lower_ctx *c, const kir_val *idx, void *user);
+
+void lower_parallel_for(lower_ctx *c, const ir_shape *shape, int64_t work_per_elem, lower_body_fn body, void *user)
+{
+    if (c->target->wg_size > 1) {
+        lower_parallel_for_gpu(c, shape, work_per_elem, body, user);
+        return;
+    }
+    int first = lower_mark(c), r = shape->rank;
+    parallel_rows(c, shape, work_per_elem, body, user);
+    bool big = r >= 2 && shape->dim[r - 2] >= 2 * LOWER_TILE && shape->dim[r - 1] >= 2 * LOWER_TILE;
+    if (!big || lower_mark(c) != first + 1 || c->k->oom) return;
+    /* The element loop is the first parallel loop (bodies may open serial loops of their own). */
+    kir_val inner = 0;
+    for (int i = 0; i < c->k->n_stmts && !inner; i++)
+        if (c->k->stmts[i].kind == KS_LOOP_BEGIN && c->k->stmts[i].parallel) inner = c->k->stmts[i].val;
+    if (!inner || !lower_reads_across(c->k, inner)) return;
+    lower_rollback(c, first); /* rebuild the kernel tiled; the first attempt stays unused in the arena */
+    lower_tiles(c, shape, body, user, body == elem_body ? ((const elem_job *)user)->out : -1);
+}
+
+kir_val lower_element(lower_ctx *c, int out, const kir_val *idx)
+{
+    const op_info *oi = op_get(c->n->op);
+    if (!oi->scalar) return oi->elem(c, out, idx);
+    kir_val in[64] = {0};
+    int rank = c->g->tensors[c->n->out[out]].shape.rank;
+    for (int i = 0; i < c->n->n_in && i < 64; i++) in[i] = lower_load_bcast(c, i, rank, idx);
+    return oi->scalar(c->k, c->n, in);
+}
+
+static void elem_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const elem_job *job = user;
+    kir_val v = lower_element(c, job->out, idx);
+    if (v) lower_store(c, job->out, idx, v);
+}
+
+/* Row mode: the region's inlined reductions, computed once per row. */
+typedef struct row_job {
+    elem_job elem;
+    const ir_shape *shape;
+    int split;            /* trailing dims iterated inside a row */
+} row_job;
+
+static void row_body(lower_ctx *c, const kir_val *oidx, void *user)
+{
+    const row_job *j = user;
+    const fuse_region *r = c->st->region;
+    kir_kernel *k = c->k;
+    int rank = j->shape->rank, lead = rank - j->split;
+    /* Prologue: every inlined per-row value (the reductions and elementwise
+     * math on their results) at this row, in graph order, so a later one
+     * reading an earlier one (a variance its mean) finds it memoized. */
+    for (int i = 0; i < r->n_nodes; i++) {
+        const ir_node *n = &c->g->nodes[r->nodes[i]];
+        if (c->st->fp->role[r->nodes[i]] != FUSE_INLINE || n->n_out != 1 || n->out[0] < 0) continue;
+        const ir_shape *os = &c->g->tensors[n->out[0]].shape;
+        bool per_row = os->rank == rank;
+        for (int d = 0; per_row && d < rank; d++) per_row = d < lead ? os->dim[d] == j->shape->dim[d] : os->dim[d] == 1;
+        if (!per_row) continue;
+        kir_val idx[IR_MAX_RANK];
+        for (int d = 0; d < rank; d++) idx[d] = d < lead && os->dim[d] != 1 ? oidx[d] : kir_idx(k, 0);
+        load_inline(c, n->out[0], idx);
+    }
+    kir_val idx[IR_MAX_RANK];
+    for (int d = 0; d < lead; d++) idx[d] = oidx[d];
+    for (int d = lead; d < rank; d++)
+        idx[d] = d == rank - 1 ? kir_loop_begin_parallel(k, kir_idx(k, 0), kir_idx(k, j->shape->dim[d]))
+                               : kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, j->shape->dim[d]), kir_idx(k, 1));
+    elem_body(c, idx, (void *)&j->elem);
+    for (int d = lead; d < rank; d++) kir_loop_end(k);
+}
+
+/* Trailing dims the region's row reductions share (0: no row reductions). */
+static int region_row_split(const lower_ctx *c)
+{
+    const fuse_region *r = c->st->region;
+    int split = 0;
+    for (int i = 0; r && i < r->n_nodes; i++) {
+        const ir_node *n = &c->g->nodes[r->nodes[i]];
+        if (c->st->fp->role[r->nodes[i]] != FUSE_INLINE || op_get(n->op)->kind != OPK_REDUCTION) continue;
+        int k = fuse_row_dims(c->g, n);
+        if (k > 0 && (split == 0 || k < split)) split = k;
+    }
+    return split;
+}
+
+smelt_status lower_elementwise(lower_ctx *c)
+{
+    const fuse_plan *fp = c->st->fp;
+    int split = region_row_split(c);
+    for (int o = 0; o < c->n->n_out; o++) {
+        if (c->n->out[o] < 0 || (fp && fp->inline_of[c->n->out[o]] >= 0)) continue;
+        const ir_shape *shape = &c->g->tensors[c->n->out[o]].shape;
+        if (split > 0 && split <= shape->rank && ir_shape_numel(shape) > 0) {
+            row_job job = {{o}, shape, split};
+            ir_shape lead = *shape;
+            lead.rank = shape->rank - split;
+            parallel_rows(c, &lead, ir_shape_numel(shape) / (ir_shape_numel(&lead) ? ir_shape_numel(&lead) : 1) * 4,
+                          row_body, &job);
+            continue;
+        }
+        elem_job job = {o};
+        lower_parallel_for(c, &c->g->tensors[c->n->out[o]].shape, 1, elem_body, &job);
+    }
+    return SMELT_OK;
+}
+
+/* An insert op: a kernel per block no producer wrote, one for the fill. */
+typedef struct insert_job {
+    int input;
+    int64_t off[IR_MAX_RANK];
+} insert_job;
+
+static void insert_block_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const insert_job *j = user;
+    kir_val v = lower_load(c, j->input, idx), at[IR_MAX_RANK];
+    int rank = c->g->tensors[c->n->out[0]].shape.rank;
+    for (int d = 0; d < rank; d++) at[d] = kir_add(c->k, idx[d], kir_idx(c->k, j->off[d]));
+    lower_store(c, 0, at, v);
+}
+
+static void insert_fill_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    (void)user;
+    kir_kernel *k = c->k;
+    kir_val inside = 0;
+    for (int i = 0; i < c->n->n_in; i++) {
+        int64_t off[IR_MAX_RANK];
+        if (!fuse_insert(c->g, c->n, i, off)) continue;
+        const ir_shape *xs = &c->g->tensors[c->n->in[i]].shape;
+        kir_val in = kir_const_i(k, SMELT_BOOL, 1);
+        for (int d = 0; d < xs->rank; d++) {
+            in = kir_binary(k, KIR_AND, in, kir_binary(k, KIR_GE, idx[d], kir_idx(k, off[d])));
+            in = kir_binary(k, KIR_AND, in, kir_binary(k, KIR_LT, idx[d], kir_idx(k, off[d] + xs->dim[d])));
+        }
+        inside = inside ? kir_binary(k, KIR_OR, inside, in) : in;
+    }
+    if (inside) kir_if_begin(k, kir_unary(k, KIR_NOT, inside));
+    kir_val v = lower_element(c, 0, idx);
+    if (v) lower_store(c, 0, idx, v);
+    if (inside) kir_if_end(k);
+}
+
+static smelt_status lower_insert(lower_ctx *c)
+{
+    const fuse_plan *fp = c->st->fp;
+    int node = (int)(c->n - c->g->nodes);
+    for (int i = 0; i < c->n->n_in; i++) {
+        insert_job j = {.input = i};
+        if (!fuse_insert(c->g, c->n, i, j.off) || (fp && fp->insert_into[c->n->in[i]] == node)) continue;
+        const ir_shape *xs = &c->g->tensors[c->n->in[i]].shape;
+        if (ir_shape_numel(xs) == 0) continue;
+        lower_parallel_for(c, xs, 1, insert_block_body, &j);
+    }
+    if (fuse_insert_fills(c->g, c->n)) {
+        c->st->fill_only = true;
+        lower_parallel_for(c, &c->g->tensors[c->n->out[0]].shape, 1, insert_fill_body, NULL);
+        c->st->fill_only = false;
+    }
+    return SMELT_OK;
+}
+
+static smelt_status lower_root(lower_program *p, const ir_graph *g, const fuse_plan *fp, const fuse_region *r,
+                               int node)
+{
+    struct lower_state st = {.p = p, .fp = fp, .region = r};
+    lower_ctx c = {g, &g->nodes[node], NULL, &st, p->target ? p->target : &target_cpu};
+    const op_info *oi = op_get(c.n->op);
+    int first = p->n_kernels;
+    smelt_status s;
+    int64_t off[IR_MAX_RANK];
+    bool insert = fp && oi->insert && fuse_insert(g, c.n, 0, off) && fp->inline_of[c.n->out[0]] < 0 &&
+                  fp->epilogue_of[c.n->out[0]] < 0;
+    op_lower_fn gpu = c.target->wg_size > 1 ? op_gpu_lower[c.n->op] : NULL;
+    if (gpu) s = gpu(&c);
+    else if (oi->lower) s = oi->lower(&c);
+    else if (insert) s = lower_insert(&c);
+    else if (oi->scalar || oi->elem) s = lower_elementwise(&c);
+    else s = ir_node_fail(c.n, SMELT_ERR_UNSUPPORTED, "op has no lowering (only folded at compile time), but its inputs are not constant");
+    free(st.tensor_buf);
+    free(st.memo);
+    if (s) return s;
+    for (int i = first; i < p->n_kernels; i++) {
+        if (p->kernels[i]->oom) return diag_fail(SMELT_ERR_NOMEM, "out of memory lowering node '%s'", c.n->name);
+        s = kir_verify(p->kernels[i]);
+        if (s) return diag_context(s, "lowering node '%s' (%s)", c.n->name, oi->name);
+    }
+    return SMELT_OK;
+}
+
+smelt_status lower_node(lower_program *p, const ir_graph *g, int node) { return lower_root(p, g, NULL, NULL, node); }
+
+smelt_status lower_region(lower_program *p, const ir_graph *g, const fuse_plan *fp, int r)
+{
+    return lower_root(p, g, fp, &fp->regions[r], fp->regions[r].root);
+}

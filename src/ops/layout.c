@@ -1,0 +1,785 @@
+/*
+ * layout.c — data movement: reshapes, Transpose, Expand, Concat, Split,
+ * Slice, Pad, Tile, DepthToSpace/SpaceToDepth, Trilu, CenterCropPad, CastLike
+ * and Dropout: shape rules, index maps (an output element at a multi-index,
+ * read from inputs through lower_load) and the inserts of Concat and Pad.
+ *
+ * requires: a node whose shape rule succeeded (output shapes are consistent
+ *           with the inputs and the constant value inputs).
+ * guarantees: every index computed into an input lies inside that input for
+ *             every output index, whatever the run-time data (gathered indices
+ *             are clamped, padded borders read a clamped index and select).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+#include "lower/lower.h"
+#include "ops/layout.h"
+#include "ops/shape.h"
+
+static const ir_shape *in_shape(const lower_ctx *c, int i) { return &ir_in(c->g, c->n, i)->shape; }
+static const ir_shape *out_shape(const lower_ctx *c, int o) { return &c->g->tensors[c->n->out[o]].shape; }
+static smelt_dtype out_type(const lower_ctx *c, int o) { return c->g->tensors[c->n->out[o]].dtype; }
+
+static int norm_axis(int64_t a, int rank) { return (int)(a < 0 ? a + rank : a); }
+
+/* Reshape, Flatten, Squeeze, Unsqueeze: same elements in row-major order. */
+kir_val elem_Reshape(lower_ctx *c, int out, const kir_val *idx)
+{
+    kir_val lin = lower_linear(c->k, out_shape(c, out), idx);
+    kir_val in_idx[IR_MAX_RANK];
+    lower_unravel(c->k, in_shape(c, 0), lin, in_idx);
+    return lower_load(c, 0, in_idx);
+}
+
+kir_val elem_Transpose(lower_ctx *c, int out, const kir_val *idx)
+{
+    (void)out;
+    int r = in_shape(c, 0)->rank, perm[IR_MAX_RANK];
+    transpose_perm(c->n, r, perm);
+    kir_val in_idx[IR_MAX_RANK];
+    for (int i = 0; i < r; i++) in_idx[perm[i]] = idx[i];
+    return lower_load(c, 0, in_idx);
+}
+
+kir_val elem_Expand(lower_ctx *c, int out, const kir_val *idx)
+{
+    return lower_load_bcast(c, 0, out_shape(c, out)->rank, idx);
+}
+
+kir_val elem_CastLike(lower_ctx *c, int out, const kir_val *idx)
+{
+    return kir_cast(c->k, out_type(c, out), lower_load(c, 0, idx));
+}
+
+/* Inference-mode dropout: the identity, and a mask of ones (nothing dropped; true, or 1.0 where
+ * opsets 7..9 give the mask the input's type). onnxruntime writes zeros for opsets 7..11; the
+ * ONNX reference implementation and opset 12's definition write ones. */
+kir_val elem_Dropout(lower_ctx *c, int out, const kir_val *idx)
+{
+    if (out == 1) return kir_cast(c->k, out_type(c, 1), kir_const_i(c->k, SMELT_BOOL, 1));
+    return lower_load(c, 0, idx);
+}
+
+/* Each input covers a range of the axis; every input is read at an index
+ * clamped into its own range and the one whose range holds the coordinate is
+ * selected. */
+kir_val elem_Concat(lower_ctx *c, int out, const kir_val *idx)
+{
+    kir_kernel *k = c->k;
+    int r = out_shape(c, out)->rank;
+    int axis = norm_axis(ir_attr_int(c->n, "axis", 0), r);
+    int64_t off[64];
+    int64_t o = 0;
+    int last = -1;
+    for (int i = 0; i < c->n->n_in; i++) {
+        off[i] = o;
+        o += in_shape(c, i)->dim[axis];
+        if (in_shape(c, i)->dim[axis] > 0) last = i;
+    }
+    kir_val result = 0;
+    kir_val in_idx[IR_MAX_RANK];
+    for (int i = last; i >= 0; i--) {
+        int64_t d = in_shape(c, i)->dim[axis];
+        if (d == 0) continue;
+        for (int j = 0; j < r; j++) in_idx[j] = idx[j];
+        kir_val p = kir_binary(k, KIR_SUB, idx[axis], kir_idx(k, off[i]));
+        in_idx[axis] = i == last && off[i] == 0 ? p : lower_clamp(k, p, d);
+        kir_val v = lower_load(c, i, in_idx);
+        result = !result ? v : kir_select(k, kir_binary(k, KIR_LT, idx[axis], kir_idx(k, off[i] + d)), v, result);
+    }
+    return result;
+}
+
+kir_val elem_Split(lower_ctx *c, int out, const kir_val *idx)
+{
+    int r = in_shape(c, 0)->rank;
+    int axis = norm_axis(ir_attr_int(c->n, "axis", 0), r);
+    int64_t off = 0;
+    for (int o = 0; o < out; o++)
+        if (c->n->out[o] >= 0) off += out_shape(c, o)->dim[axis];
+        else return 0;
+    kir_val in_idx[IR_MAX_RANK];
+    for (int j = 0; j < r; j++) in_idx[j] = idx[j];
+    in_idx[axis] = kir_add(c->k, idx[axis], kir_idx(c->k, off));
+    return lower_load(c, 0, in_idx);
+}
+
+kir_val elem_Slice(lower_ctx *c, int out, const kir_val *idx)
+{
+    (void)out;
+    int64_t start[IR_MAX_RANK], step[IR_MAX_RANK];
+    ir_shape s;
+    if (slice_resolve(c->g, c->n, start, step, &s)) return 0;
+    kir_val in_idx[IR_MAX_RANK];
+    for (int j = 0; j < s.rank; j++)
+        in_idx[j] = kir_add(c->k, kir_mul(c->k, idx[j], kir_idx(c->k, step[j])), kir_idx(c->k, start[j]));
+    return lower_load(c, 0, in_idx);
+}
+
+static kir_val idiv(kir_kernel *k, kir_val a, int64_t b) { return kir_binary(k, KIR_DIV, a, kir_idx(k, b)); }
+static kir_val imod(kir_kernel *k, kir_val a, int64_t b) { return kir_binary(k, KIR_MOD, a, kir_idx(k, b)); }
+
+/* out[n, c, h, w] = in[n, ch, h / b, w / b] where the channel ch holds the
+ * block offset (h % b, w % b) before (DCR) or after (CRD) c. */
+kir_val elem_DepthToSpace(lower_ctx *c, int out, const kir_val *idx)
+{
+    kir_kernel *k = c->k;
+    int64_t b = ir_attr_int(c->n, "blocksize", 1), oc = out_shape(c, out)->dim[1];
+    kir_val off = kir_add(k, kir_mul(k, imod(k, idx[2], b), kir_idx(k, b)), imod(k, idx[3], b));
+    kir_val ch = ir_attr_string(c->n, "mode", "DCR")[0] == 'C'
+                     ? kir_add(k, kir_mul(k, idx[1], kir_idx(k, b * b)), off)
+                     : kir_add(k, kir_mul(k, off, kir_idx(k, oc)), idx[1]);
+    kir_val in_idx[4] = {idx[0], ch, idiv(k, idx[2], b), idiv(k, idx[3], b)};
+    return lower_load(c, 0, in_idx);
+}
+
+/* The inverse of DCR DepthToSpace. */
+kir_val elem_SpaceToDepth(lower_ctx *c, int out, const kir_val *idx)
+{
+    (void)out;
+    kir_kernel *k = c->k;
+    int64_t b = ir_attr_int(c->n, "blocksize", 1), ic = in_shape(c, 0)->dim[1];
+    kir_val blk = idiv(k, idx[1], ic);
+    kir_val in_idx[4] = {idx[0], imod(k, idx[1], ic),
+                         kir_add(k, kir_mul(k, idx[2], kir_idx(k, b)), idiv(k, blk, b)),
+                         kir_add(k, kir_mul(k, idx[3], kir_idx(k, b)), imod(k, blk, b))};
+    return lower_load(c, 0, in_idx);
+}
+
+kir_val elem_Tile(lower_ctx *c, int out, const kir_val *idx)
+{
+    (void)out;
+    const ir_shape *xs = in_shape(c, 0);
+    kir_val in_idx[IR_MAX_RANK];
+    for (int j = 0; j < xs->rank; j++) {
+        int64_t d = xs->dim[j] > 0 ? xs->dim[j] : 1;
+        in_idx[j] = kir_binary(c->k, KIR_MOD, idx[j], kir_idx(c->k, d));
+    }
+    return lower_load(c, 0, in_idx);
+}
+
+/* v mod m, in [0, m) for any sign of v. */
+static kir_val pos_mod(kir_kernel *k, kir_val v, int64_t m)
+{
+    kir_val mm = kir_idx(k, m);
+    return kir_binary(k, KIR_MOD, kir_add(k, kir_binary(k, KIR_MOD, v, mm), mm), mm);
+}
+
+kir_val elem_Pad(lower_ctx *c, int out, const kir_val *idx)
+{
+    kir_kernel *k = c->k;
+    int64_t begin[IR_MAX_RANK];
+    int mode;
+    ir_shape os;
+    if (pad_resolve(c->g, c->n, begin, &mode, &os)) return 0;
+    const ir_shape *xs = in_shape(c, 0);
+    smelt_dtype t = out_type(c, out);
+    kir_val fill = 0;
+    if (mode == 0) {
+        const ir_tensor *v = ir_in(c->g, c->n, 2);
+        if (v) {
+            kir_val zeros[IR_MAX_RANK];
+            for (int j = 0; j < v->shape.rank; j++) zeros[j] = kir_idx(k, 0);
+            fill = lower_load(c, 2, zeros);
+        } else {
+            fill = kir_const_f(k, t, ir_attr_float(c->n, "value", 0.0f));
+        }
+        if (ir_shape_numel(xs) == 0) return fill;
+    }
+    kir_val inside = 0, in_idx[IR_MAX_RANK];
+    for (int j = 0; j < xs->rank; j++) {
+        int64_t d = xs->dim[j];
+        kir_val p = kir_binary(k, KIR_SUB, idx[j], kir_idx(k, begin[j]));
+        bool grows = begin[j] > 0 || os.dim[j] - begin[j] > d;
+        if (!grows) {
+            in_idx[j] = p;
+            continue;
+        }
+        switch (mode) {
+        case 0: {
+            kir_val ok = kir_binary(k, KIR_AND, kir_binary(k, KIR_GE, p, kir_idx(k, 0)),
+                                    kir_binary(k, KIR_LT, p, kir_idx(k, d)));
+            inside = inside ? kir_binary(k, KIR_AND, inside, ok) : ok;
+            in_idx[j] = lower_clamp(k, p, d);
+            break;
+        }
+        case 1: /* reflect: period 2(d-1), mirrored without repeating the edge */
+            if (d == 1) {
+                in_idx[j] = kir_idx(k, 0);
+            } else {
+                kir_val m = pos_mod(k, p, 2 * (d - 1));
+                kir_val back = kir_binary(k, KIR_SUB, kir_idx(k, 2 * (d - 1)), m);
+                in_idx[j] = kir_select(k, kir_binary(k, KIR_LT, m, kir_idx(k, d)), m, back);
+            }
+            break;
+        case 2: in_idx[j] = lower_clamp(k, p, d); break;
+        default: in_idx[j] = pos_mod(k, p, d); break;
+        }
+    }
+    kir_val v = lower_load(c, 0, in_idx);
+    return inside ? kir_select(k, inside, v, fill) : v;
+}
+
+bool insert_Concat(const ir_graph *g, const ir_node *n, int input, int64_t *offset)
+{
+    const ir_tensor *x = ir_in(g, n, input);
+    if (!x) return false;
+    int r = x->shape.rank, axis = norm_axis(ir_attr_int(n, "axis", 0), r);
+    for (int d = 0; d < r; d++) offset[d] = 0;
+    for (int i = 0; i < input; i++)
+        if (ir_in(g, n, i)) offset[axis] += ir_in(g, n, i)->shape.dim[axis];
+    return true;
+}
+
+bool insert_Pad(const ir_graph *g, const ir_node *n, int input, int64_t *offset)
+{
+    int mode;
+    ir_shape os;
+    if (input != 0 || pad_resolve(g, n, offset, &mode, &os) != SMELT_OK || mode != 0) return false;
+    const ir_shape *xs = &ir_in(g, n, 0)->shape;
+    for (int d = 0; d < xs->rank; d++)
+        if (offset[d] < 0 || offset[d] + xs->dim[d] > os.dim[d]) return false; /* a crop, not an insert */
+    return true;
+}
+
+smelt_status infer_Trilu(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_need_input(g, n, 0, "input"));
+    const ir_tensor *x = ir_in(g, n, 0), *k = ir_in(g, n, 1);
+    TRY(infer_need_dtype(n, x, "input", DT_ALL_NUM | DT(BOOL)));
+    char s1[160];
+    if (x->shape.rank < 2)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "input %s must have rank >= 2", infer_shp(&x->shape, s1));
+    if (k && !k->data) return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "k input '%s' must be a compile-time constant", k->name);
+    if (k && ir_tensor_numel(k) != 1) return ir_node_fail(n, SMELT_ERR_SHAPE, "k input '%s' must hold one value", k->name);
+    infer_put_out(g, n, 0, x->dtype, &x->shape);
+    return SMELT_OK;
+}
+
+smelt_status infer_Reshape(ir_graph *g, int node)
+{
+    char b1[160], b2[160];
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0);
+    smelt_status st;
+    int64_t want[MAX_LIST];
+    int cnt = infer_read_int_input(g, n, 1, "shape", want, MAX_LIST, &st);
+    if (cnt < 0) return st ? st : ir_node_fail(n, SMELT_ERR_MODEL, "input 'shape' is required");
+    if (cnt > IR_MAX_RANK)
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "target rank %d exceeds the maximum %d", cnt, IR_MAX_RANK);
+    if (!infer_shape_known(&x->shape))
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "shape %s of input '%s' is not known at compile time",
+                            infer_shp(&x->shape, b1), x->name);
+    bool allowzero = ir_attr_int(n, "allowzero", 0) != 0;
+    ir_shape s = {.rank = cnt};
+    int infer_at = -1;
+    int64_t known = 1;
+    for (int i = 0; i < cnt; i++) {
+        int64_t d = want[i];
+        if (d == 0 && !allowzero) {
+            if (i >= x->shape.rank)
+                return ir_node_fail(n, SMELT_ERR_SHAPE, "shape entry %d is 0 (copy the input dim), but the input %s has rank %d",
+                                    i, infer_shp(&x->shape, b1), x->shape.rank);
+            d = x->shape.dim[i];
+        }
+        if (d == -1) {
+            if (infer_at >= 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "more than one -1 in the target shape");
+            infer_at = i;
+            continue;
+        }
+        if (d < 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "invalid target dimension %lld", (long long)d);
+        s.dim[i] = d;
+        known *= d;
+    }
+    int64_t numel = ir_tensor_numel(x);
+    if (infer_at >= 0) {
+        if (known == 0 || numel % known != 0) {
+            s.dim[infer_at] = -1;
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "cannot reshape %s (%lld elements) to %s", infer_shp(&x->shape, b1),
+                                (long long)numel, infer_shp(&s, b2));
+        }
+        s.dim[infer_at] = numel / known;
+    } else if (known != numel) {
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "cannot reshape %s (%lld elements) to %s", infer_shp(&x->shape, b1),
+                            (long long)numel, infer_shp(&s, b2));
+    }
+    return infer_set_out(g, n, 0, x->dtype, &s);
+}
+
+smelt_status infer_Flatten(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0);
+    int r = x->shape.rank;
+    int64_t axis = ir_attr_int(n, "axis", 1);
+    if (axis < -r || axis > r)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "axis %lld is out of range for rank %d (valid: %d..%d)", (long long)axis, r,
+                            -r, r);
+    if (axis < 0) axis += r;
+    ir_shape s = {.rank = 2, .dim = {1, 1}};
+    for (int i = 0; i < r; i++) s.dim[i < axis ? 0 : 1] *= x->shape.dim[i];
+    return infer_set_out(g, n, 0, x->dtype, &s);
+}
+
+smelt_status infer_Squeeze(ir_graph *g, int node)
+{
+    char b[160];
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0);
+    int r = x->shape.rank;
+    smelt_status st;
+    int64_t axes[MAX_LIST];
+    int cnt = infer_read_ints(g, n, "axes", 1, "axes", axes, MAX_LIST, &st);
+    if (cnt == -2) return st;
+    bool drop[IR_MAX_RANK] = {false};
+    if (cnt < 0) {
+        for (int i = 0; i < r; i++) drop[i] = x->shape.dim[i] == 1;
+    }
+    for (int i = 0; i < cnt; i++) {
+        int a;
+        TRY(infer_norm_axis(n, axes[i], r, "axis", &a));
+        if (drop[a]) return ir_node_fail(n, SMELT_ERR_SHAPE, "axis %lld is listed twice", (long long)axes[i]);
+        if (x->shape.dim[a] != 1)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "cannot squeeze axis %d of shape %s: its size is %lld, not 1", a,
+                                infer_shp(&x->shape, b), (long long)x->shape.dim[a]);
+        drop[a] = true;
+    }
+    ir_shape s = {.rank = 0};
+    for (int i = 0; i < r; i++)
+        if (!drop[i]) s.dim[s.rank++] = x->shape.dim[i];
+    return infer_set_out(g, n, 0, x->dtype, &s);
+}
+
+smelt_status infer_Unsqueeze(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0);
+    smelt_status st;
+    int64_t axes[MAX_LIST];
+    int cnt = infer_read_ints(g, n, "axes", 1, "axes", axes, MAX_LIST, &st);
+    if (cnt == -2) return st;
+    if (cnt < 0) return ir_node_fail(n, SMELT_ERR_MODEL, "axes are required");
+    int r = x->shape.rank + cnt;
+    if (r > IR_MAX_RANK)
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "output rank %d exceeds the maximum %d", r, IR_MAX_RANK);
+    bool ins[IR_MAX_RANK] = {false};
+    for (int i = 0; i < cnt; i++) {
+        int a;
+        TRY(infer_norm_axis(n, axes[i], r, "axis", &a));
+        if (ins[a]) return ir_node_fail(n, SMELT_ERR_SHAPE, "axis %lld is listed twice", (long long)axes[i]);
+        ins[a] = true;
+    }
+    ir_shape s = {.rank = r};
+    for (int i = 0, j = 0; i < r; i++) s.dim[i] = ins[i] ? 1 : x->shape.dim[j++];
+    return infer_set_out(g, n, 0, x->dtype, &s);
+}
+
+/* Transpose's permutation: the `perm` attribute, or the reversed axes. */
+int transpose_perm(const ir_node *n, int rank, int *perm)
+{
+    const int64_t *p;
+    int cnt = ir_attr_ints(n, "perm", &p);
+    if (cnt < 0) {
+        for (int i = 0; i < rank; i++) perm[i] = rank - 1 - i;
+        return rank;
+    }
+    for (int i = 0; i < cnt && i < IR_MAX_RANK; i++) perm[i] = (int)p[i];
+    return cnt;
+}
+
+smelt_status infer_Transpose(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0);
+    int r = x->shape.rank, perm[IR_MAX_RANK];
+    int cnt = transpose_perm(n, r, perm);
+    if (cnt != r) return ir_node_fail(n, SMELT_ERR_SHAPE, "perm has %d entries for an input of rank %d", cnt, r);
+    bool seen[IR_MAX_RANK] = {false};
+    ir_shape s = {.rank = r};
+    for (int i = 0; i < r; i++) {
+        if (perm[i] < 0 || perm[i] >= r || seen[perm[i]])
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "perm is not a permutation of 0..%d", r - 1);
+        seen[perm[i]] = true;
+        s.dim[i] = x->shape.dim[perm[i]];
+    }
+    return infer_set_out(g, n, 0, x->dtype, &s);
+}
+
+smelt_status infer_Expand(ir_graph *g, int node)
+{
+    char b1[160], b2[160];
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0);
+    smelt_status st;
+    int64_t want[MAX_LIST];
+    int cnt = infer_read_int_input(g, n, 1, "shape", want, MAX_LIST, &st);
+    if (cnt < 0) return st ? st : ir_node_fail(n, SMELT_ERR_MODEL, "input 'shape' is required");
+    if (cnt > IR_MAX_RANK)
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "target rank %d exceeds the maximum %d", cnt, IR_MAX_RANK);
+    ir_shape t = {.rank = cnt}, s;
+    for (int i = 0; i < cnt; i++) {
+        if (want[i] < 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "invalid target dimension %lld", (long long)want[i]);
+        t.dim[i] = want[i];
+    }
+    if (!ir_shape_broadcast(&x->shape, &t, &s))
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "cannot expand %s to %s", infer_shp(&x->shape, b1), infer_shp(&t, b2));
+    return infer_set_out(g, n, 0, x->dtype, &s);
+}
+
+smelt_status infer_Concat(ir_graph *g, int node)
+{
+    char b1[160], b2[160];
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    TRY(infer_same_dtype(g, n, 0, n->n_in - 1));
+    const ir_tensor *x = ir_in(g, n, 0);
+    if (!x) return ir_node_fail(n, SMELT_ERR_MODEL, "input 0 is required");
+    const ir_attr *aa = ir_attr_find(n, "axis");
+    if (!aa) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'axis' is required");
+    int r = x->shape.rank, axis;
+    TRY(infer_norm_axis(n, aa->i, r, "axis", &axis));
+    ir_shape s = x->shape;
+    s.dim[axis] = 0;
+    for (int i = 0; i < n->n_in; i++) {
+        const ir_tensor *t = ir_in(g, n, i);
+        if (!t) return ir_node_fail(n, SMELT_ERR_MODEL, "input %d is missing", i);
+        bool ok = t->shape.rank == r;
+        for (int d = 0; ok && d < r; d++) ok = d == axis || t->shape.dim[d] == x->shape.dim[d];
+        if (!ok)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "input '%s' of shape %s does not match %s outside axis %d", t->name,
+                                infer_shp(&t->shape, b1), infer_shp(&x->shape, b2), axis);
+        s.dim[axis] += t->shape.dim[axis];
+    }
+    return infer_set_out(g, n, 0, x->dtype, &s);
+}
+
+smelt_status infer_Split(ir_graph *g, int node)
+{
+    char b[160];
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0);
+    int r = x->shape.rank, axis;
+    TRY(infer_norm_axis(n, ir_attr_int(n, "axis", 0), r, "axis", &axis));
+    int64_t dim = x->shape.dim[axis];
+    smelt_status st;
+    int64_t sizes[MAX_LIST];
+    int cnt = infer_read_ints(g, n, "split", 1, "split", sizes, MAX_LIST, &st);
+    if (cnt == -2) return st;
+    if (cnt >= 0) {
+        if (cnt != n->n_out)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "split has %d sizes for %d outputs", cnt, n->n_out);
+        int64_t sum = 0;
+        for (int i = 0; i < cnt; i++) {
+            if (sizes[i] < 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "split size %lld is negative", (long long)sizes[i]);
+            sum += sizes[i];
+        }
+        if (sum != dim)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "split sizes sum to %lld, but axis %d of %s has size %lld",
+                                (long long)sum, axis, infer_shp(&x->shape, b), (long long)dim);
+    } else {
+        int64_t parts = ir_attr_int(n, "num_outputs", n->n_out);
+        if (parts != n->n_out)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "num_outputs is %lld, but the node has %d outputs", (long long)parts,
+                                n->n_out);
+        if (!ir_attr_find(n, "num_outputs") && dim % parts != 0)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "axis %d of %s (size %lld) does not split evenly into %lld parts",
+                                axis, infer_shp(&x->shape, b), (long long)dim, (long long)parts);
+        /* Opset 18: chunks of ceil(dim / parts), the last one smaller. */
+        int64_t chunk = (dim + parts - 1) / parts, left = dim;
+        for (int i = 0; i < n->n_out; i++) {
+            sizes[i] = left < chunk ? left : chunk;
+            left -= sizes[i];
+        }
+    }
+    for (int i = 0; i < n->n_out; i++) {
+        ir_shape s = x->shape;
+        s.dim[axis] = sizes[i];
+        TRY(infer_set_out(g, n, i, x->dtype, &s));
+    }
+    return SMELT_OK;
+}
+
+smelt_status slice_resolve(const ir_graph *g, const ir_node *n, int64_t *start, int64_t *step, ir_shape *out)
+{
+    const ir_tensor *x = ir_in(g, n, 0);
+    int r = x->shape.rank;
+    smelt_status st;
+    int64_t starts[MAX_LIST], ends[MAX_LIST], axes[MAX_LIST], steps[MAX_LIST];
+    bool old = ir_attr_find(n, "starts") != NULL;
+    int ns = infer_read_ints(g, n, old ? "starts" : NULL, old ? -1 : 1, "starts", starts, MAX_LIST, &st);
+    if (ns == -2) return st;
+    int ne = infer_read_ints(g, n, old ? "ends" : NULL, old ? -1 : 2, "ends", ends, MAX_LIST, &st);
+    if (ne == -2) return st;
+    int na = infer_read_ints(g, n, old ? "axes" : NULL, old ? -1 : 3, "axes", axes, MAX_LIST, &st);
+    if (na == -2) return st;
+    int nst = old ? -1 : infer_read_ints(g, n, NULL, 4, "steps", steps, MAX_LIST, &st);
+    if (nst == -2) return st;
+    if (ns < 0 || ne < 0) return ir_node_fail(n, SMELT_ERR_MODEL, "starts and ends are required");
+    if (ns != ne || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "starts, ends, axes and steps must have the same length (%d, %d, %d, %d)",
+                            ns, ne, na, nst);
+    *out = x->shape;
+    for (int d = 0; d < r; d++) {
+        start[d] = 0;
+        step[d] = 1;
+    }
+    bool seen[IR_MAX_RANK] = {false};
+    for (int i = 0; i < ns; i++) {
+        int a = i;
+        if (na >= 0) TRY(infer_norm_axis(n, axes[i], r, "axis", &a));
+        else if (i >= r) return ir_node_fail(n, SMELT_ERR_SHAPE, "%d starts for an input of rank %d", ns, r);
+        if (seen[a]) return ir_node_fail(n, SMELT_ERR_SHAPE, "axis %d is sliced twice", a);
+        seen[a] = true;
+        int64_t d = x->shape.dim[a], s = starts[i], e = ends[i], k = nst >= 0 ? steps[i] : 1;
+        if (k == 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "step of axis %d is 0", a);
+        if (s < 0) s += d;
+        if (e < 0) e += d;
+        int64_t len;
+        if (k > 0) {
+            s = s < 0 ? 0 : s > d ? d : s;
+            e = e < 0 ? 0 : e > d ? d : e;
+            len = e > s ? (e - s + k - 1) / k : 0;
+        } else {
+            s = s < 0 ? 0 : s > d - 1 ? d - 1 : s;
+            e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
+            len = s > e ? (s - e + (-k) - 1) / (-k) : 0;
+        }
+        start[a] = s;
+        step[a] = k;
+        out->dim[a] = len;
+    }
+    return SMELT_OK;
+}
+
+smelt_status infer_Slice(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    int64_t start[IR_MAX_RANK], step[IR_MAX_RANK];
+    ir_shape s;
+    TRY(slice_resolve(g, n, start, step, &s));
+    return infer_set_out(g, n, 0, ir_in(g, n, 0)->dtype, &s);
+}
+
+smelt_status infer_DepthToSpace(ir_graph *g, int node)
+{
+    char b[160];
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0);
+    const ir_attr *ba = ir_attr_find(n, "blocksize");
+    if (!ba || ba->type != IR_ATTR_INT || ba->i < 1)
+        return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'blocksize' (>= 1) is required");
+    int64_t bs = ba->i;
+    if (x->shape.rank != 4)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "input %s must have rank 4 (N,C,H,W)", infer_shp(&x->shape, b));
+    ir_shape s = x->shape;
+    if (n->op == OP_DepthToSpace) {
+        const char *mode = ir_attr_string(n, "mode", "DCR");
+        if (strcmp(mode, "DCR") != 0 && strcmp(mode, "CRD") != 0)
+            return ir_node_fail(n, SMELT_ERR_MODEL, "mode '%s' is neither DCR nor CRD", mode);
+        if (s.dim[1] % (bs * bs) != 0)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "channels of %s are not divisible by blocksize^2 = %lld",
+                                infer_shp(&x->shape, b), (long long)(bs * bs));
+        s.dim[1] /= bs * bs;
+        s.dim[2] *= bs;
+        s.dim[3] *= bs;
+    } else {
+        if (s.dim[2] % bs != 0 || s.dim[3] % bs != 0)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "height and width of %s are not divisible by blocksize %lld",
+                                infer_shp(&x->shape, b), (long long)bs);
+        s.dim[1] *= bs * bs;
+        s.dim[2] /= bs;
+        s.dim[3] /= bs;
+    }
+    return infer_set_out(g, n, 0, x->dtype, &s);
+}
+
+smelt_status infer_Tile(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0);
+    smelt_status st;
+    int64_t rep[MAX_LIST];
+    int cnt = infer_read_int_input(g, n, 1, "repeats", rep, MAX_LIST, &st);
+    if (cnt < 0) return st ? st : ir_node_fail(n, SMELT_ERR_MODEL, "input 'repeats' is required");
+    if (cnt != x->shape.rank)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "repeats has %d entries for an input of rank %d", cnt, x->shape.rank);
+    ir_shape s = x->shape;
+    for (int i = 0; i < cnt; i++) {
+        if (rep[i] < 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "repeat %lld of axis %d is negative", (long long)rep[i], i);
+        s.dim[i] *= rep[i];
+    }
+    return infer_set_out(g, n, 0, x->dtype, &s);
+}
+
+static const char *pad_modes[] = {"constant", "reflect", "edge", "wrap"};
+
+smelt_status pad_resolve(const ir_graph *g, const ir_node *n, int64_t *begin, int *mode, ir_shape *out)
+{
+    char b[160];
+    const ir_tensor *x = ir_in(g, n, 0);
+    int r = x->shape.rank;
+    const char *m = ir_attr_string(n, "mode", "constant");
+    *mode = -1;
+    for (int i = 0; i < 4; i++)
+        if (strcmp(m, pad_modes[i]) == 0) *mode = i;
+    if (*mode < 0) return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "pad mode '%s' is not supported", m);
+    smelt_status st;
+    int64_t pads[2 * MAX_LIST], axes[MAX_LIST];
+    bool old = ir_attr_find(n, "pads") != NULL;
+    int np = infer_read_ints(g, n, old ? "pads" : NULL, old ? -1 : 1, "pads", pads, 2 * MAX_LIST, &st);
+    if (np == -2) return st;
+    if (np < 0) return ir_node_fail(n, SMELT_ERR_MODEL, "pads are required");
+    int na = old ? -1 : infer_read_ints(g, n, NULL, 3, "axes", axes, MAX_LIST, &st);
+    if (na == -2) return st;
+    if (na < 0) {
+        na = r;
+        for (int i = 0; i < r; i++) axes[i] = i;
+    }
+    if (np != 2 * na) return ir_node_fail(n, SMELT_ERR_SHAPE, "%d pads for %d axes (need 2 per axis)", np, na);
+    int64_t end[IR_MAX_RANK] = {0};
+    for (int i = 0; i < r; i++) begin[i] = 0;
+    for (int i = 0; i < na; i++) {
+        int a;
+        TRY(infer_norm_axis(n, axes[i], r, "axis", &a));
+        begin[a] = pads[i];
+        end[a] = pads[na + i];
+    }
+    *out = x->shape;
+    for (int a = 0; a < r; a++) {
+        int64_t d = x->shape.dim[a];
+        out->dim[a] = d + begin[a] + end[a];
+        if (out->dim[a] < 0)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "pads %lld,%lld crop axis %d of %s below size 0", (long long)begin[a],
+                                (long long)end[a], a, infer_shp(&x->shape, b));
+        bool pads_out = begin[a] > 0 || end[a] > 0;
+        if (*mode != 0 && pads_out && d == 0)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "%s padding of axis %d needs a non-empty axis", m, a);
+    }
+    return SMELT_OK;
+}
+
+smelt_status infer_Pad(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0), *v = ir_in(g, n, 2);
+    if (v && v->dtype != x->dtype)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "constant_value '%s' (%s) must have the input's dtype %s", v->name,
+                            infer_dtype_str(v->dtype), infer_dtype_str(x->dtype));
+    if (v && ir_tensor_numel(v) != 1)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "constant_value '%s' must be a scalar", v->name);
+    int64_t begin[IR_MAX_RANK];
+    int mode;
+    ir_shape s;
+    TRY(pad_resolve(g, n, begin, &mode, &s));
+    return infer_set_out(g, n, 0, x->dtype, &s);
+}
+
+/* CenterCropPad's target size per axis of the input (the input's own size for
+ * axes not listed). */
+static smelt_status ccp_target(const ir_graph *g, const ir_node *n, ir_shape *out)
+{
+    const ir_tensor *x = ir_in(g, n, 0);
+    int r = x->shape.rank;
+    int64_t sz[IR_MAX_RANK];
+    smelt_status st;
+    int cnt = infer_read_int_input(g, n, 1, "shape", sz, IR_MAX_RANK, &st);
+    if (cnt < 0) return st ? st : ir_node_fail(n, SMELT_ERR_MODEL, "missing input 'shape'");
+    const int64_t *axes;
+    int na = ir_attr_ints(n, "axes", &axes);
+    *out = x->shape;
+    if (na < 0 && cnt != r)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "shape has %d values for an input of rank %d", cnt, r);
+    if (na >= 0 && cnt != na)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "shape has %d values for %d axes", cnt, na);
+    for (int i = 0; i < cnt; i++) {
+        int a = i;
+        if (na >= 0) TRY(infer_norm_axis(n, axes[i], r, "axis", &a));
+        if (sz[i] < 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "shape value %lld must be >= 0", (long long)sz[i]);
+        out->dim[a] = sz[i];
+    }
+    return SMELT_OK;
+}
+
+smelt_status infer_CenterCropPad(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_need_input(g, n, 0, "input"));
+    TRY(infer_need_input(g, n, 1, "shape"));
+    TRY(infer_check_dtypes(g, n));
+    ir_shape out;
+    TRY(ccp_target(g, n, &out));
+    return infer_set_out(g, n, 0, ir_in(g, n, 0)->dtype, &out);
+}
+
+static kir_val bin(kir_kernel *K, kir_op op, kir_val a, kir_val b) { return kir_binary(K, op, a, b); }
+
+/* Crop takes the centred window (the odd element dropped at the end); pad
+ * centres the input the same way and fills zeros. */
+kir_val elem_CenterCropPad(lower_ctx *c, int out, const kir_val *idx)
+{
+    kir_kernel *K = c->k;
+    const ir_shape *xs = in_shape(c, 0), *os = out_shape(c, out);
+    smelt_dtype t = out_type(c, out);
+    kir_val inside = 0, ii[IR_MAX_RANK];
+    for (int d = 0; d < xs->rank; d++) {
+        int64_t in = xs->dim[d], o = os->dim[d];
+        if (o <= in) {
+            ii[d] = kir_add(K, idx[d], kir_idx(K, (in - o) / 2));
+            continue;
+        }
+        kir_val p = bin(K, KIR_SUB, idx[d], kir_idx(K, (o - in) / 2));
+        kir_val ok = bin(K, KIR_AND, bin(K, KIR_GE, p, kir_idx(K, 0)), bin(K, KIR_LT, p, kir_idx(K, in)));
+        inside = inside ? bin(K, KIR_AND, inside, ok) : ok;
+        ii[d] = lower_clamp(K, p, in);
+    }
+    if (inside && ir_shape_numel(xs) == 0) return kir_const_f(K, t, 0);
+    kir_val v = lower_load(c, 0, ii);
+    return inside ? kir_select(K, inside, v, kir_const_f(K, t, 0)) : v;
+}
+
+smelt_status infer_Dropout(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_check_dtypes(g, n));
+    const ir_tensor *x = ir_in(g, n, 0), *train = ir_in(g, n, 2);
+    TRY(infer_require_class(n, x, infer_is_float(x->dtype), "float"));
+    if (train) {
+        if (!train->data)
+            return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "input '%s' (training_mode) must be known at compile time", train->name);
+        if (ir_const_int(train, 0))
+            return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "training mode (random dropout) is not supported");
+    }
+    TRY(infer_set_out(g, n, 0, x->dtype, &x->shape));
+    return infer_set_out(g, n, 1, g->opset < 10 ? x->dtype : SMELT_BOOL, &x->shape); /* 7..9: mask of type T */
+}
+
+kir_val elem_Trilu(lower_ctx *c, int out, const kir_val *idx)
+{
+    (void)out;
+    kir_kernel *K = c->k;
+    const ir_tensor *x = ir_in(c->g, c->n, 0), *kt = ir_in(c->g, c->n, 1);
+    int r = x->shape.rank;
+    int64_t k = kt ? ir_const_int(kt, 0) : 0;
+    bool upper = ir_attr_int(c->n, "upper", 1) != 0;
+    /* upper: keep j - i >= k; lower: keep j - i <= k */
+    kir_val diff = kir_binary(K, KIR_SUB, idx[r - 1], idx[r - 2]);
+    kir_val keep = kir_binary(K, upper ? KIR_GE : KIR_LE, diff, kir_idx(K, k));
+    kir_val zero = kir_is_float(x->dtype) ? kir_const_f(K, x->dtype, 0) : kir_const_i(K, x->dtype, 0);
+    return kir_select(K, keep, lower_load(c, 0, idx), zero);
+}

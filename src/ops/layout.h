@@ -1,0 +1,62 @@
+/*
+ * layout.h — data movement: reshapes, Transpose, Expand, Concat, Split, Slice, Pad,
+ * Tile, DepthToSpace/SpaceToDepth, Trilu, CenterCropPad, CastLike, Dropout: shape rules,
+ * index maps and the inserts (Concat, Pad) fusion writes through.
+ *
+ * The functions the op table's rows name for this family (ir/ops.h gives the
+ * columns; ops/op_table.c fills the table) and what the family shares between
+ * its shape rules and its lowerings. Defined in ops/layout.c.
+ */
+#ifndef SMELT_OPS_LAYOUT_H
+#define SMELT_OPS_LAYOUT_H
+
+#include "lower/lower.h"
+
+smelt_status infer_Reshape(struct ir_graph *g, int node);
+smelt_status infer_Flatten(struct ir_graph *g, int node);
+smelt_status infer_Squeeze(struct ir_graph *g, int node);
+smelt_status infer_Unsqueeze(struct ir_graph *g, int node);
+smelt_status infer_Transpose(struct ir_graph *g, int node);
+smelt_status infer_Expand(struct ir_graph *g, int node);
+smelt_status infer_Concat(struct ir_graph *g, int node);
+smelt_status infer_Split(struct ir_graph *g, int node);
+smelt_status infer_Slice(struct ir_graph *g, int node);
+smelt_status infer_DepthToSpace(struct ir_graph *g, int node); /* also SpaceToDepth */
+smelt_status infer_Tile(struct ir_graph *g, int node);
+smelt_status infer_Pad(struct ir_graph *g, int node);
+smelt_status infer_Dropout(struct ir_graph *g, int node);
+
+/* Slice: per input axis, the first element read and the step (0 and 1 for
+ * axes not sliced), and the output shape; starts/ends clamped per the spec. */
+smelt_status slice_resolve(const struct ir_graph *g, const struct ir_node *n, int64_t *start, int64_t *step,
+                           struct ir_shape *out);
+
+/* Pad: per input axis, the padding before it; mode 0..3 = constant, reflect,
+ * edge, wrap; and the output shape. */
+smelt_status pad_resolve(const struct ir_graph *g, const struct ir_node *n, int64_t *begin, int *mode,
+                         struct ir_shape *out);
+
+/* Transpose: its permutation (`perm`, or reversed axes); returns its length. */
+int transpose_perm(const struct ir_node *n, int rank, int *perm);
+
+/* Insert descriptions: the output holds input `input` unchanged at `offset`. */
+bool insert_Concat(const struct ir_graph *g, const struct ir_node *n, int input, int64_t *offset);
+bool insert_Pad(const struct ir_graph *g, const struct ir_node *n, int input, int64_t *offset);
+kir_val elem_CastLike(struct lower_ctx *c, int out, const kir_val *idx);
+kir_val elem_Reshape(struct lower_ctx *c, int out, const kir_val *idx); /* also Flatten/Squeeze/Unsqueeze */
+kir_val elem_Transpose(struct lower_ctx *c, int out, const kir_val *idx);
+kir_val elem_Expand(struct lower_ctx *c, int out, const kir_val *idx);
+kir_val elem_Concat(struct lower_ctx *c, int out, const kir_val *idx);
+kir_val elem_Split(struct lower_ctx *c, int out, const kir_val *idx);
+kir_val elem_Slice(struct lower_ctx *c, int out, const kir_val *idx);
+kir_val elem_DepthToSpace(struct lower_ctx *c, int out, const kir_val *idx);
+kir_val elem_SpaceToDepth(struct lower_ctx *c, int out, const kir_val *idx);
+kir_val elem_Tile(struct lower_ctx *c, int out, const kir_val *idx);
+kir_val elem_Pad(struct lower_ctx *c, int out, const kir_val *idx);
+kir_val elem_Dropout(struct lower_ctx *c, int out, const kir_val *idx);
+smelt_status infer_Trilu(struct ir_graph *g, int node);
+kir_val elem_Trilu(struct lower_ctx *c, int out, const kir_val *idx);
+smelt_status infer_CenterCropPad(struct ir_graph *g, int node);
+kir_val elem_CenterCropPad(struct lower_ctx *c, int out, const kir_val *idx);
+
+#endif

@@ -1,0 +1,351 @@
+/*
+ * matmul.c — MatMul and Gemm: shape rules, and lowerings as blocked matrix
+ * products (the GPU forms are in gemm_gpu.c).
+ *
+ * requires: shapes inferred by infer_MatMul / infer_Gemm.
+ * guarantees: one kernel (two for Gemm with transB) whose work unit is an
+ *             MR x NC block of the result: the k-loop is outside, and the
+ *             innermost loop runs unit-stride over N,
+ *                 acc[r][j] += A[i0+r][k] * B[k][j]      (r unrolled)
+ *             so the target compiler vectorizes it and each B element loaded
+ *             feeds MR multiply-adds. Accumulators live apart from the output
+ *             (which may carry a fused epilogue and cannot be read back): on
+ *             the CPU in an MR x (NC + MM_PAD) block of workgroup memory, a
+ *             stack array that stays in L1, its rows MM_PAD elements longer
+ *             than the block so they do not sit a multiple of 4 KiB apart
+ *             (a load of one row would wait on the store to another that
+ *             matches it in the low address bits); with threads per
+ *             workgroup, in a scratch buffer (one MR x N panel per unit).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower/lower.h"
+#include "ops/matmul.h"
+#include "ops/shape.h"
+
+/* Rows per block; columns per block once N is large enough that an MR x N
+ * accumulator panel would no longer stay in L1/L2. 512 columns (a 16 KiB
+ * panel) ran the bench MLP ~10% faster than 256 (AVX-512 host, 1 and 2
+ * threads). */
+#define MM_MR 8
+#define MM_NC 512
+#define MM_NC_SPLIT 512
+#define MM_PAD 16
+
+typedef struct mm_job {
+    const ir_shape *out;
+    int nb;                  /* batch dims of the result          */
+    int64_t m, n, kk;        /* problem size                      */
+    int64_t mr, nc, nblk, ncb;
+    bool a_vec, b_vec;       /* MatMul 1-D operands               */
+    bool gemm, ta;           /* Gemm: transA                      */
+    int b_packed;            /* scratch holding B as [K, N] (Gemm) or in B's own order (MatMul), or -1 */
+    int acc;                 /* scratch accumulators, or -1: on the stack */
+    smelt_dtype dt;
+    double alpha, beta;
+    kir_val col_loop;        /* set by mm_body: the k-loop's inner loop over columns */
+} mm_job;
+
+/* Index of input `in` (rank `r`, batch dims right-aligned to the result's)
+ * at the result's batch index, followed by two trailing indices. */
+static kir_val load_batched(lower_ctx *c, int in, const mm_job *j, const kir_val *bidx, kir_val x, kir_val y)
+{
+    const ir_tensor *t = &c->g->tensors[c->n->in[in]];
+    int r = t->shape.rank;
+    kir_val idx[IR_MAX_RANK];
+    for (int d = 0; d < r - 2; d++) {
+        int od = d + j->nb - (r - 2);
+        idx[d] = t->shape.dim[d] == 1 ? kir_idx(c->k, 0) : bidx[od];
+    }
+    idx[r - 2] = x;
+    idx[r - 1] = y;
+    return lower_load(c, in, idx);
+}
+
+static kir_val load_a(lower_ctx *c, const mm_job *j, const kir_val *bidx, kir_val i, kir_val k)
+{
+    if (j->gemm) return j->ta ? load_batched(c, 0, j, bidx, k, i) : load_batched(c, 0, j, bidx, i, k);
+    if (j->a_vec) return lower_load(c, 0, &k);
+    return load_batched(c, 0, j, bidx, i, k);
+}
+
+static kir_val load_b(lower_ctx *c, const mm_job *j, const kir_val *bidx, kir_val k, kir_val col)
+{
+    kir_kernel *K = c->k;
+    if (j->b_packed >= 0 && j->gemm)
+        return lower_scratch_load(c, j->b_packed, kir_add(K, kir_mul(K, k, kir_idx(K, j->n)), col));
+    if (j->b_packed >= 0) { /* MatMul: B copied out in its own row-major order */
+        const ir_shape *s = &ir_in(c->g, c->n, 1)->shape;
+        kir_val idx[IR_MAX_RANK];
+        for (int d = 0; d < s->rank - 2; d++)
+            idx[d] = s->dim[d] == 1 ? kir_idx(K, 0) : bidx[d + j->nb - (s->rank - 2)];
+        idx[s->rank - 2] = k;
+        idx[s->rank - 1] = col;
+        return lower_scratch_load(c, j->b_packed, lower_linear(K, s, idx));
+    }
+    if (j->b_vec) return lower_load(c, 1, &k);
+    return load_batched(c, 1, j, bidx, k, col);
+}
+
+static void store_c(lower_ctx *c, const mm_job *j, const kir_val *bidx, kir_val i, kir_val col, kir_val v)
+{
+    kir_kernel *K = c->k;
+    kir_val idx[IR_MAX_RANK];
+    int r = 0;
+    for (int d = 0; d < j->nb; d++) idx[r++] = bidx[d];
+    if (j->gemm) {
+        if (j->alpha != 1.0) v = kir_binary(K, KIR_MUL, v, kir_const_f(K, j->dt, j->alpha));
+        kir_val ij[2] = {i, col};
+        kir_val cv = lower_load_bcast(c, 2, 2, ij);
+        if (cv && j->beta != 0.0) {
+            if (j->beta != 1.0) cv = kir_binary(K, KIR_MUL, cv, kir_const_f(K, j->dt, j->beta));
+            v = kir_binary(K, KIR_ADD, v, cv);
+        }
+    }
+    if (j->gemm || !j->a_vec) idx[r++] = i;
+    if (j->gemm || !j->b_vec) idx[r++] = col;
+    lower_store(c, 0, idx, v);
+}
+
+/* The accumulators: scratch panel `scratch` (element rowbase + col), or
+ * workgroup memory `smem` (element row * ld + col - j0). */
+typedef struct acc_block {
+    int scratch, smem;
+    int64_t ld;
+    kir_val j0;
+} acc_block;
+
+static kir_val acc_index(kir_kernel *K, const acc_block *a, kir_val rowbase, kir_val row, kir_val col)
+{
+    if (a->scratch >= 0) return kir_add(K, rowbase, col);
+    return kir_add(K, kir_mul(K, row, kir_idx(K, a->ld)), kir_binary(K, KIR_SUB, col, a->j0));
+}
+
+static kir_val acc_load(lower_ctx *c, const acc_block *a, kir_val rowbase, kir_val row, kir_val col)
+{
+    kir_val at = acc_index(c->k, a, rowbase, row, col);
+    return a->scratch >= 0 ? lower_scratch_load(c, a->scratch, at) : kir_load(c->k, a->smem, at);
+}
+
+static void acc_store(lower_ctx *c, const acc_block *a, kir_val rowbase, kir_val row, kir_val col, kir_val v)
+{
+    kir_val at = acc_index(c->k, a, rowbase, row, col);
+    if (a->scratch >= 0) lower_scratch_store(c, a->scratch, at, v);
+    else kir_store(c->k, a->smem, at, v);
+}
+
+static void mm_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    mm_job *j = user;
+    kir_kernel *K = c->k;
+    const kir_val *bidx = idx;
+    kir_val blk = idx[j->nb], cb = idx[j->nb + 1];
+    int64_t mr = j->mr;
+    kir_val i0 = kir_mul(K, blk, kir_idx(K, mr));
+    kir_val j0 = kir_mul(K, cb, kir_idx(K, j->nc));
+    kir_val j1 = j->ncb == 1 ? kir_idx(K, j->n) : kir_binary(K, KIR_MIN, kir_add(K, j0, kir_idx(K, j->nc)), kir_idx(K, j->n));
+    ir_shape bshape = {.rank = j->nb};
+    for (int d = 0; d < j->nb; d++) bshape.dim[d] = j->out->dim[d];
+    kir_val unit = kir_add(K, kir_mul(K, lower_linear(K, &bshape, bidx), kir_idx(K, j->nblk)), blk);
+    kir_val base = kir_mul(K, unit, kir_idx(K, mr * j->n));
+    kir_val rowbase[MM_MR];
+    for (int r = 0; r < mr; r++) rowbase[r] = kir_add(K, base, kir_idx(K, r * j->n));
+    kir_val zero = kir_const_f(K, j->dt, 0);
+    kir_val one = kir_idx(K, 1);
+    acc_block acc = {j->acc, j->acc < 0 ? kir_smem_add(K, j->dt, mr * (j->nc + MM_PAD)) : -1, j->nc + MM_PAD, j0};
+
+    kir_val col = kir_loop_begin(K, j0, j1, one);
+    for (int r = 0; r < mr; r++) acc_store(c, &acc, rowbase[r], kir_idx(K, r), col, zero);
+    kir_loop_end(K);
+
+    kir_val k = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, j->kk), one);
+    kir_val a[MM_MR];
+    for (int r = 0; r < mr; r++) {
+        /* Rows past M (last block) read a clamped row and are never stored. */
+        kir_val i = kir_add(K, i0, kir_idx(K, r));
+        if (j->m % mr) i = kir_binary(K, KIR_MIN, i, kir_idx(K, j->m - 1));
+        a[r] = load_a(c, j, bidx, i, k);
+    }
+    col = j->col_loop = kir_loop_begin(K, j0, j1, one);
+    kir_val b = load_b(c, j, bidx, k, col);
+    for (int r = 0; r < mr; r++) {
+        kir_val s = acc_load(c, &acc, rowbase[r], kir_idx(K, r), col);
+        acc_store(c, &acc, rowbase[r], kir_idx(K, r), col, kir_binary(K, KIR_ADD, s, kir_binary(K, KIR_MUL, a[r], b)));
+    }
+    kir_loop_end(K);
+    kir_loop_end(K);
+
+    kir_val rows = j->m % mr ? kir_binary(K, KIR_MIN, kir_idx(K, mr), kir_binary(K, KIR_SUB, kir_idx(K, j->m), i0))
+                             : kir_idx(K, mr);
+    kir_val r = kir_loop_begin(K, kir_idx(K, 0), rows, one);
+    kir_val rb = kir_add(K, base, kir_mul(K, r, kir_idx(K, j->n)));
+    col = kir_loop_begin(K, j0, j1, one);
+    kir_val v = acc_load(c, &acc, rb, r, col);
+    store_c(c, j, bidx, kir_add(K, i0, r), col, v);
+    kir_loop_end(K);
+    kir_loop_end(K);
+}
+
+static smelt_status mm_lower(lower_ctx *c, mm_job *j)
+{
+    const ir_shape *out = j->out;
+    j->mr = j->m < MM_MR ? (j->m > 0 ? j->m : 1) : MM_MR;
+    j->nc = j->n > MM_NC_SPLIT ? MM_NC : (j->n > 0 ? j->n : 1);
+    j->nblk = (j->m + j->mr - 1) / j->mr;
+    j->ncb = (j->n + j->nc - 1) / j->nc;
+    int64_t batch = 1;
+    for (int d = 0; d < j->nb; d++) batch *= out->dim[d];
+    if (batch == 0 || j->m == 0 || j->n == 0) return SMELT_OK;
+    j->acc = -1;
+    if (c->target->wg_size > 1) {
+        j->acc = lower_scratch(c, j->dt, batch * j->nblk * j->mr * j->n);
+        if (j->acc < 0) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    }
+    ir_shape units = {.rank = j->nb + 3};
+    for (int d = 0; d < j->nb; d++) units.dim[d] = out->dim[d];
+    units.dim[j->nb] = j->nblk;
+    units.dim[j->nb + 1] = j->ncb;
+    units.dim[j->nb + 2] = 1;
+    lower_parallel_for(c, &units, 2 * j->mr * j->nc * (j->kk > 0 ? j->kk : 1), mm_body, j);
+    return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+}
+
+typedef struct pack_job {
+    int scratch;
+    int64_t n;
+} pack_job;
+
+/* packed[idx] = B[idx] in B's row-major order: B's fused index map read once. */
+static void pack_nd_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const pack_job *p = user;
+    lower_scratch_store(c, p->scratch, lower_linear(c->k, &ir_in(c->g, c->n, 1)->shape, idx), lower_load(c, 1, idx));
+}
+
+smelt_status lower_MatMul(lower_ctx *c)
+{
+    const ir_tensor *a = ir_in(c->g, c->n, 0), *b = ir_in(c->g, c->n, 1);
+    const ir_shape *out = &c->g->tensors[c->n->out[0]].shape;
+    mm_job j = {.out = out, .b_packed = -1, .dt = a->dtype};
+    j.a_vec = a->shape.rank == 1;
+    j.b_vec = b->shape.rank == 1;
+    j.nb = out->rank - (j.a_vec ? 0 : 1) - (j.b_vec ? 0 : 1);
+    j.m = j.a_vec ? 1 : a->shape.dim[a->shape.rank - 2];
+    j.kk = a->shape.dim[a->shape.rank - 1];
+    j.n = j.b_vec ? 1 : b->shape.dim[b->shape.rank - 1];
+    if (c->target->wg_size > 1 || j.b_vec) return mm_lower(c, &j);
+    /* A B that reaches the matmul through a transposing index map (attention's
+     * K^T, inlined Transposes) is read across its rows in the column loop: no
+     * vectors, a cache line per element. Then B is copied out once in its own
+     * order (K*N elements, against M*N*K multiply-adds) and the matmul reads
+     * the copy unit-stride. */
+    int mark = lower_mark(c);
+    TRY(mm_lower(c, &j));
+    if (!j.col_loop || j.kk == 0 || !c->k || !lower_reads_across(c->k, j.col_loop)) return SMELT_OK;
+    lower_rollback(c, mark);
+    pack_job p = {lower_scratch(c, b->dtype, ir_shape_numel(&b->shape)), 0};
+    if (p.scratch < 0) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    lower_parallel_for(c, &b->shape, 1, pack_nd_body, &p);
+    if (!c->k) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    j.b_packed = p.scratch;
+    j.col_loop = 0;
+    return mm_lower(c, &j);
+}
+
+/* packed[k][j] = B[j][k]: makes the inner loop of a transB Gemm unit-stride. */
+static void pack_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const pack_job *p = user;
+    kir_kernel *K = c->k;
+    kir_val src[2] = {idx[1], idx[0]};
+    kir_val v = lower_load(c, 1, src);
+    lower_scratch_store(c, p->scratch, kir_add(K, kir_mul(K, idx[0], kir_idx(K, p->n)), idx[1]), v);
+}
+
+smelt_status lower_Gemm(lower_ctx *c)
+{
+    const ir_tensor *a = ir_in(c->g, c->n, 0), *b = ir_in(c->g, c->n, 1);
+    const ir_shape *out = &c->g->tensors[c->n->out[0]].shape;
+    mm_job j = {.out = out, .b_packed = -1, .dt = a->dtype, .gemm = true, .nb = 0};
+    j.ta = ir_attr_int(c->n, "transA", 0) != 0;
+    bool tb = ir_attr_int(c->n, "transB", 0) != 0;
+    j.alpha = ir_attr_float(c->n, "alpha", 1.0f);
+    j.beta = ir_attr_float(c->n, "beta", 1.0f);
+    j.m = out->dim[0];
+    j.n = out->dim[1];
+    j.kk = a->shape.dim[j.ta ? 0 : 1];
+    if (j.m == 0 || j.n == 0) return SMELT_OK;
+    if (tb && j.kk > 0) {
+        pack_job p = {lower_scratch(c, b->dtype, j.kk * j.n), j.n};
+        if (p.scratch < 0) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+        ir_shape ps = {.rank = 2, .dim = {j.kk, j.n}};
+        lower_parallel_for(c, &ps, 1, pack_body, &p);
+        j.b_packed = p.scratch;
+    }
+    return mm_lower(c, &j);
+}
+
+/* ---- contractions ------------------------------------------------------- */
+
+smelt_status infer_MatMul(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    const ir_tensor *a = ir_in(g, n, 0), *b = ir_in(g, n, 1);
+    TRY(infer_need_input(g, n, 0, "A"));
+    TRY(infer_need_input(g, n, 1, "B"));
+    TRY(infer_need_dtype(n, a, "input", DT_ARITH));
+    TRY(infer_need_same_dtype(n, a, b));
+    char s1[160], s2[160];
+    if (a->shape.rank < 1 || b->shape.rank < 1)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "operands must have rank >= 1, got %s and %s",
+                            infer_shp(&a->shape, s1), infer_shp(&b->shape, s2));
+    ir_shape sa = a->shape, sb = b->shape;
+    if (sa.rank == 1) sa = (ir_shape){.rank = 2, .dim = {1, a->shape.dim[0]}};
+    if (sb.rank == 1) sb = (ir_shape){.rank = 2, .dim = {b->shape.dim[0], 1}};
+    int64_t ka = sa.dim[sa.rank - 1], kb = sb.dim[sb.rank - 2];
+    if (!infer_dim_eq(ka, kb))
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "inner dimensions differ: A %s has K=%lld, B %s has K=%lld",
+                            infer_shp(&a->shape, s1), (long long)ka, infer_shp(&b->shape, s2), (long long)kb);
+    ir_shape ba = {.rank = sa.rank - 2}, bb = {.rank = sb.rank - 2}, out;
+    memcpy(ba.dim, sa.dim, sizeof(int64_t) * (size_t)ba.rank);
+    memcpy(bb.dim, sb.dim, sizeof(int64_t) * (size_t)bb.rank);
+    if (!ir_shape_broadcast(&ba, &bb, &out))
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "batch dimensions of A %s and B %s do not broadcast",
+                            infer_shp(&a->shape, s1), infer_shp(&b->shape, s2));
+    if (a->shape.rank > 1) out.dim[out.rank++] = sa.dim[sa.rank - 2];
+    if (b->shape.rank > 1) out.dim[out.rank++] = sb.dim[sb.rank - 1];
+    if (out.rank > IR_MAX_RANK) return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "result rank exceeds %d", IR_MAX_RANK);
+    infer_put_out(g, n, 0, a->dtype, &out);
+    return SMELT_OK;
+}
+
+smelt_status infer_Gemm(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_need_input(g, n, 0, "A"));
+    TRY(infer_need_input(g, n, 1, "B"));
+    const ir_tensor *a = ir_in(g, n, 0), *b = ir_in(g, n, 1), *c = ir_in(g, n, 2);
+    TRY(infer_need_dtype(n, a, "input", DT_ARITH));
+    TRY(infer_need_same_dtype(n, a, b));
+    if (c) TRY(infer_need_same_dtype(n, a, c));
+    char s1[160], s2[160];
+    if (a->shape.rank != 2 || b->shape.rank != 2)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "A and B must be matrices, got %s and %s", infer_shp(&a->shape, s1),
+                            infer_shp(&b->shape, s2));
+    bool ta = ir_attr_int(n, "transA", 0) != 0, tb = ir_attr_int(n, "transB", 0) != 0;
+    int64_t m = a->shape.dim[ta ? 1 : 0], ka = a->shape.dim[ta ? 0 : 1];
+    int64_t kb = b->shape.dim[tb ? 1 : 0], nn = b->shape.dim[tb ? 0 : 1];
+    if (!infer_dim_eq(ka, kb))
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "inner dimensions differ: A %s (transA=%d) has K=%lld, B %s (transB=%d) has K=%lld",
+                            infer_shp(&a->shape, s1), ta, (long long)ka, infer_shp(&b->shape, s2), tb, (long long)kb);
+    ir_shape out = {.rank = 2, .dim = {m, nn}};
+    if (c) {
+        ir_shape bc;
+        if (c->shape.rank > 2 || !ir_shape_broadcast(&c->shape, &out, &bc) || !ir_shape_eq(&bc, &out))
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "C %s does not broadcast to the result shape %s",
+                                infer_shp(&c->shape, s1), infer_shp(&out, s2));
+    }
+    infer_put_out(g, n, 0, a->dtype, &out);
+    return SMELT_OK;
+}

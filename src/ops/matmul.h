@@ -1,0 +1,21 @@
+/*
+ * matmul.h — MatMul and Gemm (their GPU forms are in ops/gemm_gpu.c).
+ *
+ * The functions the op table's rows name for this family (ir/ops.h gives the
+ * columns; ops/op_table.c fills the table) and what the family shares between
+ * its shape rules and its lowerings. Defined in ops/matmul.c.
+ */
+#ifndef SMELT_OPS_MATMUL_H
+#define SMELT_OPS_MATMUL_H
+
+#include "lower/lower.h"
+
+smelt_status infer_MatMul(struct ir_graph *g, int node);
+smelt_status infer_Gemm(struct ir_graph *g, int node);
+smelt_status lower_MatMul(struct lower_ctx *c);
+smelt_status lower_Gemm(struct lower_ctx *c);
+
+smelt_status lower_gpu_MatMul(struct lower_ctx *c); /* GPU forms, in ops/gemm_gpu.c */
+smelt_status lower_gpu_Gemm(struct lower_ctx *c);
+
+#endif

@@ -1,0 +1,45 @@
+/*
+ * op_table.c — the op table: ir/ops.h's rows expanded with the functions of
+ * each family (ops/<family>.h), and the GPU lowerings beside it.
+ *
+ * The rows live in ir/ops.h because graph/ and fuse/, which come before ops/,
+ * read the table's kinds and shape rules through it; only this file needs the
+ * functions' prototypes, so no earlier stage includes ops/.
+ */
+#include "ir/ops.h"
+
+#include "ops/attention.h"
+#include "ops/conv.h"
+#include "ops/einsum.h"
+#include "ops/elementwise.h"
+#include "ops/gather_scatter.h"
+#include "ops/generate.h"
+#include "ops/layout.h"
+#include "ops/matmul.h"
+#include "ops/norm.h"
+#include "ops/pool.h"
+#include "ops/quantize.h"
+#include "ops/recurrent.h"
+#include "ops/reduce.h"
+#include "ops/resize.h"
+#include "ops/scan_topk.h"
+
+const op_info op_table[] = {
+#define X(name, kind, mi, xi, mo, xo, vin, infer, scalar, elem, lower, flags, insert) \
+    [OP_##name] = {#name, OPK_##kind, mi, xi, mo, xo, vin, infer, scalar, elem, lower, flags, insert},
+    SMELT_OPS(X)
+#undef X
+};
+_Static_assert(sizeof op_table / sizeof op_table[0] == OP_COUNT, "one op_table row per op_id");
+
+/* Row reductions and tiled contractions have a workgroup-cooperative form on
+ * targets with wg_size > 1; every other op is lowered the same on all targets
+ * (lower_parallel_for spreads its elements over the workgroup's threads). */
+const op_lower_fn op_gpu_lower[OP_COUNT] = {
+    [OP_ReduceSum] = lower_gpu_Reduce, [OP_ReduceMean] = lower_gpu_Reduce, [OP_ReduceMax] = lower_gpu_Reduce,
+    [OP_ReduceMin] = lower_gpu_Reduce, [OP_ReduceL1] = lower_gpu_Reduce, [OP_ReduceL2] = lower_gpu_Reduce,
+    [OP_ReduceSumSquare] = lower_gpu_Reduce, [OP_ReduceLogSum] = lower_gpu_Reduce,
+    [OP_Softmax] = lower_gpu_Softmax, [OP_LogSoftmax] = lower_gpu_Softmax,
+    [OP_LayerNormalization] = lower_gpu_LayerNormalization,
+    [OP_MatMul] = lower_gpu_MatMul, [OP_Gemm] = lower_gpu_Gemm, [OP_Conv] = lower_gpu_Conv,
+};

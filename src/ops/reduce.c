@@ -1,0 +1,555 @@
+/*
+ * reduce.c — row reductions: Reduce*, ArgMax/ArgMin, Softmax/LogSoftmax/
+ * Hardmax and the global pools: shape rules and lowerings (the GPU forms are
+ * in reduce_gpu.c).
+ *
+ * requires: shapes inferred by infer_Reduce / infer_ArgMax / infer_Softmax /
+ *           infer_GlobalPool.
+ *           infer_GlobalPool.
+ * guarantees: one kernel per node, one output element (or one softmax row)
+ *             per iteration of lower_parallel_for; the reduced dims are inner
+ *             loops, accumulating in a variable of the input's dtype. Softmax
+ *             makes three passes over its row (max, sum of exp(x - max),
+ *             store), so it is stable for large inputs.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower/lower.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
+
+typedef void (*reduce_fn)(lower_ctx *c, const kir_val *in_idx, void *user);
+
+/* Loops over the dims of `shape` in `mask`; the other dims take their index
+ * from `fixed`. Calls fn with the full index inside the innermost loop. */
+static void reduce_loops(lower_ctx *c, const ir_shape *shape, uint32_t mask, const kir_val *fixed, reduce_fn fn,
+                         void *user)
+{
+    kir_kernel *K = c->k;
+    kir_val idx[IR_MAX_RANK] = {0};
+    int open = 0;
+    for (int d = 0; d < shape->rank; d++) {
+        if (mask & (1u << d)) {
+            idx[d] = shape->dim[d] == 1 ? kir_idx(K, 0)
+                                         : kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, shape->dim[d]), kir_idx(K, 1));
+            open += shape->dim[d] != 1;
+        } else {
+            idx[d] = fixed[d];
+        }
+    }
+    fn(c, idx, user);
+    while (open--) kir_loop_end(K);
+}
+
+static int64_t masked_numel(const ir_shape *s, uint32_t mask)
+{
+    int64_t n = 1;
+    for (int d = 0; d < s->rank; d++)
+        if (mask & (1u << d)) n *= s->dim[d];
+    return n;
+}
+
+/* The most negative (or positive) value of dtype dt, as a constant. */
+static kir_val extreme(kir_kernel *K, smelt_dtype dt, bool lowest)
+{
+    switch (dt) {
+    case SMELT_F32: case SMELT_F64: return kir_const_f(K, dt, lowest ? -INFINITY : INFINITY);
+    case SMELT_I64: return kir_const_i(K, dt, lowest ? INT64_MIN : INT64_MAX);
+    case SMELT_I32: return kir_const_i(K, dt, lowest ? INT32_MIN : INT32_MAX);
+    case SMELT_I16: return kir_const_i(K, dt, lowest ? INT16_MIN : INT16_MAX);
+    case SMELT_I8: return kir_const_i(K, dt, lowest ? INT8_MIN : INT8_MAX);
+    case SMELT_U8: return kir_const_i(K, dt, lowest ? 0 : UINT8_MAX);
+    case SMELT_U16: return kir_const_i(K, dt, lowest ? 0 : UINT16_MAX);
+    case SMELT_U32: return kir_const_i(K, dt, lowest ? 0 : UINT32_MAX);
+    case SMELT_U64: return kir_const_i(K, dt, lowest ? 0 : -1);
+    case SMELT_BOOL: return kir_const_i(K, dt, lowest ? 0 : 1);
+    default: return kir_const_i(K, dt, 0);
+    }
+}
+
+/* ---- Reduce* and global pools -------------------------------------------- */
+
+typedef enum red_kind {
+    RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_PROD, RED_L1, RED_L2, RED_SUMSQ, RED_LOGSUM, RED_LOGSUMEXP
+} red_kind;
+
+typedef struct red_job {
+    red_kind kind;
+    uint32_t mask;
+    bool keep;
+    const ir_shape *in;
+    smelt_dtype dt;
+    int var;
+    kir_val max; /* LogSumExp: the row's maximum, subtracted before exp */
+} red_job;
+
+static void red_step(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const red_job *j = user;
+    kir_kernel *K = c->k;
+    kir_val x = lower_load(c, 0, idx), a = kir_var_get(K, j->var), v;
+    bool b = j->dt == SMELT_BOOL;
+    switch (j->kind) {
+    case RED_MAX: v = kir_binary(K, b ? KIR_OR : KIR_MAX, a, x); break;
+    case RED_MIN: v = kir_binary(K, b ? KIR_AND : KIR_MIN, a, x); break;
+    case RED_PROD: v = kir_binary(K, KIR_MUL, a, x); break;
+    case RED_L1: v = kir_binary(K, KIR_ADD, a, kir_unary(K, KIR_ABS, x)); break;
+    case RED_L2: case RED_SUMSQ: v = kir_binary(K, KIR_ADD, a, kir_binary(K, KIR_MUL, x, x)); break;
+    case RED_LOGSUMEXP:
+        v = kir_binary(K, KIR_ADD, a, kir_unary(K, KIR_EXP, kir_binary(K, KIR_SUB, x, j->max)));
+        break;
+    default: v = kir_binary(K, KIR_ADD, a, x); break;
+    }
+    kir_var_set(K, j->var, v);
+}
+
+typedef struct red_row {
+    const red_job *j;
+    const kir_val *fixed;
+    int dim;
+} red_row;
+
+/* Element i of the row as red_step adds it: x, |x|, x*x or exp(x - max). */
+static kir_val red_row_elem(lower_ctx *c, kir_val i, void *user)
+{
+    const red_row *r = user;
+    kir_kernel *K = c->k;
+    kir_val idx[IR_MAX_RANK];
+    for (int d = 0; d < r->j->in->rank; d++)
+        idx[d] = d == r->dim ? i : (r->j->mask & (1u << d)) ? kir_idx(K, 0) : r->fixed[d];
+    kir_val x = lower_load(c, 0, idx);
+    switch (r->j->kind) {
+    case RED_L1: return kir_unary(K, KIR_ABS, x);
+    case RED_L2: case RED_SUMSQ: return kir_binary(K, KIR_MUL, x, x);
+    case RED_LOGSUMEXP: return kir_unary(K, KIR_EXP, kir_binary(K, KIR_SUB, x, r->j->max));
+    default: return x;
+    }
+}
+
+/* j->var op= every element of the row: vector lanes where it is one float dim. */
+static void red_row_loops(lower_ctx *c, const kir_val *fixed, red_job *j)
+{
+    /* lower_reduce_var: float sums, means, norms, max and min of one dim */
+    int dim = kir_is_float(j->dt) && j->kind != RED_PROD ? lower_one_long_dim(j->in, j->mask) : -1;
+    if (dim < 0) {
+        reduce_loops(c, j->in, j->mask, fixed, red_step, j);
+        return;
+    }
+    red_row r = {j, fixed, dim};
+    kir_op op = j->kind == RED_MAX ? KIR_MAX : j->kind == RED_MIN ? KIR_MIN : KIR_ADD;
+    lower_reduce_var(c, j->var, j->dt, op, j->in->dim[dim], red_row_elem, &r);
+}
+
+/* Output element oidx of the reduction, its loops emitted here. */
+static kir_val red_value(lower_ctx *c, const kir_val *oidx, red_job *j)
+{
+    kir_kernel *K = c->k;
+    kir_val fixed[IR_MAX_RANK];
+    int o = 0;
+    for (int d = 0; d < j->in->rank; d++) {
+        bool red = j->mask & (1u << d);
+        fixed[d] = red ? 0 : oidx[o];
+        if (!red || j->keep) o++;
+    }
+    if (j->kind == RED_LOGSUMEXP) {
+        red_job mx = *j;
+        mx.kind = RED_MAX;
+        mx.var = kir_var_new(K, j->dt, extreme(K, j->dt, true));
+        red_row_loops(c, fixed, &mx);
+        /* an all -inf (or empty) row would give inf - inf: subtract 0 instead */
+        kir_val m = kir_var_get(K, mx.var);
+        j->max = kir_select(K, kir_unary(K, KIR_ISINF, m), kir_const_f(K, j->dt, 0), m);
+    }
+    kir_val init = j->kind == RED_MAX ? extreme(K, j->dt, true)
+                 : j->kind == RED_MIN ? extreme(K, j->dt, false)
+                 : j->kind == RED_PROD ? kir_const_f(K, j->dt, 1)
+                                       : kir_const_f(K, j->dt, 0);
+    j->var = kir_var_new(K, j->dt, init);
+    red_row_loops(c, fixed, j);
+    kir_val v = kir_var_get(K, j->var);
+    int64_t cnt = masked_numel(j->in, j->mask);
+    if (j->kind == RED_MEAN && cnt != 1) v = kir_binary(K, KIR_DIV, v, kir_const_f(K, j->dt, (double)cnt));
+    if (j->kind == RED_L2) v = kir_unary(K, KIR_SQRT, v);
+    if (j->kind == RED_LOGSUM) v = kir_unary(K, KIR_LOG, v);
+    if (j->kind == RED_LOGSUMEXP) v = kir_binary(K, KIR_ADD, kir_unary(K, KIR_LOG, v), j->max);
+    return v;
+}
+
+static void red_body(lower_ctx *c, const kir_val *oidx, void *user)
+{
+    lower_store(c, 0, oidx, red_value(c, oidx, user));
+}
+
+static smelt_status reduce_lower(lower_ctx *c, red_kind kind, uint32_t mask, bool keep)
+{
+    const ir_tensor *x = ir_in(c->g, c->n, 0);
+    const ir_shape *out = &c->g->tensors[c->n->out[0]].shape;
+    if (ir_shape_numel(out) == 0) return SMELT_OK;
+    red_job j = {kind, mask, keep, &x->shape, x->dtype, 0, 0};
+    lower_parallel_for(c, out, masked_numel(&x->shape, mask), red_body, &j);
+    return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+}
+
+static red_kind reduce_kind(op_id op)
+{
+    switch (op) {
+    case OP_ReduceMean: return RED_MEAN;
+    case OP_ReduceMax: return RED_MAX;
+    case OP_ReduceMin: return RED_MIN;
+    case OP_ReduceProd: return RED_PROD;
+    case OP_ReduceL1: return RED_L1;
+    case OP_ReduceL2: return RED_L2;
+    case OP_ReduceSumSquare: return RED_SUMSQ;
+    case OP_ReduceLogSum: return RED_LOGSUM;
+    case OP_ReduceLogSumExp: return RED_LOGSUMEXP;
+    default: return RED_SUM;
+    }
+}
+
+kir_val elem_Reduce(lower_ctx *c, int out, const kir_val *idx)
+{
+    (void)out;
+    uint32_t mask = 0;
+    if (reduce_axes_get(c->g, c->n, &mask) != SMELT_OK) return 0; /* shape inference accepted the axes */
+    const ir_tensor *x = ir_in(c->g, c->n, 0);
+    red_job j = {reduce_kind(c->n->op), mask, ir_attr_int(c->n, "keepdims", 1) != 0, &x->shape, x->dtype, 0, 0};
+    return red_value(c, idx, &j);
+}
+
+smelt_status lower_Reduce(lower_ctx *c)
+{
+    uint32_t mask;
+    TRY(reduce_axes_get(c->g, c->n, &mask));
+    red_kind kind;
+    switch (c->n->op) {
+    case OP_ReduceSum: kind = RED_SUM; break;
+    case OP_ReduceMean: kind = RED_MEAN; break;
+    case OP_ReduceMax: kind = RED_MAX; break;
+    case OP_ReduceMin: kind = RED_MIN; break;
+    case OP_ReduceProd: kind = RED_PROD; break;
+    case OP_ReduceL1: kind = RED_L1; break;
+    case OP_ReduceL2: kind = RED_L2; break;
+    case OP_ReduceSumSquare: kind = RED_SUMSQ; break;
+    case OP_ReduceLogSum: kind = RED_LOGSUM; break;
+    case OP_ReduceLogSumExp: kind = RED_LOGSUMEXP; break;
+    default: return ir_node_fail(c->n, SMELT_ERR_INTERNAL, "lower_Reduce on a non-reduce op");
+    }
+    return reduce_lower(c, kind, mask, ir_attr_int(c->n, "keepdims", 1) != 0);
+}
+
+static uint32_t spatial_mask(const lower_ctx *c)
+{
+    int r = ir_in(c->g, c->n, 0)->shape.rank;
+    return (uint32_t)((1u << r) - 1) & ~3u;
+}
+
+smelt_status lower_GlobalAveragePool(lower_ctx *c) { return reduce_lower(c, RED_MEAN, spatial_mask(c), true); }
+smelt_status lower_GlobalMaxPool(lower_ctx *c) { return reduce_lower(c, RED_MAX, spatial_mask(c), true); }
+
+/* ---- ArgMax / ArgMin ------------------------------------------------------ */
+
+typedef struct arg_job {
+    int axis;
+    bool keep, last, min;
+    const ir_shape *in;
+} arg_job;
+
+static void arg_body(lower_ctx *c, const kir_val *oidx, void *user)
+{
+    const arg_job *j = user;
+    kir_kernel *K = c->k;
+    kir_val idx[IR_MAX_RANK];
+    int o = 0;
+    for (int d = 0; d < j->in->rank; d++) {
+        if (d == j->axis) {
+            idx[d] = kir_idx(K, 0);
+            if (j->keep) o++;
+        } else {
+            idx[d] = oidx[o++];
+        }
+    }
+    int best = kir_var_new(K, c->g->tensors[c->n->in[0]].dtype, lower_load(c, 0, idx));
+    int at = kir_var_new(K, SMELT_I64, kir_idx(K, 0));
+    idx[j->axis] = kir_loop_begin(K, kir_idx(K, 1), kir_idx(K, j->in->dim[j->axis]), kir_idx(K, 1));
+    kir_val x = lower_load(c, 0, idx), b = kir_var_get(K, best);
+    kir_op cmp = j->min ? (j->last ? KIR_LE : KIR_LT) : (j->last ? KIR_GE : KIR_GT);
+    kir_val better = kir_binary(K, cmp, x, b);
+    kir_var_set(K, best, kir_select(K, better, x, b));
+    kir_var_set(K, at, kir_select(K, better, idx[j->axis], kir_var_get(K, at)));
+    kir_loop_end(K);
+    lower_store(c, 0, oidx, kir_var_get(K, at));
+}
+
+smelt_status lower_ArgMax(lower_ctx *c)
+{
+    const ir_tensor *x = ir_in(c->g, c->n, 0);
+    const ir_shape *out = &c->g->tensors[c->n->out[0]].shape;
+    int r = x->shape.rank;
+    int64_t a = ir_attr_int(c->n, "axis", 0);
+    arg_job j = {(int)(a < 0 ? a + r : a), ir_attr_int(c->n, "keepdims", 1) != 0,
+                 ir_attr_int(c->n, "select_last_index", 0) != 0, c->n->op == OP_ArgMin, &x->shape};
+    if (ir_shape_numel(out) == 0) return SMELT_OK;
+    lower_parallel_for(c, out, x->shape.dim[j.axis], arg_body, &j);
+    return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+}
+
+/* ---- Softmax / LogSoftmax ----------------------------------------------- */
+
+typedef struct sm_job {
+    uint32_t mask;
+    bool log;
+    const ir_shape *in;
+    smelt_dtype dt;
+    int max, sum;
+    int axis;                     /* the one dim of the row longer than 1, or -1 */
+    kir_val row_idx[IR_MAX_RANK]; /* sm_body's row index, for the element builders */
+} sm_job;
+
+static void sm_max(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const sm_job *j = user;
+    kir_val x = lower_load(c, 0, idx);
+    kir_var_set(c->k, j->max, kir_binary(c->k, KIR_MAX, kir_var_get(c->k, j->max), x));
+}
+
+static void sm_sum(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const sm_job *j = user;
+    kir_kernel *K = c->k;
+    kir_val e = kir_unary(K, KIR_EXP, kir_binary(K, KIR_SUB, lower_load(c, 0, idx), kir_var_get(K, j->max)));
+    kir_var_set(K, j->sum, kir_binary(K, KIR_ADD, kir_var_get(K, j->sum), e));
+}
+
+typedef struct sm_out {
+    const sm_job *j;
+    kir_val max, scale; /* softmax: 1/sum; log-softmax: log(sum) */
+} sm_out;
+
+static void sm_store(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const sm_out *s = user;
+    kir_kernel *K = c->k;
+    kir_val d = kir_binary(K, KIR_SUB, lower_load(c, 0, idx), s->max);
+    kir_val v = s->j->log ? kir_binary(K, KIR_SUB, d, s->scale) : kir_binary(K, KIR_MUL, kir_unary(K, KIR_EXP, d), s->scale);
+    lower_store(c, 0, idx, v);
+}
+
+/* The row is one dim (`axis` of j->row_idx) : its element i. */
+static kir_val sm_row_x(lower_ctx *c, kir_val i, void *user)
+{
+    sm_job *j = user;
+    kir_val idx[IR_MAX_RANK];
+    memcpy(idx, j->row_idx, sizeof idx);
+    idx[j->axis] = i;
+    return lower_load(c, 0, idx);
+}
+
+static kir_val sm_row_exp(lower_ctx *c, kir_val i, void *user)
+{
+    sm_job *j = user;
+    return kir_unary(c->k, KIR_EXP, kir_binary(c->k, KIR_SUB, sm_row_x(c, i, user), kir_var_get(c->k, j->max)));
+}
+
+static void sm_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    sm_job *j = user;
+    kir_kernel *K = c->k;
+    j->max = kir_var_new(K, j->dt, extreme(K, j->dt, true));
+    if (j->axis >= 0) { /* one dim: vectorized partial max and sum (lower_reduce_var) */
+        memcpy(j->row_idx, idx, sizeof(kir_val) * (size_t)j->in->rank);
+        lower_reduce_var(c, j->max, j->dt, KIR_MAX, j->in->dim[j->axis], sm_row_x, j);
+        j->sum = kir_var_new(K, j->dt, kir_const_f(K, j->dt, 0));
+        lower_reduce_var(c, j->sum, j->dt, KIR_ADD, j->in->dim[j->axis], sm_row_exp, j);
+    } else {
+        reduce_loops(c, j->in, j->mask, idx, sm_max, j);
+        j->sum = kir_var_new(K, j->dt, kir_const_f(K, j->dt, 0));
+        reduce_loops(c, j->in, j->mask, idx, sm_sum, j);
+    }
+    kir_val sum = kir_var_get(K, j->sum);
+    sm_out s = {j, kir_var_get(K, j->max),
+                j->log ? kir_unary(K, KIR_LOG, sum) : kir_binary(K, KIR_DIV, kir_const_f(K, j->dt, 1), sum)};
+    reduce_loops(c, j->in, j->mask, idx, sm_store, &s);
+}
+
+static smelt_status softmax_lower(lower_ctx *c, bool log)
+{
+    const ir_tensor *x = ir_in(c->g, c->n, 0);
+    int r = x->shape.rank;
+    int64_t a = ir_attr_int(c->n, "axis", c->g->opset >= 13 ? -1 : 1);
+    int axis = (int)(a < 0 ? a + r : a);
+    /* Before opset 13 the input is coerced to 2-D at `axis`: the row is every dim from it on. */
+    uint32_t mask = c->g->opset >= 13 ? 1u << axis : (uint32_t)((1u << r) - 1) & ~((1u << axis) - 1);
+    if (ir_tensor_numel(x) == 0) return SMELT_OK;
+    ir_shape rows = x->shape;
+    for (int d = 0; d < r; d++)
+        if (mask & (1u << d)) rows.dim[d] = 1;
+    sm_job j = {mask, log, &x->shape, x->dtype, 0, 0, lower_one_long_dim(&x->shape, mask), {0}};
+    lower_parallel_for(c, &rows, 3 * masked_numel(&x->shape, mask), sm_body, &j);
+    return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+}
+
+smelt_status lower_Softmax(lower_ctx *c) { return softmax_lower(c, false); }
+smelt_status lower_LogSoftmax(lower_ctx *c) { return softmax_lower(c, true); }
+
+/* ---- Hardmax: one-hot of the first maximum of each row ------------------ */
+
+typedef struct hm_job {
+    sm_job sm;
+    kir_val max;
+    int found;
+} hm_job;
+
+static void hm_store(lower_ctx *c, const kir_val *idx, void *user)
+{
+    hm_job *h = user;
+    kir_kernel *K = c->k;
+    kir_val found = kir_var_get(K, h->found);
+    kir_val hit = kir_binary(K, KIR_AND, kir_binary(K, KIR_EQ, lower_load(c, 0, idx), h->max), kir_unary(K, KIR_NOT, found));
+    lower_store(c, 0, idx, kir_select(K, hit, kir_const_f(K, h->sm.dt, 1), kir_const_f(K, h->sm.dt, 0)));
+    kir_var_set(K, h->found, kir_binary(K, KIR_OR, found, hit));
+}
+
+static void hm_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    hm_job *h = user;
+    kir_kernel *K = c->k;
+    h->sm.max = kir_var_new(K, h->sm.dt, extreme(K, h->sm.dt, true));
+    reduce_loops(c, h->sm.in, h->sm.mask, idx, sm_max, &h->sm);
+    h->max = kir_var_get(K, h->sm.max);
+    h->found = kir_var_new(K, SMELT_BOOL, kir_const_i(K, SMELT_BOOL, 0));
+    reduce_loops(c, h->sm.in, h->sm.mask, idx, hm_store, h);
+}
+
+smelt_status lower_Hardmax(lower_ctx *c)
+{
+    const ir_tensor *x = ir_in(c->g, c->n, 0);
+    int r = x->shape.rank;
+    int64_t a = ir_attr_int(c->n, "axis", c->g->opset >= 13 ? -1 : 1);
+    int axis = (int)(a < 0 ? a + r : a);
+    uint32_t mask = c->g->opset >= 13 ? 1u << axis : (uint32_t)((1u << r) - 1) & ~((1u << axis) - 1);
+    if (ir_tensor_numel(x) == 0) return SMELT_OK;
+    ir_shape rows = x->shape;
+    for (int d = 0; d < r; d++)
+        if (mask & (1u << d)) rows.dim[d] = 1;
+    hm_job h = {.sm = {mask, false, &x->shape, x->dtype, 0, 0}};
+    lower_parallel_for(c, &rows, 2 * masked_numel(&x->shape, mask), hm_body, &h);
+    return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+}
+
+smelt_status infer_GlobalPool(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_need_input(g, n, 0, "X"));
+    const ir_tensor *x = ir_in(g, n, 0);
+    TRY(infer_need_dtype(n, x, "input", DT_FLOAT));
+    char s1[160];
+    if (x->shape.rank < 3)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "input X %s must have rank >= 3 ([N, C, spatial...])", infer_shp(&x->shape, s1));
+    ir_shape out = x->shape;
+    for (int i = 2; i < out.rank; i++) out.dim[i] = 1;
+    infer_put_out(g, n, 0, x->dtype, &out);
+    return SMELT_OK;
+}
+
+smelt_status infer_Softmax(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_need_input(g, n, 0, "input"));
+    const ir_tensor *x = ir_in(g, n, 0);
+    TRY(infer_need_dtype(n, x, "input", DT_FLOAT));
+    int axis = 0;
+    TRY(infer_axis(n, "axis", ir_attr_int(n, "axis", g->opset >= 13 ? -1 : 1), x->shape.rank, &axis));
+    infer_put_out(g, n, 0, x->dtype, &x->shape);
+    return SMELT_OK;
+}
+
+/* ---- reductions --------------------------------------------------------- */
+
+smelt_status reduce_axes_get(const ir_graph *g, const ir_node *n, uint32_t *mask)
+{
+    const ir_tensor *x = ir_in(g, n, 0);
+    int r = x->shape.rank;
+    int axes_input_since = n->op == OP_ReduceSum ? 13 : 18;
+    int64_t axes[IR_MAX_RANK * 2];
+    int cnt = 0;
+    bool noop = false;
+    if (g->opset >= axes_input_since) {
+        const ir_tensor *a = ir_in(g, n, 1);
+        noop = ir_attr_int(n, "noop_with_empty_axes", 0) != 0;
+        if (a) {
+            if (!a->data)
+                return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "axes input '%s' must be a compile-time constant", a->name);
+            if (a->dtype != SMELT_I64 && a->dtype != SMELT_I32)
+                return ir_node_fail(n, SMELT_ERR_MODEL, "axes input '%s' must be int64", a->name);
+            int64_t c = ir_tensor_numel(a);
+            if (a->shape.rank > 1 || c > IR_MAX_RANK * 2)
+                return ir_node_fail(n, SMELT_ERR_SHAPE, "axes input '%s' must be a 1-D list of at most %d axes", a->name, IR_MAX_RANK);
+            for (int64_t i = 0; i < c; i++) axes[cnt++] = ir_const_int(a, i);
+        }
+    } else {
+        if (n->n_in > 1 && n->in[1] >= 0)
+            return ir_node_fail(n, SMELT_ERR_MODEL, "axes is an attribute before opset %d, not an input", axes_input_since);
+        const int64_t *v;
+        int c = ir_attr_ints(n, "axes", &v);
+        if (c > IR_MAX_RANK * 2) return ir_node_fail(n, SMELT_ERR_MODEL, "too many axes (%d)", c);
+        for (int i = 0; i < c; i++) axes[cnt++] = v[i];
+    }
+    *mask = 0;
+    if (cnt == 0) {
+        if (!noop) *mask = r ? (uint32_t)((1u << r) - 1) : 0;
+        return SMELT_OK;
+    }
+    for (int i = 0; i < cnt; i++) {
+        int ax = 0;
+        TRY(infer_axis(n, "axis", axes[i], r, &ax));
+        if (*mask & (1u << ax))
+            return ir_node_fail(n, SMELT_ERR_MODEL, "axis %lld is listed twice", (long long)axes[i]);
+        *mask |= 1u << ax;
+    }
+    return SMELT_OK;
+}
+
+smelt_status infer_Reduce(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_need_input(g, n, 0, "data"));
+    const ir_tensor *x = ir_in(g, n, 0);
+    unsigned ok = DT_ARITH;
+    if (n->op == OP_ReduceMax || n->op == OP_ReduceMin) ok |= DT(I8) | DT(U8) | DT(BOOL);
+    if (n->op == OP_ReduceL2 || n->op == OP_ReduceLogSum || n->op == OP_ReduceLogSumExp) ok = DT_FLOAT;
+    TRY(infer_need_dtype(n, x, "input", ok));
+    uint32_t mask;
+    TRY(reduce_axes_get(g, n, &mask));
+    bool keep = ir_attr_int(n, "keepdims", 1) != 0;
+    ir_shape out = {.rank = 0};
+    for (int i = 0; i < x->shape.rank; i++) {
+        if (!(mask & (1u << i))) out.dim[out.rank++] = x->shape.dim[i];
+        else if (keep) out.dim[out.rank++] = 1;
+    }
+    infer_put_out(g, n, 0, x->dtype, &out);
+    return SMELT_OK;
+}
+
+smelt_status infer_ArgMax(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_need_input(g, n, 0, "data"));
+    const ir_tensor *x = ir_in(g, n, 0);
+    TRY(infer_need_dtype(n, x, "input", DT_ALL_NUM));
+    int axis = 0;
+    TRY(infer_axis(n, "axis", ir_attr_int(n, "axis", 0), x->shape.rank, &axis));
+    if (x->shape.dim[axis] == 0)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "axis %d has size 0: there is no maximum", axis);
+    bool keep = ir_attr_int(n, "keepdims", 1) != 0;
+    ir_shape out = {.rank = 0};
+    for (int i = 0; i < x->shape.rank; i++) {
+        if (i != axis) out.dim[out.rank++] = x->shape.dim[i];
+        else if (keep) out.dim[out.rank++] = 1;
+    }
+    infer_put_out(g, n, 0, SMELT_I64, &out);
+    return SMELT_OK;
+}

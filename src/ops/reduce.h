@@ -1,0 +1,37 @@
+/*
+ * reduce.h — row reductions: Reduce*, ArgMax/ArgMin, Softmax/LogSoftmax/Hardmax and the
+ * global pools (their GPU forms are in ops/reduce_gpu.c).
+ *
+ * The functions the op table's rows name for this family (ir/ops.h gives the
+ * columns; ops/op_table.c fills the table) and what the family shares between
+ * its shape rules and its lowerings. Defined in ops/reduce.c.
+ */
+#ifndef SMELT_OPS_REDUCE_H
+#define SMELT_OPS_REDUCE_H
+
+#include "lower/lower.h"
+
+/* The axes a Reduce* node reduces, as a bitmask over its input's dims (from
+ * the `axes` attribute or, from opset 13/18, the constant `axes` input; empty
+ * means all, or none with noop_with_empty_axes). */
+smelt_status reduce_axes_get(const struct ir_graph *g, const struct ir_node *n, uint32_t *mask);
+smelt_status infer_GlobalPool(struct ir_graph *g, int node); /* GlobalAverage/MaxPool */
+smelt_status infer_Softmax(struct ir_graph *g, int node);    /* also LogSoftmax, Hardmax */
+smelt_status infer_Reduce(struct ir_graph *g, int node);     /* every Reduce* */
+smelt_status infer_ArgMax(struct ir_graph *g, int node);           /* also ArgMin */
+smelt_status lower_GlobalAveragePool(struct lower_ctx *c);
+smelt_status lower_GlobalMaxPool(struct lower_ctx *c);
+smelt_status lower_Softmax(struct lower_ctx *c);
+smelt_status lower_LogSoftmax(struct lower_ctx *c);
+smelt_status lower_Reduce(struct lower_ctx *c);
+
+/* One output element of a Reduce* op, with its reduction loop: fusion uses it
+ * to compute a row's reductions inside the kernel that consumes them. */
+kir_val elem_Reduce(struct lower_ctx *c, int out, const kir_val *idx);
+smelt_status lower_ArgMax(struct lower_ctx *c);                 /* also ArgMin */
+smelt_status lower_Hardmax(struct lower_ctx *c);
+
+smelt_status lower_gpu_Reduce(struct lower_ctx *c); /* GPU forms, in ops/reduce_gpu.c */
+smelt_status lower_gpu_Softmax(struct lower_ctx *c);
+
+#endif

@@ -1,0 +1,45 @@
+/*
+ * place/target.h — placement: which target a device is, and what lowerings
+ * may assume about that target (DESIGN.md: TargetInfo).
+ *
+ * A target is a row of target_info: the lowerings size vector steps and
+ * workgroups by it, kir/ allocates locals by its default strategy and the
+ * emitters print the language the row names. place_target_for_device maps a
+ * device name (`cpu`, `opencl`, `opencl:N`, `cuda`, `cuda:N`, already checked
+ * by the runtime) to its row. One device per program for now: every region is
+ * placed on it.
+ *
+ * On a target with wg_size > 1, lower_parallel_for spreads elements over the
+ * threads of a workgroup and ops with a GPU lowering (ops/gemm_gpu.c, ops/reduce_gpu.c) use it.
+ */
+#ifndef SMELT_PLACE_TARGET_H
+#define SMELT_PLACE_TARGET_H
+
+#include <stdint.h>
+
+/* How kir_locals_assign turns a kernel's values into local variables
+ * (kir/locals.h describes both); each target names its default. */
+typedef enum locals_strategy {
+    LOCALS_REUSE,
+    LOCALS_HYBRID,
+} locals_strategy;
+
+typedef struct target_info {
+    const char *name;        /* "cpu", "opencl", "cuda" */
+    int vector_width;        /* f32 lanes the target compiler vectorizes to */
+    int wg_size;             /* threads per workgroup of GPU lowerings; 1: CPU */
+    int64_t smem_limit;      /* bytes of workgroup memory per workgroup */
+    locals_strategy locals;  /* default local-variable allocator */
+    int64_t stream_min_bytes; /* outputs this large may be written by stream loops (kir.h); 0: never */
+} target_info;
+
+/* The rows, with portable defaults; the caller copies one and replaces the
+ * limits it reads off the opened device (workgroup memory) or the host
+ * compiler (vector width). */
+extern const target_info target_cpu, target_opencl, target_cuda;
+
+/* The target of device `name` (a name the runtime accepted, rt_device_name_ok):
+ * `opencl[:N]` is target_opencl, `cuda[:N]` target_cuda, anything else the CPU. */
+const target_info *place_target_for_device(const char *name);
+
+#endif

@@ -1,0 +1,471 @@
+/*
+ * test_lower_forms.c — lowering details checked on compiled programs: small
+ * constant powers multiplied out, constant Gemm operands transposed at compile
+ * time, and the special forms (flat and row convolutions, vector-lane row
+ * reductions, the pool row form) against direct references.
+ */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/program.h"
+#include "graph/passes.h"
+#include "target/emit.h"
+#include "test.h"
+#include "fuse_cases.h"
+
+/* ---- lowering details --------------------------------------------------------------------- */
+
+static bool has_kir_op(const smelt_program *p, kir_op op)
+{
+    for (int i = 0; i < p->lp.n_kernels; i++)
+        for (int v = 1; v < p->lp.kernels[i]->n_vals; v++)
+            if (p->lp.kernels[i]->vals[v].op == op) return true;
+    return false;
+}
+
+/* Pow by a constant 1..4 is multiplications (within an ulp or two of powf);
+ * any other exponent stays a pow. */
+TEST(pow_by_a_small_constant_is_multiplied_out)
+{
+    static const float exps[] = {1, 2, 3, 4, 2.5f, -2};
+    for (int e = 0; e < (int)(sizeof exps / sizeof exps[0]); e++) {
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", shp(2, 5, 7));
+        int y = op2(g, "pow", OP_Pow, x, constant(g, "e", shp(0), 0.0f, exps[e]));
+        ir_graph_set_io(g, 1, &x, 1, &y);
+        smelt_program *p = compile(g, 0);
+        if (p) {
+            bool small = exps[e] >= 1 && exps[e] <= 4 && exps[e] == (int)exps[e];
+            CHECK(has_kir_op(p, KIR_POW) == !small);
+            float data[35];
+            for (int i = 0; i < 35; i++) data[i] = (float)(i - 17) / 3.0f;
+            smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {5, 7}, .data = data};
+            CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+            smelt_tensor out;
+            CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+            for (int i = 0; i < 35; i++) {
+                double want = pow(data[i], exps[e]), got = ((const float *)out.data)[i];
+                CHECK(isnan(want) ? isnan(got) : got == want || fabs(got - want) <= 1e-6 * fabs(want));
+            }
+        }
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
+
+/* A Gemm's constant transB operand is transposed at compile time: the flag is
+ * cleared, the node reads a new [K, N] constant, the old one is left to DCE,
+ * and the product is unchanged. A transposed model input is left alone. */
+TEST(gemm_constant_transposed_operand_is_folded)
+{
+    for (int const_b = 1; const_b >= 0; const_b--) {
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", shp(2, 3, 5));
+        int b = const_b ? constant(g, "b", shp(2, 4, 5), 1.0f, 0.25f) : input(g, "b", shp(2, 4, 5));
+        int bias = constant(g, "c", shp(1, 4), 0.5f, 0.0f);
+        int y = op(g, "gemm", OP_Gemm, 3, (const int[]){x, b, bias});
+        attr_int(g, node_named(g, "gemm"), "transB", 1);
+        int ins[2] = {x, b};
+        ir_graph_set_io(g, const_b ? 1 : 2, ins, 1, &y);
+        ir_graph *h = ir_graph_clone(g);
+        CHECK(h && graph_infer(h, lower_eval_node) == SMELT_OK && graph_fold_gemm_transpose(h) == SMELT_OK);
+        const ir_node *n = &h->nodes[node_named(h, "gemm")];
+        CHECK_EQ_INT(ir_attr_int(n, "transB", 0), !const_b);
+        CHECK_EQ_INT(n->in[1] != b, const_b);
+        if (const_b) {
+            const ir_tensor *bt = &h->tensors[n->in[1]];
+            CHECK(bt->shape.rank == 2 && bt->shape.dim[0] == 5 && bt->shape.dim[1] == 4);
+            for (int k = 0; k < 5; k++)
+                for (int j = 0; j < 4; j++)
+                    CHECK(((const float *)bt->data)[k * 4 + j] == ((const float *)g->tensors[b].data)[j * 5 + k]);
+            CHECK(graph_dce(h) == SMELT_OK);
+            for (int t = 0; t < h->n_tensors; t++) CHECK(strcmp(h->tensors[t].name, "b") != 0);
+        }
+        ir_graph_free(h);
+        smelt_program *p = compile(g, 0);
+        if (p) {
+            float xd[15], bd[20];
+            for (int i = 0; i < 15; i++) xd[i] = (float)(i % 7) - 3.0f;
+            const float *bv = const_b ? g->tensors[b].data : bd;
+            for (int i = 0; i < 20; i++) bd[i] = (float)(i % 5) * 0.5f - 1.0f;
+            smelt_tensor in[2] = {{.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {3, 5}, .data = xd},
+                                  {.name = "b", .dtype = SMELT_F32, .rank = 2, .shape = {4, 5}, .data = bd}};
+            CHECK(smelt_program_run(p, const_b ? 1 : 2, in) == SMELT_OK);
+            smelt_tensor out;
+            CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+            const float *c = g->tensors[bias].data;
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 4; j++) {
+                    double want = c[j];
+                    for (int k = 0; k < 5; k++) want += (double)xd[i * 5 + k] * bv[j * 5 + k];
+                    CHECK_NEAR(((const float *)out.data)[i * 4 + j], want, 1e-5);
+                }
+        }
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
+
+/* Run p on a float input x of `rank` dims: its first output's data (the
+ * program's), and the output in *out if given. */
+static const float *run_x(smelt_program *p, float *xd, int rank, const int64_t *shape, smelt_tensor *out)
+{
+    smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = rank, .data = xd}, o = {0};
+    for (int d = 0; d < rank; d++) in.shape[d] = shape[d];
+    CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+    CHECK(smelt_program_output(p, 0, &o) == SMELT_OK);
+    if (out) *out = o;
+    return o.data;
+}
+
+/* got against a double reference to a relative tol: the first mismatches
+ * (of case `which`) are printed; returns how many were found, at most 3. */
+static int count_far(const float *got, const double *ref, int64_t n, double tol, int which)
+{
+    int bad = 0;
+    for (int64_t k = 0; k < n && bad < 3; k++)
+        if (fabs(got[k] - ref[k]) > tol * (1 + fabs(ref[k]))) {
+            fprintf(stderr, "  case %d [%lld]: %g, want %g\n", which, (long long)k, got[k], ref[k]);
+            bad++;
+        }
+    return bad;
+}
+
+/* Conv on the CPU against a direct reference: 2-D convolutions take the flat
+ * form (an accumulator block and a zero-padded input tile in workgroup
+ * memory: 2 buffers), with batch, groups, asymmetric pads, dilation, 1x1 and
+ * row blocks that do not divide the output, and strided ones with the tile in
+ * phase planes (all four for a 3x3 stride 2, one for a 1x1, four of nine for
+ * a 2x2 stride 3, unequal strides with dilation); 1-D ones the row form (1 buffer). */
+typedef struct conv_case {
+    int rank;               /* of x */
+    int64_t x[4], w[4];
+    int64_t group, pads[4], stride[2], dil[2];
+    bool bias, flat;
+} conv_case;
+
+static void conv_ref(const conv_case *cc, const float *x, const float *w, const float *b, const int64_t *yd, double *y)
+{
+    int ns = cc->rank - 2;
+    int64_t mg = cc->w[0] / cc->group, cg = cc->w[1];
+    int64_t H = ns == 2 ? cc->x[2] : 1, W = cc->x[ns + 1], KH = ns == 2 ? cc->w[2] : 1, KW = cc->w[ns + 1];
+    int64_t OH = ns == 2 ? yd[2] : 1, OW = yd[ns + 1];
+    int64_t sh = ns == 2 ? cc->stride[0] : 1, sw = cc->stride[ns - 1], dh = ns == 2 ? cc->dil[0] : 1, dw = cc->dil[ns - 1];
+    int64_t ph = ns == 2 ? cc->pads[0] : 0, pw = cc->pads[ns - 1];
+    for (int64_t n = 0; n < cc->x[0]; n++)
+        for (int64_t m = 0; m < cc->w[0]; m++)
+            for (int64_t oh = 0; oh < OH; oh++)
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    double acc = cc->bias ? b[m] : 0;
+                    for (int64_t c = 0; c < cg; c++)
+                        for (int64_t kh = 0; kh < KH; kh++)
+                            for (int64_t kw = 0; kw < KW; kw++) {
+                                int64_t ih = oh * sh + kh * dh - ph, iw = ow * sw + kw * dw - pw;
+                                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                                int64_t ci = m / mg * cg + c;
+                                acc += (double)x[((n * cc->x[1] + ci) * H + ih) * W + iw] * w[((m * cg + c) * KH + kh) * KW + kw];
+                            }
+                    y[((n * cc->w[0] + m) * OH + oh) * OW + ow] = acc;
+                }
+}
+
+TEST(conv_flat_and_row_forms_match_a_direct_reference)
+{
+    static const conv_case cases[] = {
+        {4, {2, 3, 9, 11}, {8, 3, 3, 3}, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, true, true},
+        {4, {1, 4, 30, 23}, {4, 2, 3, 2}, 2, {0, 2, 1, 0}, {1, 1}, {2, 1}, false, true},
+        {4, {1, 6, 17, 19}, {6, 1, 3, 3}, 6, {1, 1, 1, 1}, {1, 1}, {1, 1}, true, true},
+        {4, {1, 16, 20, 20}, {24, 16, 1, 1}, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, true, true},
+        /* flat form, several input channels per step: 1x1 over 6 channels (2 per step), 2x2 over 4 */
+        {4, {1, 6, 13, 10}, {8, 6, 1, 1}, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, true, true},
+        /* 1x1 read directly, rows split 11 + 11 + 9: a short last unit, batch 2 */
+        {4, {2, 8, 31, 17}, {8, 8, 1, 1}, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, false, true},
+        {4, {1, 4, 12, 14}, {8, 4, 2, 2}, 1, {1, 0, 0, 1}, {1, 1}, {1, 1}, false, true},
+        {4, {1, 3, 9, 9}, {5, 3, 3, 3}, 1, {1, 1, 1, 1}, {2, 2}, {1, 1}, true, true},
+        /* strided: depthwise 3x3 stride 2 on odd sizes, a 1x1 stride-2 downsample
+         * (batch 2), a 7x7 stride-2 stem, a 2x2 stride 3, strides (1, 3) with dilation 2 */
+        {4, {1, 8, 15, 13}, {8, 1, 3, 3}, 8, {1, 1, 1, 1}, {2, 2}, {1, 1}, true, true},
+        {4, {2, 6, 14, 11}, {8, 6, 1, 1}, 1, {0, 0, 0, 0}, {2, 2}, {1, 1}, false, true},
+        {4, {1, 3, 23, 21}, {8, 3, 7, 7}, 1, {3, 3, 3, 3}, {2, 2}, {1, 1}, true, true},
+        {4, {1, 2, 17, 17}, {4, 2, 2, 2}, 1, {0, 1, 1, 0}, {3, 3}, {1, 1}, false, true},
+        {4, {1, 4, 16, 19}, {4, 4, 3, 3}, 1, {2, 1, 0, 2}, {1, 3}, {2, 2}, true, true},
+        {3, {2, 3, 40}, {4, 3, 5}, 1, {2, 2}, {1}, {1}, false, false},
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        const conv_case *cc = &cases[i];
+        int ns = cc->rank - 2;
+        ir_graph *g = ir_graph_new();
+        ir_shape xs = {.rank = cc->rank}, ws = {.rank = cc->rank};
+        for (int d = 0; d < cc->rank; d++) {
+            xs.dim[d] = cc->x[d];
+            ws.dim[d] = cc->w[d];
+        }
+        int x = input(g, "x", xs);
+        int w = constant(g, "w", ws, 0.5f, 0.1f);
+        int b = constant(g, "b", shp(1, (int)cc->w[0]), 0.3f, 0.2f);
+        int ins[3] = {x, w, b};
+        int y = op(g, "conv", OP_Conv, cc->bias ? 3 : 2, ins);
+        int node = node_named(g, "conv");
+        attr_ints(g, node, "pads", 2 * ns, cc->pads);
+        attr_ints(g, node, "strides", ns, cc->stride);
+        attr_ints(g, node, "dilations", ns, cc->dil);
+        attr_int(g, node, "group", cc->group);
+        ir_graph_set_io(g, 1, &x, 1, &y);
+        smelt_program *p = compile(g, 0);
+        if (p) {
+            /* flat: accumulators and a tile, but a 1x1 without pads reads its input directly */
+            bool direct = cc->rank == 4 && cc->w[2] == 1 && cc->w[3] == 1 && !cc->pads[0] && !cc->pads[1] &&
+                          !cc->pads[2] && !cc->pads[3] && cc->stride[0] == 1 && cc->stride[1] == 1;
+            CHECK_EQ_INT(workgroup_tiles(p), cc->flat && !direct ? 2 : 1);
+            int64_t nx = ir_shape_numel(&xs);
+            float *xd = malloc(sizeof(float) * (size_t)nx);
+            for (int64_t k = 0; k < nx; k++) xd[k] = (float)((k * 37) % 19 - 9) / 4.0f;
+            smelt_tensor out;
+            const float *y = run_x(p, xd, cc->rank, cc->x, &out);
+            int64_t ny = smelt_tensor_numel(&out);
+            double *ref = calloc((size_t)ny, sizeof(double));
+            conv_ref(cc, xd, g->tensors[w].data, g->tensors[b].data, out.shape, ref);
+            CHECK(count_far(y, ref, ny, 1e-4, i) == 0);
+            free(ref);
+            free(xd);
+        }
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
+
+static const float *run_2d(smelt_program *p, float *xd, int64_t d0, int64_t d1)
+{
+    return run_x(p, xd, 2, (const int64_t[]){d0, d1}, NULL);
+}
+
+/* A Softmax row of one dim reduces (max, then sum of exp) in vector lanes on
+ * the CPU: lane q takes the elements i % V == q of the whole vectors, the
+ * rest of the row runs serially. Rows shorter than two vectors, with a tail,
+ * and exactly whole, for V = 4 and 16, against a double-precision softmax. */
+TEST(softmax_rows_reduce_in_vector_lanes)
+{
+    static const char *const widths[] = {"4", "16"};
+    static const int64_t lens[] = {7, 37, 64, 200};
+    for (int wi = 0; wi < 2; wi++) {
+        setenv("SMELT_VECTOR_WIDTH", widths[wi], 1);
+        for (int li = 0; li < 4; li++) {
+            int64_t L = lens[li], rows = 3;
+            ir_graph *g = ir_graph_new();
+            int x = input(g, "x", shp(2, (int)rows, (int)L));
+            int y = op1(g, "sm", OP_Softmax, x);
+            attr_int(g, node_named(g, "sm"), "axis", -1);
+            ir_graph_set_io(g, 1, &x, 1, &y);
+            smelt_program *p = compile(g, 0);
+            if (p) {
+                int64_t v = atoi(widths[wi]);
+                CHECK_EQ_INT(workgroup_tiles(p), L >= 2 * v ? 2 : 0); /* the max's lanes and the sum's */
+                float *xd = malloc(sizeof(float) * (size_t)(rows * L));
+                for (int64_t k = 0; k < rows * L; k++) xd[k] = (float)((k * 37) % 19 - 9) / 2.0f;
+                xd[L + L / 2] = 80.0f; /* a row whose exp would overflow without the max */
+                const float *yd = run_2d(p, xd, rows, L);
+                int bad = 0;
+                for (int64_t r = 0; r < rows; r++) {
+                    double mx = -INFINITY, sum = 0;
+                    for (int64_t i = 0; i < L; i++) mx = fmax(mx, xd[r * L + i]);
+                    for (int64_t i = 0; i < L; i++) sum += exp(xd[r * L + i] - mx);
+                    for (int64_t i = 0; i < L && bad < 3; i++) {
+                        double want = exp(xd[r * L + i] - mx) / sum, got = yd[r * L + i];
+                        if (fabs(got - want) > 1e-6 * (1 + want) + 1e-5 * want) {
+                            fprintf(stderr, "  V=%s L=%lld [%lld][%lld]: %g, want %g\n", widths[wi], (long long)L,
+                                    (long long)r, (long long)i, got, want);
+                            bad++;
+                        }
+                    }
+                }
+                CHECK(bad == 0);
+                free(xd);
+            }
+            smelt_program_free(p);
+            ir_graph_free(g);
+        }
+    }
+    unsetenv("SMELT_VECTOR_WIDTH");
+}
+
+/* Reductions of one float dim use the same lanes (ReduceMean, ReduceMax,
+ * ReduceL2, ReduceLogSumExp over rows of 7 and 37), also over a leading dim,
+ * whose elements are a row apart; against double-precision references. */
+TEST(reductions_of_one_dim_use_vector_lanes)
+{
+    static const op_id ops[] = {OP_ReduceMean, OP_ReduceMax, OP_ReduceL2, OP_ReduceLogSumExp};
+    static const char *const widths[] = {"4", "16"};
+    for (int wi = 0; wi < 2; wi++) {
+        setenv("SMELT_VECTOR_WIDTH", widths[wi], 1);
+        for (int oi = 0; oi < 4; oi++)
+            for (int axis = 0; axis < 2; axis++)
+                for (int64_t L = 7; L <= 37; L += 30) {
+                    int64_t R = 3, d0 = axis == 1 ? R : L, d1 = axis == 1 ? L : R;
+                    ir_graph *g = ir_graph_new();
+                    int x = input(g, "x", shp(2, (int)d0, (int)d1));
+                    int y = op1(g, "red", ops[oi], x);
+                    attr_ints(g, g->n_nodes - 1, "axes", 1, (const int64_t[]){axis});
+                    attr_int(g, g->n_nodes - 1, "keepdims", 0);
+                    ir_graph_set_io(g, 1, &x, 1, &y);
+                    smelt_program *p = compile(g, 0);
+                    if (p) {
+                        CHECK((workgroup_tiles(p) > 0) == (L >= 2 * atoi(widths[wi]))); /* lanes: a row of 2 vectors */
+                        float *xd = malloc(sizeof(float) * (size_t)(d0 * d1));
+                        for (int64_t k = 0; k < d0 * d1; k++) xd[k] = (float)((k * 29) % 17 - 8) / 3.0f;
+                        const float *yd = run_2d(p, xd, d0, d1);
+                        for (int64_t r = 0; r < R; r++) {
+                            double acc = ops[oi] == OP_ReduceMax ? -INFINITY : 0, mx = -INFINITY;
+                            for (int64_t i = 0; i < L; i++) mx = fmax(mx, xd[axis == 1 ? r * L + i : i * R + r]);
+                            for (int64_t i = 0; i < L; i++) {
+                                double v = xd[axis == 1 ? r * L + i : i * R + r];
+                                acc = ops[oi] == OP_ReduceMax ? fmax(acc, v)
+                                    : ops[oi] == OP_ReduceL2 ? acc + v * v
+                                    : ops[oi] == OP_ReduceLogSumExp ? acc + exp(v - mx) : acc + v;
+                            }
+                            double want = ops[oi] == OP_ReduceMean ? acc / (double)L
+                                        : ops[oi] == OP_ReduceL2 ? sqrt(acc)
+                                        : ops[oi] == OP_ReduceLogSumExp ? log(acc) + mx : acc;
+                            double got = yd[r];
+                            if (fabs(got - want) > 1e-5 * (1 + fabs(want)))
+                                fprintf(stderr, "  V=%s op %d axis %d L=%lld row %lld: %g, want %g\n", widths[wi], oi,
+                                        axis, (long long)L, (long long)r, got, want);
+                            CHECK(fabs(got - want) <= 1e-5 * (1 + fabs(want)));
+                        }
+                        free(xd);
+                    }
+                    smelt_program_free(p);
+                    ir_graph_free(g);
+                }
+    }
+    unsetenv("SMELT_VECTOR_WIDTH");
+}
+
+/* LayerNormalization over one dim sums (mean, then squared deviations) in
+ * vector lanes too: rows of 7, 37 and 64 for V = 4 and 16, against double. */
+TEST(layernorm_rows_sum_in_vector_lanes)
+{
+    static const char *const widths[] = {"4", "16"};
+    static const int64_t lens[] = {7, 37, 64};
+    for (int wi = 0; wi < 2; wi++) {
+        setenv("SMELT_VECTOR_WIDTH", widths[wi], 1);
+        for (int li = 0; li < 3; li++) {
+            int64_t L = lens[li], R = 3;
+            ir_graph *g = ir_graph_new();
+            int x = input(g, "x", shp(2, (int)R, (int)L));
+            int gam = constant(g, "gamma", shp(1, (int)L), 0.5f, 1.0f);
+            int bet = constant(g, "beta", shp(1, (int)L), 0.25f, -0.5f);
+            int in3[3] = {x, gam, bet};
+            int y = op(g, "ln", OP_LayerNormalization, 3, in3);
+            attr_int(g, g->n_nodes - 1, "axis", -1);
+            ir_graph_set_io(g, 1, &x, 1, &y);
+            smelt_program *p = compile(g, 0);
+            if (p) {
+                CHECK((workgroup_tiles(p) > 0) == (L >= 2 * atoi(widths[wi])));
+                float *xd = malloc(sizeof(float) * (size_t)(R * L));
+                for (int64_t k = 0; k < R * L; k++) xd[k] = (float)((k * 29) % 17 - 8) / 3.0f + 4.0f * (float)(k / L);
+                const float *yd = run_2d(p, xd, R, L);
+                const float *gd = g->tensors[gam].data, *bd = g->tensors[bet].data;
+                int bad = 0;
+                for (int64_t r = 0; r < R; r++) {
+                    double mean = 0, var = 0;
+                    for (int64_t i = 0; i < L; i++) mean += xd[r * L + i];
+                    mean /= (double)L;
+                    for (int64_t i = 0; i < L; i++) var += (xd[r * L + i] - mean) * (xd[r * L + i] - mean);
+                    var /= (double)L;
+                    for (int64_t i = 0; i < L && bad < 3; i++) {
+                        double want = (xd[r * L + i] - mean) / sqrt(var + 1e-5) * gd[i] + bd[i];
+                        double got = yd[r * L + i];
+                        if (fabs(got - want) > 1e-5 * (1 + fabs(want))) {
+                            fprintf(stderr, "  V=%s L=%lld [%lld][%lld]: %g, want %g\n", widths[wi], (long long)L,
+                                    (long long)r, (long long)i, got, want);
+                            bad++;
+                        }
+                    }
+                }
+                CHECK(bad == 0);
+                free(xd);
+            }
+            smelt_program_free(p);
+            ir_graph_free(g);
+        }
+    }
+    unsetenv("SMELT_VECTOR_WIDTH");
+}
+
+/* 2-D float pools take the row form (one output row in workgroup memory, a
+ * guard-free loop per tap over the columns it reaches); against a direct
+ * reference: strides, asymmetric pads, dilation, ceil_mode, and AveragePool
+ * with and without count_include_pad. */
+typedef struct pool_case {
+    bool max;
+    int64_t x[4], k[2], s[2], d[2], pads[4];
+    int ceil, include_pad;
+} pool_case;
+
+static void pool_ref(const pool_case *pc, const float *x, const int64_t *yd, double *y)
+{
+    int64_t H = pc->x[2], W = pc->x[3];
+    for (int64_t nc = 0; nc < pc->x[0] * pc->x[1]; nc++)
+        for (int64_t oh = 0; oh < yd[2]; oh++)
+            for (int64_t ow = 0; ow < yd[3]; ow++) {
+                double acc = pc->max ? -INFINITY : 0, cnt = 0;
+                for (int64_t kh = 0; kh < pc->k[0]; kh++)
+                    for (int64_t kw = 0; kw < pc->k[1]; kw++) {
+                        int64_t ih = oh * pc->s[0] + kh * pc->d[0] - pc->pads[0];
+                        int64_t iw = ow * pc->s[1] + kw * pc->d[1] - pc->pads[1];
+                        bool in = ih >= 0 && ih < H && iw >= 0 && iw < W;
+                        if (pc->include_pad ? ih < H + pc->pads[2] && iw < W + pc->pads[3] : in) cnt++;
+                        if (!in) continue;
+                        double v = x[(nc * H + ih) * W + iw];
+                        acc = pc->max ? (v > acc ? v : acc) : acc + v;
+                    }
+                y[(nc * yd[2] + oh) * yd[3] + ow] = pc->max ? acc : acc / cnt;
+            }
+}
+
+TEST(pool_row_form_matches_a_direct_reference)
+{
+    static const pool_case cases[] = {
+        {true, {1, 3, 17, 15}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 0, 0},
+        {true, {2, 2, 9, 11}, {2, 3}, {1, 2}, {1, 1}, {0, 1, 1, 0}, 1, 0},
+        {true, {1, 2, 12, 13}, {3, 2}, {2, 1}, {2, 2}, {2, 0, 0, 1}, 0, 0},
+        {false, {1, 3, 10, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 0, 0},
+        {false, {1, 3, 10, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 0, 1},
+        {false, {2, 1, 11, 7}, {2, 3}, {3, 2}, {1, 1}, {0, 2, 1, 0}, 1, 1},
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        const pool_case *pc = &cases[i];
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", shp(4, pc->x[0], pc->x[1], pc->x[2], pc->x[3]));
+        int y = op1(g, "pool", pc->max ? OP_MaxPool : OP_AveragePool, x);
+        int node = node_named(g, "pool");
+        attr_ints(g, node, "kernel_shape", 2, pc->k);
+        attr_ints(g, node, "strides", 2, pc->s);
+        attr_ints(g, node, "pads", 4, pc->pads);
+        if (pc->max) attr_ints(g, node, "dilations", 2, pc->d);
+        attr_int(g, node, "ceil_mode", pc->ceil);
+        if (!pc->max) attr_int(g, node, "count_include_pad", pc->include_pad);
+        ir_graph_set_io(g, 1, &x, 1, &y);
+        smelt_program *p = compile(g, 0);
+        if (p) {
+            CHECK_EQ_INT(workgroup_tiles(p), pc->max ? 1 : 2); /* the row (and its counts) */
+            int64_t nx = pc->x[0] * pc->x[1] * pc->x[2] * pc->x[3];
+            float *xd = malloc(sizeof(float) * (size_t)nx);
+            for (int64_t k = 0; k < nx; k++) xd[k] = (float)((k * 29) % 23 - 11) / 3.0f;
+            smelt_tensor out;
+            const float *y = run_x(p, xd, 4, pc->x, &out);
+            int64_t ny = smelt_tensor_numel(&out);
+            double *ref = calloc((size_t)ny, sizeof(double));
+            pool_ref(pc, xd, out.shape, ref);
+            CHECK(count_far(y, ref, ny, 1e-5, i) == 0);
+            free(ref);
+            free(xd);
+        }
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
