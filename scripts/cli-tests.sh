@@ -119,6 +119,25 @@ expect shape-size-overflow 2 "input 's': its shape holds more than 2^63-1 bytes"
 expect shape-zero-dim-is-legal 0 "y: float32\[0,3\]" -- "$smelt" run "$tmp/symbolic.onnx" --shape s=0x3
 expect shape-contradicts-input 2 "already has data" -- "$smelt" run "$tmp/ok.onnx" --input x="$tmp/out/y.npy" --shape x=4x4
 
+# Hostile models (tests/hostile/gen_models.py): sizes past the 2^40-element limit, omitted inputs.
+"$py" "$(dirname "$0")/../tests/hostile/gen_models.py" "$tmp"
+expect size-pad 2 "node 'pad_big' (Pad): pads 4611686018427387904,0 of axis 0 exceed the size limit" -- "$smelt" run "$tmp/pad_huge.onnx"
+expect size-expand 2 "node 'expand_big' (Expand): output 'y' has shape \[4611686018427387904,2,3\]: every dim" -- "$smelt" run "$tmp/expand_huge.onnx"
+expect size-tile 2 "node 'tile_big' (Tile): repeat 4611686018427387904 of axis 0 overflows" -- "$smelt" run "$tmp/tile_huge.onnx"
+expect size-reshape 2 "node 'reshape_big' (Reshape): the target dims up to entry 1 (4611686018427387904) multiply past 2^40" -- "$smelt" run "$tmp/reshape_overflow.onnx"
+expect size-reshape-negative 2 "node 'reshape_neg' (Reshape): invalid target dimension -9223372036854775808" -- "$smelt" run "$tmp/reshape_negative.onnx"
+expect size-range 2 "node 'range_big' (Range): range of .* elements is too long" -- "$smelt" run "$tmp/range_huge.onnx"
+expect size-concat 2 "node 'concat_big' (Concat): output 'y' has shape \[2199023255552\]: every dim" -- "$smelt" run "$tmp/concat_huge.onnx"
+expect size-convtranspose 2 "node 'convt_big' (ConvTranspose): output 'y' has shape" -- "$smelt" run "$tmp/convt_huge.onnx"
+expect size-resize 2 "node 'resize_big' (Resize): size 4611686018427387904 is out of range" -- "$smelt" run "$tmp/resize_huge.onnx"
+expect size-input-declared 2 "input 'xh': its shape holds more than 2^63-1 bytes" -- "$smelt" run "$tmp/input_huge.onnx"
+expect slice-huge-step 0 "y: float32\[2,1\]" -- "$smelt" run "$tmp/slice_huge_step.onnx"
+for op in relu add pad gather reshape transpose; do
+    expect "omitted-input-$op" 2 "node '${op}_o' (.*): input [01] is omitted (\"\") but the op requires" -- "$smelt" run "$tmp/omit_$op.onnx"
+done
+expect omitted-input-slice 2 "node 'slice_o' (Slice): starts and ends are required" -- "$smelt" run "$tmp/omit_slice.onnx"
+expect omitted-optional-inputs 0 "y: float32\[2,3\]" -- "$smelt" run "$tmp/omit_optional.onnx"
+
 # Outputs whose names sanitize to the same file: an error before anything is written.
 mkdir -p "$tmp/collide_out"
 expect output-name-collision 2 "outputs 'a/b' and 'a_b' would both be written to 'a_b.npy'" -- \

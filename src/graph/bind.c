@@ -68,8 +68,15 @@ static smelt_status bind_each(ir_graph *g, int n, const smelt_tensor *inputs, co
             if (x->dtype != t->dtype)
                 return diag_fail(SMELT_ERR_SHAPE, "input '%s' is %s but the model declares %s", t->name,
                                  smelt_dtype_name(x->dtype), smelt_dtype_name(t->dtype));
+            if (x->rank < 0 || x->rank > IR_MAX_RANK)
+                return diag_fail(SMELT_ERR_SHAPE, "input '%s' has rank %d; the rank must be 0..%d", t->name, x->rank,
+                                 IR_MAX_RANK);
             ir_shape given = {.rank = x->rank};
             memcpy(given.dim, x->shape, sizeof(int64_t) * (size_t)x->rank);
+            if (!ir_shape_ok(&given))
+                return diag_fail(SMELT_ERR_SHAPE,
+                                 "input '%s' has shape %s: every dim must be >= 0 and a tensor may hold at most 2^40 elements",
+                                 t->name, ir_shape_str(&given, a, cap));
             if (t->shape.rank != x->rank)
                 return diag_fail(SMELT_ERR_SHAPE, "input '%s' has shape %s but the model declares rank %d", t->name,
                                  ir_shape_str(&given, a, cap), t->shape.rank);
@@ -92,6 +99,10 @@ static smelt_status bind_each(ir_graph *g, int n, const smelt_tensor *inputs, co
             else if (t->shape.dim[d] < 0)
                 return diag_fail(SMELT_ERR_SHAPE, "input '%s' has unknown dim %d (no size in the model): give the input, or its shape with --shape %s=...",
                                  t->name, d, t->name);
+        if (!ir_shape_ok(&t->shape))
+            return diag_fail(SMELT_ERR_SHAPE,
+                             "input '%s' is declared with shape %s: a tensor may hold at most 2^40 elements", t->name,
+                             ir_shape_str(&t->shape, a, cap));
     }
     /* Inputs made constant are inputs no more. */
     int m = 0;

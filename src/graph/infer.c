@@ -37,12 +37,43 @@ static smelt_status fold_node(ir_graph *g, int ni, graph_eval_fn eval)
     return SMELT_OK;
 }
 
+/* The checks every shape rule may rely on: the op's input and output counts,
+ * and its required inputs (the first min_in) present, not omitted as "". */
+static smelt_status check_arity(const ir_graph *g, const ir_node *n, const op_info *oi)
+{
+    if (n->n_in < oi->min_in || n->n_in > oi->max_in || n->n_out < oi->min_out || n->n_out > oi->max_out)
+        return ir_node_fail(n, SMELT_ERR_MODEL, "%d inputs and %d outputs, but the op takes %d..%d inputs and %d..%d outputs",
+                            n->n_in, n->n_out, oi->min_in, oi->max_in, oi->min_out, oi->max_out);
+    for (int k = 0; k < oi->min_in; k++)
+        if (n->in[k] < 0)
+            return ir_node_fail(n, SMELT_ERR_MODEL, "input %d is omitted (\"\") but the op requires its first %d input%s",
+                                k, oi->min_in, oi->min_in == 1 ? "" : "s");
+    (void)g;
+    return SMELT_OK;
+}
+
+/* The size limit (core/size.h), checked once for every shape a rule infers. */
+static smelt_status check_sizes(const ir_graph *g, const ir_node *n)
+{
+    char buf[160];
+    for (int o = 0; o < n->n_out; o++) {
+        if (n->out[o] < 0) continue;
+        const ir_tensor *t = &g->tensors[n->out[o]];
+        if (!ir_shape_ok(&t->shape))
+            return ir_node_fail(n, SMELT_ERR_SHAPE,
+                                "output '%s' has shape %s: every dim must be >= 0 and a tensor may hold at most 2^40 elements",
+                                t->name, ir_shape_str(&t->shape, buf, sizeof buf));
+    }
+    return SMELT_OK;
+}
+
 smelt_status graph_infer(ir_graph *g, graph_eval_fn eval)
 {
     for (int i = 0; i < g->n_nodes; i++) {
         ir_node *n = &g->nodes[i];
         if (n->dead) continue;
         const op_info *oi = op_get(n->op);
+        TRY(check_arity(g, n, oi));
         for (int k = 0; k < n->n_in && k < 32; k++)
             if ((oi->value_in >> k & 1) && n->in[k] >= 0 && !g->tensors[n->in[k]].data)
                 return ir_node_fail(n, SMELT_ERR_UNSUPPORTED,
@@ -52,6 +83,7 @@ smelt_status graph_infer(ir_graph *g, graph_eval_fn eval)
         if (!oi->infer) return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "op is not implemented yet");
         TRY(oi->infer(g, i));
         n = &g->nodes[i];
+        TRY(check_sizes(g, n));
         bool has_data = true;
         for (int o = 0; o < n->n_out; o++)
             if (n->out[o] >= 0 && !g->tensors[n->out[o]].data) has_data = false;

@@ -283,8 +283,15 @@ int ir_attr_floats(const ir_node *n, const char *name, const float **vals)
 int64_t ir_shape_numel(const ir_shape *s)
 {
     int64_t n = 1;
-    for (int i = 0; i < s->rank; i++) n *= s->dim[i];
+    for (int i = 0; i < s->rank; i++)
+        if (!size_mul(n, s->dim[i], &n)) return INT64_MAX; /* only before ir_shape_ok has checked it */
     return n;
+}
+
+bool ir_shape_ok(const ir_shape *s)
+{
+    int64_t n;
+    return s->rank >= 0 && s->rank <= IR_MAX_RANK && size_numel(s->dim, s->rank, &n);
 }
 
 bool ir_shape_eq(const ir_shape *a, const ir_shape *b)

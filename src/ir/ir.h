@@ -24,6 +24,7 @@
 
 #include "core/arena.h"
 #include "core/diag.h"
+#include "core/size.h"
 #include "ir/ops.h"
 #include "smelt.h"
 
@@ -121,6 +122,10 @@ int ir_attr_floats(const ir_node *n, const char *name, const float **vals);
 
 /* Shapes. */
 int64_t ir_shape_numel(const ir_shape *s);
+/* Whether every dim is a size and the element count is within
+ * SMELT_MAX_ELEMS (core/size.h): true of every shape after graph_bind_inputs
+ * and graph_infer, which check it. */
+bool ir_shape_ok(const ir_shape *s);
 bool ir_shape_eq(const ir_shape *a, const ir_shape *b);
 /* "[1,3,224,224]" into buf (returns buf). */
 const char *ir_shape_str(const ir_shape *s, char *buf, size_t cap);

@@ -295,7 +295,9 @@ smelt_status infer_Reshape(ir_graph *g, int node)
         }
         if (d < 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "invalid target dimension %lld", (long long)d);
         s.dim[i] = d;
-        known *= d;
+        if (!size_mul(known, d, &known) || known > SMELT_MAX_ELEMS)
+            return ir_node_fail(n, SMELT_ERR_SHAPE,
+                                "the target dims up to entry %d (%lld) multiply past 2^40 elements", i, (long long)d);
     }
     int64_t numel = ir_tensor_numel(x);
     if (infer_at >= 0) {
@@ -459,7 +461,8 @@ smelt_status infer_Concat(ir_graph *g, int node)
         if (!ok)
             return ir_node_fail(n, SMELT_ERR_SHAPE, "input '%s' of shape %s does not match %s outside axis %d", t->name,
                                 infer_shp(&t->shape, b1), infer_shp(&x->shape, b2), axis);
-        s.dim[axis] += t->shape.dim[axis];
+        if (!size_add(s.dim[axis], t->shape.dim[axis], &s.dim[axis]))
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "the sizes along axis %d overflow", axis);
     }
     return infer_set_out(g, n, 0, x->dtype, &s);
 }
@@ -621,7 +624,8 @@ smelt_status infer_Tile(ir_graph *g, int node)
     ir_shape s = x->shape;
     for (int i = 0; i < cnt; i++) {
         if (rep[i] < 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "repeat %lld of axis %d is negative", (long long)rep[i], i);
-        s.dim[i] *= rep[i];
+        if (!size_mul(s.dim[i], rep[i], &s.dim[i]))
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "repeat %lld of axis %d overflows its size", (long long)rep[i], i);
     }
     return infer_set_out(g, n, 0, x->dtype, &s);
 }
@@ -662,6 +666,9 @@ smelt_status pad_resolve(const ir_graph *g, const ir_node *n, int64_t *begin, in
     *out = x->shape;
     for (int a = 0; a < r; a++) {
         int64_t d = x->shape.dim[a];
+        if (begin[a] < -SMELT_MAX_ELEMS || begin[a] > SMELT_MAX_ELEMS || end[a] < -SMELT_MAX_ELEMS || end[a] > SMELT_MAX_ELEMS)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "pads %lld,%lld of axis %d exceed the size limit of 2^40 elements",
+                                (long long)begin[a], (long long)end[a], a);
         out->dim[a] = d + begin[a] + end[a];
         if (out->dim[a] < 0)
             return ir_node_fail(n, SMELT_ERR_SHAPE, "pads %lld,%lld crop axis %d of %s below size 0", (long long)begin[a],

@@ -1,0 +1,68 @@
+"""Crafted hostile models for scripts/cli-tests.sh: shapes whose sizes overflow,
+omitted required inputs, out-of-range constant indices, ill-typed and duplicate
+attributes. Each must fail with an error naming the node and the rule.
+    python gen_models.py OUTDIR
+"""
+import sys
+
+import onnx
+import onnx.helper as h
+from onnx import TensorProto as T
+
+d = sys.argv[1]
+BIG = 1 << 62
+
+
+def save(name, nodes, inputs, outputs, inits=(), opset=17):
+    g = h.make_graph(nodes, name, inputs, outputs, list(inits))
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+    with open(f"{d}/{name}.onnx", "wb") as f:
+        f.write(m.SerializeToString())  # no checker: these models are meant to be wrong
+
+
+def vi(name, shape, dt=T.FLOAT):
+    return h.make_tensor_value_info(name, dt, shape)
+
+
+def i64(name, vals, dims=None):
+    return h.make_tensor(name, T.INT64, [len(vals)] if dims is None else dims, vals)
+
+
+x = vi("x", [2, 3])
+y = vi("y", None)
+
+# Sizes that overflow int64 or exceed the 2^40-element limit.
+save("pad_huge", [h.make_node("Pad", ["x", "p"], ["y"], name="pad_big")], [x], [y], [i64("p", [BIG, 0, 0, 0])])
+save("expand_huge", [h.make_node("Expand", ["x", "s"], ["y"], name="expand_big")], [x], [y], [i64("s", [BIG, 1, 3])])
+save("tile_huge", [h.make_node("Tile", ["x", "r"], ["y"], name="tile_big")], [x], [y], [i64("r", [BIG, 1])])
+save("reshape_overflow", [h.make_node("Reshape", ["x", "s"], ["y"], name="reshape_big")], [x], [y],
+     [i64("s", [-1, BIG, 4])])
+save("reshape_negative", [h.make_node("Reshape", ["x", "s"], ["y"], name="reshape_neg")], [x], [y],
+     [i64("s", [-(1 << 63), 12])])
+save("range_huge", [h.make_node("Range", ["a", "b", "c"], ["y"], name="range_big")], [], [y],
+     [i64("a", [0], []), i64("b", [BIG], []), i64("c", [1], [])])
+save("concat_huge", [h.make_node("Expand", ["x1", "s"], ["e"], name="expand_limit"),
+                     h.make_node("Concat", ["e", "e"], ["y"], name="concat_big", axis=0)],
+     [vi("x1", [1])], [y], [i64("s", [1 << 40])])
+save("input_huge", [h.make_node("Relu", ["xh"], ["y"], name="relu_h")], [vi("xh", [BIG, 64])], [y])
+save("convt_huge", [h.make_node("ConvTranspose", ["xc", "w"], ["y"], name="convt_big", output_shape=[BIG, BIG])],
+     [vi("xc", [1, 1, 2, 2])], [y], [h.make_tensor("w", T.FLOAT, [1, 1, 1, 1], [1.0])])
+save("resize_huge", [h.make_node("Resize", ["xr", "", "", "s"], ["y"], name="resize_big")],
+     [vi("xr", [1, 1, 2, 2])], [y], [i64("s", [1, 1, BIG, BIG])])
+save("slice_huge_step", [h.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"], name="slice_big")], [x], [y],
+     [i64("st", [-(1 << 63)]), i64("en", [(1 << 63) - 1]), i64("ax", [1]), i64("sp", [BIG])])
+
+# Required inputs omitted ("").
+save("omit_relu", [h.make_node("Relu", [""], ["y"], name="relu_o")], [x], [y])
+save("omit_add", [h.make_node("Add", ["x", ""], ["y"], name="add_o")], [x], [y])
+save("omit_pad", [h.make_node("Pad", ["", "p"], ["y"], name="pad_o")], [x], [y], [i64("p", [0, 0, 0, 0])])
+save("omit_gather", [h.make_node("Gather", ["x", ""], ["y"], name="gather_o")], [x], [y])
+save("omit_reshape", [h.make_node("Reshape", ["x", ""], ["y"], name="reshape_o")], [x], [y])
+save("omit_slice", [h.make_node("Slice", ["x", "", "e"], ["y"], name="slice_o")], [x], [y], [i64("e", [1])])
+save("omit_transpose", [h.make_node("Transpose", [""], ["y"], name="transpose_o")], [x], [y])
+# Optional inputs omitted are fine: Pad's constant_value, Slice's axes and steps, Clip's min.
+save("omit_optional", [h.make_node("Pad", ["x", "p", ""], ["a"], name="pad_opt"),
+                       h.make_node("Slice", ["a", "s", "e", "", ""], ["b"], name="slice_opt"),
+                       h.make_node("Clip", ["b", "", "mx"], ["y"], name="clip_opt")],
+     [x], [y], [i64("p", [1, 0, 0, 0]), i64("s", [1]), i64("e", [3]), h.make_tensor("mx", T.FLOAT, [], [0.5])])
+save("symbolic_input", [h.make_node("Relu", ["s"], ["y"], name="relu_s")], [vi("s", ["N", 3])], [y])
