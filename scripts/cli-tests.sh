@@ -138,6 +138,14 @@ done
 expect omitted-input-slice 2 "node 'slice_o' (Slice): starts and ends are required" -- "$smelt" run "$tmp/omit_slice.onnx"
 expect omitted-optional-inputs 0 "y: float32\[2,3\]" -- "$smelt" run "$tmp/omit_optional.onnx"
 
+
+# A 30,000-node chain compiles and runs within a 1 MiB stack, and matches numpy.
+mkdir -p "$tmp/chain_out"
+expect chain-30k-small-stack 0 "y.npy" -- bash -c 'ulimit -s 1024 && exec "$0" run "$1" --input x="$2" --output-dir "$3"' \
+    "$smelt" "$tmp/chain30k.onnx" "$tmp/chain_x.npy" "$tmp/chain_out"
+expect chain-30k-matches-numpy 0 "same" -- "$py" -c 'import sys, numpy as np; a, b = np.load(sys.argv[1]), np.load(sys.argv[2]); print("same" if a.shape == b.shape and np.array_equal(a, b) else f"differ: {a} {b}")' \
+    "$tmp/chain_out/y.npy" "$tmp/chain_want.npy"
+
 # Outputs whose names sanitize to the same file: an error before anything is written.
 mkdir -p "$tmp/collide_out"
 expect output-name-collision 2 "outputs 'a/b' and 'a_b' would both be written to 'a_b.npy'" -- \

@@ -321,6 +321,7 @@ smelt_status fuse_build(const ir_graph *g, const fuse_options *opt, fuse_plan *p
     memset(p, 0, sizeof *p);
     uses u = {0};
     int *cost = calloc((size_t)g->n_nodes + 1, sizeof(int));
+    int *depth = calloc((size_t)g->n_nodes + 1, sizeof(int));
     int *region_root = calloc((size_t)g->n_nodes + 1, sizeof(int));
     p->role = calloc((size_t)g->n_nodes + 1, sizeof(fuse_role));
     p->inline_of = malloc(sizeof(int) * ((size_t)g->n_tensors + 1));
@@ -330,7 +331,7 @@ smelt_status fuse_build(const ir_graph *g, const fuse_options *opt, fuse_plan *p
     p->n_tensors = g->n_tensors;
     char *banned = calloc((size_t)g->n_nodes + 1, 1);
     smelt_status st = SMELT_OK;
-    if (!banned || !cost || !region_root || !p->role || !p->inline_of || !p->epilogue_of || !p->insert_into || !p->regions || !uses_build(g, &u)) {
+    if (!banned || !cost || !depth || !region_root || !p->role || !p->inline_of || !p->epilogue_of || !p->insert_into || !p->regions || !uses_build(g, &u)) {
         st = diag_fail(SMELT_ERR_NOMEM, "out of memory forming regions");
         goto out;
     }
@@ -350,6 +351,10 @@ decide:
         /* A row reduction's inputs are paid once per row, not per element. */
         for (int k = 0; k < n->n_in && oi->kind != OPK_REDUCTION; k++)
             if (n->in[k] >= 0 && p->inline_of[n->in[k]] >= 0) cost[i] += cost[p->inline_of[n->in[k]]];
+        depth[i] = 1;
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] >= 0 && p->inline_of[n->in[k]] >= 0 && depth[p->inline_of[n->in[k]]] + 1 > depth[i])
+                depth[i] = depth[p->inline_of[n->in[k]]] + 1;
         int via = -1;
         if (is_elementwise_kind(oi->kind) && oi->scalar && n->n_out == 1)
             for (int k = 0; k < n->n_in && via < 0; k++)
@@ -363,7 +368,8 @@ decide:
         bool all = n->n_out > 0;
         for (int o = 0; o < n->n_out; o++) {
             int t = n->out[o];
-            if (t >= 0 && !banned[i] && can_inline(g, opt, &u, cost, i, t)) p->inline_of[t] = i;
+            if (t >= 0 && !banned[i] && depth[i] < FUSE_INLINE_DEPTH_MAX && can_inline(g, opt, &u, cost, i, t))
+                p->inline_of[t] = i;
             else if (t >= 0) all = false;
         }
         if (all) p->role[i] = FUSE_INLINE;
@@ -407,6 +413,7 @@ out:
     uses_free(&u);
     free(banned);
     free(cost);
+    free(depth);
     free(region_root);
     if (st) fuse_free(p);
     return st;

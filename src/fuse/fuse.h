@@ -71,6 +71,11 @@
 #include "ir/ir.h"
 
 #define FUSE_RECOMPUTE_MAX 2
+/* The longest chain of inlined producers a region may hold: the walks over
+ * an inline cone (here, and lower_load's inline evaluation) recurse once per
+ * link, so this bounds their depth whatever the model (a chain of 30,000
+ * elementwise nodes becomes regions of at most this many). */
+#define FUSE_INLINE_DEPTH_MAX 64
 #define FUSE_PAD_SMALL (64 * 1024)
 
 typedef enum fuse_role {

@@ -241,44 +241,49 @@ kir_val lower_load_bcast(lower_ctx *c, int i, int rank, const kir_val *idx)
     return lower_load(c, i, in_idx);
 }
 
-void lower_store(lower_ctx *c, int o, const kir_val *idx, kir_val v)
+/* A loop, not a recursion: a chain of epilogues (or inserts) is as long as the
+ * model makes it. */
+void lower_store(lower_ctx *c, int o, const kir_val *idx_in, kir_val v)
 {
-    int t = c->n->out[o];
-    const ir_tensor *x = &c->g->tensors[t];
+    const ir_node *saved = c->n;
     const fuse_plan *fp = c->st->fp;
-    if (fp && fp->inline_of[t] >= 0) return; /* consumers recompute it */
-    if (fp && fp->insert_into[t] >= 0) {
-        /* Written straight into its block of the insert's output. */
-        const ir_node *saved = c->n;
-        const ir_node *ins = &c->g->nodes[fp->insert_into[t]];
-        int i = 0;
-        while (ins->in[i] != t) i++;
-        int64_t off[IR_MAX_RANK];
-        fuse_insert(c->g, ins, i, off);
-        kir_val at[IR_MAX_RANK];
-        for (int d = 0; d < x->shape.rank; d++) at[d] = kir_add(c->k, idx[d], kir_idx(c->k, off[d]));
-        c->n = ins;
-        lower_store(c, 0, at, v);
-        c->n = saved;
-        return;
+    kir_val idx[IR_MAX_RANK];
+    int rank = c->g->tensors[c->n->out[o]].shape.rank;
+    if (rank) memcpy(idx, idx_in, sizeof(kir_val) * (size_t)rank);
+    for (;;) {
+        int t = c->n->out[o];
+        const ir_tensor *x = &c->g->tensors[t];
+        if (fp && fp->inline_of[t] >= 0) break; /* consumers recompute it */
+        if (fp && fp->insert_into[t] >= 0) {
+            /* Written straight into its block of the insert's output. */
+            const ir_node *ins = &c->g->nodes[fp->insert_into[t]];
+            int i = 0;
+            while (ins->in[i] != t) i++;
+            int64_t off[IR_MAX_RANK];
+            fuse_insert(c->g, ins, i, off);
+            for (int d = 0; d < x->shape.rank; d++) idx[d] = kir_add(c->k, idx[d], kir_idx(c->k, off[d]));
+            c->n = ins;
+            o = 0;
+            continue;
+        }
+        if (fp && fp->epilogue_of[t] >= 0) {
+            /* Continue into the epilogue node, with t's element in hand. */
+            const ir_node *e = &c->g->nodes[fp->epilogue_of[t]];
+            kir_val in[64] = {0};
+            c->n = e;
+            for (int j = 0; j < e->n_in && j < 64; j++)
+                in[j] = e->in[j] == t ? v : lower_load_bcast(c, j, x->shape.rank, idx);
+            v = op_get(e->op)->scalar(c->k, e, in);
+            o = 0;
+            continue;
+        }
+        int b = buffer_for(c, t, x->dtype, ir_tensor_numel(x), true);
+        kir_val at = lower_linear(c->k, &x->shape, idx);
+        kir_note_access(c->k, b, at, x->shape.rank, x->shape.dim, idx);
+        kir_store(c->k, b, at, v);
+        break;
     }
-    if (fp && fp->epilogue_of[t] >= 0) {
-        /* Continue into the epilogue node, with t's element in hand. */
-        const ir_node *saved = c->n;
-        const ir_node *e = &c->g->nodes[fp->epilogue_of[t]];
-        kir_val in[64] = {0};
-        c->n = e;
-        for (int j = 0; j < e->n_in && j < 64; j++)
-            in[j] = e->in[j] == t ? v : lower_load_bcast(c, j, x->shape.rank, idx);
-        kir_val r = op_get(e->op)->scalar(c->k, e, in);
-        lower_store(c, 0, idx, r);
-        c->n = saved;
-        return;
-    }
-    int b = buffer_for(c, t, x->dtype, ir_tensor_numel(x), true);
-    kir_val at = lower_linear(c->k, &x->shape, idx);
-    kir_note_access(c->k, b, at, x->shape.rank, x->shape.dim, idx);
-    kir_store(c->k, b, at, v);
+    c->n = saved;
 }
 
 int lower_scratch(lower_ctx *c, smelt_dtype type, int64_t numel)

@@ -66,3 +66,19 @@ save("omit_optional", [h.make_node("Pad", ["x", "p", ""], ["a"], name="pad_opt")
                        h.make_node("Clip", ["b", "", "mx"], ["y"], name="clip_opt")],
      [x], [y], [i64("p", [1, 0, 0, 0]), i64("s", [1]), i64("e", [3]), h.make_tensor("mx", T.FLOAT, [], [0.5])])
 save("symbolic_input", [h.make_node("Relu", ["s"], ["y"], name="relu_s")], [vi("s", ["N", 3])], [y])
+
+# A chain of 30,000 elementwise nodes (Neg, Abs, Neg, ...): no stage may recurse once per node.
+import numpy as np
+
+chain, prev = [], "x"
+for i in range(30000):
+    out = f"t{i}" if i < 29999 else "y"
+    chain.append(h.make_node("Abs" if i % 3 == 1 else "Neg", [prev], [out], name=f"c{i}"))
+    prev = out
+save("chain30k", chain, [x], [y])
+cx = np.array([[1.5, -2, 0.25], [-0.0, 3, -7]], dtype=np.float32)
+np.save(f"{d}/chain_x.npy", cx)
+r = cx.copy()
+for i in range(30000):
+    r = np.abs(r) if i % 3 == 1 else -r
+np.save(f"{d}/chain_want.npy", r)
