@@ -138,6 +138,15 @@ done
 expect omitted-input-slice 2 "node 'slice_o' (Slice): starts and ends are required" -- "$smelt" run "$tmp/omit_slice.onnx"
 expect omitted-optional-inputs 0 "y: float32\[2,3\]" -- "$smelt" run "$tmp/omit_optional.onnx"
 
+expect index-gather-elements 2 "node 'ge_oob' (GatherElements): constant index 3 (element 2 of 'i') is out of range for axis 1 of size 3" -- "$smelt" run "$tmp/idx_gather_elements.onnx"
+expect index-gather-nd 2 "node 'gnd_oob' (GatherND): constant index -3 (element 2 of 'i') is out of range for axis 0 of size 2" -- "$smelt" run "$tmp/idx_gather_nd.onnx"
+expect index-scatter-elements 2 "node 'se_oob' (ScatterElements): constant index -3 (element 0 of 'i') is out of range for axis 0 of size 2" -- "$smelt" run "$tmp/idx_scatter_elements.onnx"
+expect index-scatter-nd 2 "node 'snd_oob' (ScatterND): constant index 7 (element 1 of 'i') is out of range for axis 1 of size 3" -- "$smelt" run "$tmp/idx_scatter_nd.onnx"
+expect index-in-range 0 "y: float32\[2\]" -- "$smelt" run "$tmp/idx_in_range.onnx"
+expect attr-float-axis 2 "node 'concat_f' (Concat): attribute 'axis' is a float but must be an int" -- "$smelt" run "$tmp/attr_float_axis.onnx"
+expect attr-string-axis 2 "node 'softmax_s' (Softmax): attribute 'axis' is a string but must be an int" -- "$smelt" run "$tmp/attr_string_axis.onnx"
+expect attr-int-for-float 0 "y: float32\[2,3\]" -- "$smelt" run "$tmp/attr_int_alpha.onnx"
+expect attr-duplicate 2 "node 'transpose_d' (Transpose): attribute 'perm' is given twice" -- "$smelt" run "$tmp/attr_duplicate.onnx"
 
 # A 30,000-node chain compiles and runs within a 1 MiB stack, and matches numpy.
 mkdir -p "$tmp/chain_out"

@@ -203,6 +203,9 @@ static smelt_status attrs_resolve(scope *sc, const Onnx__NodeProto *np, const ch
             if (strcmp(sc->call_attr[k].name, ref) == 0) r.a = sc->call_attr[k].a;
         for (int k = 0; *ref && !r.a && k < sc->n_defaults; k++)
             if (strcmp(str(sc->defaults[k]->name), ref) == 0) r.a = sc->defaults[k];
+        for (int k = 0; k < *n; k++)
+            if (strcmp((*out)[k].name, r.name) == 0)
+                return node_fail(node, str(np->op_type), SMELT_ERR_MODEL, "attribute '%s' is given twice", r.name);
         if (r.a) (*out)[(*n)++] = r; /* an unresolved reference means "absent" */
     }
     return SMELT_OK;
@@ -255,6 +258,11 @@ static smelt_status attr_convert(importer *im, const char *node, const char *op,
     }
     default: d->type = IR_ATTR_OTHER; break;
     }
+    /* An int where a float is expected is read as that float (ir_attr_float). */
+    int want = onnx_attr_expected_type(r->name);
+    if (want >= 0 && (int)d->type != want && !(want == IR_ATTR_FLOAT && d->type == IR_ATTR_INT))
+        return node_fail(node, op, SMELT_ERR_MODEL, "attribute '%s' is %s but must be %s", r->name,
+                         onnx_attr_type_name(d->type), onnx_attr_type_name((ir_attr_type)want));
     return SMELT_OK;
 }
 

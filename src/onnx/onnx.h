@@ -82,6 +82,11 @@
 
 /* Load the model at `path`; external data is resolved next to it. */
 smelt_status onnx_load_file(const char *path, ir_graph **out);
+/* The ir_attr_type an attribute of this name must have in every op, or -1
+ * where its type depends on the op (attr_types.c); and a type's name for
+ * messages. */
+int onnx_attr_expected_type(const char *name);
+const char *onnx_attr_type_name(ir_attr_type t);
 
 /* Load a serialized model from memory. `base_dir` is where external data files
  * live; when NULL, a model with external data is refused. `data` is not kept. */

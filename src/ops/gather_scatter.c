@@ -9,7 +9,8 @@
  *             as the spec's loop does), copy the scratch to the output — so
  *             each output element is stored exactly once and an epilogue
  *             fused into lower_store sees final values. Every index read
- *             from a tensor is wrapped (negative) and clamped into range.
+ *             from a tensor is wrapped (negative) and clamped into range;
+ *             constant indices out of range are an error naming the node.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -153,6 +154,23 @@ smelt_status lower_ScatterElements(lower_ctx *c)
 
 smelt_status lower_ScatterND(lower_ctx *c) { return scatter_lower(c, snd_body, 0); }
 
+/* Constant indices must be in range: index i of `ind` addresses a dim of
+ * `dims[i % k]` and must lie in [-dim, dim). (Indices computed at run time are
+ * wrapped and clamped by the kernel instead.) */
+static smelt_status check_const_indices(const ir_node *n, const ir_tensor *ind, const int64_t *dims, int64_t k,
+                                        int first_axis)
+{
+    if (!ind->data || k < 1) return SMELT_OK;
+    int64_t count = ir_tensor_numel(ind);
+    for (int64_t i = 0; i < count; i++) {
+        int64_t v = ir_const_int(ind, i), dim = dims[i % k];
+        if (v < -dim || v >= dim)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "constant index %lld (element %lld of '%s') is out of range for axis %lld of size %lld",
+                                (long long)v, (long long)i, ind->name, (long long)(first_axis + i % k), (long long)dim);
+    }
+    return SMELT_OK;
+}
+
 smelt_status infer_Gather(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
@@ -204,6 +222,7 @@ smelt_status infer_GatherElements(ir_graph *g, int node)
                                 infer_shp(&ind->shape, b1), infer_shp(&x->shape, b2), axis);
     if (x->shape.dim[axis] == 0 && ir_tensor_numel(ind) > 0)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "cannot gather from axis %d of size 0", axis);
+    TRY(check_const_indices(n, ind, &x->shape.dim[axis], 1, axis));
     return infer_set_out(g, n, 0, x->dtype, &ind->shape);
 }
 
@@ -237,6 +256,7 @@ smelt_status infer_GatherND(ir_graph *g, int node)
     for (int d = (int)b; d < b + k; d++)
         if (x->shape.dim[d] == 0 && ir_shape_numel(&s) > 0)
             return ir_node_fail(n, SMELT_ERR_SHAPE, "cannot gather from axis %d of size 0", d);
+    TRY(check_const_indices(n, ind, &x->shape.dim[b], k, (int)b));
     return infer_set_out(g, n, 0, x->dtype, &s);
 }
 
@@ -268,6 +288,7 @@ smelt_status infer_ScatterElements(ir_graph *g, int node)
                             infer_shp(&ind->shape, b1), infer_shp(&u->shape, b2), infer_shp(&x->shape, b3));
     if (x->shape.dim[axis] == 0 && ir_tensor_numel(ind) > 0)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "axis %d of data is empty", axis);
+    TRY(check_const_indices(n, ind, &x->shape.dim[axis], 1, axis));
     TRY(scatter_reduction(n));
     return infer_set_out(g, n, 0, x->dtype, &x->shape);
 }
@@ -292,6 +313,7 @@ smelt_status infer_ScatterND(ir_graph *g, int node)
         return ir_node_fail(n, SMELT_ERR_SHAPE,
                             "updates %s must be indices.shape[:-1] + data.shape[k:] for indices %s, data %s",
                             infer_shp(&u->shape, b1), infer_shp(&ind->shape, b2), infer_shp(&x->shape, b3));
+    TRY(check_const_indices(n, ind, x->shape.dim, k, 0));
     TRY(scatter_reduction(n));
     return infer_set_out(g, n, 0, x->dtype, &x->shape);
 }

@@ -67,6 +67,26 @@ save("omit_optional", [h.make_node("Pad", ["x", "p", ""], ["a"], name="pad_opt")
      [x], [y], [i64("p", [1, 0, 0, 0]), i64("s", [1]), i64("e", [3]), h.make_tensor("mx", T.FLOAT, [], [0.5])])
 save("symbolic_input", [h.make_node("Relu", ["s"], ["y"], name="relu_s")], [vi("s", ["N", 3])], [y])
 
+# Out-of-range constant indices (x is [2,3]).
+save("idx_gather_elements", [h.make_node("GatherElements", ["x", "i"], ["y"], name="ge_oob", axis=1)], [x], [y],
+     [i64("i", [0, 1, 3, 0, 0, 0], [2, 3])])
+save("idx_gather_nd", [h.make_node("GatherND", ["x", "i"], ["y"], name="gnd_oob")], [x], [y],
+     [i64("i", [1, 2, -3, 0], [2, 2])])
+save("idx_scatter_elements", [h.make_node("ScatterElements", ["x", "i", "u"], ["y"], name="se_oob", axis=0)], [x], [y],
+     [i64("i", [-3], [1, 1]), h.make_tensor("u", T.FLOAT, [1, 1], [1.0])])
+save("idx_scatter_nd", [h.make_node("ScatterND", ["x", "i", "u"], ["y"], name="snd_oob")], [x], [y],
+     [i64("i", [0, 7], [1, 2]), h.make_tensor("u", T.FLOAT, [1], [1.0])])
+save("idx_in_range", [h.make_node("GatherND", ["x", "i"], ["y"], name="gnd_ok")], [x], [y],
+     [i64("i", [1, 2, -2, -3], [2, 2])])
+
+# Attributes of the wrong type, and given twice.
+save("attr_float_axis", [h.make_node("Concat", ["x", "x"], ["y"], name="concat_f", axis=1.0)], [x], [y])
+save("attr_string_axis", [h.make_node("Softmax", ["x"], ["y"], name="softmax_s", axis="1")], [x], [y])
+save("attr_int_alpha", [h.make_node("LeakyRelu", ["x"], ["y"], name="leaky_i", alpha=1)], [x], [y])
+dup = h.make_node("Transpose", ["x"], ["y"], name="transpose_d", perm=[1, 0])
+dup.attribute.extend([h.make_attribute("perm", [0, 1])])
+save("attr_duplicate", [dup], [x], [y])
+
 # A chain of 30,000 elementwise nodes (Neg, Abs, Neg, ...): no stage may recurse once per node.
 import numpy as np
 
