@@ -507,11 +507,21 @@ static smelt_status ints_attr(const ir_node *n, const char *name, int want, int6
     if (cnt != want)
         return ir_node_fail(n, SMELT_ERR_MODEL, "attribute %s has %d values, expected %d", name, cnt, want);
     for (int i = 0; i < want; i++) {
-        if (v[i] < min)
-            return ir_node_fail(n, SMELT_ERR_MODEL, "attribute %s[%d] = %lld must be >= %lld", name, i,
+        if (v[i] < min || v[i] > SMELT_MAX_ELEMS)
+            return ir_node_fail(n, SMELT_ERR_MODEL, "attribute %s[%d] = %lld must be in %lld..2^40", name, i,
                                 (long long)v[i], (long long)min);
         out[i] = v[i];
     }
+    return SMELT_OK;
+}
+
+/* The dilated window (k - 1) * d + 1 of spatial dim i, within the size limit. */
+static smelt_status dilated_window(const ir_node *n, int64_t k, int64_t d, int i, int64_t *out)
+{
+    if (k < 1 || k > SMELT_MAX_ELEMS || !size_mul(k - 1, d, out) || *out >= SMELT_MAX_ELEMS)
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "kernel %lld dilated by %lld in spatial dim %d exceeds 2^40 elements",
+                            (long long)k, (long long)d, i);
+    ++*out;
     return SMELT_OK;
 }
 
@@ -572,7 +582,8 @@ smelt_status window_geom_get(const ir_graph *g, const ir_node *n, window_geom *w
     else if (!strcmp(ap, "VALID")) mode = VALID;
     else return ir_node_fail(n, SMELT_ERR_MODEL, "auto_pad '%.40s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", ap);
     for (int i = 0; i < ns; i++) {
-        int64_t in = w->in[i], s = w->stride[i], dk = (w->kernel[i] - 1) * w->dilation[i] + 1;
+        int64_t in = w->in[i], s = w->stride[i], dk = 0;
+        TRY(dilated_window(n, w->kernel[i], w->dilation[i], i, &dk));
         if (in < 0) {
             w->out[i] = -1;
             continue;
@@ -694,13 +705,20 @@ smelt_status convtranspose_geom_get(const ir_graph *g, const ir_node *n, window_
     if (!same && strcmp(ap, "NOTSET") && strcmp(ap, "VALID") && *ap)
         return ir_node_fail(n, SMELT_ERR_MODEL, "auto_pad '%.40s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", ap);
     for (int i = 0; i < ns; i++) {
-        int64_t dk = (w->kernel[i] - 1) * w->dilation[i] + 1;
-        int64_t full = w->stride[i] * (w->in[i] - 1) + opad[i] + dk;
+        int64_t dk = 0, full;
+        TRY(dilated_window(n, w->kernel[i], w->dilation[i], i, &dk));
+        if (!size_mul(w->stride[i], w->in[i] - 1, &full) || full > SMELT_MAX_ELEMS)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "stride %lld times input %lld in spatial dim %d exceeds 2^40 elements",
+                                (long long)w->stride[i], (long long)w->in[i], i);
+        full += opad[i] + dk;
         if (osn >= 0 || same) {
-            int64_t target = osn >= 0 ? oshape[i] : w->in[i] * w->stride[i];
+            int64_t target = oshape[i];
+            if (osn < 0 && !size_mul(w->in[i], w->stride[i], &target)) target = -1;
+            if (target < 1 || target > SMELT_MAX_ELEMS)
+                return ir_node_fail(n, SMELT_ERR_SHAPE, "output size %lld of spatial dim %d must be in 1..2^40",
+                                    (long long)target, i);
             /* may be negative: the output then extends past the full result */
             int64_t total = full - target, half = total >= 0 ? total / 2 : -((-total + 1) / 2);
-            if (target < 1) return ir_node_fail(n, SMELT_ERR_SHAPE, "output_shape %lld must be >= 1", (long long)target);
             bool upper = !strcmp(ap, "SAME_UPPER");
             w->pad_lo[i] = upper ? half : total - half;
             w->pad_hi[i] = total - w->pad_lo[i];

@@ -547,6 +547,9 @@ smelt_status slice_resolve(const ir_graph *g, const ir_node *n, int64_t *start, 
         seen[a] = true;
         int64_t d = x->shape.dim[a], s = starts[i], e = ends[i], k = nst >= 0 ? steps[i] : 1;
         if (k == 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "step of axis %d is 0", a);
+        /* A step of at least the dim takes one element: bound it so that no arithmetic overflows. */
+        if (k > SMELT_MAX_ELEMS) k = SMELT_MAX_ELEMS;
+        if (k < -SMELT_MAX_ELEMS) k = -SMELT_MAX_ELEMS;
         if (s < 0) s += d;
         if (e < 0) e += d;
         int64_t len;
@@ -583,8 +586,8 @@ smelt_status infer_DepthToSpace(ir_graph *g, int node)
     TRY(infer_check_dtypes(g, n));
     const ir_tensor *x = ir_in(g, n, 0);
     const ir_attr *ba = ir_attr_find(n, "blocksize");
-    if (!ba || ba->type != IR_ATTR_INT || ba->i < 1)
-        return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'blocksize' (>= 1) is required");
+    if (!ba || ba->type != IR_ATTR_INT || ba->i < 1 || ba->i > (1 << 20))
+        return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'blocksize' (1..2^20) is required");
     int64_t bs = ba->i;
     if (x->shape.rank != 4)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "input %s must have rank 4 (N,C,H,W)", infer_shp(&x->shape, b));

@@ -422,7 +422,9 @@ smelt_status infer_LRN(ir_graph *g, int node)
     char b1[160];
     if (x->shape.rank < 2)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "X %s must have rank >= 2 ([N, C, ...])", infer_shp(&x->shape, b1));
-    if (ir_attr_int(n, "size", 0) <= 0) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'size' must be positive");
+    int64_t size = ir_attr_int(n, "size", 0);
+    if (size <= 0 || size > SMELT_MAX_ELEMS)
+        return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'size' = %lld must be in 1..2^40", (long long)size);
     return infer_set_out(g, n, 0, x->dtype, &x->shape);
 }
 

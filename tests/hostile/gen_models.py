@@ -51,6 +51,22 @@ save("resize_huge", [h.make_node("Resize", ["xr", "", "", "s"], ["y"], name="res
      [vi("xr", [1, 1, 2, 2])], [y], [i64("s", [1, 1, BIG, BIG])])
 save("slice_huge_step", [h.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"], name="slice_big")], [x], [y],
      [i64("st", [-(1 << 63)]), i64("en", [(1 << 63) - 1]), i64("ax", [1]), i64("sp", [BIG])])
+# Window attributes, block sizes and steps whose arithmetic would overflow (UBSan found each).
+x4 = vi("x4", [1, 1, 4, 4])
+w4 = h.make_tensor("w", T.FLOAT, [1, 1, 2, 2], [1.0] * 4)
+M = (1 << 63) - 1
+save("conv_pads", [h.make_node("Conv", ["x4", "w"], ["y"], name="conv_p", pads=[M, M, M, M])], [x4], [y], [w4])
+save("maxpool_pads", [h.make_node("MaxPool", ["x4"], ["y"], name="pool_p", kernel_shape=[2, 2], pads=[BIG, 0, BIG, 0])],
+     [x4], [y])
+save("maxpool_window", [h.make_node("MaxPool", ["x4"], ["y"], name="pool_w", kernel_shape=[1 << 40, 2],
+                                    dilations=[1 << 40, 1])], [x4], [y])
+save("convt_strides", [h.make_node("ConvTranspose", ["x4", "w"], ["y"], name="convt_s", strides=[BIG, BIG])], [x4], [y], [w4])
+save("convt_outpad", [h.make_node("ConvTranspose", ["x4", "w"], ["y"], name="convt_o", output_padding=[M, 0])],
+     [x4], [y], [w4])
+save("d2s_huge", [h.make_node("DepthToSpace", ["x4"], ["y"], name="d2s_b", blocksize=BIG)], [x4], [y])
+save("lrn_huge", [h.make_node("LRN", ["x4"], ["y"], name="lrn_s", size=BIG)], [x4], [y])
+save("slice_min_step", [h.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"], name="slice_m")], [x], [y],
+     [i64("st", [M]), i64("en", [-M - 1]), i64("ax", [1]), i64("sp", [-M - 1])])
 
 # Required inputs omitted ("").
 save("omit_relu", [h.make_node("Relu", [""], ["y"], name="relu_o")], [x], [y])
