@@ -281,7 +281,8 @@ smelt_status plan_build(const ir_graph *g, lower_program *p, mem_plan *out)
             if (x->kind == PLAN_CONST) out->weight_bytes += x->bytes;
         } else {
             int sc = s - g->n_tensors;
-            x->bytes = p->scratch_numel[sc] * (int64_t)smelt_dtype_size(p->scratch_type[sc]);
+            if (!size_mul(p->scratch_numel[sc], (int64_t)smelt_dtype_size(p->scratch_type[sc]), &x->bytes))
+                x->bytes = -1; /* refused below */
             x->kind = x->last >= 0 ? PLAN_ARENA : PLAN_NONE;
         }
     }
@@ -293,8 +294,15 @@ smelt_status plan_build(const ir_graph *g, lower_program *p, mem_plan *out)
         if (x->kind == PLAN_ARENA && x->last < 0) x->first = x->last = sl[x->alias].first; /* an unused view */
     }
     plan_in_place(out, p);
+    /* Every offset place_arena picks is below the sum of the slots it places:
+     * checked here once, so no offset or end can overflow. */
     for (int s = 0; s < n; s++)
-        if (sl[s].kind == PLAN_ARENA) out->total_bytes += align_up(sl[s].bytes);
+        if (sl[s].kind == PLAN_ARENA &&
+            (sl[s].bytes < 0 || sl[s].bytes > PLAN_MAX_BYTES ||
+             !size_add(out->total_bytes, align_up(sl[s].bytes), &out->total_bytes) || out->total_bytes > PLAN_MAX_BYTES)) {
+            plan_free(out);
+            return diag_fail(SMELT_ERR_NOMEM, "plan: the intermediate tensors need more than 2^62 bytes");
+        }
     for (int ki = 0; ki <= p->n_kernels; ki++) {
         int64_t live = 0;
         for (int s = 0; s < n; s++)

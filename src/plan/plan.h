@@ -59,6 +59,9 @@
 #include "lower/lower.h"
 
 #define PLAN_ALIGN 64
+/* The most bytes all intermediate tensors together may need (their sum, before
+ * reuse): every arena offset and end then fits int64 with room to spare. */
+#define PLAN_MAX_BYTES ((int64_t)1 << 62)
 
 typedef enum plan_kind {
     PLAN_NONE,     /* not used at run time */
