@@ -105,13 +105,15 @@ fuzz-build:
 	@env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL $(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) \
 	    CC="$(FUZZ_CC)" OPT="-O1 -g" EXTRA_CFLAGS=-Wno-missing-field-initializers $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/%)
 
-# Each target from its seed corpus (tests/fuzz/corpus_*, read-only) and the regressions; new
-# inputs go to $(FUZZ_BUILD)/corpus_*, a crash to $(FUZZ_BUILD)/crash-*.
+# Each target from its seed corpus (tests/fuzz/corpus_*, read-only) with its dictionary
+# (tests/fuzz/TARGET.dict) if any; new inputs go to $(FUZZ_BUILD)/corpus_*, a crash to
+# $(FUZZ_BUILD)/crash-*.
 fuzz: fuzz-build
 	@rc=0; for t in model tensor; do \
 	    mkdir -p $(FUZZ_BUILD)/corpus_$$t; \
 	    echo "fuzz_$$t: $(FUZZ_SECONDS) s"; \
-	    UBSAN_OPTIONS=print_stacktrace=1 $(FUZZ_BUILD)/fuzz_$$t $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) \
+	    dict=; [ -f tests/fuzz/$$t.dict ] && dict=-dict=tests/fuzz/$$t.dict; \
+	    UBSAN_OPTIONS=print_stacktrace=1 $(FUZZ_BUILD)/fuzz_$$t $(FUZZ_FLAGS) $$dict -max_total_time=$(FUZZ_SECONDS) \
 	        -artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_BUILD)/corpus_$$t tests/fuzz/corpus_$$t || rc=1; \
 	done; exit $$rc
 

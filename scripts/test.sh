@@ -285,7 +285,9 @@ else
     done
     for target in model tensor; do
         mkdir -p build-fuzz/corpus_"$target" build-fuzz/found
-        out="$(nice -n 5 "${fuzz_env[@]}" build-fuzz/fuzz_"$target" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+        dict=()
+        [ -f tests/fuzz/"$target".dict ] && dict=(-dict=tests/fuzz/"$target".dict)
+        out="$(nice -n 5 "${fuzz_env[@]}" build-fuzz/fuzz_"$target" "${dict[@]}" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
                -max_total_time="$fuzz_secs" -print_final_stats=1 -artifact_prefix=build-fuzz/found/ \
                build-fuzz/corpus_"$target" tests/fuzz/corpus_"$target" 2>&1)"; rc=$?
         printf '%s\n' "$out" | grep "^stat::number_of_executed_units\|^stat::new_units_added" | sed "s|^|fuzz_$target: |"

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Seed corpora for the libFuzzer targets (tests/fuzz/fuzz_model.c, fuzz_tensor.c).
 
-    make_seeds.py OUT_DIR     writes OUT_DIR/corpus_model/*.onnx and OUT_DIR/corpus_tensor/*
+    make_seeds.py [OUT_DIR]   writes OUT_DIR/corpus_model/*.onnx, OUT_DIR/corpus_tensor/* and
+                              OUT_DIR/model.dict (default OUT_DIR: tests/fuzz)
 
 Models: one tiny valid model per op family (so the fuzzer starts from inputs that reach shape
 inference, fusion, lowering and emission), then hand-made hostile ones (omitted inputs, huge and
@@ -255,6 +256,30 @@ def tensors():
     return ts
 
 
+def dict_entry(b):
+    return '"' + "".join(chr(c) if 32 <= c < 127 and chr(c) not in '"\\' else "\\x%02X" % c for c in b) + '"'
+
+
+def model_dict():
+    """libFuzzer dictionary: whole protobuf fields a mutation can insert into a NodeProto (a later
+    singular field overrides an earlier one), so op types and attributes change in one step."""
+    entries = set()
+    for schema in onnx.defs.get_all_schemas():
+        if schema.domain not in ("", "ai.onnx", "com.microsoft"):
+            continue
+        name = schema.name.encode()
+        entries.add(b"\x22" + bytes([len(name)]) + name)  # NodeProto.op_type
+        for a in schema.attributes:
+            an = a.encode()
+            for v in (0, 1, 2, -1, 1 << 40):  # AttributeProto{name, type INT, i} as NodeProto.attribute
+                body = helper.make_attribute(a, v).SerializeToString()
+                entries.add(b"\x2a" + bytes([len(body)]) + body)
+            entries.add(b"\x0a" + bytes([len(an)]) + an)
+    for dom in (b"com.microsoft", b"ai.onnx.ml", b""):
+        entries.add(b"\x3a" + bytes([len(dom)]) + dom)  # NodeProto.domain
+    return "".join(dict_entry(e) + "\n" for e in sorted(entries) if len(e) < 128)
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     dm, dt = os.path.join(out, "corpus_model"), os.path.join(out, "corpus_tensor")
@@ -268,6 +293,8 @@ def main():
     for name, b in sorted(tensors().items()):
         with open(os.path.join(dt, name), "wb") as f:
             f.write(b)
+    with open(os.path.join(out, "model.dict"), "w") as f:
+        f.write("# libFuzzer dictionary for fuzz_model, written by make_seeds.py\n" + model_dict())
     print("%d models, %d tensors" % (len(ms), len(tensors())))
 
 
