@@ -2,6 +2,9 @@
  * smelt_program_compile up to generated source (SMELT_STAGE_SOURCE: no system
  * compiler, no device) -> free. Symbolic input dims are bound to 2 and every
  * input gets zeroed data, so shape-deciding inputs fold like a real call's.
+ * The input's size picks the target (C, OpenCL C or CUDA C: their lowerings
+ * differ) and, one time in four, --no-fuse, so a replayed input takes the same
+ * path again.
  * Built by `make fuzz` with clang -fsanitize=fuzzer,address,undefined. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -41,6 +44,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ok) {
         smelt_options opt;
         smelt_options_init(&opt);
+        static const char *const devices[] = {"cpu", "opencl", "cuda"};
+        opt.devices = devices[size % 3];
+        opt.no_fuse = size / 3 % 4 == 0;
         opt.threads = 1;
         opt.stop_after = SMELT_STAGE_SOURCE;
         smelt_program *p = NULL;
