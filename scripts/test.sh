@@ -18,7 +18,7 @@
 #                by the system cc as always, without sanitizers)
 #   fuzz         the libFuzzer targets of tests/fuzz/ built with clang in build-fuzz/: every
 #                file under tests/fuzz/regressions/TARGET/ replayed (one test each), then each
-#                target fuzzed for SMELT_FUZZ_SECONDS (default 45; one test each, failed by a
+#                target fuzzed for SMELT_FUZZ_SECONDS (default 40; one test each, failed by a
 #                crash, whose input is kept in build-fuzz/); skipped when clang or libFuzzer
 #                is absent
 #   conformance  scripts/conformance.py over the ONNX backend node tests; each test in
@@ -35,7 +35,7 @@
 #
 # Environment: BUILD (default build), SMELT_TEST_JOBS (parallel jobs, default: online cores),
 # SMELT_CONFORMANCE_BUDGET (seconds for each conformance stage, default 2400), SMELT_FUZZ_SECONDS
-# (seconds each fuzz target runs in the fuzz stage, default 45).
+# (seconds each fuzz target runs in the fuzz stage, default 40).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -260,7 +260,7 @@ stage_end
 # replayed through its target, then each target fuzzes from its seeds for a bounded time.
 stage_start fuzz
 fuzz_t0=$SECONDS
-fuzz_secs="${SMELT_FUZZ_SECONDS:-45}"
+fuzz_secs="${SMELT_FUZZ_SECONDS:-40}"
 fuzz_env=(env UBSAN_OPTIONS=print_stacktrace=1)
 if ! command -v clang > /dev/null ||
    ! printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; return (int)n * 0; }\n' |
