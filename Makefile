@@ -3,6 +3,7 @@
 #   make run      build, then run the bundled example
 #   make test     build, then every test (unit, sanitizers, conformance, models)
 #   make bench    benchmarks against onnxruntime
+#   make fuzz     libFuzzer targets (clang) in build-fuzz/, each run for FUZZ_SECONDS (default 60)
 #   make install  PREFIX=/usr/local (and DESTDIR): header, libraries, the tool, smelt.pc;
 #   make uninstall removes exactly those
 # Both `run` and `test` install missing system packages first (scripts/deps.sh).
@@ -31,7 +32,7 @@ OBJS    := $(SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/onnx/onnx.pb-c.o
 TEST_SRCS := $(sort $(wildcard tests/unit/*.c))
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps run test unit bench clean install uninstall
+.PHONY: all deps run test unit bench clean install uninstall fuzz fuzz-build
 all: $(BUILD)/libsmelt.a $(BUILD)/libsmelt.so $(BUILD)/smelt $(BUILD)/nvrtc_check
 
 deps:
@@ -84,6 +85,38 @@ $(BUILD)/embed: $(BUILD)/examples/embed.o $(BUILD)/libsmelt.a
 $(BUILD)/tsan_concurrent: $(BUILD)/tests/tsan/concurrent.o $(BUILD)/libsmelt.a
 	$(CC) -o $@ $^ $(LDLIBS)
 
+# libFuzzer targets (tests/fuzz/): $(FUZZ_BUILD) holds the library built with coverage
+# instrumentation, ASan and UBSan (every UBSan finding aborts), and the two targets. (clang warns
+# about positional initializers that leave trailing fields zero, which gcc accepts and we use.)
+FUZZ_BUILD   = build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_CC      = clang -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+# Per input: 10 s, 2 GiB resident, no single allocation above 1 GiB.
+FUZZ_FLAGS   = -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 -print_final_stats=1
+FUZZ_TARGETS = fuzz_model fuzz_tensor
+
+$(BUILD)/fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/libsmelt.a
+	$(CC) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+# The targets' objects are kept (not intermediates), so a rebuild relinks only.
+.SECONDARY: $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/tests/fuzz/%.o)
+
+fuzz-build:
+	@env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL $(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) \
+	    CC="$(FUZZ_CC)" OPT="-O1 -g" EXTRA_CFLAGS=-Wno-missing-field-initializers $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/%)
+
+# Each target from its seed corpus (tests/fuzz/corpus_*, read-only) with its dictionary
+# (tests/fuzz/TARGET.dict) if any; new inputs go to $(FUZZ_BUILD)/corpus_*, a crash to
+# $(FUZZ_BUILD)/crash-*.
+fuzz: fuzz-build
+	@rc=0; for t in model tensor; do \
+	    mkdir -p $(FUZZ_BUILD)/corpus_$$t; \
+	    echo "fuzz_$$t: $(FUZZ_SECONDS) s"; \
+	    dict=; [ -f tests/fuzz/$$t.dict ] && dict=-dict=tests/fuzz/$$t.dict; \
+	    UBSAN_OPTIONS=print_stacktrace=1 $(FUZZ_BUILD)/fuzz_$$t $(FUZZ_FLAGS) $$dict -max_total_time=$(FUZZ_SECONDS) \
+	        -artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_BUILD)/corpus_$$t tests/fuzz/corpus_$$t || rc=1; \
+	done; exit $$rc
+
 unit: $(BUILD)/unit_tests
 	$(BUILD)/unit_tests
 
@@ -115,6 +148,6 @@ uninstall:
 	      $(LIBDIR)/$(SONAME) $(LIBDIR)/libsmelt.so $(LIBDIR)/pkgconfig/smelt.pc $(DESTDIR)$(PREFIX)/bin/smelt
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan
+	rm -rf $(BUILD) build-asan build-tsan $(FUZZ_BUILD)
 
 -include $(OBJS:.o=.d) $(TEST_OBJS:.o=.d)

@@ -13,6 +13,15 @@
 #                recurrent_cases.py (LSTM/GRU/RNN) and quantized_cases.py (integer and
 #                com.microsoft ops), then `smelt check` on each model, fused and --no-fuse (one
 #                test each)
+#   sanitize     the tool built with ASan + UBSan (build-asan/smelt; halt on the first report)
+#                through the cli tests, `smelt check` on every model of the models stage and
+#                every 10th test of the conformance must-pass list (the kernels' .so are built
+#                by the system cc as always, without sanitizers)
+#   fuzz         the libFuzzer targets of tests/fuzz/ built with clang in build-fuzz/: every
+#                file under tests/fuzz/regressions/TARGET/ replayed (one test each), then each
+#                target fuzzed for SMELT_FUZZ_SECONDS (default 40; one test each, failed by a
+#                crash, whose input is kept in build-fuzz/); skipped when clang or libFuzzer
+#                is absent
 #   conformance  scripts/conformance.py over the ONNX backend node tests; each test in
 #                tests/conformance/must_pass.txt counts as one test
 #   conf-debian  the same over Debian's libonnx-testdata (node tests of an older onnx release
@@ -29,7 +38,8 @@
 # stages; the exit status is 1 when M > 0.
 #
 # Environment: BUILD (default build), SMELT_TEST_JOBS (parallel jobs, default: online cores),
-# SMELT_CONFORMANCE_BUDGET (seconds for each conformance stage, default 2400).
+# SMELT_CONFORMANCE_BUDGET (seconds for each conformance stage, default 2400), SMELT_FUZZ_SECONDS
+# (seconds each fuzz target runs in the fuzz stage, default 40).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -205,6 +215,99 @@ if [ "$venv_ok" -eq 1 ]; then
         if [ "$verdict" = PASS ]; then ok; else bad "cli: $rest"; fi
     done < <(scripts/cli-tests.sh "$smelt" "$py" 2>&1)
 fi
+stage_end
+
+# ---- the tool under sanitizers ------------------------------------------------------------------
+# build-asan/smelt (the objects of the unit-asan stage) through the cli tests, the model tests and
+# a sample of the conformance must-pass list. The first sanitizer report ends the process with a
+# non-zero status, which each test counts as a failure; cli-tests.sh also greps for reports.
+stage_start sanitize
+san_t0=$SECONDS
+with_sanitizers() {
+    ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "$@"
+}
+if [ "$venv_ok" -ne 1 ]; then
+    bad "not run: no venv"
+elif env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -j"$jobs" BUILD=build-asan \
+        CC="cc -fsanitize=address,undefined -fno-omit-frame-pointer" OPT="-O1 -g" \
+        build-asan/smelt > build-asan/build-smelt.log 2>&1; then
+    while read -r verdict rest; do
+        if [ "$verdict" = PASS ]; then ok; else echo "$verdict $rest"; bad "cli (asan): $rest"; fi
+    done < <(with_sanitizers scripts/cli-tests.sh build-asan/smelt "$py" 2>&1)
+    echo "sanitize: cli tests done at $((SECONDS - san_t0)) s"
+    # Models get the stage's first 200 s; one not reached by then counts as failed (not run).
+    for dir in "$build"/models/*/ "$build"/models_quantized/*/; do
+        [ -d "$dir" ] || continue
+        dir="${dir%/}"
+        if [ $((SECONDS - san_t0)) -ge 200 ]; then bad "$(basename "$dir") (asan): not run, past the stage's budget"; continue; fi
+        out="$(with_sanitizers timeout 300 build-asan/smelt check "$dir" 2>&1)"; rc=$?
+        if [ "$rc" -eq 0 ]; then ok
+        else printf '%s\n' "$out" | tail -n 30; bad "$(basename "$dir") (asan, exit $rc)"; fi
+    done
+    echo "sanitize: model tests done at $((SECONDS - san_t0)) s"
+    awk 'NR % 10 == 1' tests/conformance/must_pass.txt > build-asan/must_pass_sample.txt
+    out="$(with_sanitizers "$py" scripts/conformance.py --quiet --must-pass-only --jobs "$jobs" --smelt build-asan/smelt \
+           --must-pass build-asan/must_pass_sample.txt --results build-asan/conformance/results.txt \
+           --budget $((san_t0 + 290 - SECONDS > 60 ? san_t0 + 290 - SECONDS : 60)) 2>&1)"; rc=$?
+    printf '%s\n' "$out" | tail -n 30
+    counts="$(printf '%s\n' "$out" | sed -n 's/^must-pass: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p')"
+    if [ -n "$counts" ]; then
+        ok "${counts% *}"
+        s_failed=$((s_failed + ${counts#* }))
+    else
+        bad "scripts/conformance.py under sanitizers exited $rc without a verdict"
+    fi
+    echo "sanitize: $((SECONDS - san_t0)) s (build, cli, models, conformance sample)"
+else
+    tail -n 30 build-asan/build-smelt.log
+    bad "sanitizer build of the tool failed (build-asan/build-smelt.log)"
+fi
+stage_end
+
+# ---- fuzzing ------------------------------------------------------------------------------------
+# `make fuzz-build` (clang, libFuzzer, ASan + UBSan) into build-fuzz/; every regression input is
+# replayed through its target, then each target fuzzes from its seeds for a bounded time.
+stage_start fuzz
+fuzz_t0=$SECONDS
+fuzz_secs="${SMELT_FUZZ_SECONDS:-40}"
+fuzz_env=(env UBSAN_OPTIONS=print_stacktrace=1)
+if ! command -v clang > /dev/null ||
+   ! printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; return (int)n * 0; }\n' |
+        clang -fsanitize=fuzzer -x c - -o /dev/null > /dev/null 2>&1; then
+    echo "fuzz: skipped: clang with libFuzzer (-fsanitize=fuzzer) is not available"
+elif ! mkdir -p build-fuzz || ! env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -j"$jobs" fuzz-build \
+        > build-fuzz/build.log 2>&1; then
+    tail -n 30 build-fuzz/build.log
+    bad "make fuzz-build failed (build-fuzz/build.log)"
+else
+    echo "fuzz: built in $((SECONDS - fuzz_t0)) s"
+    for target in model tensor; do
+        for f in tests/fuzz/regressions/"$target"/*; do
+            [ -f "$f" ] || continue
+            out="$(timeout 60 "${fuzz_env[@]}" build-fuzz/fuzz_"$target" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 "$f" 2>&1)"; rc=$?
+            if [ "$rc" -eq 0 ]; then ok
+            else
+                printf '%s\n' "$out" | grep -m 12 "runtime error\|ERROR:\|^    #[0-9] \|SUMMARY"
+                bad "regression $f (exit $rc)"
+            fi
+        done
+    done
+    for target in model tensor; do
+        mkdir -p build-fuzz/corpus_"$target" build-fuzz/found
+        dict=()
+        [ -f tests/fuzz/"$target".dict ] && dict=(-dict=tests/fuzz/"$target".dict)
+        out="$(nice -n 5 "${fuzz_env[@]}" build-fuzz/fuzz_"$target" "${dict[@]}" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+               -max_total_time="$fuzz_secs" -print_final_stats=1 -artifact_prefix=build-fuzz/found/ \
+               build-fuzz/corpus_"$target" tests/fuzz/corpus_"$target" 2>&1)"; rc=$?
+        printf '%s\n' "$out" | grep "^stat::number_of_executed_units\|^stat::new_units_added" | sed "s|^|fuzz_$target: |"
+        if [ "$rc" -eq 0 ]; then ok
+        else
+            printf '%s\n' "$out" | grep -m 12 "runtime error\|ERROR:\|^    #[0-9] \|SUMMARY\|Test unit written"
+            bad "fuzz_$target found a crash (exit $rc; input under build-fuzz/found/)"
+        fi
+    done
+fi
+echo "fuzz: $((SECONDS - fuzz_t0)) s (build, regressions, fuzzing)"
 stage_end
 
 # ---- conformance ------------------------------------------------------------------------------

@@ -30,14 +30,20 @@ static bool dtype_held(int t)
 
 int64_t onnx_tensor_bytes(smelt_dtype dt, const ir_shape *shape, int64_t *numel)
 {
-    int64_t n = 1;
-    for (int i = 0; i < shape->rank; i++)
-        if (shape->dim[i] == 0) n = 0;
-    for (int i = 0; i < shape->rank && n; i++)
-        if (shape->dim[i] < 0 || __builtin_mul_overflow(n, shape->dim[i], &n)) return -1;
+    /* The product of the non-zero dims must fit too: a tensor of shape [0, 2^62, 4] holds nothing,
+     * but whoever multiplies its dims in order (smelt_tensor_numel, strides) would overflow. */
+    int64_t n = 1, nonzero = 1;
+    bool empty = false;
+    for (int i = 0; i < shape->rank; i++) {
+        if (shape->dim[i] < 0) return -1;
+        if (shape->dim[i] == 0) empty = true;
+        else if (__builtin_mul_overflow(nonzero, shape->dim[i], &nonzero)) return -1;
+    }
     int64_t bytes;
-    if (__builtin_mul_overflow(n, (int64_t)smelt_dtype_size(dt), &bytes) || (uint64_t)bytes > SIZE_MAX / 2)
+    if (__builtin_mul_overflow(nonzero, (int64_t)smelt_dtype_size(dt), &bytes) || (uint64_t)bytes > SIZE_MAX / 2)
         return -1;
+    if (empty) n = bytes = 0;
+    else n = nonzero;
     if (numel) *numel = n;
     return bytes;
 }

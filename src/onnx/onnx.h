@@ -101,6 +101,12 @@ smelt_status onnx_load_memory(const void *data, size_t size, const char *base_di
  * order npy, rank above 8). On error *out is zeroed. */
 smelt_status tensor_file_read(const char *path, smelt_tensor *out);
 
+/* tensor_file_read on `size` bytes at `data` (not kept): `name` names the
+ * tensor in messages, `base_dir` is where a TensorProto's external data lives
+ * (NULL: external data is refused). */
+smelt_status tensor_file_read_memory(const void *data, size_t size, const char *name, const char *base_dir,
+                                     smelt_tensor *out);
+
 /* Zeroed tensor data of `bytes` (at least 1), aligned to SMELT_ALIGN bytes,
  * freed with free(): what tensor_file_read and smelt_alloc hand out. */
 void *tensor_data_alloc(size_t bytes);
@@ -139,7 +145,9 @@ smelt_status onnx_tensor_fill(const struct Onnx__TensorProto *tp, const char *ba
                               const char *what, smelt_dtype dt, int64_t numel, void *dst,
                               size_t nbytes);
 
-/* Bytes of a tensor of `numel` elements of `dt`, or -1 when that overflows. */
+/* Bytes of a tensor of `shape` and `dt` (its element count in *numel), or -1
+ * when a dim is negative or the bytes overflow, counting the non-zero dims of
+ * an empty tensor too (so any order of multiplying its dims stays in range). */
 int64_t onnx_tensor_bytes(smelt_dtype dt, const ir_shape *shape, int64_t *numel);
 
 /* ---- shared by the importer and upgrade.c -------------------------------- */

@@ -126,25 +126,18 @@ static smelt_status npy_read(const char *path, const unsigned char *buf, size_t 
     return SMELT_OK;
 }
 
-static smelt_status pb_read(const char *path, const unsigned char *buf, size_t size, smelt_tensor *t)
+/* `base` is where external data lives (NULL: external data is refused). */
+static smelt_status pb_read(const char *path, const char *base, const unsigned char *buf, size_t size, smelt_tensor *t)
 {
     if (size == 0) return diag_fail(SMELT_ERR_IO, "'%s' is empty", path);
     Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, size, buf);
     if (!tp) return diag_fail(SMELT_ERR_IO, "'%s' is neither an npy file nor a serialized ONNX TensorProto", path);
-    char what[600], *dir = strdup(path);
+    char what[600];
     snprintf(what, sizeof what, "tensor file '%s'", path);
     smelt_dtype dt = SMELT_UNDEFINED;
     ir_shape s;
     int64_t numel = 0, bytes = 0;
-    smelt_status st = dir ? SMELT_OK : diag_fail(SMELT_ERR_NOMEM, "out of memory");
-    const char *base = ".";
-    if (!st) {
-        char *slash = strrchr(dir, '/');
-        if (slash == dir) slash[1] = 0;
-        else if (slash) *slash = 0;
-        if (slash) base = dir;
-        st = onnx_tensor_header(tp, base, what, &dt, &s);
-    }
+    smelt_status st = onnx_tensor_header(tp, base, what, &dt, &s);
     if (!st) {
         bytes = onnx_tensor_bytes(dt, &s, &numel);
         if (!(t->data = tensor_data_alloc((size_t)bytes))) st = diag_fail(SMELT_ERR_NOMEM, "out of memory reading '%s'", path);
@@ -156,8 +149,18 @@ static smelt_status pb_read(const char *path, const unsigned char *buf, size_t s
         t->rank = s.rank;
         memcpy(t->shape, s.dim, sizeof(int64_t) * (size_t)s.rank);
     }
-    free(dir);
     onnx__tensor_proto__free_unpacked(tp, NULL);
+    return st;
+}
+
+smelt_status tensor_file_read_memory(const void *data, size_t size, const char *name, const char *base_dir,
+                                     smelt_tensor *out)
+{
+    memset(out, 0, sizeof *out);
+    const unsigned char *buf = data;
+    smelt_status st = size >= 6 && memcmp(buf, NPY_MAGIC, 6) == 0 ? npy_read(name, buf, size, out)
+                                                                   : pb_read(name, base_dir, buf, size, out);
+    if (st) tensor_file_free(out);
     return st;
 }
 
@@ -167,10 +170,17 @@ smelt_status tensor_file_read(const char *path, smelt_tensor *out)
     unsigned char *buf;
     size_t size;
     TRY(read_all(path, &buf, &size));
-    smelt_status st = size >= 6 && memcmp(buf, NPY_MAGIC, 6) == 0 ? npy_read(path, buf, size, out)
-                                                                   : pb_read(path, buf, size, out);
+    /* External data of a .pb lives next to it. */
+    char *dir = strdup(path);
+    smelt_status st = dir ? SMELT_OK : diag_fail(SMELT_ERR_NOMEM, "out of memory");
+    if (!st) {
+        char *slash = strrchr(dir, '/');
+        if (slash == dir) slash[1] = 0;
+        else if (slash) *slash = 0;
+        st = tensor_file_read_memory(buf, size, path, slash ? dir : ".", out);
+    }
+    free(dir);
     free(buf);
-    if (st) tensor_file_free(out);
     return st;
 }
 

@@ -1066,6 +1066,8 @@ TEST(onnx_tensor_files_npy_variants_and_errors)
         {"{'descr': '<i4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1), }", "rank"},
         {"{'descr': '<i4', 'fortran_order': False, 'shape': (2,x), }", "malformed"},
         {"{'descr': '<i4', 'fortran_order': False }", "malformed"},
+        /* Empty, but its other dims multiply past int64 (found by tests/fuzz/fuzz_tensor). */
+        {"{'descr': '<i4', 'fortran_order': False, 'shape': (0,4611686018427387904,4), }", "too large"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         hl = strlen(bad[i][0]);
@@ -1081,6 +1083,18 @@ TEST(onnx_tensor_files_npy_variants_and_errors)
     CHECK_EQ_INT(read_bytes(path, "\xff\xff\xff", 3, &t), SMELT_ERR_IO);
     CHECK_EQ_INT(read_bytes(path, "", 0, &t), SMELT_ERR_IO);
     CHECK_EQ_INT(tensor_file_read("/nonexistent/x.npy", &t), SMELT_ERR_IO);
+
+    /* From memory: the same bytes give the same tensor; errors name the given name. */
+    hl = strlen(hdr);
+    memcpy(buf, "\x93NUMPY\x02\x00", 8);
+    buf[8] = (char)hl, buf[9] = buf[10] = buf[11] = 0;
+    memcpy(buf + 12, hdr, hl);
+    memcpy(buf + 12 + hl, v, sizeof v);
+    CHECK_EQ_INT(tensor_file_read_memory(buf, 12 + hl + sizeof v, "mem", NULL, &t), SMELT_OK);
+    CHECK(t.dtype == SMELT_I32 && t.rank == 1 && t.shape[0] == 2 && ((int32_t *)t.data)[0] == 7);
+    tensor_file_free(&t);
+    CHECK_EQ_INT(tensor_file_read_memory(buf, 12 + hl, "mem", NULL, &t), SMELT_ERR_IO);
+    CHECK_STR_HAS(smelt_last_error(), "'mem'");
 }
 
 /* ---- values vs shapes: a compiled program never answers with the values it was compiled with ---- */
