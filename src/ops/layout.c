@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/size.h"
 #include "ir/ir.h"
 #include "lower/lower.h"
 #include "ops/layout.h"
@@ -486,7 +487,8 @@ smelt_status infer_Split(ir_graph *g, int node)
         int64_t sum = 0;
         for (int i = 0; i < cnt; i++) {
             if (sizes[i] < 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "split size %lld is negative", (long long)sizes[i]);
-            sum += sizes[i];
+            if (!size_add(sum, sizes[i], &sum) || sum > dim)
+                return ir_node_fail(n, SMELT_ERR_SHAPE, "split sizes sum past axis %d's size %lld", axis, (long long)dim);
         }
         if (sum != dim)
             return ir_node_fail(n, SMELT_ERR_SHAPE, "split sizes sum to %lld, but axis %d of %s has size %lld",
