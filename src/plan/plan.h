@@ -112,6 +112,14 @@ struct fuse_plan;
  * barrier writes, or writes bytes it touches; the kernels between two
  * barriers may run at the same time. */
 smelt_status plan_barriers(const ir_graph *g, const struct fuse_plan *fp, const lower_program *lp, mem_plan *m);
+/* The bytes [*lo, *hi) of its slot (relative to the slot's start; an alias
+ * starts where its root does) that buffer b of kernel i may touch: its span
+ * (kir/spans.c), narrowed for a tensor its region writes only part of to the
+ * hull of the boxes it records (*box: the one box, when exactly one). False
+ * when it touches nothing (or is workgroup memory). */
+struct fuse_range;
+bool plan_buffer_range(const ir_graph *g, const struct fuse_plan *fp, const lower_program *lp, const mem_plan *m, int i,
+                       int b, int64_t *lo, int64_t *hi, const struct fuse_range **box);
 
 /* `smelt compile --emit plan`: totals, then every used slot's kind, offset,
  * size, live interval and what it aliases. */
