@@ -197,14 +197,14 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     if (p->stage == SMELT_STAGE_KIR) return SMELT_OK;
     p->locals = opt->locals == SMELT_LOCALS_REUSE ? LOCALS_REUSE
               : opt->locals == SMELT_LOCALS_HYBRID ? LOCALS_HYBRID : target->locals;
-    TRY(plan_build(p->g, &p->lp, &p->plan)); /* before emitting: in-place sets kir_buffer.alias_of */
+    TRY(plan_build(p->g, &p->lp, &p->plan)); /* before emitting: the emitter binds in-place buffers (plan.in_place_of) */
     TRY(plan_barriers(p->g, &p->fp, &p->lp, &p->plan));
     TRY(plan_commands_build(p->g, &p->fp, &p->lp, &p->plan, p->dev ? p->dev->ops->host_memory : target->host_memory, &p->cmds));
     if (opt->max_memory > 0 && p->plan.arena_bytes > opt->max_memory)
         return diag_fail(SMELT_ERR_NOMEM, "the memory plan needs %lld bytes of activations, over the limit of %lld bytes",
                          (long long)p->plan.arena_bytes, (long long)opt->max_memory);
     if (p->stage == SMELT_STAGE_PLAN) return SMELT_OK;
-    TRY(emit_program(p->lp.kernels, p->lp.n_kernels, lang, p->locals, &p->source));
+    TRY(emit_program(p->lp.kernels, p->lp.n_kernels, lang, p->locals, (const int *const *)p->plan.in_place_of, &p->source));
     double t2 = now_ms();
     if (p->stage == SMELT_STAGE_SOURCE) return SMELT_OK;
     TRY(p->dev->ops->build(p->dev, p->source, &p->module, &p->stats.cc_cached));

@@ -5,7 +5,7 @@
  *   compile: clone model graph → bind inputs → infer + fold → DCE →
  *            regions (fuse) → lower for the device's target (view nodes skipped:
  *            plan_node_is_view) → workgroup memory (smem) → plan (aliases,
- *            in-place: sets kir_buffer.alias_of) → command list → emit → build on the device
+ *            in-place: the plan's in_place_of table, given to the emitter) → command list → emit → build on the device
  *            → constants to the device
  *   run:     bind inputs → execute the command list plan/ built (copies,
  *            dispatches with their buffer tables, barriers; commands.h) →

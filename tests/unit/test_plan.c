@@ -313,8 +313,8 @@ TEST(plan_elementwise_chain_runs_in_place_in_one_buffer)
     CHECK_EQ_INT(m.arena_bytes, 4032);
     CHECK_EQ_INT(m.n_in_place, 3);
     CHECK(m.slots[4].alias == 1 && m.slots[4].in_place);
-    CHECK_EQ_INT(p.kernels[0]->bufs[1].alias_of, -1); /* reads the caller's input: not in place */
-    CHECK_EQ_INT(p.kernels[3]->bufs[1].alias_of, 0);
+    CHECK_EQ_INT(m.in_place_of[0][1], -1); /* reads the caller's input: not in place */
+    CHECK_EQ_INT(m.in_place_of[3][1], 0);
     plan_free(&m);
     lower_program_free(&p);
     arena_free(&a);
