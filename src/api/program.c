@@ -181,7 +181,7 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
         p->target.stream_min_bytes = rt_cc_stream_min_bytes();
     }
     target = &p->target;
-    p->g = ir_graph_clone(m->g);
+    p->g = ir_graph_clone_sharing_data(m->g); /* weights stay the model's: the model outlives its programs (smelt.h) */
     if (!p->g) return diag_fail(SMELT_ERR_NOMEM, "out of memory copying the model");
     TRY(graph_bind_inputs(p->g, n_inputs, inputs));
     TRY(record_inputs(p, m->g));

@@ -1,6 +1,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "api/program.h"
@@ -467,6 +468,17 @@ TEST(plan_program_views_in_place_and_no_allocation_in_run)
     CHECK_STR_HAS(smelt_last_error(), "limit of 4095 bytes");
     opt.max_memory = 4096;
     CHECK(smelt_program_compile(&model, &opt, 0, NULL, &p) == SMELT_OK);
+    /* Two programs from one model read its weight w in place: not copied. */
+    smelt_program *p2 = NULL;
+    CHECK(smelt_program_compile(&model, &opt, 0, NULL, &p2) == SMELT_OK);
+    for (int i = 0; p && p2 && i < 2; i++) {
+        const ir_graph *pg = (i ? p2 : p)->g;
+        int wt = -1;
+        for (int t = 0; t < pg->n_tensors; t++)
+            if (strcmp(pg->tensors[t].name, "w") == 0) wt = t;
+        CHECK(wt >= 0 && pg->tensors[wt].data == model.g->tensors[8].data);
+    }
+    smelt_program_free(p2);
     smelt_program_free(p);
     ir_graph_free(model.g);
     unsetenv("SMELT_CACHE_DIR");
