@@ -123,6 +123,9 @@ SMELT_API smelt_status smelt_model_load_file(const char *path, smelt_model **out
 /* Load from memory; `base_dir` (may be NULL) is where external data lives. */
 SMELT_API smelt_status smelt_model_load_memory(const void *data, size_t size,
                                      const char *base_dir, smelt_model **out);
+/* Free a model. Programs compiled from it read its weights in place (they
+ * are not copied: compiling a model twice does not double its weight memory),
+ * so free every program compiled from a model before the model. */
 SMELT_API void smelt_model_free(smelt_model *m);
 
 /* Graph inputs (initializers excluded) and outputs. In `info`, a symbolic
@@ -182,7 +185,9 @@ typedef struct smelt_program smelt_program;
  * `shape` operand of a Reshape fed by a graph input) their values are folded in
  * as constants too, so a program is specialised on them. Inputs with fully
  * static shapes need not be given; data pointers may be NULL when only the
- * shape is known, except for those shape-deciding inputs. */
+ * shape is known, except for those shape-deciding inputs. The program reads
+ * m's weights in place (constants no pass changes are not copied): m must
+ * outlive it. */
 SMELT_API smelt_status smelt_program_compile(const smelt_model *m, const smelt_options *opt,
                                    int n_inputs, const smelt_tensor *inputs,
                                    smelt_program **out);

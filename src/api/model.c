@@ -192,6 +192,7 @@ smelt_status smelt_program_dump(const smelt_program *p, const char *what, char *
         for (int i = 0; i < p->lp.n_kernels; i++) kir_dump(p->lp.kernels[i], f);
     } else if (strcmp(what, "plan") == 0) {
         plan_dump(p->g, &p->plan, f);
+        plan_commands_dump(&p->cmds, p->g, &p->lp, f);
     } else if (strcmp(what, "regions") == 0) {
         fuse_dump(p->g, &p->fp, f);
         if (p->stage == SMELT_STAGE_ALL || p->stage >= SMELT_STAGE_KIR) dump_spans(p, f);
@@ -204,10 +205,12 @@ smelt_status smelt_program_dump(const smelt_program *p, const char *what, char *
                    "lower bound:  %lld bytes (most bytes live during one kernel)\n"
                    "unplanned:    %lld bytes (sum of all intermediates)\n"
                    "aliases:      %d views, %d in-place\nbytes moved:  %lld per run\n"
-                   "barriers:     %d (kernels between two barriers may run together)\n",
+                   "barriers:     %d (kernels between two barriers may run together)\n"
+                   "commands:     %d (%d dispatches, %d copies of %lld bytes, %d barriers)\n",
                 p->g->n_nodes, p->fp.n_regions, p->lp.n_kernels, (long long)weights, (long long)mp->arena_bytes,
                 (long long)mp->lower_bound, (long long)mp->total_bytes, mp->n_views, mp->n_in_place,
-                (long long)p->stats.bytes_moved, mp->n_barriers);
+                (long long)p->stats.bytes_moved, mp->n_barriers, p->cmds.n_cmds, p->cmds.count[PLAN_CMD_DISPATCH],
+                p->cmds.count[PLAN_CMD_COPY], (long long)p->cmds.copy_bytes, p->cmds.count[PLAN_CMD_BARRIER]);
         int counts[OP_COUNT] = {0};
         for (int i = 0; i < p->g->n_nodes; i++) counts[p->g->nodes[i].op]++;
         fprintf(f, "ops:");

@@ -72,24 +72,26 @@ static smelt_status lower_all(smelt_program *p, const target_info *target)
     return SMELT_OK;
 }
 
+static int total_args(const plan_commands *c)
+{
+    int n = 0;
+    for (int i = 0; i < c->n_cmds; i++)
+        if (c->cmds[i].kind == PLAN_CMD_DISPATCH) n += c->cmds[i].n_args;
+    return n;
+}
+
 /* Device memory for every plan slot: the arena, and constants (bound in
  * place on host memory, else copied once). An alias shares its root's. */
 static smelt_status link_program(smelt_program *p)
 {
     const lower_program *lp = &p->lp;
     const rt_device_ops *ops = p->dev->ops;
-    int total = 0;
     p->fns = calloc((size_t)lp->n_kernels + 1, sizeof(rt_kernel *));
-    p->buf_start = calloc((size_t)lp->n_kernels + 1, sizeof(int));
-    for (int i = 0; i < lp->n_kernels; i++) {
-        p->buf_start[i] = total;
-        total += lp->kernels[i]->n_bufs;
-    }
-    p->buf_table = calloc((size_t)total + 1, sizeof(rt_arg));
+    p->buf_table = calloc((size_t)total_args(&p->cmds) + 1, sizeof(rt_arg));
     p->slot_mem = calloc((size_t)p->plan.n_slots + 1, sizeof(rt_arg));
     p->slot_ptr = calloc((size_t)p->plan.n_slots + 1, sizeof(void *));
-    p->host_out = calloc((size_t)p->g->n_outputs + 1, sizeof(void *));
-    if (!p->fns || !p->buf_start || !p->buf_table || !p->slot_mem || !p->slot_ptr || !p->host_out)
+    p->host_copy = calloc((size_t)p->plan.n_slots + 1, sizeof(void *));
+    if (!p->fns || !p->buf_table || !p->slot_mem || !p->slot_ptr || !p->host_copy)
         return diag_fail(SMELT_ERR_NOMEM, "out of memory");
     TRY(ops->alloc(p->dev, (size_t)p->plan.arena_bytes + PLAN_ALIGN, &p->mem));
     for (int s = 0; s < p->plan.n_slots; s++) {
@@ -116,9 +118,10 @@ static smelt_status link_program(smelt_program *p)
             p->slot_mem[s] = p->slot_mem[p->plan.slots[s].alias];
             p->slot_ptr[s] = p->slot_ptr[p->plan.slots[s].alias];
         }
-    for (int o = 0; o < p->g->n_outputs && !ops->host_memory; o++) {
-        int t = p->g->outputs[o];
-        if (p->plan.slots[t].kind == PLAN_ARENA && !(p->host_out[o] = malloc((size_t)p->plan.slots[t].bytes + 1)))
+    for (int ci = 0; ci < p->cmds.n_cmds; ci++) { /* host memory for what copies bring back */
+        const plan_cmd *c = &p->cmds.cmds[ci];
+        if (c->kind != PLAN_CMD_COPY || c->dst_device != PLAN_HOST || p->host_copy[c->dst.slot]) continue;
+        if (!(p->host_copy[c->dst.slot] = malloc((size_t)p->plan.slots[c->dst.slot].bytes + 1)))
             return diag_fail(SMELT_ERR_NOMEM, "out of memory");
     }
     for (int i = 0; i < lp->n_kernels; i++) {
@@ -178,7 +181,7 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
         p->target.stream_min_bytes = rt_cc_stream_min_bytes();
     }
     target = &p->target;
-    p->g = ir_graph_clone(m->g);
+    p->g = ir_graph_clone_sharing_data(m->g); /* weights stay the model's: the model outlives its programs (smelt.h) */
     if (!p->g) return diag_fail(SMELT_ERR_NOMEM, "out of memory copying the model");
     TRY(graph_bind_inputs(p->g, n_inputs, inputs));
     TRY(record_inputs(p, m->g));
@@ -194,13 +197,14 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     if (p->stage == SMELT_STAGE_KIR) return SMELT_OK;
     p->locals = opt->locals == SMELT_LOCALS_REUSE ? LOCALS_REUSE
               : opt->locals == SMELT_LOCALS_HYBRID ? LOCALS_HYBRID : target->locals;
-    TRY(plan_build(p->g, &p->lp, &p->plan)); /* before emitting: in-place sets kir_buffer.alias_of */
+    TRY(plan_build(p->g, &p->lp, &p->plan)); /* before emitting: the emitter binds in-place buffers (plan.in_place_of) */
     TRY(plan_barriers(p->g, &p->fp, &p->lp, &p->plan));
+    TRY(plan_commands_build(p->g, &p->fp, &p->lp, &p->plan, p->dev ? p->dev->ops->host_memory : target->host_memory, &p->cmds));
     if (opt->max_memory > 0 && p->plan.arena_bytes > opt->max_memory)
         return diag_fail(SMELT_ERR_NOMEM, "the memory plan needs %lld bytes of activations, over the limit of %lld bytes",
                          (long long)p->plan.arena_bytes, (long long)opt->max_memory);
     if (p->stage == SMELT_STAGE_PLAN) return SMELT_OK;
-    TRY(emit_program(p->lp.kernels, p->lp.n_kernels, lang, p->locals, &p->source));
+    TRY(emit_program(p->lp.kernels, p->lp.n_kernels, lang, p->locals, (const int *const *)p->plan.in_place_of, &p->source));
     double t2 = now_ms();
     if (p->stage == SMELT_STAGE_SOURCE) return SMELT_OK;
     TRY(p->dev->ops->build(p->dev, p->source, &p->module, &p->stats.cc_cached));
@@ -248,16 +252,16 @@ void smelt_program_free(smelt_program *p)
         if (p->module) ops->module_free(p->dev, p->module);
         rt_device_close(p->dev);
     }
-    for (int o = 0; p->host_out && o < p->g->n_outputs; o++) free(p->host_out[o]);
-    free(p->host_out);
+    for (int s = 0; p->host_copy && s < p->plan.n_slots; s++) free(p->host_copy[s]);
+    free(p->host_copy);
     free(p->slot_mem);
     free(p->source);
     free(p->fns);
     free(p->buf_table);
-    free(p->buf_start);
     free(p->slot_ptr);
     free(p->prof_ms);
     free(p->prof_calls);
+    plan_commands_free(&p->cmds);
     plan_free(&p->plan);
     fuse_free(&p->fp);
     lower_program_free(&p->lp);
@@ -318,10 +322,8 @@ static smelt_status bind_run_inputs(smelt_program *p, int n, const smelt_tensor 
             return diag_fail(SMELT_ERR_SHAPE, "input '%s': the program was compiled for %s%s; compile again for other shapes",
                              x->name, smelt_dtype_name(x->dtype), ir_shape_str(&x->shape, a, sizeof a));
         }
-        p->slot_ptr[t] = in->data;
+        p->slot_ptr[t] = in->data; /* a copy command uploads it where the device has its own memory */
         if (p->dev->ops->host_memory) p->slot_mem[t].mem = (rt_mem)(uintptr_t)in->data;
-        else if (p->slot_mem[t].mem)
-            TRY(p->dev->ops->upload(p->dev, p->slot_mem[t].mem, 0, in->data, (size_t)p->plan.slots[t].bytes));
     }
     for (int s = 0; s < p->plan.n_slots; s++) /* views of inputs are the caller's memory too */
         if (p->plan.slots[s].alias >= 0 && p->plan.slots[s].kind == PLAN_INPUT) {
@@ -331,41 +333,64 @@ static smelt_status bind_run_inputs(smelt_program *p, int n, const smelt_tensor 
     return SMELT_OK;
 }
 
-/* The command list: dispatch every kernel with its buffer table, with the
- * plan's barriers between them (plan/barriers.c), wait, and on devices
- * without host memory download the outputs. Profiling reads a clock around
- * each dispatch and waits for each kernel. */
+/* One command of the list (plan/commands.h). Profiling reads a clock
+ * around each dispatch and waits for it. */
+static smelt_status run_command(smelt_program *p, const plan_cmd *c, rt_arg *bufs)
+{
+    const rt_device_ops *ops = p->dev->ops;
+    switch (c->kind) {
+    case PLAN_CMD_DISPATCH: {
+        for (int b = 0; b < c->n_args; b++) {
+            int s = p->cmds.args[c->first_arg + b];
+            bufs[b] = s < 0 ? (rt_arg){0, -1} : p->slot_mem[s];
+        }
+        double t0 = p->prof_ms ? now_ms() : 0;
+        TRY(ops->dispatch(p->dev, p->fns[c->kernel], c->n_args, bufs, c->n_workgroups, c->wg_size));
+        if (p->prof_ms) {
+            TRY(ops->finish(p->dev));
+            p->prof_ms[c->kernel] += now_ms() - t0;
+            p->prof_calls[c->kernel]++;
+        }
+        return SMELT_OK;
+    }
+    case PLAN_CMD_COPY: {
+        size_t bytes = (size_t)(c->dst.hi - c->dst.lo);
+        if (c->src_device == PLAN_HOST && c->dst_device >= 0) {
+            const rt_arg *d = &p->slot_mem[c->dst.slot];
+            return ops->upload(p->dev, d->mem, (size_t)(d->offset + c->dst.lo), (const char *)p->slot_ptr[c->src.slot] + c->src.lo, bytes);
+        }
+        if (c->src_device >= 0 && c->dst_device == PLAN_HOST) {
+            const rt_arg *s = &p->slot_mem[c->src.slot];
+            TRY(ops->download(p->dev, s->mem, (size_t)(s->offset + c->src.lo), (char *)p->host_copy[c->dst.slot] + c->dst.lo, bytes));
+            p->slot_ptr[c->dst.slot] = p->host_copy[c->dst.slot];
+            return SMELT_OK;
+        }
+        return diag_fail(SMELT_ERR_INTERNAL, "copy between devices %d and %d: this runtime drives one device", c->src_device,
+                         c->dst_device);
+    }
+    case PLAN_CMD_BARRIER:
+        if (c->host) return ops->finish(p->dev);
+        return ops->barrier ? ops->barrier(p->dev) : SMELT_OK;
+    case PLAN_CMD_KIND_COUNT: break;
+    }
+    return diag_fail(SMELT_ERR_INTERNAL, "command of no kind");
+}
+
+/* Bind inputs → execute the command list → outputs (read by smelt_program_output). */
 smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tensor *inputs)
 {
     if (!p) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: no program");
     if (!p->dev) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: the program was compiled only up to a stage (stop_after)");
-    const rt_device_ops *ops = p->dev->ops;
     TRY(bind_run_inputs(p, n_inputs, inputs));
-    for (int i = 0; i < p->lp.n_kernels; i++) {
-        const kir_kernel *k = p->lp.kernels[i];
-        if (k->n_workgroups <= 0) continue;
-        rt_arg *bufs = p->buf_table + p->buf_start[i];
-        for (int b = 0; b < k->n_bufs; b++) bufs[b] = k->bufs[b].workgroup ? (rt_arg){0, -1} : p->slot_mem[k->bufs[b].tensor];
-        if ((!p->plan.barrier_before || p->plan.barrier_before[i]) && ops->barrier) TRY(ops->barrier(p->dev));
-        double t0 = p->prof_ms ? now_ms() : 0;
-        smelt_status st = ops->dispatch(p->dev, p->fns[i], k->n_bufs, bufs, k->n_workgroups, k->wg_size);
+    rt_arg *bufs = p->buf_table;
+    for (int i = 0; i < p->cmds.n_cmds; i++) {
+        const plan_cmd *c = &p->cmds.cmds[i];
+        smelt_status st = run_command(p, c, bufs);
         if (st) {
-            (void)ops->finish(p->dev); /* no held dispatch may run in the next run */
+            (void)p->dev->ops->finish(p->dev); /* no held dispatch may run in the next run */
             return st;
         }
-        if (p->prof_ms) {
-            TRY(ops->finish(p->dev));
-            p->prof_ms[i] += now_ms() - t0;
-            p->prof_calls[i]++;
-        }
-    }
-    TRY(ops->finish(p->dev));
-    for (int o = 0; o < p->g->n_outputs && !ops->host_memory; o++) {
-        int t = p->g->outputs[o];
-        if (!p->host_out[o]) continue;
-        TRY(ops->download(p->dev, p->slot_mem[t].mem, (size_t)p->slot_mem[t].offset, p->host_out[o],
-                          (size_t)p->plan.slots[t].bytes));
-        p->slot_ptr[t] = p->host_out[o];
+        if (c->kind == PLAN_CMD_DISPATCH) bufs += c->n_args;
     }
     return SMELT_OK;
 }

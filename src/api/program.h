@@ -5,12 +5,13 @@
  *   compile: clone model graph → bind inputs → infer + fold → DCE →
  *            regions (fuse) → lower for the device's target (view nodes skipped:
  *            plan_node_is_view) → workgroup memory (smem) → plan (aliases,
- *            in-place: sets kir_buffer.alias_of) → emit → build on the device
+ *            in-place: the plan's in_place_of table, given to the emitter) → command list → emit → build on the device
  *            → constants to the device
- *   run:     the command list: upload inputs → dispatch every kernel with
- *            its buffer table from the plan → finish → download outputs.
- *            On the CPU (host memory) inputs and constants are bound in
- *            place and outputs are views into the arena.
+ *   run:     bind inputs → execute the command list plan/ built (copies,
+ *            dispatches with their buffer tables, barriers; commands.h) →
+ *            outputs. On the CPU (host memory) the list has no copies:
+ *            inputs and constants are bound in place and outputs are views
+ *            into the arena.
  */
 #ifndef SMELT_API_PROGRAM_H
 #define SMELT_API_PROGRAM_H
@@ -19,6 +20,7 @@
 #include "ir/ir.h"
 #include "kir/locals.h"
 #include "lower/lower.h"
+#include "plan/commands.h"
 #include "plan/plan.h"
 #include "rt/device.h"
 
@@ -56,6 +58,7 @@ struct smelt_program {
     fuse_plan fp;
     lower_program lp;
     mem_plan plan;
+    plan_commands cmds;    /* what a run executes (plan/commands.h) */
     locals_strategy locals;
     target_info target;    /* what the kernels were lowered for, limits read off the device */
     int lang;              /* emit_lang of source */
@@ -65,9 +68,8 @@ struct smelt_program {
     rt_kernel **fns;       /* per kernel */
     rt_arg *slot_mem;      /* per plan slot: its device memory during a run */
     void **slot_ptr;       /* per plan slot: its bytes as the host sees them (outputs) */
-    void **host_out;       /* devices without host memory: per graph output, its downloaded copy */
-    rt_arg *buf_table;     /* all kernels' buffer tables, back to back */
-    int *buf_start;        /* per kernel: its first entry in buf_table */
+    void **host_copy;      /* per plan slot: host memory a copy command downloads it into, or NULL */
+    rt_arg *buf_table;     /* all dispatches' buffer tables, back to back (cmds.args order) */
     rt_mem mem;            /* the activation arena */
     double *prof_ms;       /* per kernel, while profiling is on; else NULL */
     int64_t *prof_calls;

@@ -152,7 +152,7 @@ int ir_graph_set_io(ir_graph *g, int n_in, const int *in, int n_out, const int *
     return 1;
 }
 
-ir_graph *ir_graph_clone(const ir_graph *src)
+static ir_graph *clone_graph(const ir_graph *src, bool share_data)
 {
     ir_graph *g = ir_graph_new();
     if (!g) return NULL;
@@ -162,7 +162,9 @@ ir_graph *ir_graph_clone(const ir_graph *src)
         if (t < 0) goto fail;
         ir_tensor *d = &g->tensors[t];
         for (int k = 0; k < IR_MAX_RANK; k++) d->dim_param[k] = arena_strdup(&g->arena, s->dim_param[k]);
-        if (s->data) {
+        if (s->data && share_data) {
+            d->data = s->data;
+        } else if (s->data) {
             size_t n = (size_t)ir_tensor_numel(s) * smelt_dtype_size(s->dtype);
             d->data = arena_memdup(&g->arena, s->data, n ? n : 1);
             if (!d->data) goto fail;
@@ -183,6 +185,9 @@ fail:
     ir_graph_free(g);
     return NULL;
 }
+
+ir_graph *ir_graph_clone(const ir_graph *g) { return clone_graph(g, false); }
+ir_graph *ir_graph_clone_sharing_data(const ir_graph *g) { return clone_graph(g, true); }
 
 smelt_status ir_graph_compact(ir_graph *g)
 {

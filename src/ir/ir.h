@@ -1,7 +1,8 @@
 /*
  * ir.h — the graph IR: tensors with static dtypes and shapes, nodes, attributes.
  *
- * A graph owns everything it points to: names, attributes and constant data
+ * A graph owns everything it points to (except the constant data of a copy
+ * made by ir_graph_clone_sharing_data): names, attributes and constant data
  * live in its arena; the tensor and node arrays grow with realloc. Tensors and
  * nodes are named by index (`int`), never by pointer, because the arrays move.
  *
@@ -95,6 +96,12 @@ ir_graph *ir_graph_new(void);
 void ir_graph_free(ir_graph *g);
 /* Deep copy (constant data included). NULL on OOM. */
 ir_graph *ir_graph_clone(const ir_graph *g);
+/* A copy whose constants point at g's data instead of copying it (what a
+ * program compiled from a model does: the weights stay the model's, once, for
+ * every program). g must outlive the copy, and nothing may write through a
+ * shared constant's data: passes that change a constant give its tensor new
+ * data (ir_tensor_alloc_data), as every pass does. NULL on OOM. */
+ir_graph *ir_graph_clone_sharing_data(const ir_graph *g);
 
 /* Add a tensor; returns its index or -1 on OOM. `shape` may be NULL (rank 0,
  * filled in later by shape inference). The name is copied. */

@@ -68,7 +68,7 @@ int kir_buffer_add(kir_kernel *k, smelt_dtype type, int64_t numel, int tensor, b
 {
     if (!grow(k, (void **)&k->bufs, &k->cap_bufs, k->n_bufs + 1, sizeof(kir_buffer))) return 0;
     k->bufs[k->n_bufs] = (kir_buffer){.type = type, .numel = numel, .tensor = tensor, .read = read, .written = written,
-                                      .alias_of = -1, .span_hi = numel};
+                                      .span_hi = numel};
     return k->n_bufs++;
 }
 

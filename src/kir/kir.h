@@ -41,8 +41,9 @@
  * Buffers are the kernel's parameters: each names a graph tensor (or a scratch
  * buffer) and says whether the kernel reads and/or writes it. Loads and stores
  * index a buffer with a linear element index. Parameter buffers do not overlap
- * (they are `restrict`), except a read buffer with alias_of set, which is the
- * same memory as the written buffer it names.
+ * (they are `restrict`), except where the memory plan makes a read buffer
+ * share a written one's memory (in place): the plan's table says which, and
+ * the emitter is given it (emit_program's `alias`).
  *
  * Building: kir_* functions append to the kernel being built. Arithmetic on
  * constants folds (x*1, x+0, c1+c2), so index expressions stay readable.
@@ -134,9 +135,6 @@ typedef struct kir_buffer {
     bool workgroup;       /* workgroup memory, not a parameter */
     bool promote_reuse;   /* smem: insert a barrier after the last read so the space can be reused */
     int64_t smem_offset;  /* smem: byte offset in the workgroup stack (set by kir/smem.c) */
-    int alias_of;         /* -1, or the written buffer of this kernel whose memory this read-only
-                           * buffer shares (in-place reuse, set by plan/plan.c): emitters bind it
-                           * to that buffer's pointer instead of a second `restrict` pointer */
     int64_t span_lo, span_hi; /* elements [lo, hi) the kernel may load or store (kir_spans) */
     int box_rank;         /* > 0: every access is a noted one (kir_note_access), and together they
                            * stay in the box [box_lo, box_hi) of the tensor's dims (kir_spans) */

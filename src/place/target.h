@@ -15,6 +15,7 @@
 #ifndef SMELT_PLACE_TARGET_H
 #define SMELT_PLACE_TARGET_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* How kir_locals_assign turns a kernel's values into local variables
@@ -31,6 +32,7 @@ typedef struct target_info {
     int64_t smem_limit;      /* bytes of workgroup memory per workgroup */
     locals_strategy locals;  /* default local-variable allocator */
     int64_t stream_min_bytes; /* outputs this large may be written by stream loops (kir.h); 0: never */
+    bool host_memory;        /* its buffers are host memory: inputs and constants are bound in place, no copies */
 } target_info;
 
 /* The rows, with portable defaults; the caller copies one and replaces the

@@ -60,41 +60,57 @@ static bool box_span(const ir_shape *s, const int64_t *lo, const int64_t *hi, in
     return true;
 }
 
+bool plan_buffer_range(const ir_graph *g, const struct fuse_plan *fp, const lower_program *lp, const mem_plan *m, int i,
+                       int b, int64_t *lo_out, int64_t *hi_out, const fuse_range **box_out)
+{
+    const kir_kernel *k = lp->kernels[i];
+    const kir_buffer *x = &k->bufs[b];
+    *box_out = NULL;
+    if (x->workgroup || x->tensor < 0 || x->tensor >= m->n_slots) return false;
+    if (x->span_hi <= x->span_lo) return false; /* touches none of it */
+    const plan_slot *r = &m->slots[plan_root(m, x->tensor)];
+    int64_t bes = (int64_t)smelt_dtype_size(x->type);
+    int64_t slo = x->span_lo * bes, shi = x->span_hi * bes;
+    /* Written only: narrowed to the hull of what its region records
+     * writing of it (every range of that tensor), if it records any. */
+    const fuse_region *reg = region_of(fp, lp, i);
+    int64_t lo = -1, hi = -1;
+    int n_boxes = 0;
+    for (int q = 0; x->written && !x->read && reg && x->tensor < g->n_tensors && q < reg->n_ranges; q++) {
+        const fuse_range *fr = &reg->ranges[q];
+        int64_t first, end, es = (int64_t)smelt_dtype_size(g->tensors[x->tensor].dtype);
+        if (fr->tensor != x->tensor) continue;
+        if (++n_boxes == 1) *box_out = fr;
+        if (!box_span(&g->tensors[x->tensor].shape, fr->lo, fr->hi, &first, &end)) continue;
+        if (lo < 0 || first * es < lo) lo = first * es;
+        if (end * es > hi) hi = end * es;
+    }
+    if (n_boxes != 1) *box_out = NULL;
+    if (lo >= 0 && hi > lo && hi <= r->bytes) {
+        if (lo > slo) slo = lo;
+        if (hi < shi) shi = hi;
+        if (shi <= slo) return false;
+    }
+    *lo_out = slo;
+    *hi_out = shi;
+    return true;
+}
+
 /* Kernel i's footprint in the arena, appended to *out (n spans). */
 static int footprint(const ir_graph *g, const fuse_plan *fp, const lower_program *lp, const mem_plan *m, int i,
                      span *out)
 {
     const kir_kernel *k = lp->kernels[i];
-    const fuse_region *reg = region_of(fp, lp, i);
     int n = 0;
     for (int b = 0; b < k->n_bufs; b++) {
         const kir_buffer *x = &k->bufs[b];
         if (x->workgroup || x->tensor < 0 || x->tensor >= m->n_slots) continue;
         const plan_slot *r = &m->slots[plan_root(m, x->tensor)];
         if (r->kind != PLAN_ARENA || r->bytes <= 0) continue;
-        if (x->span_hi <= x->span_lo) continue; /* touches none of it */
-        int64_t bes = (int64_t)smelt_dtype_size(x->type);
-        span s = {r->offset + x->span_lo * bes, r->offset + x->span_hi * bes, x->written, NULL};
-        /* Written only: narrowed to the hull of what its region records
-         * writing of it (every range of that tensor), if it records any. */
-        int64_t lo = -1, hi = -1;
-        int n_boxes = 0;
-        for (int q = 0; x->written && !x->read && reg && x->tensor < g->n_tensors && q < reg->n_ranges; q++) {
-            const fuse_range *fr = &reg->ranges[q];
-            int64_t first, end, es = (int64_t)smelt_dtype_size(g->tensors[x->tensor].dtype);
-            if (fr->tensor != x->tensor) continue;
-            if (++n_boxes == 1) s.box = fr;
-            if (!box_span(&g->tensors[x->tensor].shape, fr->lo, fr->hi, &first, &end)) continue;
-            if (lo < 0 || first * es < lo) lo = first * es;
-            if (end * es > hi) hi = end * es;
-        }
-        if (n_boxes != 1) s.box = NULL;
-        if (lo >= 0 && hi > lo && hi <= r->bytes) {
-            if (r->offset + lo > s.lo) s.lo = r->offset + lo;
-            if (r->offset + hi < s.hi) s.hi = r->offset + hi;
-            if (s.hi <= s.lo) continue;
-        }
-        out[n++] = s;
+        int64_t lo, hi;
+        const fuse_range *box;
+        if (!plan_buffer_range(g, fp, lp, m, i, b, &lo, &hi, &box)) continue;
+        out[n++] = (span){r->offset + lo, r->offset + hi, x->written, box};
     }
     return n;
 }

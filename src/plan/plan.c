@@ -102,7 +102,7 @@ static bool loads_match_store(const kir_kernel *k, int r, int st)
 }
 
 /* Make written buffer w of kernel ki (slot t) share the memory of root r, if allowed. */
-static bool try_in_place(mem_plan *m, kir_kernel *k, int ki, int w, int r)
+static bool try_in_place(mem_plan *m, const kir_kernel *k, int ki, int w, int r)
 {
     plan_slot *R = &m->slots[r], *T = &m->slots[k->bufs[w].tensor];
     if (R->kind != PLAN_ARENA || R->last != ki || R->bytes != T->bytes) return false;
@@ -115,7 +115,7 @@ static bool try_in_place(mem_plan *m, kir_kernel *k, int ki, int w, int r)
             return false;
     }
     for (int b = 0; b < k->n_bufs; b++)
-        if (!k->bufs[b].workgroup && plan_root(m, k->bufs[b].tensor) == r) k->bufs[b].alias_of = w;
+        if (!k->bufs[b].workgroup && plan_root(m, k->bufs[b].tensor) == r) m->in_place_of[ki][b] = w;
     int t = k->bufs[w].tensor;
     for (int s = 0; s < m->n_slots; s++)
         if (s == t || m->slots[s].alias == t) {
@@ -126,10 +126,10 @@ static bool try_in_place(mem_plan *m, kir_kernel *k, int ki, int w, int r)
     return true;
 }
 
-static void plan_in_place(mem_plan *m, lower_program *p)
+static void plan_in_place(mem_plan *m, const lower_program *p)
 {
     for (int ki = 0; ki < p->n_kernels; ki++) {
-        kir_kernel *k = p->kernels[ki];
+        const kir_kernel *k = p->kernels[ki];
         for (int w = 0; w < k->n_bufs; w++) {
             const kir_buffer *bw = &k->bufs[w];
             const plan_slot *T = &m->slots[bw->tensor];
@@ -231,14 +231,25 @@ static smelt_status place_arena(mem_plan *m)
 
 /* ---- building -------------------------------------------------------------------------- */
 
-smelt_status plan_build(const ir_graph *g, lower_program *p, mem_plan *out)
+smelt_status plan_build(const ir_graph *g, const lower_program *p, mem_plan *out)
 {
     memset(out, 0, sizeof *out);
     int n = g->n_tensors + p->n_scratch;
     out->n_slots = n;
     out->n_kernels = p->n_kernels;
     out->slots = calloc((size_t)n + 1, sizeof(plan_slot));
-    if (!out->slots) return diag_fail(SMELT_ERR_NOMEM, "out of memory planning memory");
+    int n_bufs = 0;
+    for (int ki = 0; ki < p->n_kernels; ki++) n_bufs += p->kernels[ki]->n_bufs;
+    out->in_place_of = calloc((size_t)p->n_kernels + 1, sizeof(int *));
+    out->in_place_table = malloc(sizeof(int) * ((size_t)n_bufs + 1));
+    if (!out->slots || !out->in_place_of || !out->in_place_table) {
+        plan_free(out);
+        return diag_fail(SMELT_ERR_NOMEM, "out of memory planning memory");
+    }
+    for (int ki = 0, at = 0; ki < p->n_kernels; at += p->kernels[ki++]->n_bufs) {
+        out->in_place_of[ki] = out->in_place_table + at;
+        for (int b = 0; b < p->kernels[ki]->n_bufs; b++) out->in_place_of[ki][b] = -1;
+    }
     plan_slot *sl = out->slots;
     for (int s = 0; s < n; s++) {
         sl[s].first = p->n_kernels;
@@ -320,6 +331,8 @@ void plan_free(mem_plan *m)
 {
     free(m->slots);
     free(m->barrier_before);
+    free(m->in_place_of);
+    free(m->in_place_table);
     memset(m, 0, sizeof *m);
 }
 
@@ -344,9 +357,10 @@ static smelt_status verify_kernels(const mem_plan *m, const lower_program *p)
             for (int c = 0; c < k->n_bufs; c++) {
                 const kir_buffer *y = &k->bufs[c];
                 if (c == b || y->workgroup || !y->written || x->written) continue;
-                if (plan_root(m, y->tensor) == plan_root(m, x->tensor) && s->kind == PLAN_ARENA && x->alias_of != c)
+                if (plan_root(m, y->tensor) == plan_root(m, x->tensor) && s->kind == PLAN_ARENA &&
+                    (!m->in_place_of || m->in_place_of[ki][b] != c))
                     return diag_fail(SMELT_ERR_INTERNAL, "plan: kernel %d reads buffer %d and writes buffer %d, one memory, "
-                                     "without alias_of", ki, b, c);
+                                     "without an in-place entry", ki, b, c);
             }
         }
     }

@@ -31,8 +31,9 @@
  *     store and with the workgroup index. So each element is read and then
  *     overwritten by the same iteration, and no iteration reads an element
  *     another one wrote.
- * Such read buffers get kir_buffer.alias_of = w so the emitter binds them to
- * w's pointer instead of declaring two `restrict` pointers to one memory.
+ * Such read buffers get in_place_of[k][b] = w, the plan's own table, which the
+ * emitter is given (emit_program's `alias`) so it binds them to w's pointer
+ * instead of declaring two `restrict` pointers to one memory.
  *
  * Placement. Roots in the arena are placed largest first (ties: earlier
  * first); two placers are run and the smaller arena kept:
@@ -49,7 +50,7 @@
  * planning takes microseconds, so both run and the smaller arena is kept.
  *
  * requires: a lowered program whose lowering skipped view nodes.
- * modifies: kir_buffer.alias_of of in-place kernels.
+ * modifies: nothing of the lowered program (the plan's tables are its own).
  * guarantees: plan_verify passes.
  */
 #ifndef SMELT_PLAN_PLAN_H
@@ -89,6 +90,9 @@ typedef struct mem_plan {
     int64_t weight_bytes; /* constants read by kernels */
     int n_views, n_in_place;
     bool *barrier_before; /* per kernel, from plan_barriers: wait for earlier dispatches first */
+    int **in_place_of;    /* per kernel, per buffer: -1, or the written buffer of that kernel whose
+                           * memory this read-only buffer shares (in place) */
+    int *in_place_table;  /* the rows of in_place_of, back to back */
     int n_barriers;
 } mem_plan;
 
@@ -96,7 +100,7 @@ typedef struct mem_plan {
  * input 0's dtype (and is not a constant). Such nodes are not lowered. */
 bool plan_node_is_view(const ir_graph *g, int node);
 
-smelt_status plan_build(const ir_graph *g, lower_program *p, mem_plan *out);
+smelt_status plan_build(const ir_graph *g, const lower_program *p, mem_plan *out);
 /* The root slot whose memory slot s uses (s itself for a root). */
 static inline int plan_root(const mem_plan *m, int s) { return m->slots[s].alias >= 0 ? m->slots[s].alias : s; }
 void plan_free(mem_plan *m);
@@ -106,7 +110,7 @@ void plan_free(mem_plan *m);
  * fit inside it and are live only while it is. With p (may be NULL): every
  * kernel buffer fits its slot and lies in its live interval, and a read
  * buffer that shares memory with a written buffer of the same kernel has
- * alias_of set to it. */
+ * in_place_of naming it. */
 smelt_status plan_verify(const mem_plan *m, const lower_program *p);
 
 struct fuse_plan;
@@ -115,6 +119,14 @@ struct fuse_plan;
  * barrier writes, or writes bytes it touches; the kernels between two
  * barriers may run at the same time. */
 smelt_status plan_barriers(const ir_graph *g, const struct fuse_plan *fp, const lower_program *lp, mem_plan *m);
+/* The bytes [*lo, *hi) of its slot (relative to the slot's start; an alias
+ * starts where its root does) that buffer b of kernel i may touch: its span
+ * (kir/spans.c), narrowed for a tensor its region writes only part of to the
+ * hull of the boxes it records (*box: the one box, when exactly one). False
+ * when it touches nothing (or is workgroup memory). */
+struct fuse_range;
+bool plan_buffer_range(const ir_graph *g, const struct fuse_plan *fp, const lower_program *lp, const mem_plan *m, int i,
+                       int b, int64_t *lo, int64_t *hi, const struct fuse_range **box);
 
 /* `smelt compile --emit plan`: totals, then every used slot's kind, offset,
  * size, live interval and what it aliases. */

@@ -9,7 +9,8 @@
  * on CUDA. The program (api/program.c) drives every device the same way:
  *
  *     open → build(source) → kernel(name)... → alloc + upload(constants)
- *     per run: upload(inputs) → dispatch... → finish → download(outputs)
+ *     per run: the command list of plan/commands.h — copy (upload/download),
+ *              dispatch and barrier (barrier, or finish where the host waits)
  *
  * On a device with `host_memory` (the CPU) an rt_mem is a host pointer, so
  * the program binds constants and inputs in place instead of copying them.

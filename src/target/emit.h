@@ -33,13 +33,17 @@ typedef enum emit_lang {
     EMIT_LANG_COUNT
 } emit_lang;
 
-/* Append kernel k to sb. */
-smelt_status emit_kernel(strbuf *sb, const kir_kernel *k, emit_lang lang, locals_strategy s);
+/* Append kernel k to sb. `alias` (NULL: none) is what the memory plan
+ * decided about in-place reuse, per buffer of k: -1, or the written buffer
+ * whose memory this read-only buffer shares; such a buffer is bound to that
+ * buffer's pointer instead of a second `restrict` pointer to one memory. */
+smelt_status emit_kernel(strbuf *sb, const kir_kernel *k, emit_lang lang, locals_strategy s, const int *alias);
 
 /* A whole translation unit: prelude (includes, helpers such as erf and
- * round-half-even) and every kernel in order. Returns malloc'd text in *out. */
+ * round-half-even) and every kernel in order; alias[i] is kernel i's table
+ * for emit_kernel (alias NULL: no in-place reuse). Returns malloc'd text in *out. */
 smelt_status emit_program(kir_kernel *const *kernels, int n, emit_lang lang, locals_strategy s,
-                          char **out);
+                          const int *const *alias, char **out);
 
 /* Name of kernel k's function ("smelt_k3") into buf. */
 const char *emit_kernel_name(const kir_kernel *k, char *buf, size_t cap);

@@ -480,6 +480,9 @@ static bool val_used(const emitter *e, kir_op op)
 /* Threads of a workgroup share its parallel loops (GPU dialects only). */
 static bool threaded(const emitter *e) { return e->d->group_id && e->k->wg_size > 1; }
 
+/* The written buffer whose memory buffer b shares (the plan's in-place table), or -1. */
+static int alias_of(const emitter *e, int b) { return e->alias ? e->alias[b] : -1; }
+
 static void emit_params(emitter *e)
 {
     const kir_kernel *k = e->k;
@@ -522,7 +525,7 @@ static void emit_header(emitter *e)
     emit_params(e);
     int n_bound = 0;
     for (int b = 0; b < k->n_bufs; b++) {
-        if (k->bufs[b].workgroup || !buffer_used(k, b) || k->bufs[b].alias_of >= 0) continue;
+        if (k->bufs[b].workgroup || !buffer_used(k, b) || alias_of(e, b) >= 0) continue;
         n_bound++;
         const char *q = k->bufs[b].written ? "" : "const ";
         const char *t = ctypes[k->bufs[b].type].name;
@@ -547,10 +550,10 @@ static void emit_header(emitter *e)
     }
     /* In-place: a pointer based on the written buffer's, so one object has one restrict pointer. */
     for (int b = 0; b < k->n_bufs; b++) {
-        if (!buffer_used(k, b) || k->bufs[b].alias_of < 0) continue;
+        if (!buffer_used(k, b) || alias_of(e, b) < 0) continue;
         n_bound++;
         const char *t = ctypes[k->bufs[b].type].name;
-        int w = k->bufs[b].alias_of;
+        int w = alias_of(e, b);
         const char *gs = e->d->global_space;
         if (!buffer_used(k, w) && e->d->params == PARAMS_TABLE)
             sb_printf(sb, "    %sconst %s *b%d = (%sconst %s *)bufs[%d];\n", gs, t, b, gs, t, b);
@@ -632,7 +635,7 @@ static smelt_status emit_body(emitter *e)
                 break;
             }
             ilv_loop il;
-            if (e->d->host_simd && i > plain_until && emit_ilv_loop(k, i, &il)) {
+            if (e->d->host_simd && i > plain_until && emit_ilv_loop(k, e->alias, i, &il)) {
                 TRY(emit_put_ilv_loop(e, i, &il, ind, depth));
                 streamed |= il.stream >= 0;
                 vec_end = plain_until = il.end;
@@ -714,7 +717,7 @@ static smelt_status emit_body(emitter *e)
     return SMELT_OK;
 }
 
-smelt_status emit_kernel(strbuf *sb, const kir_kernel *k, emit_lang lang, locals_strategy s)
+smelt_status emit_kernel(strbuf *sb, const kir_kernel *k, emit_lang lang, locals_strategy s, const int *alias)
 {
     if ((unsigned)lang >= EMIT_LANG_COUNT)
         return diag_fail(SMELT_ERR_UNSUPPORTED, "kernel %d: no emitter for this language", k->id);
@@ -736,7 +739,7 @@ smelt_status emit_kernel(strbuf *sb, const kir_kernel *k, emit_lang lang, locals
 
     arena a;
     arena_init(&a);
-    emitter e = {.sb = sb, .k = k, .d = &dialects[lang], .copy = -1};
+    emitter e = {.sb = sb, .k = k, .alias = alias, .d = &dialects[lang], .copy = -1};
     smelt_status st = kir_locals_assign(k, s, &a, &e.loc);
     e.loop_depth = arena_alloc(&a, ((size_t)k->n_vals + 1) * sizeof(int));
     e.uses = arena_alloc(&a, ((size_t)k->n_vals + 1) * sizeof(int));
@@ -754,7 +757,8 @@ smelt_status emit_kernel(strbuf *sb, const kir_kernel *k, emit_lang lang, locals
     return st;
 }
 
-smelt_status emit_program(kir_kernel *const *kernels, int n, emit_lang lang, locals_strategy s, char **out)
+smelt_status emit_program(kir_kernel *const *kernels, int n, emit_lang lang, locals_strategy s, const int *const *alias,
+                          char **out)
 {
     *out = NULL;
     if ((unsigned)lang >= EMIT_LANG_COUNT) return diag_fail(SMELT_ERR_UNSUPPORTED, "no emitter for this language");
@@ -780,7 +784,7 @@ smelt_status emit_program(kir_kernel *const *kernels, int n, emit_lang lang, loc
     if (vecs) sb_puts(&sb, emit_vec_helpers);
     for (int i = 0; i < n; i++) {
         sb_puts(&sb, "\n");
-        smelt_status st = emit_kernel(&sb, kernels[i], lang, s);
+        smelt_status st = emit_kernel(&sb, kernels[i], lang, s, alias ? alias[i] : NULL);
         if (st) {
             sb_free(&sb);
             return st;

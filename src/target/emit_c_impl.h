@@ -42,6 +42,7 @@ typedef struct dialect {
 typedef struct emitter {
     strbuf *sb;
     const kir_kernel *k;
+    const int *alias; /* per buffer: the written buffer it shares memory with, or -1; NULL: none (emit_kernel) */
     const dialect *d;
     kir_locals loc;
     int *loop_depth; /* per LOOPVAR value: nesting depth of its loop */
@@ -93,7 +94,7 @@ typedef struct ilv_loop {
     int row_store;           /* the vector loop's store the stream loop copies out, or -1 */
 } ilv_loop;
 /* Whether loop i is an interleaved loop (fills *l). */
-bool emit_ilv_loop(const kir_kernel *k, int i, ilv_loop *l);
+bool emit_ilv_loop(const kir_kernel *k, const int *alias, int i, ilv_loop *l);
 /* Loop i's interleaved form and the `#else` before its plain form (emit_c.c
  * writes the plain loop, without vector forms inside, and the `#endif`). */
 smelt_status emit_put_ilv_loop(emitter *e, int i, const ilv_loop *l, int ind, int depth);

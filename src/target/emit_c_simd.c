@@ -356,14 +356,14 @@ static bool ilv_apart(const kir_kernel *k, kir_val at, int i)
 }
 
 /* Whether buffer b is one of the n stored buffers st[] or aliases one. */
-static bool ilv_stored(const kir_kernel *k, const int *st, int n, int b)
+static bool ilv_stored(const int *alias, const int *st, int n, int b)
 {
     for (int x = 0; x < n; x++)
-        if (st[x] == b || k->bufs[b].alias_of == st[x]) return true;
+        if (st[x] == b || (alias && alias[b] == st[x])) return true;
     return false;
 }
 
-bool emit_ilv_loop(const kir_kernel *k, int i, ilv_loop *l)
+bool emit_ilv_loop(const kir_kernel *k, const int *alias, int i, ilv_loop *l)
 {
     const kir_stmt *s = &k->stmts[i];
     if (s->kind != KS_LOOP_BEGIN || s->parallel || s->stream || k->wg_size != 1 || !kir_is_const(k, s->step) ||
@@ -397,13 +397,13 @@ bool emit_ilv_loop(const kir_kernel *k, int i, ilv_loop *l)
             l->row_store = j;
             continue;
         }
-        if (n == ILV_MAX_STORED || ilv_stored(k, stored, n, t->buf) || !ilv_apart(k, t->idx, i)) return false;
+        if (n == ILV_MAX_STORED || ilv_stored(alias, stored, n, t->buf) || !ilv_apart(k, t->idx, i)) return false;
         stored[n++] = t->buf;
     }
     if (l->stream >= 0) {
         if (l->row_store < 0) return false;
         int row = l->copy_out.row, st = l->copy_out.store;
-        if (row != k->stmts[l->row_store].buf || n == ILV_MAX_STORED || ilv_stored(k, stored, n, k->stmts[st].buf) ||
+        if (row != k->stmts[l->row_store].buf || n == ILV_MAX_STORED || ilv_stored(alias, stored, n, k->stmts[st].buf) ||
             !ilv_apart(k, k->stmts[st].idx, i))
             return false;
         stored[n++] = k->stmts[st].buf;
@@ -421,7 +421,7 @@ bool emit_ilv_loop(const kir_kernel *k, int i, ilv_loop *l)
     for (int j = i + 1; j < l->end; j++) {
         if (j == l->stream) j = l->copy_out.end;
         const kir_stmt *t = &k->stmts[j];
-        if (t->kind == KS_DEF && k->vals[t->val].op == KIR_LOAD && ilv_stored(k, stored, n, k->vals[t->val].buf))
+        if (t->kind == KS_DEF && k->vals[t->val].op == KIR_LOAD && ilv_stored(alias, stored, n, k->vals[t->val].buf))
             return false;
     }
     return n > 0;

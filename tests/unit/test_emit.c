@@ -294,7 +294,7 @@ static void check_against_interpreter(kir_kernel *const *ks, int n, locals_strat
         return;
     }
     char *src = NULL;
-    CHECK_EQ_INT(emit_program(ks, n, EMIT_C, s, &src), SMELT_OK);
+    CHECK_EQ_INT(emit_program(ks, n, EMIT_C, s, NULL, &src), SMELT_OK);
     if (!src) return;
     char dir[64];
     CHECK(scratch_begin(dir, sizeof dir));
@@ -337,7 +337,7 @@ static char *emit_one(const kir_kernel *k, locals_strategy s)
 {
     strbuf sb;
     sb_init(&sb);
-    CHECK_EQ_INT(emit_kernel(&sb, k, EMIT_C, s), SMELT_OK);
+    CHECK_EQ_INT(emit_kernel(&sb, k, EMIT_C, s, NULL), SMELT_OK);
     return sb_take(&sb);
 }
 
@@ -447,10 +447,10 @@ TEST(emit_c_refuses_threads)
     k->wg_size = 64;
     strbuf sb;
     sb_init(&sb);
-    CHECK_EQ_INT(emit_kernel(&sb, k, EMIT_C, LOCALS_REUSE), SMELT_ERR_UNSUPPORTED);
+    CHECK_EQ_INT(emit_kernel(&sb, k, EMIT_C, LOCALS_REUSE, NULL), SMELT_ERR_UNSUPPORTED);
     sb_free(&sb);
     char *out = NULL;
-    CHECK_EQ_INT(emit_program(&k, 1, EMIT_C, LOCALS_REUSE, &out), SMELT_ERR_UNSUPPORTED);
+    CHECK_EQ_INT(emit_program(&k, 1, EMIT_C, LOCALS_REUSE, NULL, &out), SMELT_ERR_UNSUPPORTED);
     CHECK(out == NULL);
     arena_free(&a);
 }
@@ -475,7 +475,7 @@ TEST(emit_program_prelude)
     arena_init(&a);
     kir_kernel *ks[2] = {k_chain(&a, 0), k_reduce(&a, 1)};
     char *src = NULL;
-    CHECK_EQ_INT(emit_program(ks, 2, EMIT_C, LOCALS_REUSE, &src), SMELT_OK);
+    CHECK_EQ_INT(emit_program(ks, 2, EMIT_C, LOCALS_REUSE, NULL, &src), SMELT_OK);
     CHECK_STR_HAS(src, "#include <math.h>\n#include <stdint.h>\n");
     CHECK_STR_HAS(src, "static inline float smelt_minf(float a, float b)");
     CHECK_STR_HAS(src, "void smelt_k0(");
@@ -522,7 +522,7 @@ TEST(emit_inner_loop_vectorizes)
     kir_kernel *k = k_elementwise(&a, 0, "relu");
     for (int s = 0; s < 2; s++) {
         char *src = NULL;
-        CHECK_EQ_INT(emit_program(&k, 1, EMIT_C, s ? LOCALS_HYBRID : LOCALS_REUSE, &src), SMELT_OK);
+        CHECK_EQ_INT(emit_program(&k, 1, EMIT_C, s ? LOCALS_HYBRID : LOCALS_REUSE, NULL, &src), SMELT_OK);
         char dir[64];
         CHECK(scratch_begin(dir, sizeof dir));
         char *log = compile_strict(dir, src, true);
@@ -599,7 +599,7 @@ TEST(emit_vector_loops_match_interpreter)
     }
     CHECK_EQ_INT(kir_interpret(k, want), SMELT_OK);
     char *src = NULL;
-    CHECK_EQ_INT(emit_program(&k, 1, EMIT_C, LOCALS_HYBRID, &src), SMELT_OK);
+    CHECK_EQ_INT(emit_program(&k, 1, EMIT_C, LOCALS_HYBRID, NULL, &src), SMELT_OK);
     CHECK(src && strstr(src, "smelt_expf_v16(") && strstr(src, "#if defined(__AVX512F__)"));
     CHECK(src && strstr(src, "for (; i0 + 7 < 19; i0 += 8) {") && strstr(src, "smelt_v16_nabs(x"));
     CHECK(src && strstr(src, "smelt_expf_v16_le0(") && strstr(src, ", _mm512_set1_ps(-0.0f))"));
@@ -689,7 +689,7 @@ TEST(emit_interleaved_loops_match_interpreter)
         CHECK_EQ_INT(kir_verify(k), SMELT_OK);
         CHECK_EQ_INT(smem_assign(k, NULL), SMELT_OK);
         char *src = NULL;
-        CHECK_EQ_INT(emit_program(&k, 1, EMIT_C, LOCALS_HYBRID, &src), SMELT_OK);
+        CHECK_EQ_INT(emit_program(&k, 1, EMIT_C, LOCALS_HYBRID, NULL, &src), SMELT_OK);
         CHECK(src != NULL);
         if (!src) continue;
         CHECK(!!strstr(src, "smelt_stream_v16(&b1[") == cases[c].interleaved);

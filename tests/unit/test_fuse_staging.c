@@ -117,7 +117,7 @@ static int stream_loops(const smelt_program *p, bool *in_source)
     for (int i = 0; i < p->lp.n_kernels; i++)
         for (int s = 0; s < p->lp.kernels[i]->n_stmts; s++) n += p->lp.kernels[i]->stmts[s].stream;
     char *src = NULL;
-    CHECK(emit_program(p->lp.kernels, p->lp.n_kernels, EMIT_C, LOCALS_HYBRID, &src) == SMELT_OK);
+    CHECK(emit_program(p->lp.kernels, p->lp.n_kernels, EMIT_C, LOCALS_HYBRID, (const int *const *)p->plan.in_place_of, &src) == SMELT_OK);
     *in_source = src && strstr(src, "smelt_stream_f32(&b") && strstr(src, "_mm_sfence()");
     free(src);
     return n;

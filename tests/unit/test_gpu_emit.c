@@ -74,8 +74,8 @@ TEST(gpu_emit_two_reductions_reuse)
     CHECK_EQ_INT(r.total, 2 * W * 4);
     CHECK_EQ_INT(r.barriers_inserted, 1);
     char *cl = NULL, *cu = NULL;
-    CHECK_EQ_INT(emit_program(&k, 1, EMIT_OPENCL, LOCALS_HYBRID, &cl), SMELT_OK);
-    CHECK_EQ_INT(emit_program(&k, 1, EMIT_CUDA, LOCALS_REUSE, &cu), SMELT_OK);
+    CHECK_EQ_INT(emit_program(&k, 1, EMIT_OPENCL, LOCALS_HYBRID, NULL, &cl), SMELT_OK);
+    CHECK_EQ_INT(emit_program(&k, 1, EMIT_CUDA, LOCALS_REUSE, NULL, &cu), SMELT_OK);
     if (cl && cu) {
         CHECK_STR_HAS(cl, "__kernel void smelt_k7(__global const float *g0, long o0, __global float *g1, long o1");
         CHECK_STR_HAS(cl, "__local uchar smem[256]");

@@ -1,6 +1,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "api/program.h"
@@ -313,8 +314,8 @@ TEST(plan_elementwise_chain_runs_in_place_in_one_buffer)
     CHECK_EQ_INT(m.arena_bytes, 4032);
     CHECK_EQ_INT(m.n_in_place, 3);
     CHECK(m.slots[4].alias == 1 && m.slots[4].in_place);
-    CHECK_EQ_INT(p.kernels[0]->bufs[1].alias_of, -1); /* reads the caller's input: not in place */
-    CHECK_EQ_INT(p.kernels[3]->bufs[1].alias_of, 0);
+    CHECK_EQ_INT(m.in_place_of[0][1], -1); /* reads the caller's input: not in place */
+    CHECK_EQ_INT(m.in_place_of[3][1], 0);
     plan_free(&m);
     lower_program_free(&p);
     arena_free(&a);
@@ -467,6 +468,17 @@ TEST(plan_program_views_in_place_and_no_allocation_in_run)
     CHECK_STR_HAS(smelt_last_error(), "limit of 4095 bytes");
     opt.max_memory = 4096;
     CHECK(smelt_program_compile(&model, &opt, 0, NULL, &p) == SMELT_OK);
+    /* Two programs from one model read its weight w in place: not copied. */
+    smelt_program *p2 = NULL;
+    CHECK(smelt_program_compile(&model, &opt, 0, NULL, &p2) == SMELT_OK);
+    for (int i = 0; p && p2 && i < 2; i++) {
+        const ir_graph *pg = (i ? p2 : p)->g;
+        int wt = -1;
+        for (int t = 0; t < pg->n_tensors; t++)
+            if (strcmp(pg->tensors[t].name, "w") == 0) wt = t;
+        CHECK(wt >= 0 && pg->tensors[wt].data == model.g->tensors[8].data);
+    }
+    smelt_program_free(p2);
     smelt_program_free(p);
     ir_graph_free(model.g);
     unsetenv("SMELT_CACHE_DIR");

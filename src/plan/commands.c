@@ -1,0 +1,292 @@
+/*
+ * commands.c — building, checking and printing the command list (commands.h).
+ */
+#include "plan/commands.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/diag.h"
+
+static plan_cmd *push(plan_commands *c, plan_cmd_kind kind)
+{
+    plan_cmd *x = &c->cmds[c->n_cmds++];
+    memset(x, 0, sizeof *x);
+    x->kind = kind;
+    x->kernel = x->first_arg = x->first_range = -1;
+    c->count[kind]++;
+    return x;
+}
+
+static void push_copy(plan_commands *c, int src_device, int dst_device, int slot, int64_t bytes)
+{
+    plan_cmd *x = push(c, PLAN_CMD_COPY);
+    x->device = src_device == PLAN_HOST ? dst_device : src_device;
+    x->src_device = src_device;
+    x->dst_device = dst_device;
+    x->src = (plan_range){slot, 0, bytes, true, false};
+    x->dst = (plan_range){slot, 0, bytes, false, true};
+    c->copy_bytes += bytes;
+}
+
+smelt_status plan_commands_build(const ir_graph *g, const struct fuse_plan *fp, const lower_program *lp, const mem_plan *m,
+                                 bool host_memory, plan_commands *out)
+{
+    memset(out, 0, sizeof *out);
+    out->n_devices = 1;
+    int n_args = 0;
+    for (int i = 0; i < lp->n_kernels; i++) n_args += lp->kernels[i]->n_bufs;
+    out->cmds = calloc((size_t)m->n_slots + 2 * (size_t)lp->n_kernels + (size_t)g->n_outputs + 2, sizeof(plan_cmd));
+    out->args = calloc((size_t)n_args + 1, sizeof(int));
+    out->ranges = calloc((size_t)n_args + 1, sizeof(plan_range));
+    if (!out->cmds || !out->args || !out->ranges) {
+        plan_commands_free(out);
+        return diag_fail(SMELT_ERR_NOMEM, "out of memory building the command list");
+    }
+    /* Inputs into device memory, whole (every byte may be read). */
+    for (int s = 0; s < m->n_slots && !host_memory; s++)
+        if (m->slots[s].kind == PLAN_INPUT && m->slots[s].alias < 0 && m->slots[s].bytes > 0)
+            push_copy(out, PLAN_HOST, 0, s, m->slots[s].bytes);
+    int n_arg = 0, n_range = 0, n_dispatched = 0;
+    for (int i = 0; i < lp->n_kernels; i++) {
+        const kir_kernel *k = lp->kernels[i];
+        if (k->n_workgroups <= 0) continue;
+        if (m->barrier_before ? m->barrier_before[i] : n_dispatched > 0) push(out, PLAN_CMD_BARRIER);
+        plan_cmd *x = push(out, PLAN_CMD_DISPATCH);
+        x->kernel = i;
+        x->n_workgroups = k->n_workgroups;
+        x->wg_size = k->wg_size;
+        x->first_arg = n_arg;
+        x->n_args = k->n_bufs;
+        x->first_range = n_range;
+        for (int b = 0; b < k->n_bufs; b++) {
+            const kir_buffer *kb = &k->bufs[b];
+            out->args[n_arg++] = kb->workgroup ? -1 : kb->tensor;
+            int64_t lo, hi;
+            const struct fuse_range *box;
+            if (!plan_buffer_range(g, fp, lp, m, i, b, &lo, &hi, &box)) continue;
+            out->ranges[n_range++] = (plan_range){kb->tensor, lo, hi, kb->read, kb->written};
+        }
+        x->n_ranges = n_range - x->first_range;
+        n_dispatched++;
+    }
+    push(out, PLAN_CMD_BARRIER)->host = true;
+    /* Outputs the arena holds, back to the caller (once per slot). */
+    for (int o = 0; o < g->n_outputs && !host_memory; o++) {
+        int t = g->outputs[o];
+        bool seen = false;
+        for (int q = 0; q < o && !seen; q++) seen = g->outputs[q] == t;
+        if (!seen && m->slots[t].kind == PLAN_ARENA && m->slots[t].bytes > 0) push_copy(out, 0, PLAN_HOST, t, m->slots[t].bytes);
+    }
+    smelt_status st = plan_commands_verify(out, g, lp, m, host_memory);
+    if (st) plan_commands_free(out);
+    return st;
+}
+
+void plan_commands_free(plan_commands *c)
+{
+    free(c->cmds);
+    free(c->args);
+    free(c->ranges);
+    memset(c, 0, sizeof *c);
+}
+
+/* ---- checking -------------------------------------------------------------------------- */
+
+typedef struct touch {
+    int64_t lo, hi; /* arena bytes */
+    bool read, write;
+    int cmd;
+} touch;
+
+typedef struct checker {
+    const plan_commands *c;
+    const mem_plan *m;
+    bool *written;  /* [(device + 1) * n_slots + root]: device PLAN_HOST is row 0 */
+    touch *batch;   /* arena bytes touched since the last barrier (one device today: device 0's) */
+    int n_batch, cap_batch;
+} checker;
+
+static bool *written_at(checker *k, int device, int slot) { return &k->written[(size_t)(device + 1) * (size_t)k->m->n_slots + (size_t)slot]; }
+
+static smelt_status check_range(const checker *k, int ci, const plan_range *r)
+{
+    const mem_plan *m = k->m;
+    if (r->slot < 0 || r->slot >= m->n_slots)
+        return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d names slot %d, not a plan slot", ci, r->slot);
+    int64_t bytes = m->slots[plan_root(m, r->slot)].bytes;
+    if (r->lo < 0 || r->hi < r->lo || r->hi > bytes)
+        return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d touches bytes [%lld, %lld) of slot %d, outside its %lld bytes", ci,
+                         (long long)r->lo, (long long)r->hi, r->slot, (long long)bytes);
+    return SMELT_OK;
+}
+
+/* Range r of command ci on `device` against what other commands touched since the last barrier there. */
+static smelt_status check_batch(checker *k, int ci, int device, const plan_range *r)
+{
+    const plan_slot *s = &k->m->slots[plan_root(k->m, r->slot)];
+    if (device == PLAN_HOST || s->kind != PLAN_ARENA || r->hi <= r->lo) return SMELT_OK;
+    touch t = {s->offset + r->lo, s->offset + r->hi, r->read, r->write, ci};
+    for (int i = 0; i < k->n_batch; i++) {
+        const touch *u = &k->batch[i];
+        if (u->cmd == ci || u->lo >= t.hi || t.lo >= u->hi) continue;
+        if ((u->write && t.read) || (u->read && t.write))
+            return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d %s arena bytes [%lld, %lld) that command %d %s, with no barrier between",
+                             ci, t.read ? "reads" : "writes", (long long)t.lo, (long long)t.hi, u->cmd, u->write ? "writes" : "reads");
+    }
+    if (k->n_batch == k->cap_batch) {
+        int cap = k->cap_batch ? 2 * k->cap_batch : 64;
+        touch *nb = realloc(k->batch, sizeof(touch) * (size_t)cap);
+        if (!nb) return diag_fail(SMELT_ERR_NOMEM, "out of memory checking the command list");
+        k->batch = nb;
+        k->cap_batch = cap;
+    }
+    k->batch[k->n_batch++] = t;
+    return SMELT_OK;
+}
+
+static smelt_status check_read(checker *k, int ci, int device, const plan_range *r)
+{
+    if (r->hi > r->lo && !*written_at(k, device, plan_root(k->m, r->slot)))
+        return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d reads slot %d on device %d before anything writes it there", ci,
+                         r->slot, device);
+    return SMELT_OK;
+}
+
+static smelt_status check_dispatch(checker *k, int ci, const plan_cmd *x, const lower_program *lp)
+{
+    const plan_commands *c = k->c;
+    if (x->kernel < 0 || x->kernel >= lp->n_kernels)
+        return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d dispatches kernel %d, not a kernel", ci, x->kernel);
+    const kir_kernel *kk = lp->kernels[x->kernel];
+    if (x->n_args != kk->n_bufs || x->first_arg < 0 || x->n_workgroups <= 0 || x->n_ranges < 0 || x->first_range < 0)
+        return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d does not match kernel %d's buffers and workgroups", ci, x->kernel);
+    for (int b = 0; b < kk->n_bufs; b++)
+        if (c->args[x->first_arg + b] != (kk->bufs[b].workgroup ? -1 : kk->bufs[b].tensor))
+            return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d binds buffer %d of kernel %d to slot %d, not its own", ci, b,
+                             x->kernel, c->args[x->first_arg + b]);
+    const plan_range *rs = c->ranges + x->first_range;
+    for (int i = 0; i < x->n_ranges; i++) {
+        TRY(check_range(k, ci, &rs[i]));
+        bool self = false; /* a buffer it both reads and writes (an accumulator), or in place */
+        for (int j = 0; j < x->n_ranges && !self; j++)
+            self = rs[j].write && plan_root(k->m, rs[j].slot) == plan_root(k->m, rs[i].slot);
+        if (rs[i].read && !self) TRY(check_read(k, ci, x->device, &rs[i]));
+        TRY(check_batch(k, ci, x->device, &rs[i]));
+    }
+    for (int i = 0; i < x->n_ranges; i++)
+        if (rs[i].write) *written_at(k, x->device, plan_root(k->m, rs[i].slot)) = true;
+    return SMELT_OK;
+}
+
+static smelt_status check_copy(checker *k, int ci, const plan_cmd *x)
+{
+    int nd = k->c->n_devices;
+    if (x->src_device < PLAN_HOST || x->src_device >= nd || x->dst_device < PLAN_HOST || x->dst_device >= nd ||
+        x->src_device == x->dst_device)
+        return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d copies from device %d to device %d", ci, x->src_device,
+                         x->dst_device);
+    TRY(check_range(k, ci, &x->src));
+    TRY(check_range(k, ci, &x->dst));
+    if (x->src.hi - x->src.lo != x->dst.hi - x->dst.lo)
+        return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d copies %lld bytes into %lld", ci,
+                         (long long)(x->src.hi - x->src.lo), (long long)(x->dst.hi - x->dst.lo));
+    TRY(check_read(k, ci, x->src_device, &x->src));
+    plan_range src = x->src, dst = x->dst;
+    src.read = true, src.write = false, dst.read = false, dst.write = true;
+    TRY(check_batch(k, ci, x->src_device, &src));
+    TRY(check_batch(k, ci, x->dst_device, &dst));
+    *written_at(k, x->dst_device, plan_root(k->m, x->dst.slot)) = true;
+    return SMELT_OK;
+}
+
+smelt_status plan_commands_verify(const plan_commands *c, const ir_graph *g, const lower_program *lp, const mem_plan *m,
+                                  bool host_memory)
+{
+    (void)g;
+    if (c->n_devices < 1) return diag_fail(SMELT_ERR_INTERNAL, "commands: no device");
+    checker k = {c, m, calloc(((size_t)c->n_devices + 1) * (size_t)m->n_slots + 1, sizeof(bool)), NULL, 0, 0};
+    if (!k.written) return diag_fail(SMELT_ERR_NOMEM, "out of memory checking the command list");
+    for (int s = 0; s < m->n_slots; s++) {
+        plan_kind kind = m->slots[plan_root(m, s)].kind;
+        for (int d = PLAN_HOST; d < c->n_devices; d++)
+            if (kind == PLAN_CONST || (kind == PLAN_INPUT && (d == PLAN_HOST || host_memory))) *written_at(&k, d, s) = true;
+    }
+    smelt_status st = SMELT_OK;
+    int counts[PLAN_CMD_KIND_COUNT] = {0};
+    for (int ci = 0; ci < c->n_cmds && !st; ci++) {
+        const plan_cmd *x = &c->cmds[ci];
+        if (x->device < 0 || x->device >= c->n_devices) {
+            st = diag_fail(SMELT_ERR_INTERNAL, "commands: command %d runs on device %d, not one of the %d", ci, x->device, c->n_devices);
+            break;
+        }
+        if ((unsigned)x->kind >= PLAN_CMD_KIND_COUNT) {
+            st = diag_fail(SMELT_ERR_INTERNAL, "commands: command %d has no kind", ci);
+            break;
+        }
+        counts[x->kind]++;
+        if (x->kind == PLAN_CMD_DISPATCH) st = check_dispatch(&k, ci, x, lp);
+        else if (x->kind == PLAN_CMD_COPY) st = check_copy(&k, ci, x);
+        else k.n_batch = 0; /* one device: a barrier orders everything on it */
+    }
+    if (!st && (c->n_cmds == 0 || c->cmds[c->n_cmds - 1].kind != PLAN_CMD_BARRIER || !c->cmds[c->n_cmds - 1].host)) {
+        /* downloads may follow the last host barrier: they are synchronous */
+        bool ok = false;
+        for (int ci = c->n_cmds - 1; ci >= 0 && !ok; ci--) {
+            const plan_cmd *x = &c->cmds[ci];
+            if (x->kind == PLAN_CMD_BARRIER && x->host) ok = true;
+            else if (!(x->kind == PLAN_CMD_COPY && x->dst_device == PLAN_HOST)) break;
+        }
+        if (!ok) st = diag_fail(SMELT_ERR_INTERNAL, "commands: the list does not end with the host waiting (a host barrier, then only copies to the host)");
+    }
+    for (int i = 0; i < PLAN_CMD_KIND_COUNT && !st; i++)
+        if (counts[i] != c->count[i]) st = diag_fail(SMELT_ERR_INTERNAL, "commands: the counts of commands by kind are wrong");
+    free(k.written);
+    free(k.batch);
+    return st;
+}
+
+/* ---- printing -------------------------------------------------------------------------- */
+
+static const char *slot_name(const ir_graph *g, int s, char *buf, size_t cap)
+{
+    if (s < g->n_tensors) return g->tensors[s].name;
+    snprintf(buf, cap, "scratch%d", s - g->n_tensors);
+    return buf;
+}
+
+static void print_device(int d, FILE *f)
+{
+    if (d == PLAN_HOST) fprintf(f, "host");
+    else fprintf(f, "d%d", d);
+}
+
+void plan_commands_dump(const plan_commands *c, const ir_graph *g, const lower_program *lp, FILE *f)
+{
+    fprintf(f, "commands: %d (%d dispatches, %d copies of %lld bytes, %d barriers) on %d device%s\n", c->n_cmds,
+            c->count[PLAN_CMD_DISPATCH], c->count[PLAN_CMD_COPY], (long long)c->copy_bytes, c->count[PLAN_CMD_BARRIER],
+            c->n_devices, c->n_devices == 1 ? "" : "s");
+    char buf[32];
+    for (int ci = 0; ci < c->n_cmds; ci++) {
+        const plan_cmd *x = &c->cmds[ci];
+        fprintf(f, "  c%-4d d%d ", ci, x->device);
+        if (x->kind == PLAN_CMD_BARRIER) {
+            fprintf(f, "barrier%s\n", x->host ? " (host waits)" : "");
+        } else if (x->kind == PLAN_CMD_COPY) {
+            fprintf(f, "copy %s[%lld,%lld) ", slot_name(g, x->src.slot, buf, sizeof buf), (long long)x->src.lo, (long long)x->src.hi);
+            print_device(x->src_device, f);
+            fprintf(f, " -> ");
+            print_device(x->dst_device, f);
+            fprintf(f, " (%lld bytes)\n", (long long)(x->dst.hi - x->dst.lo));
+        } else {
+            const kir_kernel *k = lp->kernels[x->kernel];
+            fprintf(f, "dispatch k%d x%lld wg%d (%s)", k->id, (long long)x->n_workgroups, x->wg_size, k->comment ? k->comment : "");
+            for (int i = 0; i < x->n_ranges; i++) {
+                const plan_range *r = &c->ranges[x->first_range + i];
+                fprintf(f, " %s%s[%lld,%lld)", r->write ? (r->read ? "rw:" : "w:") : "r:", slot_name(g, r->slot, buf, sizeof buf),
+                        (long long)r->lo, (long long)r->hi);
+            }
+            fprintf(f, "\n");
+        }
+    }
+}
