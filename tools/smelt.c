@@ -301,6 +301,9 @@ static int fill_random(smelt_tensor *t)
         switch (t->dtype) {
         case SMELT_F32: ((float *)t->data)[i] = (float)(2 * r - 1); break;
         case SMELT_F64: ((double *)t->data)[i] = 2 * r - 1; break;
+        case SMELT_F16: case SMELT_BF16:
+            ((uint16_t *)t->data)[i] = smelt_float_to_half(t->dtype, (float)(2 * r - 1));
+            break;
         case SMELT_I64: ((int64_t *)t->data)[i] = (int64_t)(r * 4); break;
         case SMELT_I32: ((int32_t *)t->data)[i] = (int32_t)(r * 4); break;
         case SMELT_BOOL: ((uint8_t *)t->data)[i] = r < 0.5; break;
@@ -415,6 +418,8 @@ static int cmd_run(cli *c)
                 for (int64_t j = 0; j < n && j < 8; j++) {
                     if (y.dtype == SMELT_F32) printf(" %g", ((float *)y.data)[j]);
                     else if (y.dtype == SMELT_F64) printf(" %g", ((double *)y.data)[j]);
+                    else if (y.dtype == SMELT_F16 || y.dtype == SMELT_BF16)
+                        printf(" %g", smelt_half_to_float(y.dtype, ((uint16_t *)y.data)[j]));
                     else if (y.dtype == SMELT_I64) printf(" %lld", (long long)((int64_t *)y.data)[j]);
                 }
                 printf(n > 8 ? " ...\n" : "\n");
@@ -463,6 +468,7 @@ static double elem_as_double(const smelt_tensor *t, int64_t i)
     switch (t->dtype) {
     case SMELT_F32: return ((const float *)t->data)[i];
     case SMELT_F64: return ((const double *)t->data)[i];
+    case SMELT_F16: case SMELT_BF16: return smelt_half_to_float(t->dtype, ((const uint16_t *)t->data)[i]);
     case SMELT_I64: return (double)((const int64_t *)t->data)[i];
     case SMELT_I32: return ((const int32_t *)t->data)[i];
     case SMELT_I16: return ((const int16_t *)t->data)[i];
@@ -510,7 +516,9 @@ static int compare(const cli *c, const smelt_tensor *got, const smelt_tensor *wa
         double d = fabs(a - b), r = b != 0 ? d / fabs(b) : d;
         if (d > *max_abs) *max_abs = d;
         if (r > *max_rel) *max_rel = r;
-        double tol = (want->dtype == SMELT_F32 || want->dtype == SMELT_F64) ? c->atol + c->rtol * fabs(b) : 0;
+        bool real = want->dtype == SMELT_F32 || want->dtype == SMELT_F64 || want->dtype == SMELT_F16 ||
+                    want->dtype == SMELT_BF16;
+        double tol = real ? c->atol + c->rtol * fabs(b) : 0;
         if (d > tol) {
             if (ok) snprintf(why, cap, "element %lld: %.9g, expected %.9g", (long long)i, a, b);
             ok = 0;

@@ -17,7 +17,7 @@ static const char NPY_MAGIC[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 static const struct { smelt_dtype dt; const char *code; } npy_types[] = {
     {SMELT_F32, "f4"}, {SMELT_F64, "f8"}, {SMELT_I8, "i1"}, {SMELT_I16, "i2"}, {SMELT_I32, "i4"},
     {SMELT_I64, "i8"}, {SMELT_U8, "u1"}, {SMELT_U16, "u2"}, {SMELT_U32, "u4"}, {SMELT_U64, "u8"},
-    {SMELT_BOOL, "b1"},
+    {SMELT_BOOL, "b1"}, {SMELT_F16, "f2"}, /* bfloat16 has no npy type: .pb only */
 };
 
 static smelt_status read_all(const char *path, unsigned char **buf, size_t *size)

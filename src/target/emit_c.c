@@ -97,11 +97,43 @@ static const char prelude_helpers[] =
     "         : x < 0 ? (uint64_t)smelt_f2i64(x) : (uint64_t)x;\n"
     "}\n";
 
+/* float16 / bfloat16 buffers hold bits; values are float (core/half.h has the
+ * same functions, which the interpreter and constant folding use). */
+static const char half_helpers[] =
+    "static inline float smelt_u2f(uint32_t u) { union { uint32_t u; float f; } c; c.u = u; return c.f; }\n"
+    "static inline uint32_t smelt_f2u(float f) { union { uint32_t u; float f; } c; c.f = f; return c.u; }\n"
+    "static inline float smelt_h2f(uint16_t h)\n"
+    "{\n"
+    "    uint32_t s = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;\n"
+    "    if (e == 0x1f) return smelt_u2f(s | 0x7f800000u | (m << 13));\n"
+    "    if (e == 0) return (s ? -1.0f : 1.0f) * (float)m * 5.9604644775390625e-8f;\n"
+    "    return smelt_u2f(s | ((e + 112) << 23) | (m << 13));\n"
+    "}\n"
+    "static inline uint16_t smelt_f2h(float f)\n"
+    "{\n"
+    "    uint32_t x = smelt_f2u(f), s = (x >> 16) & 0x8000, a = x & 0x7fffffffu;\n"
+    "    if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00 | ((a >> 13) & 0x3ff));\n"
+    "    if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00);\n"
+    "    if (a >= 0x38800000u) {\n"
+    "        uint32_t r = a - 0x38000000u;\n"
+    "        r += 0xfff + ((r >> 13) & 1);\n"
+    "        return (uint16_t)(s | (r >> 13));\n"
+    "    }\n"
+    "    return (uint16_t)(s | (smelt_f2u(smelt_u2f(a) + 0.5f) - 0x3f000000u));\n"
+    "}\n"
+    "static inline float smelt_bf2f(uint16_t h) { return smelt_u2f((uint32_t)h << 16); }\n"
+    "static inline uint16_t smelt_f2bf(float f)\n"
+    "{\n"
+    "    uint32_t x = smelt_f2u(f);\n"
+    "    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);\n"
+    "    return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);\n"
+    "}\n";
+
 /* The helpers with "static inline" replaced by the dialect's qualifier. */
-static void put_helpers(strbuf *sb, const char *qual)
+static void put_helpers(strbuf *sb, const char *helpers, const char *qual)
 {
     static const char tok[] = "static inline";
-    for (const char *p = prelude_helpers, *q; *p; p = q + sizeof tok - 1) {
+    for (const char *p = helpers, *q; *p; p = q + sizeof tok - 1) {
         q = strstr(p, tok);
         if (!q) {
             sb_puts(sb, p);
@@ -118,11 +150,16 @@ static const struct {
     [SMELT_F32] = {"float", "f"},   [SMELT_F64] = {"double", "d"}, [SMELT_I8] = {"int8_t", "c"},
     [SMELT_U8] = {"uint8_t", "u"},  [SMELT_I16] = {"int16_t", "h"}, [SMELT_U16] = {"uint16_t", "w"},
     [SMELT_I32] = {"int32_t", "n"}, [SMELT_U32] = {"uint32_t", "m"}, [SMELT_I64] = {"int64_t", "l"},
-    [SMELT_U64] = {"uint64_t", "q"}, [SMELT_BOOL] = {"uint8_t", "p"},
+    [SMELT_U64] = {"uint64_t", "q"}, [SMELT_BOOL] = {"uint8_t", "p"}, [SMELT_F16] = {"float", "f"},
+    [SMELT_BF16] = {"float", "f"},
 };
 #define N_CTYPES ((int)(sizeof ctypes / sizeof ctypes[0]))
 
 static bool type_ok(smelt_dtype t) { return (int)t >= 0 && (int)t < N_CTYPES && ctypes[t].name; }
+/* A buffer's element type: float16 / bfloat16 buffers hold their bits. */
+static const char *buf_ctype(smelt_dtype t) { return kir_is_half(t) ? "uint16_t" : ctypes[t].name; }
+/* Values computed in float32: float, and float16 / bfloat16 widened. */
+static bool is_f32(smelt_dtype t) { return t == SMELT_F32 || kir_is_half(t); }
 static bool is_unsigned(smelt_dtype t)
 {
     return t == SMELT_U8 || t == SMELT_U16 || t == SMELT_U32 || t == SMELT_U64 || t == SMELT_BOOL;
@@ -214,7 +251,7 @@ void emit_put_val(emitter *e, kir_val v)
     if (e->copy >= 0 && put_copy_val(e, v)) return;
     switch (x->op) {
     case KIR_CONST:
-        if (kir_is_float(x->type)) put_float(e->sb, x->imm.f, x->type == SMELT_F32);
+        if (kir_is_float(x->type)) put_float(e->sb, x->imm.f, is_f32(x->type));
         else put_int(e->sb, e->d, x->type, emit_const_int(x));
         break;
     case KIR_WG: sb_puts(e->sb, "wg"); break;
@@ -285,8 +322,8 @@ static smelt_status unsupported(const emitter *e, const kir_value *x, smelt_dtyp
 static smelt_status put_float_expr(emitter *e, const kir_value *x, smelt_dtype ta)
 {
     strbuf *sb = e->sb;
-    const char *sfx = ta == SMELT_F32 ? e->d->f32_sfx : "";
-    bool own = ta == SMELT_F32 && e->d->own_math && (x->op == KIR_EXP || x->op == KIR_TANH || x->op == KIR_ERF);
+    const char *sfx = is_f32(ta) ? e->d->f32_sfx : "";
+    bool own = is_f32(ta) && e->d->own_math && (x->op == KIR_EXP || x->op == KIR_TANH || x->op == KIR_ERF);
     if (own) {
         sb_printf(sb, "smelt_%sf(", libm[x->op]);
         put_pattern(e, "%a)", x);
@@ -319,7 +356,7 @@ static smelt_status put_float_expr(emitter *e, const kir_value *x, smelt_dtype t
             put_pattern(e, max ? "(%a >= %b ? %a : %b)" : "(%a <= %b ? %a : %b)", x);
             return SMELT_OK;
         }
-        sb_printf(sb, "smelt_%s%s(", x->op == KIR_MIN ? "min" : "max", ta == SMELT_F32 ? "f" : "");
+        sb_printf(sb, "smelt_%s%s(", x->op == KIR_MIN ? "min" : "max", is_f32(ta) ? "f" : "");
         put_pattern(e, "%a, %b)", x);
         return SMELT_OK;
     }
@@ -409,7 +446,9 @@ static smelt_status put_int_expr(emitter *e, const kir_value *x, smelt_dtype ta)
 static smelt_status put_cast(emitter *e, const kir_value *x, smelt_dtype from)
 {
     smelt_dtype to = x->type;
-    if (to == SMELT_BOOL) put_pattern(e, "(%a != 0)", x);
+    if (to == SMELT_F16) put_pattern(e, "smelt_h2f(smelt_f2h((float)%a))", x);
+    else if (to == SMELT_BF16) put_pattern(e, "smelt_bf2f(smelt_f2bf((float)%a))", x);
+    else if (to == SMELT_BOOL) put_pattern(e, "(%a != 0)", x);
     else if (kir_is_float(to) || !kir_is_float(from)) put_pattern(e, "(%T)%a", x);
     else if (to == SMELT_U64) put_pattern(e, "smelt_f2u64(%a)", x);
     else if (to == SMELT_I64) put_pattern(e, "smelt_f2i64(%a)", x);
@@ -421,8 +460,8 @@ static smelt_status put_expr(emitter *e, const kir_value *x)
 {
     switch (x->op) {
     case KIR_LOAD:
-        sb_printf(e->sb, "b%d[", x->buf);
-        put_pattern(e, "%a]", x);
+        sb_printf(e->sb, "%sb%d[", x->type == SMELT_F16 ? "smelt_h2f(" : x->type == SMELT_BF16 ? "smelt_bf2f(" : "", x->buf);
+        put_pattern(e, kir_is_half(x->type) ? "%a])" : "%a]", x);
         return SMELT_OK;
     case KIR_VARGET: put_slot(e, e->loc.var_slot[x->var]); return SMELT_OK;
     case KIR_SELECT: put_pattern(e, "%a ? %b : %c", x); return SMELT_OK;
@@ -493,7 +532,7 @@ static void emit_params(emitter *e)
     for (int b = 0; b < k->n_bufs; b++) {
         if (k->bufs[b].workgroup) continue;
         const char *q = k->bufs[b].written ? "" : "const ";
-        const char *t = ctypes[k->bufs[b].type].name;
+        const char *t = buf_ctype(k->bufs[b].type);
         if (n++) sb_puts(sb, ", ");
         if (e->d->params == PARAMS_OFFSET)
             sb_printf(sb, "%s%s%s *g%d, long o%d", e->d->global_space, q, t, b, b);
@@ -514,7 +553,7 @@ static void emit_header(emitter *e)
         sb_puts(sb, "/* workgroup memory:");
         for (int b = 0; b < k->n_bufs; b++)
             if (k->bufs[b].workgroup)
-                sb_printf(sb, " b%d %s[%lld] at +%lld;", b, ctypes[k->bufs[b].type].name, (long long)k->bufs[b].numel,
+                sb_printf(sb, " b%d %s[%lld] at +%lld;", b, buf_ctype(k->bufs[b].type), (long long)k->bufs[b].numel,
                           (long long)k->bufs[b].smem_offset);
         sb_printf(sb, " peak %lld bytes, %lld without reuse */\n", (long long)k->smem_bytes,
                   (long long)smem_total_bytes(k));
@@ -525,7 +564,7 @@ static void emit_header(emitter *e)
         if (k->bufs[b].workgroup || !buffer_used(k, b) || k->bufs[b].alias_of >= 0) continue;
         n_bound++;
         const char *q = k->bufs[b].written ? "" : "const ";
-        const char *t = ctypes[k->bufs[b].type].name;
+        const char *t = buf_ctype(k->bufs[b].type);
         const char *gs = e->d->global_space;
         if (e->d->params == PARAMS_TABLE)
             sb_printf(sb, "    %s%s%s *%s b%d = (%s%s%s *)bufs[%d];\n", gs, q, t, e->d->restrict_kw, b, gs, q, t, b);
@@ -541,7 +580,7 @@ static void emit_header(emitter *e)
         sb_puts(sb, "\n");
         for (int b = 0; b < k->n_bufs; b++) {
             if (!k->bufs[b].workgroup || !buffer_used(k, b)) continue;
-            const char *t = ctypes[k->bufs[b].type].name, *ls = e->d->local_space;
+            const char *t = buf_ctype(k->bufs[b].type), *ls = e->d->local_space;
             sb_printf(sb, "    %s%s *b%d = (%s%s *)(smem + %lld);\n", ls, t, b, ls, t, (long long)k->bufs[b].smem_offset);
         }
     }
@@ -549,7 +588,7 @@ static void emit_header(emitter *e)
     for (int b = 0; b < k->n_bufs; b++) {
         if (!buffer_used(k, b) || k->bufs[b].alias_of < 0) continue;
         n_bound++;
-        const char *t = ctypes[k->bufs[b].type].name;
+        const char *t = buf_ctype(k->bufs[b].type);
         int w = k->bufs[b].alias_of;
         const char *gs = e->d->global_space;
         if (!buffer_used(k, w) && e->d->params == PARAMS_TABLE)
@@ -620,9 +659,10 @@ static smelt_status emit_body(emitter *e)
             sb_indent(sb, ind);
             sb_printf(sb, "b%d[", s->buf);
             emit_put_val(e, s->idx);
-            sb_puts(sb, "] = ");
+            smelt_dtype bt = k->bufs[s->buf].type;
+            sb_puts(sb, bt == SMELT_F16 ? "] = smelt_f2h(" : bt == SMELT_BF16 ? "] = smelt_f2bf(" : "] = ");
             emit_put_val(e, s->val);
-            sb_puts(sb, ";\n");
+            sb_puts(sb, kir_is_half(bt) ? ");\n" : ";\n");
             break;
         case KS_LOOP_BEGIN: {
             int end = s->stream && e->d->host_simd ? emit_put_stream(e, i, ind) : -1;
@@ -764,7 +804,13 @@ smelt_status emit_program(kir_kernel *const *kernels, int n, emit_lang lang, loc
               s == LOCALS_REUSE ? "reuse" : "hybrid");
     sb_puts(&sb, dialects[lang].prelude);
     sb_puts(&sb, "\n");
-    put_helpers(&sb, dialects[lang].fn_qual);
+    put_helpers(&sb, prelude_helpers, dialects[lang].fn_qual);
+    bool halves = false;
+    for (int i = 0; i < n && !halves; i++) {
+        for (int b = 0; b < kernels[i]->n_bufs; b++) halves |= kir_is_half(kernels[i]->bufs[b].type);
+        for (int v = 1; v < kernels[i]->n_vals; v++) halves |= kir_is_half(kernels[i]->vals[v].type);
+    }
+    if (halves) put_helpers(&sb, half_helpers, dialects[lang].fn_qual);
     if (dialects[lang].own_math) {
         sb_printf(&sb, "\n/* float32 exp, tanh and erf, as the interpreter computes them (kir/mathf.inc) */\n"
                        "#define SMELT_FN %s\n", dialects[lang].fn_qual);
