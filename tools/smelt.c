@@ -447,7 +447,18 @@ static bool path_join(char *buf, size_t cap, const char *dir, const char *name)
     return true;
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+/* Names in numeric order where they differ in a number: input_2.pb before
+ * input_10.pb, as the backend-test layout numbers a model's inputs. */
+static int cmp_str(const void *a, const void *b)
+{
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    while (*x && *x == *y && !(*x >= '0' && *x <= '9')) x++, y++;
+    if (*x >= '0' && *x <= '9' && *y >= '0' && *y <= '9') {
+        unsigned long long i = strtoull(x, NULL, 10), j = strtoull(y, NULL, 10);
+        if (i != j) return i < j ? -1 : 1;
+    }
+    return strcmp(x, y);
+}
 
 /* Sorted names in dir starting with prefix; returns count (<= cap). */
 static int list_dir(const char *dir, const char *prefix, char **names, int cap)
