@@ -407,7 +407,8 @@ static int cmd_run(cli *c)
             if (c->output_dir) {
                 char name[200], path[4096];
                 sanitize_name(y.name, name, sizeof name);
-                snprintf(path, sizeof path, "%s/%s.npy", c->output_dir, name);
+                /* bfloat16 has no npy type: a TensorProto file instead */
+                snprintf(path, sizeof path, "%s/%s.%s", c->output_dir, name, y.dtype == SMELT_BF16 ? "pb" : "npy");
                 if (smelt_tensor_save(path, &y)) rc = fail(path);
                 else printf("%s\n", path);
             } else {

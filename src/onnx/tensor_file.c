@@ -192,13 +192,14 @@ void tensor_file_free(smelt_tensor *t)
 
 /* ---- writing ------------------------------------------------------------- */
 
-static smelt_status tensor_check(const char *path, const smelt_tensor *t, int64_t *bytes)
+/* `pb`: a TensorProto file, which also holds bfloat16. */
+static smelt_status tensor_check(const char *path, const smelt_tensor *t, bool pb, int64_t *bytes)
 {
     ir_shape s = {.rank = t->rank};
     if (t->rank < 0 || t->rank > SMELT_MAX_RANK)
         return diag_fail(SMELT_ERR_INVALID_ARG, "writing '%s': rank %d is out of range", path, t->rank);
     memcpy(s.dim, t->shape, sizeof(int64_t) * (size_t)t->rank);
-    bool held = false;
+    bool held = pb && t->dtype == SMELT_BF16;
     for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++) held |= npy_types[i].dt == t->dtype;
     if (!held)
         return diag_fail(SMELT_ERR_UNSUPPORTED, "writing '%s': dtype %s is not supported", path,
@@ -244,7 +245,7 @@ static smelt_status write_atomic(const char *path, const void *head, size_t nhea
 smelt_status tensor_file_write_npy(const char *path, const smelt_tensor *t)
 {
     int64_t bytes;
-    TRY(tensor_check(path, t, &bytes));
+    TRY(tensor_check(path, t, false, &bytes));
     const char *code = "";
     for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
         if (npy_types[i].dt == t->dtype) code = npy_types[i].code;
@@ -271,7 +272,7 @@ smelt_status tensor_file_write_npy(const char *path, const smelt_tensor *t)
 smelt_status tensor_file_write_pb(const char *path, const smelt_tensor *t)
 {
     int64_t bytes;
-    TRY(tensor_check(path, t, &bytes));
+    TRY(tensor_check(path, t, true, &bytes));
     Onnx__TensorProto tp = ONNX__TENSOR_PROTO__INIT;
     int64_t dims[SMELT_MAX_RANK];
     memcpy(dims, t->shape, sizeof dims);
