@@ -271,6 +271,12 @@ static cell eval_cast(smelt_dtype to, smelt_dtype from, cell a)
     return r;
 }
 
+/* The element type buffer b holds in memory (see kir_buffer_elem_bytes). */
+static smelt_dtype mem_type(const kir_buffer *b)
+{
+    return b->workgroup && kir_is_half(b->type) ? SMELT_F32 : b->type;
+}
+
 static cell load(smelt_dtype t, const void *p, int64_t i)
 {
     cell r;
@@ -384,7 +390,7 @@ static smelt_status run(const kir_kernel *k, void *const *bufs, const int *match
                                          "kernel %d, workgroup %lld: load from buffer %d at index %lld "
                                          "outside [0, %lld)", k->id, (long long)wg, x->buf, (long long)i,
                                          (long long)k->bufs[x->buf].numel);
-                    *r = load(x->type, bufs[x->buf], i);
+                    *r = load(mem_type(&k->bufs[x->buf]), bufs[x->buf], i);
                     break;
                 }
                 case KIR_VARGET: *r = var[x->var]; break;
@@ -409,7 +415,7 @@ static smelt_status run(const kir_kernel *k, void *const *bufs, const int *match
                                      "kernel %d, workgroup %lld: store to buffer %d at index %lld "
                                      "outside [0, %lld)", k->id, (long long)wg, s->buf, (long long)i,
                                      (long long)k->bufs[s->buf].numel);
-                store(k->bufs[s->buf].type, bufs[s->buf], i, val[s->val]);
+                store(mem_type(&k->bufs[s->buf]), bufs[s->buf], i, val[s->val]);
                 break;
             }
             case KS_LOOP_BEGIN: {
@@ -458,7 +464,7 @@ smelt_status kir_interpret(const kir_kernel *k, void *const *caller_bufs)
     void **bufs = calloc((size_t)k->n_bufs + 1, sizeof(void *));
     if (!bufs) return diag_fail(SMELT_ERR_NOMEM, "kernel %d: out of memory interpreting", k->id);
     for (int b = 0; b < k->n_bufs; b++) {
-        bufs[b] = k->bufs[b].workgroup ? calloc((size_t)k->bufs[b].numel + 1, smelt_dtype_size(k->bufs[b].type) + 1)
+        bufs[b] = k->bufs[b].workgroup ? calloc((size_t)k->bufs[b].numel + 1, (size_t)kir_buffer_elem_bytes(&k->bufs[b]) + 1)
                                        : caller_bufs[b];
         if (k->bufs[b].workgroup && !bufs[b]) {
             for (int q = 0; q < b; q++)

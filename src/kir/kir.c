@@ -33,6 +33,11 @@ int kir_op_arity(kir_op op) { return (unsigned)op < KIR_OP_COUNT ? op_props[op].
 bool kir_is_float(smelt_dtype t) { return t == SMELT_F32 || t == SMELT_F64 || kir_is_half(t); }
 bool kir_is_half(smelt_dtype t) { return t == SMELT_F16 || t == SMELT_BF16; }
 
+int64_t kir_buffer_elem_bytes(const kir_buffer *b)
+{
+    return b->workgroup && kir_is_half(b->type) ? 4 : (int64_t)smelt_dtype_size(b->type);
+}
+
 static bool is_compare(kir_op op) { return op >= KIR_EQ && op <= KIR_GE; }
 
 static int grow(kir_kernel *k, void **arr, int *cap, int need, size_t elem)

@@ -156,8 +156,21 @@ static const struct {
 #define N_CTYPES ((int)(sizeof ctypes / sizeof ctypes[0]))
 
 static bool type_ok(smelt_dtype t) { return (int)t >= 0 && (int)t < N_CTYPES && ctypes[t].name; }
-/* A buffer's element type: float16 / bfloat16 buffers hold their bits. */
-static const char *buf_ctype(smelt_dtype t) { return kir_is_half(t) ? "uint16_t" : ctypes[t].name; }
+/* A buffer's element type: float16 / bfloat16 buffers hold their bits, except
+ * workgroup ones, which hold float (kir_buffer_elem_bytes). */
+static const char *buf_ctype(const kir_buffer *b)
+{
+    return kir_is_half(b->type) && !b->workgroup ? "uint16_t" : ctypes[b->type].name;
+}
+/* The conversion a load from / store to buffer b goes through, or NULL. */
+static const char *load_conv(const kir_buffer *b)
+{
+    return b->workgroup ? NULL : b->type == SMELT_F16 ? "smelt_h2f(" : b->type == SMELT_BF16 ? "smelt_bf2f(" : NULL;
+}
+static const char *store_conv(const kir_buffer *b)
+{
+    return b->workgroup ? NULL : b->type == SMELT_F16 ? "smelt_f2h(" : b->type == SMELT_BF16 ? "smelt_f2bf(" : NULL;
+}
 /* Values computed in float32: float, and float16 / bfloat16 widened. */
 static bool is_f32(smelt_dtype t) { return t == SMELT_F32 || kir_is_half(t); }
 static bool is_unsigned(smelt_dtype t)
@@ -459,10 +472,12 @@ static smelt_status put_cast(emitter *e, const kir_value *x, smelt_dtype from)
 static smelt_status put_expr(emitter *e, const kir_value *x)
 {
     switch (x->op) {
-    case KIR_LOAD:
-        sb_printf(e->sb, "%sb%d[", x->type == SMELT_F16 ? "smelt_h2f(" : x->type == SMELT_BF16 ? "smelt_bf2f(" : "", x->buf);
-        put_pattern(e, kir_is_half(x->type) ? "%a])" : "%a]", x);
+    case KIR_LOAD: {
+        const char *conv = load_conv(&e->k->bufs[x->buf]);
+        sb_printf(e->sb, "%sb%d[", conv ? conv : "", x->buf);
+        put_pattern(e, conv ? "%a])" : "%a]", x);
         return SMELT_OK;
+    }
     case KIR_VARGET: put_slot(e, e->loc.var_slot[x->var]); return SMELT_OK;
     case KIR_SELECT: put_pattern(e, "%a ? %b : %c", x); return SMELT_OK;
     case KIR_CAST: return put_cast(e, x, e->k->vals[x->a].type);
@@ -532,7 +547,7 @@ static void emit_params(emitter *e)
     for (int b = 0; b < k->n_bufs; b++) {
         if (k->bufs[b].workgroup) continue;
         const char *q = k->bufs[b].written ? "" : "const ";
-        const char *t = buf_ctype(k->bufs[b].type);
+        const char *t = buf_ctype(&k->bufs[b]);
         if (n++) sb_puts(sb, ", ");
         if (e->d->params == PARAMS_OFFSET)
             sb_printf(sb, "%s%s%s *g%d, long o%d", e->d->global_space, q, t, b, b);
@@ -553,7 +568,7 @@ static void emit_header(emitter *e)
         sb_puts(sb, "/* workgroup memory:");
         for (int b = 0; b < k->n_bufs; b++)
             if (k->bufs[b].workgroup)
-                sb_printf(sb, " b%d %s[%lld] at +%lld;", b, buf_ctype(k->bufs[b].type), (long long)k->bufs[b].numel,
+                sb_printf(sb, " b%d %s[%lld] at +%lld;", b, buf_ctype(&k->bufs[b]), (long long)k->bufs[b].numel,
                           (long long)k->bufs[b].smem_offset);
         sb_printf(sb, " peak %lld bytes, %lld without reuse */\n", (long long)k->smem_bytes,
                   (long long)smem_total_bytes(k));
@@ -564,7 +579,7 @@ static void emit_header(emitter *e)
         if (k->bufs[b].workgroup || !buffer_used(k, b) || k->bufs[b].alias_of >= 0) continue;
         n_bound++;
         const char *q = k->bufs[b].written ? "" : "const ";
-        const char *t = buf_ctype(k->bufs[b].type);
+        const char *t = buf_ctype(&k->bufs[b]);
         const char *gs = e->d->global_space;
         if (e->d->params == PARAMS_TABLE)
             sb_printf(sb, "    %s%s%s *%s b%d = (%s%s%s *)bufs[%d];\n", gs, q, t, e->d->restrict_kw, b, gs, q, t, b);
@@ -580,7 +595,7 @@ static void emit_header(emitter *e)
         sb_puts(sb, "\n");
         for (int b = 0; b < k->n_bufs; b++) {
             if (!k->bufs[b].workgroup || !buffer_used(k, b)) continue;
-            const char *t = buf_ctype(k->bufs[b].type), *ls = e->d->local_space;
+            const char *t = buf_ctype(&k->bufs[b]), *ls = e->d->local_space;
             sb_printf(sb, "    %s%s *b%d = (%s%s *)(smem + %lld);\n", ls, t, b, ls, t, (long long)k->bufs[b].smem_offset);
         }
     }
@@ -588,7 +603,7 @@ static void emit_header(emitter *e)
     for (int b = 0; b < k->n_bufs; b++) {
         if (!buffer_used(k, b) || k->bufs[b].alias_of < 0) continue;
         n_bound++;
-        const char *t = buf_ctype(k->bufs[b].type);
+        const char *t = buf_ctype(&k->bufs[b]);
         int w = k->bufs[b].alias_of;
         const char *gs = e->d->global_space;
         if (!buffer_used(k, w) && e->d->params == PARAMS_TABLE)
@@ -659,10 +674,10 @@ static smelt_status emit_body(emitter *e)
             sb_indent(sb, ind);
             sb_printf(sb, "b%d[", s->buf);
             emit_put_val(e, s->idx);
-            smelt_dtype bt = k->bufs[s->buf].type;
-            sb_puts(sb, bt == SMELT_F16 ? "] = smelt_f2h(" : bt == SMELT_BF16 ? "] = smelt_f2bf(" : "] = ");
+            const char *conv = store_conv(&k->bufs[s->buf]);
+            sb_printf(sb, "] = %s", conv ? conv : "");
             emit_put_val(e, s->val);
-            sb_puts(sb, kir_is_half(bt) ? ");\n" : ";\n");
+            sb_puts(sb, conv ? ");\n" : ";\n");
             break;
         case KS_LOOP_BEGIN: {
             int end = s->stream && e->d->host_simd ? emit_put_stream(e, i, ind) : -1;
