@@ -58,77 +58,6 @@ static const dialect dialects[] = {
 };
 _Static_assert(sizeof dialects / sizeof dialects[0] == EMIT_LANG_COUNT, "one dialect per emit_lang");
 
-/* Helpers the kernels call; kir/interp.c implements the same functions. */
-static const char prelude_helpers[] =
-    "static inline float smelt_minf(float a, float b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }\n"
-    "static inline float smelt_maxf(float a, float b) { return a != a ? a : (b != b ? b : (b > a ? b : a)); }\n"
-    "static inline double smelt_min(double a, double b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }\n"
-    "static inline double smelt_max(double a, double b) { return a != a ? a : (b != b ? b : (b > a ? b : a)); }\n"
-    "static inline int64_t smelt_div_i64(int64_t a, int64_t b)\n"
-    "{\n"
-    "    return b == 0 ? 0 : b == -1 ? (int64_t)(0 - (uint64_t)a) : a / b;\n"
-    "}\n"
-    "static inline int64_t smelt_mod_i64(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }\n"
-    "static inline uint64_t smelt_div_u64(uint64_t a, uint64_t b) { return b == 0 ? 0 : a / b; }\n"
-    "static inline uint64_t smelt_mod_u64(uint64_t a, uint64_t b) { return b == 0 ? 0 : a % b; }\n"
-    "static inline uint64_t smelt_pow_u64(uint64_t a, uint64_t b)\n"
-    "{\n"
-    "    uint64_t r = 1;\n"
-    "    for (; b; b >>= 1, a *= a)\n"
-    "        if (b & 1) r *= a;\n"
-    "    return r;\n"
-    "}\n"
-    "static inline int64_t smelt_pow_i64(int64_t a, int64_t b)\n"
-    "{\n"
-    "    if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;\n"
-    "    return (int64_t)smelt_pow_u64((uint64_t)a, (uint64_t)b);\n"
-    "}\n"
-    "static inline uint64_t smelt_shl(uint64_t a, uint64_t b) { return b >= 64 ? 0 : a << b; }\n"
-    "static inline uint64_t smelt_shr_u(uint64_t a, uint64_t b) { return b >= 64 ? 0 : a >> b; }\n"
-    "static inline int64_t smelt_shr_s(int64_t a, uint64_t b) { return a >> (b >= 64 ? 63 : b); }\n"
-    "static inline int64_t smelt_f2i64(double x)\n"
-    "{\n"
-    "    return x != x ? 0 : x >= 9223372036854775808.0 ? INT64_MAX\n"
-    "         : x < -9223372036854775808.0 ? INT64_MIN : (int64_t)x;\n"
-    "}\n"
-    "static inline uint64_t smelt_f2u64(double x)\n"
-    "{\n"
-    "    return x != x ? 0 : x >= 18446744073709551616.0 ? UINT64_MAX\n"
-    "         : x < 0 ? (uint64_t)smelt_f2i64(x) : (uint64_t)x;\n"
-    "}\n";
-
-/* float16 / bfloat16 buffers hold bits; values are float (core/half.h has the
- * same functions, which the interpreter and constant folding use). */
-static const char half_helpers[] =
-    "static inline float smelt_u2f(uint32_t u) { union { uint32_t u; float f; } c; c.u = u; return c.f; }\n"
-    "static inline uint32_t smelt_f2u(float f) { union { uint32_t u; float f; } c; c.f = f; return c.u; }\n"
-    "static inline float smelt_h2f(uint16_t h)\n"
-    "{\n"
-    "    uint32_t s = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;\n"
-    "    if (e == 0x1f) return smelt_u2f(s | 0x7f800000u | (m << 13));\n"
-    "    if (e == 0) return (s ? -1.0f : 1.0f) * (float)m * 5.9604644775390625e-8f;\n"
-    "    return smelt_u2f(s | ((e + 112) << 23) | (m << 13));\n"
-    "}\n"
-    "static inline uint16_t smelt_f2h(float f)\n"
-    "{\n"
-    "    uint32_t x = smelt_f2u(f), s = (x >> 16) & 0x8000, a = x & 0x7fffffffu;\n"
-    "    if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00 | ((a >> 13) & 0x3ff));\n"
-    "    if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00);\n"
-    "    if (a >= 0x38800000u) {\n"
-    "        uint32_t r = a - 0x38000000u;\n"
-    "        r += 0xfff + ((r >> 13) & 1);\n"
-    "        return (uint16_t)(s | (r >> 13));\n"
-    "    }\n"
-    "    return (uint16_t)(s | (smelt_f2u(smelt_u2f(a) + 0.5f) - 0x3f000000u));\n"
-    "}\n"
-    "static inline float smelt_bf2f(uint16_t h) { return smelt_u2f((uint32_t)h << 16); }\n"
-    "static inline uint16_t smelt_f2bf(float f)\n"
-    "{\n"
-    "    uint32_t x = smelt_f2u(f);\n"
-    "    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);\n"
-    "    return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);\n"
-    "}\n";
-
 /* The helpers with "static inline" replaced by the dialect's qualifier. */
 static void put_helpers(strbuf *sb, const char *helpers, const char *qual)
 {
@@ -819,13 +748,13 @@ smelt_status emit_program(kir_kernel *const *kernels, int n, emit_lang lang, loc
               s == LOCALS_REUSE ? "reuse" : "hybrid");
     sb_puts(&sb, dialects[lang].prelude);
     sb_puts(&sb, "\n");
-    put_helpers(&sb, prelude_helpers, dialects[lang].fn_qual);
+    put_helpers(&sb, emit_prelude_helpers, dialects[lang].fn_qual);
     bool halves = false;
     for (int i = 0; i < n && !halves; i++) {
         for (int b = 0; b < kernels[i]->n_bufs; b++) halves |= kir_is_half(kernels[i]->bufs[b].type);
         for (int v = 1; v < kernels[i]->n_vals; v++) halves |= kir_is_half(kernels[i]->vals[v].type);
     }
-    if (halves) put_helpers(&sb, half_helpers, dialects[lang].fn_qual);
+    if (halves) put_helpers(&sb, emit_half_helpers, dialects[lang].fn_qual);
     if (dialects[lang].own_math) {
         sb_printf(&sb, "\n/* float32 exp, tanh and erf, as the interpreter computes them (kir/mathf.inc) */\n"
                        "#define SMELT_FN %s\n", dialects[lang].fn_qual);
