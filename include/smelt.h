@@ -88,16 +88,22 @@ typedef enum smelt_dtype {
     SMELT_I64 = 7,
     SMELT_STRING = 8, /* import only: rejected by every op */
     SMELT_BOOL = 9,   /* one byte per element, 0 or 1 */
-    SMELT_F16 = 10,   /* import only */
+    SMELT_F16 = 10,   /* IEEE binary16 as uint16_t bits; computed in float32 */
     SMELT_F64 = 11,
     SMELT_U32 = 12,
-    SMELT_U64 = 13
+    SMELT_U64 = 13,
+    SMELT_BF16 = 16   /* bfloat16 (top half of a float32) as uint16_t bits */
 } smelt_dtype;
 
 /* Bytes per element (0 for types smelt cannot hold in memory). */
 SMELT_API size_t smelt_dtype_size(smelt_dtype dt);
 /* "float32", "int64", ... */
 SMELT_API const char *smelt_dtype_name(smelt_dtype dt);
+/* float16 / bfloat16 (dt) element bits to float32, exactly; and float32 to
+ * them with round-to-nearest-even (overflow gives infinity, NaN stays NaN).
+ * Any other dt: 0. */
+SMELT_API float smelt_half_to_float(smelt_dtype dt, uint16_t bits);
+SMELT_API uint16_t smelt_float_to_half(smelt_dtype dt, float x);
 
 #define SMELT_MAX_RANK 8
 

@@ -204,6 +204,23 @@ if [ "$venv_ok" -eq 1 ]; then
     else
         bad "tests/models/quantized_cases.py failed"
     fi
+    # float16 / bfloat16 (tests/models/half_cases.py): casts exact, float16 networks to float16
+    # precision (onnxruntime rounds after every op, smelt once per stored tensor).
+    if "$py" tests/models/half_cases.py "$build/models_half"; then
+        for dir in "$build"/models_half/*/; do
+            dir="${dir%/}"
+            tol=""
+            case "$(basename "$dir")" in half_cast_*) ;; *) tol="--atol 1e-2 --rtol 1e-2" ;; esac
+            for extra in "" "--no-fuse"; do
+                name="$(basename "$dir")${extra:+ $extra}"
+                out="$(timeout 300 "$smelt" check "$dir" $tol $extra 2>&1)"; rc=$?
+                printf '%s\n' "$out" | sed "s|^|$name: |"
+                if [ "$rc" -eq 0 ]; then ok; else bad "$name (exit $rc)"; fi
+            done
+        done
+    else
+        bad "tests/models/half_cases.py failed"
+    fi
 fi
 stage_end
 

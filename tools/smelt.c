@@ -301,6 +301,9 @@ static int fill_random(smelt_tensor *t)
         switch (t->dtype) {
         case SMELT_F32: ((float *)t->data)[i] = (float)(2 * r - 1); break;
         case SMELT_F64: ((double *)t->data)[i] = 2 * r - 1; break;
+        case SMELT_F16: case SMELT_BF16:
+            ((uint16_t *)t->data)[i] = smelt_float_to_half(t->dtype, (float)(2 * r - 1));
+            break;
         case SMELT_I64: ((int64_t *)t->data)[i] = (int64_t)(r * 4); break;
         case SMELT_I32: ((int32_t *)t->data)[i] = (int32_t)(r * 4); break;
         case SMELT_BOOL: ((uint8_t *)t->data)[i] = r < 0.5; break;
@@ -404,7 +407,8 @@ static int cmd_run(cli *c)
             if (c->output_dir) {
                 char name[200], path[4096];
                 sanitize_name(y.name, name, sizeof name);
-                snprintf(path, sizeof path, "%s/%s.npy", c->output_dir, name);
+                /* bfloat16 has no npy type: a TensorProto file instead */
+                snprintf(path, sizeof path, "%s/%s.%s", c->output_dir, name, y.dtype == SMELT_BF16 ? "pb" : "npy");
                 if (smelt_tensor_save(path, &y)) rc = fail(path);
                 else printf("%s\n", path);
             } else {
@@ -415,6 +419,8 @@ static int cmd_run(cli *c)
                 for (int64_t j = 0; j < n && j < 8; j++) {
                     if (y.dtype == SMELT_F32) printf(" %g", ((float *)y.data)[j]);
                     else if (y.dtype == SMELT_F64) printf(" %g", ((double *)y.data)[j]);
+                    else if (y.dtype == SMELT_F16 || y.dtype == SMELT_BF16)
+                        printf(" %g", smelt_half_to_float(y.dtype, ((uint16_t *)y.data)[j]));
                     else if (y.dtype == SMELT_I64) printf(" %lld", (long long)((int64_t *)y.data)[j]);
                 }
                 printf(n > 8 ? " ...\n" : "\n");
@@ -442,7 +448,18 @@ static bool path_join(char *buf, size_t cap, const char *dir, const char *name)
     return true;
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+/* Names in numeric order where they differ in a number: input_2.pb before
+ * input_10.pb, as the backend-test layout numbers a model's inputs. */
+static int cmp_str(const void *a, const void *b)
+{
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    while (*x && *x == *y && !(*x >= '0' && *x <= '9')) x++, y++;
+    if (*x >= '0' && *x <= '9' && *y >= '0' && *y <= '9') {
+        unsigned long long i = strtoull(x, NULL, 10), j = strtoull(y, NULL, 10);
+        if (i != j) return i < j ? -1 : 1;
+    }
+    return strcmp(x, y);
+}
 
 /* Sorted names in dir starting with prefix; returns count (<= cap). */
 static int list_dir(const char *dir, const char *prefix, char **names, int cap)
@@ -463,6 +480,7 @@ static double elem_as_double(const smelt_tensor *t, int64_t i)
     switch (t->dtype) {
     case SMELT_F32: return ((const float *)t->data)[i];
     case SMELT_F64: return ((const double *)t->data)[i];
+    case SMELT_F16: case SMELT_BF16: return smelt_half_to_float(t->dtype, ((const uint16_t *)t->data)[i]);
     case SMELT_I64: return (double)((const int64_t *)t->data)[i];
     case SMELT_I32: return ((const int32_t *)t->data)[i];
     case SMELT_I16: return ((const int16_t *)t->data)[i];
@@ -510,7 +528,9 @@ static int compare(const cli *c, const smelt_tensor *got, const smelt_tensor *wa
         double d = fabs(a - b), r = b != 0 ? d / fabs(b) : d;
         if (d > *max_abs) *max_abs = d;
         if (r > *max_rel) *max_rel = r;
-        double tol = (want->dtype == SMELT_F32 || want->dtype == SMELT_F64) ? c->atol + c->rtol * fabs(b) : 0;
+        bool real = want->dtype == SMELT_F32 || want->dtype == SMELT_F64 || want->dtype == SMELT_F16 ||
+                    want->dtype == SMELT_BF16;
+        double tol = real ? c->atol + c->rtol * fabs(b) : 0;
         if (d > tol) {
             if (ok) snprintf(why, cap, "element %lld: %.9g, expected %.9g", (long long)i, a, b);
             ok = 0;

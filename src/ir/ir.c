@@ -1,5 +1,7 @@
 #include "ir/ir.h"
 
+#include "core/half.h"
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +12,7 @@ size_t smelt_dtype_size(smelt_dtype dt)
     case SMELT_F32: case SMELT_I32: case SMELT_U32: return 4;
     case SMELT_F64: case SMELT_I64: case SMELT_U64: return 8;
     case SMELT_U8: case SMELT_I8: case SMELT_BOOL: return 1;
-    case SMELT_U16: case SMELT_I16: case SMELT_F16: return 2;
+    case SMELT_U16: case SMELT_I16: case SMELT_F16: case SMELT_BF16: return 2;
     default: return 0;
     }
 }
@@ -28,11 +30,22 @@ const char *smelt_dtype_name(smelt_dtype dt)
     case SMELT_STRING: return "string";
     case SMELT_BOOL: return "bool";
     case SMELT_F16: return "float16";
+    case SMELT_BF16: return "bfloat16";
     case SMELT_F64: return "float64";
     case SMELT_U32: return "uint32";
     case SMELT_U64: return "uint64";
     default: return "undefined";
     }
+}
+
+float smelt_half_to_float(smelt_dtype dt, uint16_t bits)
+{
+    return dt == SMELT_F16 ? half_f16_to_f32(bits) : dt == SMELT_BF16 ? half_bf16_to_f32(bits) : 0;
+}
+
+uint16_t smelt_float_to_half(smelt_dtype dt, float x)
+{
+    return dt == SMELT_F16 ? half_f32_to_f16(x) : dt == SMELT_BF16 ? half_f32_to_bf16(x) : 0;
 }
 
 int64_t smelt_tensor_numel(const smelt_tensor *t)
@@ -365,6 +378,7 @@ int64_t ir_const_int(const ir_tensor *t, int64_t i)
     case SMELT_U64: return (int64_t)((const uint64_t *)d)[i];
     case SMELT_F32: return (int64_t)((const float *)d)[i];
     case SMELT_F64: return (int64_t)((const double *)d)[i];
+    case SMELT_F16: case SMELT_BF16: return (int64_t)smelt_half_to_float(t->dtype, ((const uint16_t *)d)[i]);
     default: return 0;
     }
 }
@@ -375,6 +389,7 @@ double ir_const_double(const ir_tensor *t, int64_t i)
     case SMELT_F32: return ((const float *)t->data)[i];
     case SMELT_F64: return ((const double *)t->data)[i];
     case SMELT_U64: return (double)((const uint64_t *)t->data)[i];
+    case SMELT_F16: case SMELT_BF16: return smelt_half_to_float(t->dtype, ((const uint16_t *)t->data)[i]);
     default: return (double)ir_const_int(t, i);
     }
 }

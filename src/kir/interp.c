@@ -32,14 +32,15 @@ typedef enum vclass { VC_F32, VC_F64, VC_INT, VC_U64 } vclass;
 
 static vclass class_of(smelt_dtype t)
 {
-    return t == SMELT_F32 ? VC_F32 : t == SMELT_F64 ? VC_F64 : t == SMELT_U64 ? VC_U64 : VC_INT;
+    return t == SMELT_F32 || kir_is_half(t) ? VC_F32 : t == SMELT_F64 ? VC_F64 : t == SMELT_U64 ? VC_U64 : VC_INT;
 }
 
 static bool type_ok(smelt_dtype t)
 {
     switch (t) {
     case SMELT_F32: case SMELT_F64: case SMELT_I8: case SMELT_U8: case SMELT_I16: case SMELT_U16:
-    case SMELT_I32: case SMELT_U32: case SMELT_I64: case SMELT_U64: case SMELT_BOOL: return true;
+    case SMELT_I32: case SMELT_U32: case SMELT_I64: case SMELT_U64: case SMELT_BOOL: case SMELT_F16:
+    case SMELT_BF16: return true;
     default: return false;
     }
 }
@@ -101,7 +102,7 @@ static inline uint64_t f2u64(double x)
 /* Whether (op, operand type) has a meaning; mirrors what the emitter accepts. */
 static bool op_ok(kir_op op, smelt_dtype ta)
 {
-    bool f = ta == SMELT_F32 || ta == SMELT_F64, b = ta == SMELT_BOOL;
+    bool f = kir_is_float(ta), b = ta == SMELT_BOOL;
     switch (op) {
     case KIR_CONST: case KIR_WG: case KIR_LID: case KIR_LOOPVAR: case KIR_VARGET: case KIR_LOAD: case KIR_CAST:
     case KIR_SELECT: case KIR_ABS: case KIR_FLOOR: case KIR_CEIL: case KIR_ROUND: case KIR_ISNAN:
@@ -248,8 +249,9 @@ static cell eval_cast(smelt_dtype to, smelt_dtype from, cell a)
     cell r;
     vclass cf = class_of(from);
     switch (to) {
-    case SMELT_F32:
-        r.f = cf == VC_F64 ? (float)a.d : cf == VC_U64 ? (float)(uint64_t)a.i : (float)a.i;
+    case SMELT_F32: case SMELT_F16: case SMELT_BF16:
+        r.f = cf == VC_F32 ? a.f : cf == VC_F64 ? (float)a.d : cf == VC_U64 ? (float)(uint64_t)a.i : (float)a.i;
+        if (to != SMELT_F32) r.f = smelt_half_to_float(to, smelt_float_to_half(to, r.f));
         break;
     case SMELT_F64:
         r.d = cf == VC_F32 ? (double)a.f : cf == VC_U64 ? (double)(uint64_t)a.i : (double)a.i;
@@ -269,12 +271,19 @@ static cell eval_cast(smelt_dtype to, smelt_dtype from, cell a)
     return r;
 }
 
+/* The element type buffer b holds in memory (see kir_buffer_elem_bytes). */
+static smelt_dtype mem_type(const kir_buffer *b)
+{
+    return b->workgroup && kir_is_half(b->type) ? SMELT_F32 : b->type;
+}
+
 static cell load(smelt_dtype t, const void *p, int64_t i)
 {
     cell r;
     switch (t) {
     case SMELT_F32: r.f = ((const float *)p)[i]; break;
     case SMELT_F64: r.d = ((const double *)p)[i]; break;
+    case SMELT_F16: case SMELT_BF16: r.f = smelt_half_to_float(t, ((const uint16_t *)p)[i]); break;
     case SMELT_I8: r.i = ((const int8_t *)p)[i]; break;
     case SMELT_U8: case SMELT_BOOL: r.i = ((const uint8_t *)p)[i]; break;
     case SMELT_I16: r.i = ((const int16_t *)p)[i]; break;
@@ -291,6 +300,7 @@ static void store(smelt_dtype t, void *p, int64_t i, cell v)
     switch (t) {
     case SMELT_F32: ((float *)p)[i] = v.f; break;
     case SMELT_F64: ((double *)p)[i] = v.d; break;
+    case SMELT_F16: case SMELT_BF16: ((uint16_t *)p)[i] = smelt_float_to_half(t, v.f); break;
     case SMELT_I8: ((int8_t *)p)[i] = (int8_t)v.i; break;
     case SMELT_U8: case SMELT_BOOL: ((uint8_t *)p)[i] = (uint8_t)v.i; break;
     case SMELT_I16: ((int16_t *)p)[i] = (int16_t)v.i; break;
@@ -355,7 +365,7 @@ static smelt_status run(const kir_kernel *k, void *const *bufs, const int *match
     kir_val wg_val = 0;
     for (int v = 1; v < k->n_vals; v++) {
         if (vals[v].op == KIR_CONST) {
-            if (vals[v].type == SMELT_F32) val[v].f = (float)vals[v].imm.f;
+            if (class_of(vals[v].type) == VC_F32) val[v].f = (float)vals[v].imm.f;
             else if (vals[v].type == SMELT_F64) val[v].d = vals[v].imm.f;
             else val[v].i = wrap(vals[v].type, vals[v].imm.i);
         } else if (vals[v].op == KIR_WG) {
@@ -380,7 +390,7 @@ static smelt_status run(const kir_kernel *k, void *const *bufs, const int *match
                                          "kernel %d, workgroup %lld: load from buffer %d at index %lld "
                                          "outside [0, %lld)", k->id, (long long)wg, x->buf, (long long)i,
                                          (long long)k->bufs[x->buf].numel);
-                    *r = load(x->type, bufs[x->buf], i);
+                    *r = load(mem_type(&k->bufs[x->buf]), bufs[x->buf], i);
                     break;
                 }
                 case KIR_VARGET: *r = var[x->var]; break;
@@ -405,7 +415,7 @@ static smelt_status run(const kir_kernel *k, void *const *bufs, const int *match
                                      "kernel %d, workgroup %lld: store to buffer %d at index %lld "
                                      "outside [0, %lld)", k->id, (long long)wg, s->buf, (long long)i,
                                      (long long)k->bufs[s->buf].numel);
-                store(k->bufs[s->buf].type, bufs[s->buf], i, val[s->val]);
+                store(mem_type(&k->bufs[s->buf]), bufs[s->buf], i, val[s->val]);
                 break;
             }
             case KS_LOOP_BEGIN: {
@@ -454,7 +464,7 @@ smelt_status kir_interpret(const kir_kernel *k, void *const *caller_bufs)
     void **bufs = calloc((size_t)k->n_bufs + 1, sizeof(void *));
     if (!bufs) return diag_fail(SMELT_ERR_NOMEM, "kernel %d: out of memory interpreting", k->id);
     for (int b = 0; b < k->n_bufs; b++) {
-        bufs[b] = k->bufs[b].workgroup ? calloc((size_t)k->bufs[b].numel + 1, smelt_dtype_size(k->bufs[b].type) + 1)
+        bufs[b] = k->bufs[b].workgroup ? calloc((size_t)k->bufs[b].numel + 1, (size_t)kir_buffer_elem_bytes(&k->bufs[b]) + 1)
                                        : caller_bufs[b];
         if (k->bufs[b].workgroup && !bufs[b]) {
             for (int q = 0; q < b; q++)

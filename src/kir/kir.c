@@ -30,7 +30,13 @@ _Static_assert(sizeof op_props / sizeof op_props[0] == KIR_OP_COUNT, "one op_pro
 const char *kir_op_name(kir_op op) { return (unsigned)op < KIR_OP_COUNT ? op_props[op].name : "?"; }
 int kir_op_arity(kir_op op) { return (unsigned)op < KIR_OP_COUNT ? op_props[op].arity : 0; }
 
-bool kir_is_float(smelt_dtype t) { return t == SMELT_F32 || t == SMELT_F64; }
+bool kir_is_float(smelt_dtype t) { return t == SMELT_F32 || t == SMELT_F64 || kir_is_half(t); }
+bool kir_is_half(smelt_dtype t) { return t == SMELT_F16 || t == SMELT_BF16; }
+
+int64_t kir_buffer_elem_bytes(const kir_buffer *b)
+{
+    return b->workgroup && kir_is_half(b->type) ? 4 : (int64_t)smelt_dtype_size(b->type);
+}
 
 static bool is_compare(kir_op op) { return op >= KIR_EQ && op <= KIR_GE; }
 
@@ -270,6 +276,9 @@ kir_val kir_cast(kir_kernel *k, smelt_dtype to, kir_val a)
     if (va->op == KIR_CONST) {
         if (kir_is_float(va->type) && !kir_is_float(to)) {
             if (to == SMELT_BOOL) return kir_const_i(k, to, va->imm.f != 0);
+        } else if (kir_is_half(to)) {
+            float x = kir_is_float(va->type) ? (float)va->imm.f : (float)va->imm.i;
+            return kir_const_f(k, to, smelt_half_to_float(to, smelt_float_to_half(to, x)));
         } else if (kir_is_float(va->type)) {
             return kir_const_f(k, to, va->imm.f);
         } else if (kir_is_float(to)) {

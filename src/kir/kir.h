@@ -260,6 +260,14 @@ static inline kir_val kir_mul(kir_kernel *k, kir_val a, kir_val b) { return kir_
 static inline const kir_value *kir_v(const kir_kernel *k, kir_val v) { return &k->vals[v]; }
 static inline bool kir_is_const(const kir_kernel *k, kir_val v) { return k->vals[v].op == KIR_CONST; }
 bool kir_is_float(smelt_dtype t);
+/* float16 and bfloat16: two bytes in buffers, held as float32 in values (a
+ * load widens, a store and a CAST to them round to nearest even); every
+ * other op computes on them as on float32. kir_is_float is true for them. */
+bool kir_is_half(smelt_dtype t);
+/* Bytes per element of buffer b in memory: workgroup buffers of float16 /
+ * bfloat16 (accumulators, staged tiles) hold float32, so a kernel that
+ * accumulates in one does not round at every step; other buffers their dtype's size. */
+int64_t kir_buffer_elem_bytes(const kir_buffer *b);
 int kir_op_arity(kir_op op);        /* operands among a, b, c */
 const char *kir_op_name(kir_op op); /* "add", "exp", ... */
 

@@ -100,7 +100,7 @@ static bool may_reuse(const kir_kernel *k, const blocks *bl, int sa, int ea, int
 
 static int64_t aligned_size(const kir_buffer *b)
 {
-    int64_t n = b->numel * (int64_t)smelt_dtype_size(b->type);
+    int64_t n = b->numel * kir_buffer_elem_bytes(b);
     return (n + SMEM_ALIGN - 1) / SMEM_ALIGN * SMEM_ALIGN;
 }
 

@@ -132,7 +132,7 @@ static interval value_interval(const kir_kernel *k, const interval *iv, kir_val 
     case KIR_SELECT: return hull(OPND(x->b), OPND(x->c));
     case KIR_CAST: {
         interval a = OPND(x->a);
-        if (!int_type(k->vals[x->a].type) || !a.known) return UNBOUNDED;
+        if (!int_type(k->vals[x->a].type) || !int_type(x->type) || !a.known) return UNBOUNDED;
         int bits = 8 * smelt_dtype_size(x->type);
         if (bits < 64 && (a.lo < -((int64_t)1 << (bits - 1)) || a.hi >= ((int64_t)1 << (bits - 1)))) return UNBOUNDED;
         return a;

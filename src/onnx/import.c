@@ -559,7 +559,7 @@ static smelt_status input_type(importer *im, int t, const Onnx__ValueInfoProto *
                          "optionals or sparse tensors", kind, name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     int et = tt->has_elem_type ? tt->elem_type : 0;
-    bool held = et > 0 && et <= SMELT_U64 && et != SMELT_STRING && et != SMELT_F16;
+    bool held = (et > 0 && et <= SMELT_U64 && et != SMELT_STRING) || et == SMELT_BF16;
     if (et && !held)
         return diag_fail(SMELT_ERR_UNSUPPORTED, "graph %s '%s': dtype %s is not supported", kind, name,
                          onnx_dtype_name(et));

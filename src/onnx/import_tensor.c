@@ -25,7 +25,7 @@ const char *onnx_dtype_name(int onnx_type)
 
 static bool dtype_held(int t)
 {
-    return t != SMELT_STRING && t != SMELT_F16 && t > 0 && t <= SMELT_U64;
+    return (t != SMELT_STRING && t > 0 && t <= SMELT_U64) || t == SMELT_BF16;
 }
 
 int64_t onnx_tensor_bytes(smelt_dtype dt, const ir_shape *shape, int64_t *numel)
@@ -210,7 +210,7 @@ static void fill_typed(const Onnx__TensorProto *tp, smelt_dtype dt, int64_t nume
         case SMELT_U32: ((uint32_t *)dst)[i] = (uint32_t)tp->uint64_data[i]; break;
         case SMELT_I32: ((int32_t *)dst)[i] = tp->int32_data[i]; break;
         case SMELT_I16: ((int16_t *)dst)[i] = (int16_t)tp->int32_data[i]; break;
-        case SMELT_U16: ((uint16_t *)dst)[i] = (uint16_t)tp->int32_data[i]; break;
+        case SMELT_U16: case SMELT_F16: case SMELT_BF16: ((uint16_t *)dst)[i] = (uint16_t)tp->int32_data[i]; break;
         case SMELT_I8: ((int8_t *)dst)[i] = (int8_t)tp->int32_data[i]; break;
         case SMELT_U8: ((uint8_t *)dst)[i] = (uint8_t)tp->int32_data[i]; break;
         default: ((uint8_t *)dst)[i] = tp->int32_data[i] != 0; break;

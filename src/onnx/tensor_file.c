@@ -17,7 +17,7 @@ static const char NPY_MAGIC[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 static const struct { smelt_dtype dt; const char *code; } npy_types[] = {
     {SMELT_F32, "f4"}, {SMELT_F64, "f8"}, {SMELT_I8, "i1"}, {SMELT_I16, "i2"}, {SMELT_I32, "i4"},
     {SMELT_I64, "i8"}, {SMELT_U8, "u1"}, {SMELT_U16, "u2"}, {SMELT_U32, "u4"}, {SMELT_U64, "u8"},
-    {SMELT_BOOL, "b1"},
+    {SMELT_BOOL, "b1"}, {SMELT_F16, "f2"}, /* bfloat16 has no npy type: .pb only */
 };
 
 static smelt_status read_all(const char *path, unsigned char **buf, size_t *size)
@@ -202,13 +202,14 @@ void tensor_file_free(smelt_tensor *t)
 
 /* ---- writing ------------------------------------------------------------- */
 
-static smelt_status tensor_check(const char *path, const smelt_tensor *t, int64_t *bytes)
+/* `pb`: a TensorProto file, which also holds bfloat16. */
+static smelt_status tensor_check(const char *path, const smelt_tensor *t, bool pb, int64_t *bytes)
 {
     ir_shape s = {.rank = t->rank};
     if (t->rank < 0 || t->rank > SMELT_MAX_RANK)
         return diag_fail(SMELT_ERR_INVALID_ARG, "writing '%s': rank %d is out of range", path, t->rank);
     memcpy(s.dim, t->shape, sizeof(int64_t) * (size_t)t->rank);
-    bool held = false;
+    bool held = pb && t->dtype == SMELT_BF16;
     for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++) held |= npy_types[i].dt == t->dtype;
     if (!held)
         return diag_fail(SMELT_ERR_UNSUPPORTED, "writing '%s': dtype %s is not supported", path,
@@ -254,7 +255,7 @@ static smelt_status write_atomic(const char *path, const void *head, size_t nhea
 smelt_status tensor_file_write_npy(const char *path, const smelt_tensor *t)
 {
     int64_t bytes;
-    TRY(tensor_check(path, t, &bytes));
+    TRY(tensor_check(path, t, false, &bytes));
     const char *code = "";
     for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
         if (npy_types[i].dt == t->dtype) code = npy_types[i].code;
@@ -281,7 +282,7 @@ smelt_status tensor_file_write_npy(const char *path, const smelt_tensor *t)
 smelt_status tensor_file_write_pb(const char *path, const smelt_tensor *t)
 {
     int64_t bytes;
-    TRY(tensor_check(path, t, &bytes));
+    TRY(tensor_check(path, t, true, &bytes));
     Onnx__TensorProto tp = ONNX__TENSOR_PROTO__INIT;
     int64_t dims[SMELT_MAX_RANK];
     memcpy(dims, t->shape, sizeof dims);

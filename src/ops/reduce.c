@@ -57,7 +57,7 @@ static int64_t masked_numel(const ir_shape *s, uint32_t mask)
 static kir_val extreme(kir_kernel *K, smelt_dtype dt, bool lowest)
 {
     switch (dt) {
-    case SMELT_F32: case SMELT_F64: return kir_const_f(K, dt, lowest ? -INFINITY : INFINITY);
+    case SMELT_F32: case SMELT_F64: case SMELT_F16: case SMELT_BF16: return kir_const_f(K, dt, lowest ? -INFINITY : INFINITY);
     case SMELT_I64: return kir_const_i(K, dt, lowest ? INT64_MIN : INT64_MAX);
     case SMELT_I32: return kir_const_i(K, dt, lowest ? INT32_MIN : INT32_MAX);
     case SMELT_I16: return kir_const_i(K, dt, lowest ? INT16_MIN : INT16_MAX);

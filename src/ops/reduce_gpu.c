@@ -79,7 +79,7 @@ static kir_val row_strided(kir_kernel *K, const row *r)
 static kir_val lowest(kir_kernel *K, smelt_dtype dt, bool low)
 {
     switch (dt) {
-    case SMELT_F32: case SMELT_F64: return kir_const_f(K, dt, low ? -INFINITY : INFINITY);
+    case SMELT_F32: case SMELT_F64: case SMELT_F16: case SMELT_BF16: return kir_const_f(K, dt, low ? -INFINITY : INFINITY);
     case SMELT_I64: return kir_const_i(K, dt, low ? INT64_MIN : INT64_MAX);
     case SMELT_I32: return kir_const_i(K, dt, low ? INT32_MIN : INT32_MAX);
     case SMELT_U8: case SMELT_BOOL: return kir_const_i(K, dt, low ? 0 : (dt == SMELT_BOOL ? 1 : UINT8_MAX));

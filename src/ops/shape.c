@@ -19,7 +19,7 @@ bool dtype_supported(smelt_dtype dt)
     switch (dt) {
     case SMELT_F32: case SMELT_F64: case SMELT_BOOL:
     case SMELT_I8: case SMELT_I16: case SMELT_I32: case SMELT_I64:
-    case SMELT_U8: case SMELT_U16: case SMELT_U32: case SMELT_U64:
+    case SMELT_U8: case SMELT_U16: case SMELT_U32: case SMELT_U64: case SMELT_F16: case SMELT_BF16:
         return true;
     default:
         return false;
@@ -40,7 +40,10 @@ const char *infer_dtype_str(smelt_dtype dt)
     }
 }
 
-bool infer_is_float(smelt_dtype dt) { return dt == SMELT_F32 || dt == SMELT_F64; }
+bool infer_is_float(smelt_dtype dt)
+{
+    return dt == SMELT_F32 || dt == SMELT_F64 || dt == SMELT_F16 || dt == SMELT_BF16;
+}
 bool infer_is_int(smelt_dtype dt) { return dtype_supported(dt) && !infer_is_float(dt) && dt != SMELT_BOOL; }
 
 smelt_status infer_check_dtypes(const ir_graph *g, const ir_node *n)

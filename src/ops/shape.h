@@ -54,7 +54,7 @@ smelt_status infer_broadcast_inputs(const ir_graph *g, const ir_node *n, int fir
 
 /* Dtype masks for infer_need_dtype. */
 #define DT(x) (1u << SMELT_##x)
-#define DT_FLOAT (DT(F32) | DT(F64))
+#define DT_FLOAT (DT(F32) | DT(F64) | DT(F16) | DT(BF16))
 #define DT_INT_WIDE (DT(I32) | DT(I64) | DT(U32) | DT(U64))
 #define DT_ARITH (DT_FLOAT | DT_INT_WIDE)
 #define DT_ALL_NUM (DT_ARITH | DT(I8) | DT(U8) | DT(I16) | DT(U16))

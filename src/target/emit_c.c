@@ -58,50 +58,11 @@ static const dialect dialects[] = {
 };
 _Static_assert(sizeof dialects / sizeof dialects[0] == EMIT_LANG_COUNT, "one dialect per emit_lang");
 
-/* Helpers the kernels call; kir/interp.c implements the same functions. */
-static const char prelude_helpers[] =
-    "static inline float smelt_minf(float a, float b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }\n"
-    "static inline float smelt_maxf(float a, float b) { return a != a ? a : (b != b ? b : (b > a ? b : a)); }\n"
-    "static inline double smelt_min(double a, double b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }\n"
-    "static inline double smelt_max(double a, double b) { return a != a ? a : (b != b ? b : (b > a ? b : a)); }\n"
-    "static inline int64_t smelt_div_i64(int64_t a, int64_t b)\n"
-    "{\n"
-    "    return b == 0 ? 0 : b == -1 ? (int64_t)(0 - (uint64_t)a) : a / b;\n"
-    "}\n"
-    "static inline int64_t smelt_mod_i64(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }\n"
-    "static inline uint64_t smelt_div_u64(uint64_t a, uint64_t b) { return b == 0 ? 0 : a / b; }\n"
-    "static inline uint64_t smelt_mod_u64(uint64_t a, uint64_t b) { return b == 0 ? 0 : a % b; }\n"
-    "static inline uint64_t smelt_pow_u64(uint64_t a, uint64_t b)\n"
-    "{\n"
-    "    uint64_t r = 1;\n"
-    "    for (; b; b >>= 1, a *= a)\n"
-    "        if (b & 1) r *= a;\n"
-    "    return r;\n"
-    "}\n"
-    "static inline int64_t smelt_pow_i64(int64_t a, int64_t b)\n"
-    "{\n"
-    "    if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;\n"
-    "    return (int64_t)smelt_pow_u64((uint64_t)a, (uint64_t)b);\n"
-    "}\n"
-    "static inline uint64_t smelt_shl(uint64_t a, uint64_t b) { return b >= 64 ? 0 : a << b; }\n"
-    "static inline uint64_t smelt_shr_u(uint64_t a, uint64_t b) { return b >= 64 ? 0 : a >> b; }\n"
-    "static inline int64_t smelt_shr_s(int64_t a, uint64_t b) { return a >> (b >= 64 ? 63 : b); }\n"
-    "static inline int64_t smelt_f2i64(double x)\n"
-    "{\n"
-    "    return x != x ? 0 : x >= 9223372036854775808.0 ? INT64_MAX\n"
-    "         : x < -9223372036854775808.0 ? INT64_MIN : (int64_t)x;\n"
-    "}\n"
-    "static inline uint64_t smelt_f2u64(double x)\n"
-    "{\n"
-    "    return x != x ? 0 : x >= 18446744073709551616.0 ? UINT64_MAX\n"
-    "         : x < 0 ? (uint64_t)smelt_f2i64(x) : (uint64_t)x;\n"
-    "}\n";
-
 /* The helpers with "static inline" replaced by the dialect's qualifier. */
-static void put_helpers(strbuf *sb, const char *qual)
+static void put_helpers(strbuf *sb, const char *helpers, const char *qual)
 {
     static const char tok[] = "static inline";
-    for (const char *p = prelude_helpers, *q; *p; p = q + sizeof tok - 1) {
+    for (const char *p = helpers, *q; *p; p = q + sizeof tok - 1) {
         q = strstr(p, tok);
         if (!q) {
             sb_puts(sb, p);
@@ -118,11 +79,29 @@ static const struct {
     [SMELT_F32] = {"float", "f"},   [SMELT_F64] = {"double", "d"}, [SMELT_I8] = {"int8_t", "c"},
     [SMELT_U8] = {"uint8_t", "u"},  [SMELT_I16] = {"int16_t", "h"}, [SMELT_U16] = {"uint16_t", "w"},
     [SMELT_I32] = {"int32_t", "n"}, [SMELT_U32] = {"uint32_t", "m"}, [SMELT_I64] = {"int64_t", "l"},
-    [SMELT_U64] = {"uint64_t", "q"}, [SMELT_BOOL] = {"uint8_t", "p"},
+    [SMELT_U64] = {"uint64_t", "q"}, [SMELT_BOOL] = {"uint8_t", "p"}, [SMELT_F16] = {"float", "f"},
+    [SMELT_BF16] = {"float", "f"},
 };
 #define N_CTYPES ((int)(sizeof ctypes / sizeof ctypes[0]))
 
 static bool type_ok(smelt_dtype t) { return (int)t >= 0 && (int)t < N_CTYPES && ctypes[t].name; }
+/* A buffer's element type: float16 / bfloat16 buffers hold their bits, except
+ * workgroup ones, which hold float (kir_buffer_elem_bytes). */
+static const char *buf_ctype(const kir_buffer *b)
+{
+    return kir_is_half(b->type) && !b->workgroup ? "uint16_t" : ctypes[b->type].name;
+}
+/* The conversion a load from / store to buffer b goes through, or NULL. */
+static const char *load_conv(const kir_buffer *b)
+{
+    return b->workgroup ? NULL : b->type == SMELT_F16 ? "smelt_h2f(" : b->type == SMELT_BF16 ? "smelt_bf2f(" : NULL;
+}
+static const char *store_conv(const kir_buffer *b)
+{
+    return b->workgroup ? NULL : b->type == SMELT_F16 ? "smelt_f2h(" : b->type == SMELT_BF16 ? "smelt_f2bf(" : NULL;
+}
+/* Values computed in float32: float, and float16 / bfloat16 widened. */
+static bool is_f32(smelt_dtype t) { return t == SMELT_F32 || kir_is_half(t); }
 static bool is_unsigned(smelt_dtype t)
 {
     return t == SMELT_U8 || t == SMELT_U16 || t == SMELT_U32 || t == SMELT_U64 || t == SMELT_BOOL;
@@ -214,7 +193,7 @@ void emit_put_val(emitter *e, kir_val v)
     if (e->copy >= 0 && put_copy_val(e, v)) return;
     switch (x->op) {
     case KIR_CONST:
-        if (kir_is_float(x->type)) put_float(e->sb, x->imm.f, x->type == SMELT_F32);
+        if (kir_is_float(x->type)) put_float(e->sb, x->imm.f, is_f32(x->type));
         else put_int(e->sb, e->d, x->type, emit_const_int(x));
         break;
     case KIR_WG: sb_puts(e->sb, "wg"); break;
@@ -285,8 +264,8 @@ static smelt_status unsupported(const emitter *e, const kir_value *x, smelt_dtyp
 static smelt_status put_float_expr(emitter *e, const kir_value *x, smelt_dtype ta)
 {
     strbuf *sb = e->sb;
-    const char *sfx = ta == SMELT_F32 ? e->d->f32_sfx : "";
-    bool own = ta == SMELT_F32 && e->d->own_math && (x->op == KIR_EXP || x->op == KIR_TANH || x->op == KIR_ERF);
+    const char *sfx = is_f32(ta) ? e->d->f32_sfx : "";
+    bool own = is_f32(ta) && e->d->own_math && (x->op == KIR_EXP || x->op == KIR_TANH || x->op == KIR_ERF);
     if (own) {
         sb_printf(sb, "smelt_%sf(", libm[x->op]);
         put_pattern(e, "%a)", x);
@@ -319,7 +298,7 @@ static smelt_status put_float_expr(emitter *e, const kir_value *x, smelt_dtype t
             put_pattern(e, max ? "(%a >= %b ? %a : %b)" : "(%a <= %b ? %a : %b)", x);
             return SMELT_OK;
         }
-        sb_printf(sb, "smelt_%s%s(", x->op == KIR_MIN ? "min" : "max", ta == SMELT_F32 ? "f" : "");
+        sb_printf(sb, "smelt_%s%s(", x->op == KIR_MIN ? "min" : "max", is_f32(ta) ? "f" : "");
         put_pattern(e, "%a, %b)", x);
         return SMELT_OK;
     }
@@ -409,7 +388,9 @@ static smelt_status put_int_expr(emitter *e, const kir_value *x, smelt_dtype ta)
 static smelt_status put_cast(emitter *e, const kir_value *x, smelt_dtype from)
 {
     smelt_dtype to = x->type;
-    if (to == SMELT_BOOL) put_pattern(e, "(%a != 0)", x);
+    if (to == SMELT_F16) put_pattern(e, "smelt_h2f(smelt_f2h((float)%a))", x);
+    else if (to == SMELT_BF16) put_pattern(e, "smelt_bf2f(smelt_f2bf((float)%a))", x);
+    else if (to == SMELT_BOOL) put_pattern(e, "(%a != 0)", x);
     else if (kir_is_float(to) || !kir_is_float(from)) put_pattern(e, "(%T)%a", x);
     else if (to == SMELT_U64) put_pattern(e, "smelt_f2u64(%a)", x);
     else if (to == SMELT_I64) put_pattern(e, "smelt_f2i64(%a)", x);
@@ -420,10 +401,12 @@ static smelt_status put_cast(emitter *e, const kir_value *x, smelt_dtype from)
 static smelt_status put_expr(emitter *e, const kir_value *x)
 {
     switch (x->op) {
-    case KIR_LOAD:
-        sb_printf(e->sb, "b%d[", x->buf);
-        put_pattern(e, "%a]", x);
+    case KIR_LOAD: {
+        const char *conv = load_conv(&e->k->bufs[x->buf]);
+        sb_printf(e->sb, "%sb%d[", conv ? conv : "", x->buf);
+        put_pattern(e, conv ? "%a])" : "%a]", x);
         return SMELT_OK;
+    }
     case KIR_VARGET: put_slot(e, e->loc.var_slot[x->var]); return SMELT_OK;
     case KIR_SELECT: put_pattern(e, "%a ? %b : %c", x); return SMELT_OK;
     case KIR_CAST: return put_cast(e, x, e->k->vals[x->a].type);
@@ -496,7 +479,7 @@ static void emit_params(emitter *e)
     for (int b = 0; b < k->n_bufs; b++) {
         if (k->bufs[b].workgroup) continue;
         const char *q = k->bufs[b].written ? "" : "const ";
-        const char *t = ctypes[k->bufs[b].type].name;
+        const char *t = buf_ctype(&k->bufs[b]);
         if (n++) sb_puts(sb, ", ");
         if (e->d->params == PARAMS_OFFSET)
             sb_printf(sb, "%s%s%s *g%d, long o%d", e->d->global_space, q, t, b, b);
@@ -517,7 +500,7 @@ static void emit_header(emitter *e)
         sb_puts(sb, "/* workgroup memory:");
         for (int b = 0; b < k->n_bufs; b++)
             if (k->bufs[b].workgroup)
-                sb_printf(sb, " b%d %s[%lld] at +%lld;", b, ctypes[k->bufs[b].type].name, (long long)k->bufs[b].numel,
+                sb_printf(sb, " b%d %s[%lld] at +%lld;", b, buf_ctype(&k->bufs[b]), (long long)k->bufs[b].numel,
                           (long long)k->bufs[b].smem_offset);
         sb_printf(sb, " peak %lld bytes, %lld without reuse */\n", (long long)k->smem_bytes,
                   (long long)smem_total_bytes(k));
@@ -528,7 +511,7 @@ static void emit_header(emitter *e)
         if (k->bufs[b].workgroup || !buffer_used(k, b) || alias_of(e, b) >= 0) continue;
         n_bound++;
         const char *q = k->bufs[b].written ? "" : "const ";
-        const char *t = ctypes[k->bufs[b].type].name;
+        const char *t = buf_ctype(&k->bufs[b]);
         const char *gs = e->d->global_space;
         if (e->d->params == PARAMS_TABLE)
             sb_printf(sb, "    %s%s%s *%s b%d = (%s%s%s *)bufs[%d];\n", gs, q, t, e->d->restrict_kw, b, gs, q, t, b);
@@ -544,7 +527,7 @@ static void emit_header(emitter *e)
         sb_puts(sb, "\n");
         for (int b = 0; b < k->n_bufs; b++) {
             if (!k->bufs[b].workgroup || !buffer_used(k, b)) continue;
-            const char *t = ctypes[k->bufs[b].type].name, *ls = e->d->local_space;
+            const char *t = buf_ctype(&k->bufs[b]), *ls = e->d->local_space;
             sb_printf(sb, "    %s%s *b%d = (%s%s *)(smem + %lld);\n", ls, t, b, ls, t, (long long)k->bufs[b].smem_offset);
         }
     }
@@ -552,7 +535,7 @@ static void emit_header(emitter *e)
     for (int b = 0; b < k->n_bufs; b++) {
         if (!buffer_used(k, b) || alias_of(e, b) < 0) continue;
         n_bound++;
-        const char *t = ctypes[k->bufs[b].type].name;
+        const char *t = buf_ctype(&k->bufs[b]);
         int w = alias_of(e, b);
         const char *gs = e->d->global_space;
         if (!buffer_used(k, w) && e->d->params == PARAMS_TABLE)
@@ -623,9 +606,10 @@ static smelt_status emit_body(emitter *e)
             sb_indent(sb, ind);
             sb_printf(sb, "b%d[", s->buf);
             emit_put_val(e, s->idx);
-            sb_puts(sb, "] = ");
+            const char *conv = store_conv(&k->bufs[s->buf]);
+            sb_printf(sb, "] = %s", conv ? conv : "");
             emit_put_val(e, s->val);
-            sb_puts(sb, ";\n");
+            sb_puts(sb, conv ? ");\n" : ";\n");
             break;
         case KS_LOOP_BEGIN: {
             int end = s->stream && e->d->host_simd ? emit_put_stream(e, i, ind) : -1;
@@ -768,7 +752,13 @@ smelt_status emit_program(kir_kernel *const *kernels, int n, emit_lang lang, loc
               s == LOCALS_REUSE ? "reuse" : "hybrid");
     sb_puts(&sb, dialects[lang].prelude);
     sb_puts(&sb, "\n");
-    put_helpers(&sb, dialects[lang].fn_qual);
+    put_helpers(&sb, emit_prelude_helpers, dialects[lang].fn_qual);
+    bool halves = false;
+    for (int i = 0; i < n && !halves; i++) {
+        for (int b = 0; b < kernels[i]->n_bufs; b++) halves |= kir_is_half(kernels[i]->bufs[b].type);
+        for (int v = 1; v < kernels[i]->n_vals; v++) halves |= kir_is_half(kernels[i]->vals[v].type);
+    }
+    if (halves) put_helpers(&sb, emit_half_helpers, dialects[lang].fn_qual);
     if (dialects[lang].own_math) {
         sb_printf(&sb, "\n/* float32 exp, tanh and erf, as the interpreter computes them (kir/mathf.inc) */\n"
                        "#define SMELT_FN %s\n", dialects[lang].fn_qual);

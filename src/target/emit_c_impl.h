@@ -66,6 +66,11 @@ void emit_put_val(emitter *e, kir_val v);                         /* a value's n
 smelt_status emit_put_def(emitter *e, const kir_stmt *s, int ind); /* one DEF statement, as scalar C */
 
 /* emit_c_simd.c */
+/* The prelude's helpers (emit_prelude.c): min/max, integer division, shifts,
+ * float to integer; and the float16 / bfloat16 conversions, emitted only for
+ * programs with such buffers or values. */
+extern const char emit_prelude_helpers[];
+extern const char emit_half_helpers[];
 extern const char emit_stream_helper[]; /* smelt_stream_f32, for programs with stream loops */
 extern const char emit_vec_helpers[];   /* exp, neg, abs on __m512, for programs with vector loops */
 /* Stream loop i as one smelt_stream_f32 call: its LOOP_END, or -1 (nothing emitted). */

@@ -105,7 +105,8 @@ static const kir_op bool_unary[] = {KIR_NOT, KIR_ABS, KIR_FLOOR, KIR_CEIL, KIR_R
 static const kir_op bool_binary[] = {KIR_AND, KIR_OR, KIR_XOR, KIR_MIN, KIR_MAX, KIR_EQ,
                                      KIR_NE, KIR_LT, KIR_LE, KIR_GT, KIR_GE};
 static const smelt_dtype all_types[] = {SMELT_F32, SMELT_F64, SMELT_I64, SMELT_I32, SMELT_I16, SMELT_I8,
-                                        SMELT_U8, SMELT_U16, SMELT_U32, SMELT_U64, SMELT_BOOL};
+                                        SMELT_U8, SMELT_U16, SMELT_U32, SMELT_U64, SMELT_BOOL, SMELT_F16,
+                                        SMELT_BF16};
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static bool is_cmp(kir_op op)
@@ -180,6 +181,7 @@ static void fill(smelt_dtype t, void *p, int n, int salt)
         switch (t) {
         case SMELT_F32: ((float *)p)[e] = (float)fv[s]; break;
         case SMELT_F64: ((double *)p)[e] = fv[s]; break;
+        case SMELT_F16: case SMELT_BF16: ((uint16_t *)p)[e] = smelt_float_to_half(t, (float)fv[s]); break;
         case SMELT_I8: ((int8_t *)p)[e] = (int8_t)x; break;
         case SMELT_U8: ((uint8_t *)p)[e] = (uint8_t)x; break;
         case SMELT_I16: ((int16_t *)p)[e] = (int16_t)x; break;
@@ -277,6 +279,10 @@ static bool same_contents(const kir_buffer *kb, const void *x, const void *y)
         } else if (kb->type == SMELT_F64) {
             double a = ((const double *)x)[e], c = ((const double *)y)[e];
             if (!(isnan(a) && isnan(c)) && memcmp(&a, &c, sizeof a)) return false;
+        } else if (kir_is_half(kb->type)) {
+            float a = smelt_half_to_float(kb->type, ((const uint16_t *)x)[e]);
+            float c = smelt_half_to_float(kb->type, ((const uint16_t *)y)[e]);
+            if (!(isnan(a) && isnan(c)) && ((const uint16_t *)x)[e] != ((const uint16_t *)y)[e]) return false;
         } else {
             size_t sz = smelt_dtype_size(kb->type);
             if (memcmp((const char *)x + e * sz, (const char *)y + e * sz, sz)) return false;

@@ -115,10 +115,10 @@ TEST(infer_broadcast_shapes)
 TEST(infer_dtype_rejections)
 {
     ir_graph *g = ir_graph_new();
-    int h = input(g, "h", SMELT_F16, S(1, 4));
+    int h = input(g, "h", (smelt_dtype)14, S(1, 4));
     int n = node(g, "relu_h", OP_Relu, 1, (int[]){h}, 1);
     CHECK_EQ_INT(infer(g, n), SMELT_ERR_UNSUPPORTED);
-    CHECK_STR_HAS(smelt_last_error(), "node 'relu_h' (Relu): input 'h' has dtype float16");
+    CHECK_STR_HAS(smelt_last_error(), "node 'relu_h' (Relu): input 'h' has dtype complex64");
 
     int i = input(g, "i", SMELT_I32, S(1, 4));
     n = node(g, "sq", OP_Sqrt, 1, (int[]){i}, 1);
@@ -126,9 +126,9 @@ TEST(infer_dtype_rejections)
     CHECK_STR_HAS(smelt_last_error(), "takes float tensors");
 
     n = node(g, "cast", OP_Cast, 1, (int[]){i}, 1);
-    attr_int(g, n, "to", 16);
+    attr_int(g, n, "to", 17);
     CHECK_EQ_INT(infer(g, n), SMELT_ERR_UNSUPPORTED);
-    CHECK_STR_HAS(smelt_last_error(), "bfloat16");
+    CHECK_STR_HAS(smelt_last_error(), "float8");
 
     n = node(g, "cast2", OP_Cast, 1, (int[]){i}, 1);
     attr_int(g, n, "to", SMELT_BOOL);
