@@ -58,7 +58,9 @@ static smelt_status lower_all(smelt_program *p, const target_info *target)
     p->lp.target = target;
     for (int r = 0; r < p->fp.n_regions; r++) {
         const fuse_region *x = &p->fp.regions[r];
-        if (x->n_nodes == 1 && plan_node_is_view(p->g, x->root)) continue; /* a view aliases its input: no copy */
+        bool views = true; /* a view (or a chain of them) aliases its input: no copy */
+        for (int i = 0; i < x->n_nodes && views; i++) views = plan_node_is_view(p->g, x->nodes[i]);
+        if (views) continue;
         TRY(lower_region(&p->lp, p->g, &p->fp, r));
     }
     for (int i = 0; i < p->lp.n_kernels; i++) {

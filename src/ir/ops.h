@@ -69,6 +69,8 @@ typedef bool (*op_insert_fn)(const struct ir_graph *g, const struct ir_node *n, 
 #define OPF_VIEW 0x1       /* output 0 is input 0's bytes reinterpreted (Reshape...): no copy needed */
 #define OPF_SHAPE_ONLY 0x2 /* reads only its inputs' shapes and dtypes, never their values (Shape, Size):
                               a value it produces never makes its input's values shape-deciding */
+#define OPF_CONTROL 0x4    /* If/Loop/Scan: `infer` expands the node into the graph (graph/control.c), and
+                              shape inference goes on with the nodes it put in its place */
 
 #include "ir/ops_compute.h"
 #include "ir/ops_data.h"

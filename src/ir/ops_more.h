@@ -101,9 +101,14 @@ smelt_status lower_Einsum(struct lower_ctx *c);
 smelt_status lower_Attention(struct lower_ctx *c);
 smelt_status lower_LpPool(struct lower_ctx *c);
 smelt_status lower_Recurrent(struct lower_ctx *c); /* RNN, GRU, LSTM */
+/* If, Loop, Scan (graph/control.c): replace node `node` by the nodes it runs. */
+smelt_status control_expand(struct ir_graph *g, int node);
 
 /*  name                      kind         in    out  value_in infer                           scalar        elem                 lower                            flags */
 #define OPS_MORE(X) \
+    X(If,                       OPAQUE,      1, 1 << 20, 1, 1 << 20, 0x1, control_expand,  OP_NONE,      OP_NONE,             OP_NONE,                         OPF_CONTROL, OP_NONE) \
+    X(Loop,                     OPAQUE,      2, 1 << 20, 1, 1 << 20, 0x3, control_expand,  OP_NONE,      OP_NONE,             OP_NONE,                         OPF_CONTROL, OP_NONE) \
+    X(Scan,                     OPAQUE,      1, 1 << 20, 1, 1 << 20, 0x0, control_expand,  OP_NONE,      OP_NONE,             OP_NONE,                         OPF_CONTROL, OP_NONE) \
     X(RMSNormalization,         REDUCTION,   2, 2, 1, 1, 0x0, infer_RMSNormalization,         OP_NONE,      OP_NONE,             lower_RMSNormalization,          0, OP_NONE) \
     X(GroupNormalization,       REDUCTION,   3, 3, 1, 1, 0x0, infer_GroupNormalization,       OP_NONE,      OP_NONE,             lower_GroupNormalization,        0, OP_NONE) \
     X(MeanVarianceNormalization,REDUCTION,   1, 1, 1, 1, 0x0, infer_MeanVarianceNormalization,OP_NONE,      OP_NONE,             lower_MeanVarianceNormalization, 0, OP_NONE) \
