@@ -286,7 +286,7 @@ static smelt_status check_folded(const program_input *x, const smelt_tensor *in)
     if (same && x->bytes > 0) same = in->data && memcmp(in->data, x->values, x->bytes) == 0;
     if (same) return SMELT_OK;
     return diag_fail(SMELT_ERR_SHAPE,
-                     "input '%s': its values decide shapes, and the program was compiled for other values; "
+                     "input '%s': its values decide shapes or control flow, and the program was compiled for other values; "
                      "compile again with these",
                      x->name);
 }

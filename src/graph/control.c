@@ -5,10 +5,13 @@
  * (graph_infer calls the op table's `infer`, which is control_expand here for
  * the ops flagged OPF_CONTROL) and replaces it, in place, by the nodes it
  * runs; inference then goes on with the first of them:
- *   - If: its condition must be known (a constant, folded, or computed from
+ *   - If: with a known condition (a constant, folded, or computed from small
  *     graph inputs whose values the program is specialised on: the op table
- *     marks `cond` as value_in, so graph_bind_inputs records and guards those
- *     inputs). The chosen branch is inlined; the other is never compiled.
+ *     marks `cond` as value_in, so graph_bind_inputs records and guards
+ *     those inputs) the chosen branch is inlined; the other is never
+ *     compiled. With a run-time condition both branches are inlined and each
+ *     output is Where(cond, then, else): no host round trip, both compiled
+ *     once; the branches must give equal shapes (else an error names the node).
  *   - Loop: with a known trip count and condition, one iteration of the body
  *     is inlined, followed by a Loop node for the remaining iterations (an
  *     internal `smelt_iter` attribute counts them; the scan outputs gathered
@@ -31,7 +34,7 @@
 
 /* Growth bounds: a model whose control flow unrolls into more is refused. */
 #define CONTROL_NODES_MAX (1 << 20)
-#define CONTROL_ITERS_MAX 100000
+#define CONTROL_ITERS_MAX 10000
 
 static smelt_status oom(const char *node)
 {
@@ -201,9 +204,70 @@ static smelt_status known_cond(const ir_graph *g, const ir_node *n, int k, bool 
     return SMELT_OK;
 }
 
+/* The second visit of a run-time If (see if_both): its inputs end with the
+ * then and else branches' outputs, now inferred. They must agree in dtype
+ * and shape; each output becomes Where(cond, then, else). */
+static smelt_status if_select(ir_graph *g, int ni)
+{
+    const ir_node *n = &g->nodes[ni];
+    int n_out = n->n_out, base = n->n_in - 2 * n_out;
+    char a[128], b[128], tn[600];
+    for (int k = 0; k < n_out; k++) {
+        const ir_tensor *t = &g->tensors[n->in[base + k]], *e = &g->tensors[n->in[base + n_out + k]];
+        if (t->dtype != e->dtype || !ir_shape_eq(&t->shape, &e->shape))
+            return ir_node_fail(n, SMELT_ERR_UNSUPPORTED,
+                                "its condition is known only at run time, and its branches give output %d as %s%s and "
+                                "%s%s; smelt selects between branches only when they agree", k,
+                                smelt_dtype_name(t->dtype), ir_shape_str(&t->shape, a, sizeof a),
+                                smelt_dtype_name(e->dtype), ir_shape_str(&e->shape, b, sizeof b));
+    }
+    const char *name = n->name;
+    int first = g->n_nodes, *in = n->in, *outs = n->out;
+    for (int k = 0; k < n_out; k++) {
+        if (outs[k] < 0) continue;
+        int w[3] = {in[0], in[base + k], in[base + n_out + k]};
+        snprintf(tn, sizeof tn, "%s/select%d", name, k);
+        if (ir_node_add(g, tn, OP_Where, 3, w, 1, &outs[k]) < 0) return oom(name);
+    }
+    return splice(g, name, ni, first);
+}
+
+/* An If whose condition is a run-time value: both branches are inlined (each
+ * compiled once, into the program's kernels), followed by the If node again,
+ * now reading both branches' outputs, which if_select turns into a select. */
+static smelt_status if_both(ir_graph *g, int ni)
+{
+    const ir_node *n = &g->nodes[ni];
+    smelt_status st;
+    const ir_attr *ta = graph_attr(n, "then_branch", 0, n->n_out, &st);
+    if (!ta) return st;
+    const ir_attr *ea = graph_attr(n, "else_branch", 0, n->n_out, &st);
+    if (!ea) return st;
+    const char *name = n->name;
+    int n_in = n->n_in, n_out = n->n_out, first = g->n_nodes, *outs = n->out;
+    int *ins = malloc(sizeof(int) * ((size_t)n_in + 2 * (size_t)n_out + (size_t)ta->n_cap + (size_t)ea->n_cap + 1));
+    if (!ins) return oom(name);
+    memcpy(ins, n->in, sizeof(int) * (size_t)n_in);
+    int *map = ins + n_in + 2 * n_out;
+    char prefix[512];
+    for (int i = 0; i < ta->n_cap; i++) map[i] = ins[ta->cap[i]];
+    snprintf(prefix, sizeof prefix, "%s/then/", name);
+    st = inline_graph(g, name, ta->graph, map, prefix, ins + n_in);
+    for (int i = 0; !st && i < ea->n_cap; i++) map[i] = ins[ea->cap[i]];
+    snprintf(prefix, sizeof prefix, "%s/else/", name);
+    if (!st) st = inline_graph(g, name, ea->graph, map, prefix, ins + n_in + n_out);
+    ir_attr sel = {.name = "smelt_select", .type = IR_ATTR_INT, .i = 1, .tensor = -1};
+    int nn = st ? -1 : ir_node_add(g, name, OP_If, n_in + 2 * n_out, ins, n_out, outs); /* errors name the model's node */
+    if (!st && (nn < 0 || !ir_node_attr_add(g, nn, &sel))) st = oom(name);
+    free(ins);
+    return st ? st : splice(g, name, ni, first);
+}
+
 static smelt_status expand_if(ir_graph *g, int ni)
 {
     const ir_node *n = &g->nodes[ni];
+    if (ir_attr_int(n, "smelt_select", 0)) return if_select(g, ni);
+    if (!g->tensors[n->in[0]].data) return if_both(g, ni);
     bool c;
     TRY(known_cond(g, n, 0, &c));
     smelt_status st;

@@ -7,7 +7,9 @@ Each case is written as OUT_DIR/ctrl_<name>/model.onnx plus test_data_set_{0,1}/
 the layout `smelt check` reads; reference outputs come from onnxruntime. smelt expands control flow at
 compile time (src/graph/control.c): an If whose condition comes from a graph input is specialised on
 that input's value and guarded, so `if_branch_by_input` takes the then branch in set 0 and the else
-branch in set 1 (smelt check compiles one program per value). Every other case runs both sets on one
+branch in set 1 (smelt check compiles one program per value). `if_runtime_cond` branches on a value
+computed from data: both branches are compiled once and selected between at run time, so its two
+sets take different branches on one program. Every other case runs both sets on one
 program, with values it was not compiled with. Between them the cases cover: If on a graph input with
 outer-scope values read by both branches; Loop with a constant trip count, loop-carried state, the
 iteration number and scan outputs; a while-style Loop (no trip count) ended by a condition the body
@@ -69,6 +71,23 @@ def if_branch_by_input():
               {"w": rnd(rng, 3, 5)})
     sets = [{"x": rnd(rng, 3, 5), "mode": np.array(1, np.int64)},
             {"x": rnd(rng, 3, 5), "mode": np.array(0, np.int64)}]
+    return m, sets
+
+
+def if_runtime_cond():
+    """If on ReduceSum(x) > 0, a run-time value (x is 8x16, too large to specialise on): set 0 takes the
+    then branch, set 1 the else branch, both on one program (smelt computes both and selects)."""
+    then_g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["t"])], "then", [], [vi("t", F32, [8, 4])])
+    else_g = helper.make_graph([helper.make_node("Abs", ["x"], ["a"]),
+                                helper.make_node("MatMul", ["a", "w"], ["e0"]),
+                                helper.make_node("Neg", ["e0"], ["e"])], "else", [], [vi("e", F32, [8, 4])])
+    nodes = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0), const("zero", np.array(0, np.float32)),
+             helper.make_node("Greater", ["s", "zero"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)]
+    rng = np.random.default_rng(9)
+    m = model(nodes, [vi("x", F32, [8, 16])], [vi("y", F32, [8, 4])], {"w": rnd(rng, 16, 4)})
+    x = rnd(rng, 8, 16)
+    sets = [{"x": np.abs(x) + 0.1}, {"x": -np.abs(rnd(rng, 8, 16)) - 0.1}]
     return m, sets
 
 
@@ -200,7 +219,7 @@ def nested_if_in_loop():
     return m, sets
 
 
-CASES = {"if_branch_by_input": if_branch_by_input, "loop_state_scan": loop_state_scan, "loop_while": loop_while,
+CASES = {"if_branch_by_input": if_branch_by_input, "if_runtime_cond": if_runtime_cond, "loop_state_scan": loop_state_scan, "loop_while": loop_while,
          "loop_until_input_limit": loop_until_input_limit,
          "scan_cumsum": scan_cumsum, "scan_reverse_axis1": scan_reverse_axis1, "scan_rnn_cell": scan_rnn_cell,
          "nested_if_in_loop": nested_if_in_loop}
