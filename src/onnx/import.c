@@ -289,9 +289,11 @@ static smelt_status attr_convert(importer *im, scope *sc, const char *node, cons
             return oom();
         }
         caps->t = grown;
-        for (int k = 0; k < n; k++) {
-            d->cap[k] = caps->base + caps->n;
-            caps->t[caps->n++] = outer[k];
+        for (int k = 0; k < n; k++) { /* one implicit input per outer value, shared by the node's subgraphs */
+            int j = 0;
+            while (j < caps->n && caps->t[j] != outer[k]) j++;
+            if (j == caps->n) caps->t[caps->n++] = outer[k];
+            d->cap[k] = caps->base + j;
         }
         free(outer);
         d->type = IR_ATTR_GRAPH;
