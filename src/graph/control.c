@@ -412,12 +412,94 @@ static smelt_status concat_many(ir_graph *g, const char *node, const char *prefi
     return set_output(g, node, tn, t[0], out);
 }
 
+/* Scan of opset 8: inputs sequence_lens (optional), N states [B, ...], M
+ * scan inputs [B, T, ...], captures; outputs N states [B, ...] and K scan
+ * outputs [B, T, ...]. It becomes one opset-9 Scan per batch element (marked
+ * `smelt_scan9`, expanded next), joined along axis 0. sequence_lens must be
+ * absent or T for every batch element. */
+static smelt_status expand_scan8(ir_graph *g, int ni)
+{
+    const ir_node *n = &g->nodes[ni];
+    const ir_attr *b0 = ir_attr_find(n, "body");
+    if (!b0 || b0->type != IR_ATTR_GRAPH) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'body' (a graph) is missing");
+    int M = (int)ir_attr_int(n, "num_scan_inputs", -1), C = b0->n_cap, N = n->n_in - 1 - C - M, K = n->n_out - N;
+    if (M < 1 || N < 0 || K < 0)
+        return ir_node_fail(n, SMELT_ERR_MODEL, "num_scan_inputs %d does not fit its %d inputs", M, n->n_in - C - 1);
+    const ir_tensor *x = &g->tensors[n->in[1 + N]];
+    if (x->shape.rank < 2) return ir_node_fail(n, SMELT_ERR_SHAPE, "scan input 0 needs a batch and a sequence axis");
+    int64_t batch = x->shape.dim[0], len = x->shape.dim[1];
+    if (batch < 1 || batch > CONTROL_ITERS_MAX)
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "batch %lld is not supported", (long long)batch);
+    if (n->in[0] >= 0) {
+        const ir_tensor *sl = &g->tensors[n->in[0]];
+        bool full = sl->data && ir_tensor_numel(sl) == batch;
+        for (int64_t b = 0; full && b < batch; b++) full = ir_const_int(sl, b) == len;
+        if (!full)
+            return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "sequence_lens must be a constant equal to the sequence "
+                                "length (%lld) for every batch element", (long long)len);
+    }
+    const int64_t *dirs;
+    int nd = ir_attr_ints(n, "directions", &dirs);
+    const char *name = n->name;
+    int first = g->n_nodes, n_in = n->n_in, n_out = n->n_out, *in = n->in, *outs = n->out;
+    ir_attr body = *b0, m_attr = {.name = "num_scan_inputs", .type = IR_ATTR_INT, .i = M, .tensor = -1};
+    ir_attr mark = {.name = "smelt_scan9", .type = IR_ATTR_INT, .i = 1, .tensor = -1};
+    ir_attr dir_attr = {.name = "scan_input_directions", .type = IR_ATTR_INTS, .n = nd, .ints = (int64_t *)dirs, .tensor = -1};
+    int *buf = malloc(sizeof(int) * ((size_t)n_in + (size_t)C + (size_t)n_out * (size_t)(batch + 1) + 1));
+    if (!buf) return oom(name);
+    int *bin = buf, *cap = bin + n_in, *res = cap + C + 1;
+    for (int i = 0; i < C; i++) cap[i] = b0->cap[i] - 1; /* sequence_lens is gone */
+    body.cap = cap;
+    smelt_status st = SMELT_OK;
+    char tn[600];
+    for (int64_t b = 0; !st && b < batch; b++) {
+        snprintf(tn, sizeof tn, "%s/b%lld", name, (long long)b);
+        int idx = const_i64(g, tn, 0, 1, &b);
+        ir_attr axis = {.name = "axis", .type = IR_ATTR_INT, .i = 0, .tensor = -1};
+        for (int j = 0; !st && j < N + M; j++) {
+            int gi[2] = {in[1 + j], idx};
+            snprintf(tn, sizeof tn, "%s/b%lld/in%d", name, (long long)b, j);
+            if (idx < 0 || (bin[j] = ir_tensor_add(g, tn, SMELT_UNDEFINED, NULL)) < 0 ||
+                add_node(g, tn, OP_Gather, 2, gi, bin[j], &axis) < 0)
+                st = oom(name);
+        }
+        for (int i = 0; i < C; i++) bin[N + M + i] = in[1 + N + M + i];
+        int *o = res + (size_t)b * (size_t)n_out;
+        for (int k = 0; !st && k < n_out; k++) {
+            snprintf(tn, sizeof tn, "%s/b%lld/out%d", name, (long long)b, k);
+            if ((o[k] = ir_tensor_add(g, tn, SMELT_UNDEFINED, NULL)) < 0) st = oom(name);
+        }
+        snprintf(tn, sizeof tn, "%s/b%lld", name, (long long)b);
+        int nn = st ? -1 : ir_node_add(g, tn, OP_Scan, N + M + C, bin, n_out, o);
+        if (!st && (nn < 0 || !ir_node_attr_add(g, nn, &body) || !ir_node_attr_add(g, nn, &m_attr) ||
+                    !ir_node_attr_add(g, nn, &mark) || (nd > 0 && !ir_node_attr_add(g, nn, &dir_attr))))
+            st = oom(name);
+    }
+    int *col = malloc(sizeof(int) * ((size_t)batch + 1));
+    if (!st && !col) st = oom(name);
+    for (int k = 0; !st && k < n_out; k++) {
+        const int64_t zero = 0;
+        ir_attr axes = {.name = "axes", .type = IR_ATTR_INTS, .n = 1, .ints = (int64_t *)&zero, .tensor = -1};
+        for (int64_t b = 0; !st && b < batch; b++) {
+            snprintf(tn, sizeof tn, "%s/b%lld/stack%d", name, (long long)b, k);
+            int src = res[(size_t)b * (size_t)n_out + (size_t)k];
+            if ((col[b] = ir_tensor_add(g, tn, SMELT_UNDEFINED, NULL)) < 0 ||
+                add_node(g, tn, OP_Unsqueeze, 1, &src, col[b], &axes) < 0)
+                st = oom(name);
+        }
+        snprintf(tn, sizeof tn, "%s/out%d", name, k);
+        if (!st && outs[k] >= 0) st = concat_many(g, name, tn, col, (int)batch, 0, outs[k]);
+    }
+    free(col);
+    free(buf);
+    return st ? st : splice(g, name, ni, first);
+}
+
 /* Scan (opset 9+) inputs: N initial states, M scan inputs, captures. */
 static smelt_status expand_scan(ir_graph *g, int ni)
 {
     const ir_node *n = &g->nodes[ni];
-    if (g->opset < 9)
-        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "Scan of opset 8 (batch axis and sequence_lens) is not supported");
+    if (g->opset < 9 && !ir_attr_int(n, "smelt_scan9", 0)) return expand_scan8(g, ni);
     const ir_attr *b0 = ir_attr_find(n, "body");
     if (!b0 || b0->type != IR_ATTR_GRAPH) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'body' (a graph) is missing");
     int M = (int)ir_attr_int(n, "num_scan_inputs", -1), C = b0->n_cap, N = n->n_in - C - M, K = n->n_out - N;

@@ -15,7 +15,8 @@ outer-scope values read by both branches; Loop with a constant trip count, loop-
 iteration number and scan outputs; a while-style Loop (no trip count) ended by a condition the body
 computes from a carried counter, and one whose condition compares with a graph input read inside
 the body (specialised on that input, like `mode`); Scan as a running sum (forward) and over axis 1 in reverse with a
-reversed scan output; an RNN cell written as Scan reading its weights from the outer graph; and an
+reversed scan output; an RNN cell written as Scan reading its weights from the outer graph; an opset-8 Scan (batch axis,
+directions); and an
 If nested inside a Loop, choosing by the iteration number's parity and reading a main-graph input
 two scopes up.
 """
@@ -41,10 +42,10 @@ def const(name, arr):
     return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(arr), name))
 
 
-def model(nodes, inputs, outputs, inits=()):
+def model(nodes, inputs, outputs, inits=(), opset=OPSET):
     g = helper.make_graph(nodes, "control", inputs, outputs,
                           [numpy_helper.from_array(v, k) for k, v in dict(inits).items()])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
     onnx.checker.check_model(m, full_check=True)
     return m
@@ -182,6 +183,22 @@ def scan_reverse_axis1():
     return m, sets
 
 
+def scan8_batch():
+    """Opset-8 Scan: batch axis 0 (3), sequence axis 1 (5), the second scan input read in reverse."""
+    body = helper.make_graph([helper.make_node("Add", ["s", "a"], ["s1"]),
+                              helper.make_node("Mul", ["s1", "b"], ["s2"]),
+                              helper.make_node("Sub", ["s2", "a"], ["o"])],
+                             "body", [vi("s", F32, [4]), vi("a", F32, [4]), vi("b", F32, [4])],
+                             [vi("s2", F32, [4]), vi("o", F32, [4])])
+    nodes = [helper.make_node("Scan", ["", "s0", "xa", "xb"], ["sN", "ys"], body=body, num_scan_inputs=2,
+                              directions=[0, 1])]
+    rng = np.random.default_rng(10)
+    m = model(nodes, [vi("s0", F32, [3, 4]), vi("xa", F32, [3, 5, 4]), vi("xb", F32, [3, 5, 4])],
+              [vi("sN", F32, [3, 4]), vi("ys", F32, [3, 5, 4])], opset=8)
+    sets = [{"s0": rnd(rng, 3, 4), "xa": rnd(rng, 3, 5, 4), "xb": rnd(rng, 3, 5, 4) * 0.5} for _ in range(2)]
+    return m, sets
+
+
 def scan_rnn_cell():
     """An RNN cell as Scan: h' = tanh(x_t Wx + h Wh + b), weights read from the outer graph."""
     body = helper.make_graph([helper.make_node("MatMul", ["xt", "Wx"], ["a"]),
@@ -222,6 +239,7 @@ def nested_if_in_loop():
 CASES = {"if_branch_by_input": if_branch_by_input, "if_runtime_cond": if_runtime_cond, "loop_state_scan": loop_state_scan, "loop_while": loop_while,
          "loop_until_input_limit": loop_until_input_limit,
          "scan_cumsum": scan_cumsum, "scan_reverse_axis1": scan_reverse_axis1, "scan_rnn_cell": scan_rnn_cell,
+         "scan8_batch": scan8_batch,
          "nested_if_in_loop": nested_if_in_loop}
 
 
