@@ -68,6 +68,21 @@ save("minus_one", [h.make_node("Relu", ["m"], ["y"], name="relu3")],
 # Opset 1: Mul broadcasting B along axis 1 of A (the pre-7 rule).
 save("opset1", [h.make_node("Mul", ["x", "b"], ["y"], name="mul1", broadcast=1, axis=0)], [x], [y],
      [h.make_tensor("b", T.FLOAT, [2], [2, 3])], opset=1)
+# If on a condition computed from run-time data whose branches give different shapes (smelt
+# selects between branches computed both), and a branch reading a name no scope defines.
+br = lambda name, src: h.make_graph([h.make_node("Neg", [src], [name])], name, [],
+                                    [h.make_tensor_value_info(name, T.FLOAT, [2, 3])])
+big = h.make_tensor_value_info("big", T.FLOAT, [8, 16])
+row = h.make_graph([h.make_node("ReduceSum", ["big"], ["r"], keepdims=0)], "row", [],
+                   [h.make_tensor_value_info("r", T.FLOAT, [])])
+save("if_data_cond", [h.make_node("ReduceSum", ["big"], ["s"], name="sum1", keepdims=0),
+                      h.make_node("Constant", [], ["z"], value=h.make_tensor("z", T.FLOAT, [], [0.0])),
+                      h.make_node("Greater", ["s", "z"], ["c"], name="gt1"),
+                      h.make_node("If", ["c"], ["y"], name="if1", then_branch=br("t", "big"), else_branch=row)],
+     [big], [h.make_tensor_value_info("y", T.FLOAT, None)])
+save("if_undefined", [h.make_node("Constant", [], ["c"], value=h.make_tensor("c", T.BOOL, [], [True])),
+                      h.make_node("If", ["c"], ["y"], name="if2", then_branch=br("t", "nowhere"),
+                                  else_branch=br("e", "x"))], [x], [y])
 PY
 expect unsupported-op 2 "node 'nz1' (NonZero)" -- "$smelt" run "$tmp/unsupported.onnx"
 expect shape-mismatch 2 "node 'add1' (Add)" -- "$smelt" run "$tmp/mismatch.onnx"
@@ -78,6 +93,8 @@ expect unbound-unknown-dim nz "input 'm' has unknown dim 0" -- "$smelt" run "$tm
 expect minus-one-dim-given 0 "y.npy" -- "$smelt" run "$tmp/minus_one.onnx" --shape m=5x3 --output-dir "$tmp/out1"
 expect opset1-broadcast 0 "y.npy" -- "$smelt" run "$tmp/opset1.onnx" --output-dir "$tmp/out1"
 expect max-memory 2 "memory plan needs" -- "$smelt" run "$tmp/ok.onnx" --max-memory 1
+expect if-run-time-branch-shapes 2 "node 'if1' (If): its condition is known only at run time, and its branches give output 0 as float32\\[8,16\\] and float32\\[\\]" -- "$smelt" run "$tmp/if_data_cond.onnx"
+expect if-undefined-name 2 "input 'nowhere' is not defined" -- "$smelt" run "$tmp/if_undefined.onnx"
 expect bad-input-file nz "nothere.npy" -- "$smelt" run "$tmp/ok.onnx" --input x="$tmp/nothere.npy"
 # A failing compile leaves no output directory contents behind.
 mkdir -p "$tmp/out"

@@ -10,7 +10,7 @@
 #   install      make install into a temporary prefix, the example built with pkg-config against
 #                it, the exported symbols (public ones only), make uninstall
 #   models       scripts/venv.sh, tests/models/build_models.py, old_opsets.py (older opset forms),
-#                recurrent_cases.py (LSTM/GRU/RNN) and quantized_cases.py (integer and
+#                recurrent_cases.py (LSTM/GRU/RNN), control_cases.py (If/Loop/Scan) and quantized_cases.py (integer and
 #                com.microsoft ops), then `smelt check` on each model, fused and --no-fuse (one
 #                test each)
 #   sanitize     the tool built with ASan + UBSan (build-asan/smelt; halt on the first report)
@@ -189,6 +189,20 @@ if [ "$venv_ok" -eq 1 ]; then
         done
     else
         bad "tests/models/build_models.py, old_opsets.py or recurrent_cases.py failed"
+    fi
+    # If / Loop / Scan, two input sets each, expanded at compile time (tests/models/control_cases.py).
+    if "$py" tests/models/control_cases.py "$build/models_control"; then
+        for dir in "$build"/models_control/*/; do
+            dir="${dir%/}"
+            for extra in "" "--no-fuse"; do
+                name="$(basename "$dir")${extra:+ $extra}"
+                out="$(timeout 300 "$smelt" check "$dir" $extra 2>&1)"; rc=$?
+                printf '%s\n' "$out" | sed "s|^|$name: |"
+                if [ "$rc" -eq 0 ]; then ok; else bad "$name (exit $rc)"; fi
+            done
+        done
+    else
+        bad "tests/models/control_cases.py failed"
     fi
     # Integer/quantized ops and com.microsoft ops, two input sets each (tests/models/quantized_cases.py).
     if "$py" tests/models/quantized_cases.py "$build/models_quantized"; then

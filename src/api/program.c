@@ -58,7 +58,9 @@ static smelt_status lower_all(smelt_program *p, const target_info *target)
     p->lp.target = target;
     for (int r = 0; r < p->fp.n_regions; r++) {
         const fuse_region *x = &p->fp.regions[r];
-        if (x->n_nodes == 1 && plan_node_is_view(p->g, x->root)) continue; /* a view aliases its input: no copy */
+        bool views = true; /* a view (or a chain of them) aliases its input: no copy */
+        for (int i = 0; i < x->n_nodes && views; i++) views = plan_node_is_view(p->g, x->nodes[i]);
+        if (views) continue;
         TRY(lower_region(&p->lp, p->g, &p->fp, r));
     }
     for (int i = 0; i < p->lp.n_kernels; i++) {
@@ -287,7 +289,7 @@ static smelt_status check_folded(const program_input *x, const smelt_tensor *in)
     if (same && x->bytes > 0) same = in->data && memcmp(in->data, x->values, x->bytes) == 0;
     if (same) return SMELT_OK;
     return diag_fail(SMELT_ERR_SHAPE,
-                     "input '%s': its values decide shapes, and the program was compiled for other values; "
+                     "input '%s': its values decide shapes or control flow, and the program was compiled for other values; "
                      "compile again with these",
                      x->name);
 }

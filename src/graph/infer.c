@@ -74,6 +74,11 @@ smelt_status graph_infer(ir_graph *g, graph_eval_fn eval)
         if (n->dead) continue;
         const op_info *oi = op_get(n->op);
         TRY(check_arity(g, n, oi));
+        if (oi->flags & OPF_CONTROL) { /* replaced by the nodes it runs; infer those next */
+            TRY(oi->infer(g, i));
+            i--;
+            continue;
+        }
         for (int k = 0; k < n->n_in && k < 32; k++)
             if ((oi->value_in >> k & 1) && n->in[k] >= 0 && !g->tensors[n->in[k]].data)
                 return ir_node_fail(n, SMELT_ERR_UNSUPPORTED,

@@ -56,4 +56,8 @@ smelt_status graph_fold_batchnorm(ir_graph *g);
  * the original constant is left for graph_dce when nothing else reads it. */
 smelt_status graph_fold_gemm_transpose(ir_graph *g);
 
+/* If, Loop, Scan (graph/control.c), the op table's shape rule for them (OPF_CONTROL):
+ * replaces node `node` by the nodes it runs, which graph_infer infers next. */
+smelt_status control_expand(ir_graph *g, int node);
+
 #endif

@@ -65,6 +65,8 @@ ir_graph *ir_graph_new(void)
 void ir_graph_free(ir_graph *g)
 {
     if (!g) return;
+    for (int i = 0; i < g->n_subs; i++) ir_graph_free(g->subs[i]);
+    free(g->subs);
     free(g->tensors);
     free(g->nodes);
     arena_free(&g->arena);
@@ -81,6 +83,16 @@ static int grow(void **arr, int *cap, int need, size_t elem)
     memset((char *)p + (size_t)*cap * elem, 0, (size_t)(c - *cap) * elem);
     *arr = p;
     *cap = c;
+    return 1;
+}
+
+int ir_graph_adopt(ir_graph *g, ir_graph *sub)
+{
+    if (!grow((void **)&g->subs, &g->cap_subs, g->n_subs + 1, sizeof(ir_graph *))) {
+        ir_graph_free(sub);
+        return 0;
+    }
+    g->subs[g->n_subs++] = sub;
     return 1;
 }
 
@@ -147,6 +159,7 @@ int ir_node_attr_add(ir_graph *g, int node, const ir_attr *a)
         if (!d->strings) return 0;
         for (int i = 0; i < a->n; i++) d->strings[i] = arena_strdup(&g->arena, a->strings[i]);
     }
+    if (a->n_cap > 0 && !(d->cap = arena_memdup(&g->arena, a->cap, sizeof(int) * (size_t)a->n_cap))) return 0;
     n->attr = arr;
     n->n_attr++;
     return 1;
@@ -188,8 +201,12 @@ static ir_graph *clone_graph(const ir_graph *src, bool share_data)
         int n = ir_node_add(g, s->name, s->op, s->n_in, s->in, s->n_out, s->out);
         if (n < 0) goto fail;
         g->nodes[n].dead = s->dead;
-        for (int a = 0; a < s->n_attr; a++)
-            if (!ir_node_attr_add(g, n, &s->attr[a])) goto fail;
+        for (int a = 0; a < s->n_attr; a++) {
+            ir_attr at = s->attr[a];
+            if (at.type == IR_ATTR_GRAPH && (!(at.graph = ir_graph_clone(at.graph)) || !ir_graph_adopt(g, at.graph)))
+                goto fail;
+            if (!ir_node_attr_add(g, n, &at)) goto fail;
+        }
     }
     if (!ir_graph_set_io(g, src->n_inputs, src->inputs, src->n_outputs, src->outputs)) goto fail;
     g->opset = src->opset;

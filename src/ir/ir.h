@@ -54,7 +54,8 @@ typedef enum ir_attr_type {
     IR_ATTR_FLOATS,
     IR_ATTR_INTS,
     IR_ATTR_STRINGS,
-    IR_ATTR_OTHER /* graphs, sparse tensors, type protos: kept to be rejected by name */
+    IR_ATTR_GRAPH, /* a subgraph of If/Loop/Scan (`graph`, owned by the enclosing graph) */
+    IR_ATTR_OTHER /* sparse tensors, type protos: kept to be rejected by name */
 } ir_attr_type;
 
 typedef struct ir_attr {
@@ -68,6 +69,12 @@ typedef struct ir_attr {
     float *floats;
     const char **strings;
     int tensor;           /* IR_ATTR_TENSOR: tensor index */
+    /* IR_ATTR_GRAPH: the subgraph; its inputs are its formal inputs followed by
+     * n_cap outer-scope values it reads by name, the k-th of which is the
+     * node's input cap[k] (an implicit input of the control-flow node). */
+    struct ir_graph *graph;
+    int n_cap;
+    int *cap;
 } ir_attr;
 
 typedef struct ir_node {
@@ -90,11 +97,13 @@ typedef struct ir_graph {
     int *inputs, n_inputs;   /* graph inputs in model order (no initializers) */
     int *outputs, n_outputs; /* graph outputs in model order */
     int opset;               /* default-domain opset the model imports */
+    struct ir_graph **subs;  /* subgraphs owned by this graph (IR_ATTR_GRAPH points here) */
+    int n_subs, cap_subs;
 } ir_graph;
 
 ir_graph *ir_graph_new(void);
 void ir_graph_free(ir_graph *g);
-/* Deep copy (constant data included). NULL on OOM. */
+/* Deep copy (constant data and subgraphs included). NULL on OOM. */
 ir_graph *ir_graph_clone(const ir_graph *g);
 /* A copy whose constants point at g's data instead of copying it (what a
  * program compiled from a model does: the weights stay the model's, once, for
@@ -102,6 +111,8 @@ ir_graph *ir_graph_clone(const ir_graph *g);
  * shared constant's data: passes that change a constant give its tensor new
  * data (ir_tensor_alloc_data), as every pass does. NULL on OOM. */
 ir_graph *ir_graph_clone_sharing_data(const ir_graph *g);
+/* Make g own `sub` (freed with g). 0 on OOM (then sub is freed). */
+int ir_graph_adopt(ir_graph *g, ir_graph *sub);
 
 /* Add a tensor; returns its index or -1 on OOM. `shape` may be NULL (rank 0,
  * filled in later by shape inference). The name is copied. */

@@ -36,8 +36,10 @@ typedef struct importer {
     int n_inlined; /* nodes taken from function bodies, bounded against blow-up */
 } importer;
 
-/* Names visible to the nodes of the main graph or of one inlined call. */
-typedef struct scope {
+/* Names visible to the nodes of the main graph, of one inlined call or of a
+ * subgraph (If/Loop/Scan), whose names not defined in it come from `parent`. */
+typedef struct scope scope;
+struct scope {
     strmap map;               /* name → tensor, or OMITTED */
     const char *prefix;       /* "" in the main graph, "call/" inside a call */
     int depth;
@@ -48,7 +50,12 @@ typedef struct scope {
     int n_call_attr;
     Onnx__AttributeProto **defaults; /* fn's attribute_proto */
     int n_defaults;
-} scope;
+    scope *parent;            /* a subgraph's enclosing scope, else NULL */
+    ir_graph *g;              /* a subgraph's own graph (NULL: the importer's) */
+    strmap *names;            /* its tensor names */
+    int *caps, *cap_in;       /* outer-scope values read: parent's tensor, and this graph's input */
+    int n_caps;
+};
 
 static const char *str(const char *s) { return s ? s : ""; }
 
@@ -126,12 +133,15 @@ static smelt_status scope_bind(scope *sc, const char *name, int t)
     return strmap_put(&sc->map, name, t) ? SMELT_OK : oom();
 }
 
+static smelt_status subgraph_lookup(importer *im, scope *sc, const char *name, int *v);
+
 /* The tensor a node input names: -1 for "" or an omitted function input. */
-static smelt_status input_resolve(scope *sc, const char *node, const char *op, const char *name, int *t)
+static smelt_status input_resolve(importer *im, scope *sc, const char *node, const char *op, const char *name, int *t)
 {
     *t = -1;
     if (!*str(name)) return SMELT_OK;
     int v = strmap_get(&sc->map, name);
+    if (v == -1 && sc->parent) TRY(subgraph_lookup(im, sc, name, &v));
     if (v == -1)
         return node_fail(node, op, SMELT_ERR_MODEL, "input '%s' is not defined by any earlier node, input or initializer",
                          name);
@@ -211,7 +221,17 @@ static smelt_status attrs_resolve(scope *sc, const Onnx__NodeProto *np, const ch
     return SMELT_OK;
 }
 
-static smelt_status attr_convert(importer *im, const char *node, const char *op, const rattr *r, ir_attr *d)
+static smelt_status subgraph_import(importer *im, scope *outer, const char *node, const Onnx__GraphProto *gp,
+                                    ir_graph **out, int **caps, int *n_caps);
+
+/* `caps` (NULL where the op takes no subgraph) collects the outer-scope values
+ * a GRAPH attribute reads; they follow the node's `base` inputs. */
+typedef struct capture_list {
+    int *t, n, base;
+} capture_list;
+
+static smelt_status attr_convert(importer *im, scope *sc, const char *node, const char *op, const rattr *r,
+                                 ir_attr *d, capture_list *caps)
 {
     const Onnx__AttributeProto *a = r->a;
     arena *ar = &im->g->arena;
@@ -254,6 +274,34 @@ static smelt_status attr_convert(importer *im, const char *node, const char *op,
         TRY(tensor_decode(im, t, a->t, what));
         d->type = IR_ATTR_TENSOR;
         d->tensor = t;
+        break;
+    }
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH: {
+        if (!caps || !a->g) {
+            d->type = IR_ATTR_OTHER;
+            break;
+        }
+        ir_graph *sub = NULL;
+        int *outer = NULL, n = 0;
+        TRY(subgraph_import(im, sc, node, a->g, &sub, &outer, &n));
+        int *grown = realloc(caps->t, sizeof(int) * (size_t)(caps->n + n + 1));
+        d->cap = arena_alloc(ar, sizeof(int) * (size_t)(n + 1));
+        if (!grown || !d->cap || !ir_graph_adopt(im->g, sub)) {
+            if (grown) caps->t = grown;
+            free(outer);
+            return oom();
+        }
+        caps->t = grown;
+        for (int k = 0; k < n; k++) { /* one implicit input per outer value, shared by the node's subgraphs */
+            int j = 0;
+            while (j < caps->n && caps->t[j] != outer[k]) j++;
+            if (j == caps->n) caps->t[caps->n++] = outer[k];
+            d->cap[k] = caps->base + j;
+        }
+        free(outer);
+        d->type = IR_ATTR_GRAPH;
+        d->graph = sub;
+        d->n_cap = n;
         break;
     }
     default: d->type = IR_ATTR_OTHER; break;
@@ -374,7 +422,8 @@ static smelt_status function_inline(importer *im, scope *outer, const Onnx__Node
     int opset = outer->opset; /* a body imports its own opset, or uses the model's */
     TRY(opsets_check(fn->n_opset_import, fn->opset_import, where, &opset));
 
-    scope sc = {.depth = outer->depth + 1, .opset = opset, .fn = fn, .call_attr = attr, .n_call_attr = n_attr};
+    scope sc = {.depth = outer->depth + 1, .opset = opset, .fn = fn, .call_attr = attr, .n_call_attr = n_attr,
+                .g = outer->g};
     strmap_init(&sc.map);
     size_t plen = strlen(node) + 2; /* node already carries the outer prefix */
     char *prefix = malloc(plen);
@@ -388,7 +437,7 @@ static smelt_status function_inline(importer *im, scope *outer, const Onnx__Node
     }
     for (size_t i = 0; !st && i < fn->n_input; i++) {
         int t = -1;
-        if (i < np->n_input) st = input_resolve(outer, node, op, np->input[i], &t);
+        if (i < np->n_input) st = input_resolve(im, outer, node, op, np->input[i], &t);
         if (!st) st = scope_bind(&sc, str(fn->input[i]), t < 0 ? OMITTED : t);
     }
     for (size_t k = 0; !st && k < fn->n_output; k++) {
@@ -424,19 +473,25 @@ static smelt_status op_node_import(importer *im, scope *sc, const Onnx__NodeProt
     const char *opn = str(np->op_type);
     if (np->n_input > INT_MAX / 2 || np->n_output > INT_MAX / 2)
         return node_fail(node, opn, SMELT_ERR_MODEL, "too many inputs or outputs");
-    int *in = malloc(sizeof(int) * (np->n_input + np->n_output + 1));
-    if (!in) return oom();
-    int *out = in + np->n_input;
-    smelt_status st = SMELT_OK;
-    for (size_t i = 0; !st && i < np->n_input; i++) st = input_resolve(sc, node, opn, np->input[i], &in[i]);
+    /* Subgraphs first: the outer-scope values they read become implicit inputs. */
+    capture_list caps = {.base = (int)np->n_input};
+    ir_attr *at = malloc(sizeof(ir_attr) * ((size_t)n_attr + 1));
+    smelt_status st = at ? SMELT_OK : oom();
+    capture_list *cp = op_get(op)->flags & OPF_CONTROL ? &caps : NULL; /* other ops keep graphs as OTHER */
+    for (int i = 0; !st && i < n_attr; i++) st = attr_convert(im, sc, node, opn, &attr[i], &at[i], cp);
+    int *in = st ? NULL : malloc(sizeof(int) * (np->n_input + (size_t)caps.n + np->n_output + 1));
+    if (!st && !in) st = oom();
+    int *out = in ? in + np->n_input + caps.n : NULL;
+    for (size_t i = 0; !st && i < np->n_input; i++) st = input_resolve(im, sc, node, opn, np->input[i], &in[i]);
+    for (int i = 0; !st && i < caps.n; i++) in[np->n_input + (size_t)i] = caps.t[i];
     for (size_t i = 0; !st && i < np->n_output; i++) st = output_define(im, sc, node, opn, np->output[i], &out[i]);
     int n = -1;
-    if (!st && (n = ir_node_add(im->g, node, op, (int)np->n_input, in, (int)np->n_output, out)) < 0) st = oom();
-    for (int i = 0; !st && i < n_attr; i++) {
-        ir_attr a;
-        st = attr_convert(im, node, opn, &attr[i], &a);
-        if (!st && !ir_node_attr_add(im->g, n, &a)) st = oom();
-    }
+    if (!st && (n = ir_node_add(im->g, node, op, (int)np->n_input + caps.n, in, (int)np->n_output, out)) < 0)
+        st = oom();
+    for (int i = 0; !st && i < n_attr; i++)
+        if (!ir_node_attr_add(im->g, n, &at[i])) st = oom();
+    free(at);
+    free(caps.t);
     if (!st && sc->opset < ONNX_OPSET_NATIVE) {
         onnx_upgrade_ctx cx = {.importer = im, .tensor_new = tensor_new_unique};
         st = onnx_upgrade_node(&cx, im->g, n, sc->opset);
@@ -459,9 +514,9 @@ static smelt_status detached_node_import(importer *im, scope *sc, const Onnx__No
     ir_attr *at = malloc(sizeof(ir_attr) * ((size_t)n_attr + 1));
     smelt_status st = in && at ? SMELT_OK : oom();
     int *out = in ? in + np->n_input : NULL;
-    for (size_t i = 0; !st && i < np->n_input; i++) st = input_resolve(sc, node, opn, np->input[i], &in[i]);
+    for (size_t i = 0; !st && i < np->n_input; i++) st = input_resolve(im, sc, node, opn, np->input[i], &in[i]);
     for (size_t i = 0; !st && i < np->n_output; i++) st = output_define(im, sc, node, opn, np->output[i], &out[i]);
-    for (int i = 0; !st && i < n_attr; i++) st = attr_convert(im, node, opn, &attr[i], &at[i]);
+    for (int i = 0; !st && i < n_attr; i++) st = attr_convert(im, sc, node, opn, &attr[i], &at[i], NULL);
     if (!st) {
         ir_node n = {.name = node, .op = OP_INVALID, .n_in = (int)np->n_input, .n_out = (int)np->n_output,
                      .in = in, .out = out, .n_attr = n_attr, .attr = at};
@@ -633,6 +688,116 @@ static smelt_status graph_import(importer *im, scope *sc)
     return st;
 }
 
+/* ---- subgraphs (If, Loop, Scan) ------------------------------------------ */
+
+static ir_graph *scope_graph(importer *im, const scope *sc) { return sc->g ? sc->g : im->g; }
+
+/* A name a subgraph reads but does not define: the enclosing scopes' value,
+ * captured as a new input of the subgraph (and, through the caller, an
+ * implicit input of the control-flow node). *v = -1 when no scope has it. */
+static smelt_status subgraph_lookup(importer *im, scope *sc, const char *name, int *v)
+{
+    scope *p = sc->parent;
+    int o = strmap_get(&p->map, name);
+    if (o == -1 && p->parent) TRY(subgraph_lookup(im, p, name, &o));
+    *v = o;
+    if (o == -1) return SMELT_OK;
+    if (o != OMITTED) {
+        const ir_tensor x = scope_graph(im, p)->tensors[o];
+        ir_graph *g = scope_graph(im, sc);
+        int *caps = realloc(sc->caps, sizeof(int) * (size_t)(sc->n_caps + 1));
+        if (caps) sc->caps = caps;
+        int *cap_in = caps ? realloc(sc->cap_in, sizeof(int) * (size_t)(sc->n_caps + 1)) : NULL;
+        if (cap_in) sc->cap_in = cap_in;
+        if (!caps || !cap_in || (*v = ir_tensor_add(g, name, x.dtype, &x.shape)) < 0) return oom();
+        sc->caps[sc->n_caps] = o;
+        sc->cap_in[sc->n_caps++] = *v;
+    }
+    return scope_bind(sc, name, *v);
+}
+
+/* A GraphProto attribute → its own ir_graph: inputs are the formal inputs,
+ * then the outer-scope values it reads (*caps: their tensors in `outer`). */
+static smelt_status subgraph_body(importer *im, scope *ss, const char *node, const Onnx__GraphProto *gp)
+{
+    ir_graph *g = im->g;
+    for (size_t i = 0; i < gp->n_node; i++)
+        for (size_t k = 0; k < gp->node[i]->n_output; k++)
+            if (*str(gp->node[i]->output[k]) && !strmap_put(&im->names, gp->node[i]->output[k], 0)) return oom();
+    if (gp->n_sparse_initializer)
+        return diag_fail(SMELT_ERR_UNSUPPORTED, "node '%s': a subgraph's sparse initializer is not supported", node);
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const char *name = str(gp->initializer[i]->name);
+        char what[512];
+        snprintf(what, sizeof what, "node '%s': subgraph initializer '%s'", node, name);
+        int t = tensor_new(im, name, true);
+        if (t < 0) return oom();
+        TRY(scope_bind(ss, name, t));
+        TRY(tensor_decode(im, t, gp->initializer[i], what));
+    }
+    int n_formal = 0;
+    int *ins = malloc(sizeof(int) * (gp->n_input + 1));
+    int *outs = malloc(sizeof(int) * (gp->n_output + 1));
+    smelt_status st = ins && outs ? SMELT_OK : oom();
+    for (size_t i = 0; !st && i < gp->n_input; i++) {
+        const char *name = str(gp->input[i]->name);
+        const Onnx__TypeProto *tp = gp->input[i]->type;
+        if ((ins[n_formal] = tensor_new(im, name, true)) < 0) st = oom();
+        else st = scope_bind(ss, name, ins[n_formal]);
+        if (!st && tp && tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+            st = diag_fail(SMELT_ERR_UNSUPPORTED, "node '%s': subgraph input '%s' is not a tensor (sequences and "
+                           "optionals are not supported)", node, name);
+        if (!st && tp && tp->tensor_type && tp->tensor_type->has_elem_type)
+            g->tensors[ins[n_formal]].dtype = (smelt_dtype)tp->tensor_type->elem_type;
+        n_formal++;
+    }
+    for (size_t i = 0; !st && i < gp->n_node; i++) st = node_import(im, ss, gp->node[i]);
+    for (size_t i = 0; !st && i < gp->n_output; i++) {
+        st = input_resolve(im, ss, node, "subgraph", gp->output[i]->name, &outs[i]);
+        if (!st && outs[i] < 0)
+            st = diag_fail(SMELT_ERR_MODEL, "node '%s': subgraph output '%s' is not computed", node, str(gp->output[i]->name));
+    }
+    int *all = st ? NULL : malloc(sizeof(int) * ((size_t)n_formal + (size_t)ss->n_caps + 1));
+    if (!st && !all) st = oom();
+    if (!st) {
+        memcpy(all, ins, sizeof(int) * (size_t)n_formal);
+        if (ss->n_caps) memcpy(all + n_formal, ss->cap_in, sizeof(int) * (size_t)ss->n_caps);
+        if (!ir_graph_set_io(g, n_formal + ss->n_caps, all, (int)gp->n_output, outs)) st = oom();
+    }
+    free(all);
+    free(ins);
+    free(outs);
+    return st;
+}
+
+static smelt_status subgraph_import(importer *im, scope *outer, const char *node, const Onnx__GraphProto *gp,
+                                    ir_graph **out, int **caps, int *n_caps)
+{
+    *out = ir_graph_new();
+    if (!*out) return oom();
+    ir_graph *saved_g = im->g;
+    strmap saved_names = im->names;
+    (*out)->opset = saved_g->opset;
+    im->g = *out;
+    strmap_init(&im->names);
+    scope ss = {.prefix = "", .depth = outer->depth, .opset = outer->opset, .parent = outer, .g = *out};
+    strmap_init(&ss.map);
+    smelt_status st = subgraph_body(im, &ss, node, gp);
+    strmap_free(&ss.map);
+    strmap_free(&im->names);
+    im->names = saved_names;
+    im->g = saved_g;
+    free(ss.cap_in);
+    *caps = ss.caps;
+    *n_caps = ss.n_caps;
+    if (st) {
+        ir_graph_free(*out);
+        free(ss.caps);
+        *caps = NULL;
+    }
+    return st;
+}
+
 /* protobuf-c unpacks nested messages recursively without a depth limit, so a
  * hostile file of deeply nested attributes could exhaust the stack. Walk the
  * wire format with the descriptors first, iteratively, and refuse deep nests. */
@@ -694,6 +859,7 @@ smelt_status onnx_load_memory(const void *data, size_t size, const char *base_di
     if (!st) st = opsets_check(m->n_opset_import, m->opset_import, "the model", &opset);
     if (!st) {
         im.g->opset = sc.opset = opset; /* 0 when not imported: then no default-domain node may appear */
+        sc.g = im.g;
         st = graph_import(&im, &sc);
     }
     if (!st && !im.g->opset) im.g->opset = ONNX_OPSET_MAX;

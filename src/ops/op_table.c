@@ -6,6 +6,7 @@
  * read the table's kinds and shape rules through it; only this file needs the
  * functions' prototypes, so no earlier stage includes ops/.
  */
+#include "graph/passes.h"
 #include "ir/ops.h"
 
 #include "ops/attention.h"
