@@ -254,6 +254,98 @@ smelt_status kir_clean_cse(kir_kernel *k)
     return SMELT_OK;
 }
 
+/* ---- loops of one iteration --------------------------------------------- */
+
+/* Whether loop statement i runs its body exactly once, on every thread. */
+static bool one_trip(const kir_kernel *k, const kir_stmt *s)
+{
+    if (!kir_is_const(k, s->lo) || !kir_is_const(k, s->hi) || !kir_is_const(k, s->step) || s->stream) return false;
+    if (s->parallel && k->wg_size > 1) return false; /* spread over threads: only one runs it */
+    int64_t lo = k->vals[s->lo].imm.i, hi = k->vals[s->hi].imm.i, step = k->vals[s->step].imm.i;
+    return step > 0 && lo < hi && hi - lo <= step;
+}
+
+/* Index arithmetic on constants, or x + 0, x * 1, x * 0: the value it
+ * becomes (0: none), possibly turning v itself into a constant. */
+static kir_val fold_index(kir_kernel *k, kir_val v)
+{
+    kir_value *x = &k->vals[v];
+    if (x->type != SMELT_I64 || (x->op != KIR_ADD && x->op != KIR_SUB && x->op != KIR_MUL)) return 0;
+    bool ca = kir_is_const(k, x->a), cb = kir_is_const(k, x->b);
+    int64_t a = ca ? k->vals[x->a].imm.i : 0, b = cb ? k->vals[x->b].imm.i : 0;
+    if (ca && cb) {
+        /* wrapping, as the interpreter computes int64 */
+        uint64_t r = x->op == KIR_ADD ? (uint64_t)a + (uint64_t)b : x->op == KIR_SUB ? (uint64_t)a - (uint64_t)b
+                                                                                     : (uint64_t)a * (uint64_t)b;
+        x->op = KIR_CONST;
+        x->a = x->b = x->c = 0;
+        x->imm.i = (int64_t)r;
+        x->def = -1;
+        return v;
+    }
+    if (x->op == KIR_MUL && ((ca && a == 0) || (cb && b == 0))) return ca && a == 0 ? x->a : x->b;
+    if (x->op == KIR_MUL && ca && a == 1) return x->b;
+    if ((x->op == KIR_MUL && cb && b == 1) || (x->op != KIR_MUL && cb && b == 0)) return x->a;
+    if (x->op == KIR_ADD && ca && a == 0) return x->b;
+    return 0;
+}
+
+smelt_status kir_clean_one_trip(kir_kernel *k)
+{
+    char *keep = malloc((size_t)k->n_stmts + 1);
+    int *stack = malloc(sizeof(int) * ((size_t)k->n_stmts + 1));
+    kir_val *map = malloc(sizeof(kir_val) * ((size_t)k->n_vals + 1));
+    if (!keep || !stack || !map) {
+        free(keep), free(stack), free(map);
+        return nomem(k);
+    }
+    for (kir_val v = 0; v < k->n_vals; v++) map[v] = v;
+    int top = 0;
+    for (int i = 0; i < k->n_stmts; i++) {
+        kir_stmt *s = &k->stmts[i];
+        keep[i] = 1;
+#define MAP(v) ((v) = map[v])
+        switch (s->kind) {
+        case KS_DEF: {
+            kir_val *ops[3];
+            int ar = operands(k, s->val, ops);
+            for (int j = 0; j < ar; j++) MAP(*ops[j]);
+            kir_val f = fold_index(k, s->val);
+            if (f) {
+                map[s->val] = f;
+                keep[i] = 0;
+            }
+            break;
+        }
+        case KS_STORE: MAP(s->idx), MAP(s->val); break;
+        case KS_PREFETCH: MAP(s->idx); break;
+        case KS_VAR_SET: MAP(s->val); break;
+        case KS_IF_BEGIN: MAP(s->cond), stack[top++] = i; break;
+        case KS_LOOP_BEGIN:
+            MAP(s->lo), MAP(s->hi), MAP(s->step);
+            stack[top++] = i;
+            if (one_trip(k, s)) { /* the loop value is its first value */
+                kir_value *x = &k->vals[s->val];
+                *x = (kir_value){.op = KIR_CONST, .type = SMELT_I64, .def = -1, .imm.i = k->vals[s->lo].imm.i};
+                keep[i] = 0;
+            }
+            break;
+        case KS_LOOP_END:
+        case KS_IF_END: keep[i] = keep[stack[--top]]; break;
+        default: break;
+        }
+#undef MAP
+    }
+    for (int i = 0; i < k->n_accesses; i++) {
+        kir_access *a = &k->accesses[i];
+        a->at = map[a->at];
+        for (int d = 0; d < a->rank; d++) a->idx[d] = map[a->idx[d]];
+    }
+    int r = compact(k, keep);
+    free(keep), free(stack), free(map);
+    return r < 0 ? nomem(k) : SMELT_OK;
+}
+
 /* ---- the order ---------------------------------------------------------- */
 
 typedef smelt_status (*clean_pass)(kir_kernel *k);
@@ -262,8 +354,9 @@ static const struct {
     const char *name;
     clean_pass run;
 } passes[] = {
-    {"cse", kir_clean_cse},   /* leaves the duplicates dead */
-    {"dead", kir_clean_dead}, /* last: removes what the others left unused */
+    {"one-trip", kir_clean_one_trip}, /* first: the constants it makes let cse merge more */
+    {"cse", kir_clean_cse},           /* leaves the duplicates dead */
+    {"dead", kir_clean_dead},         /* last: removes what the others left unused */
 };
 
 smelt_status kir_clean(kir_kernel *k)

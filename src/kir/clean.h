@@ -22,6 +22,13 @@
 smelt_status kir_clean_dead(kir_kernel *k);
 
 /* requires: kir_verify(k) passes.
+ * guarantees: no loop with constant bounds runs exactly once (its body
+ * stands in its place, its value a constant; parallel loops spread over
+ * threads and stream loops stay); no i64 add, sub or mul has only constant
+ * operands, nor adds 0 or multiplies by 0 or 1. */
+smelt_status kir_clean_one_trip(kir_kernel *k);
+
+/* requires: kir_verify(k) passes.
  * guarantees: no two statements define the same pure expression (the same
  * op on the same operands, or a load of the same buffer element, or a read
  * of the same variable, with no store to it between) where the first is in

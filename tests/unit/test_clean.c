@@ -168,3 +168,40 @@ TEST(clean_cse_respects_scope)
     CHECK(xout[0] == 0 && xout[1] == 2 && xout[2] == 3 && xout[3] == 1 && xout[4] == 2 && xout[5] == 3);
     arena_free(&a);
 }
+
+/* A loop of one iteration becomes its body with the loop value a constant,
+ * and the index arithmetic on it folds; a parallel one spread over threads
+ * stays (only one thread runs it). */
+TEST(clean_one_trip_loops)
+{
+    arena a;
+    arena_init(&a);
+    kir_kernel *k = kir_kernel_new(&a, 5, 2, "one trip");
+    int in = kir_buffer_add(k, SMELT_F32, 8, 0, true, false);
+    int out = kir_buffer_add(k, SMELT_F32, 8, 1, false, true);
+    kir_val r = kir_loop_begin(k, kir_idx(k, 2), kir_idx(k, 3), kir_idx(k, 4));
+    kir_val j = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, 2), kir_idx(k, 1));
+    kir_val i = kir_add(k, kir_add(k, kir_mul(k, r, kir_idx(k, 2)), kir_mul(k, kir_wg(k), kir_idx(k, 2))), j);
+    kir_store(k, out, i, kir_load(k, in, kir_binary(k, KIR_SUB, i, kir_idx(k, 4))));
+    kir_loop_end(k);
+    kir_loop_end(k);
+    float xin[8], before[8] = {0}, after[8] = {0};
+    for (int t = 0; t < 8; t++) xin[t] = (float)t + 0.25f;
+    void *b0[] = {xin, before}, *b1[] = {xin, after};
+    CHECK_EQ_INT(kir_interpret(k, b0), SMELT_OK);
+    CHECK_EQ_INT(kir_clean(k), SMELT_OK);
+    CHECK_EQ_INT(count_kind(k, KS_LOOP_BEGIN), 1);
+    CHECK_EQ_INT(count_defs(k, KIR_MUL), 1); /* r * 2 folded to 4 */
+    CHECK_EQ_INT(kir_interpret(k, b1), SMELT_OK);
+    CHECK(!memcmp(before, after, sizeof before));
+
+    kir_kernel *g = kir_kernel_new(&a, 6, 1, "threads");
+    int o = kir_buffer_add(g, SMELT_F32, 1, 0, false, true);
+    g->wg_size = 4;
+    kir_val p = kir_loop_begin_parallel(g, kir_idx(g, 0), kir_idx(g, 1));
+    kir_store(g, o, p, kir_const_f(g, SMELT_F32, 1));
+    kir_loop_end(g);
+    CHECK_EQ_INT(kir_clean(g), SMELT_OK);
+    CHECK_EQ_INT(count_kind(g, KS_LOOP_BEGIN), 1);
+    arena_free(&a);
+}
