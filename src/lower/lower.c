@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "fuse/fuse.h"
+#include "kir/clean.h"
 
 /* An inlined element already computed in this kernel. */
 typedef struct memo_entry {
@@ -615,6 +616,7 @@ static smelt_status lower_root(lower_program *p, const ir_graph *g, const fuse_p
     for (int i = first; i < p->n_kernels; i++) {
         if (p->kernels[i]->oom) return diag_fail(SMELT_ERR_NOMEM, "out of memory lowering node '%s'", c.n->name);
         s = kir_verify(p->kernels[i]);
+        if (!s) s = kir_clean(p->kernels[i]);
         if (s) return diag_context(s, "lowering node '%s' (%s)", c.n->name, oi->name);
     }
     return SMELT_OK;

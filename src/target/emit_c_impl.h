@@ -73,6 +73,11 @@ extern const char emit_prelude_helpers[];
 extern const char emit_half_helpers[];
 extern const char emit_stream_helper[]; /* smelt_stream_f32, for programs with stream loops */
 extern const char emit_vec_helpers[];   /* exp, neg, abs on __m512, for programs with vector loops */
+
+/* After the dialect's prelude: the helpers (min/max, integer division, float
+ * conversions, mathf.inc, stream and vector helpers) that `body`, the
+ * emitted kernels, calls, and those they call (emit_c_prelude.c). */
+void emit_put_prelude(strbuf *sb, const dialect *d, const char *body);
 /* Stream loop i as one smelt_stream_f32 call: its LOOP_END, or -1 (nothing emitted). */
 int emit_put_stream(emitter *e, int i, int ind);
 /* Loop i as a vector loop (see emit_c_simd.c): its LOOP_END, or -1. */

@@ -483,7 +483,11 @@ TEST(emit_program_prelude)
     char *src = NULL;
     CHECK_EQ_INT(emit_program(ks, 2, EMIT_C, LOCALS_REUSE, NULL, &src), SMELT_OK);
     CHECK_STR_HAS(src, "#include <math.h>\n#include <stdint.h>\n");
-    CHECK_STR_HAS(src, "static inline float smelt_minf(float a, float b)");
+    CHECK_STR_HAS(src, "static inline float smelt_maxf(float a, float b)");
+    CHECK_STR_HAS(src, "SMELT_FN float smelt_expf(float x)");
+    CHECK(!strstr(src, "smelt_minf")); /* only the helpers the kernels call */
+    CHECK(!strstr(src, "smelt_div_i64"));
+    CHECK(!strstr(src, "smelt_erff"));
     CHECK_STR_HAS(src, "void smelt_k0(");
     CHECK_STR_HAS(src, "void smelt_k1(");
     free(src);

@@ -1,0 +1,147 @@
+/*
+ * emit_c_prelude.c — the helper functions a C-like program starts with,
+ * pruned to those its kernels call.
+ *
+ * requires: the program's kernels, already emitted (their text is searched
+ *           for each helper's name followed by '(').
+ * guarantees: every helper a kernel or a kept helper calls is defined before
+ *             the kernels, and no other; text between helpers in a block
+ *             (includes, #if, typedefs, comments) is kept with the block.
+ */
+#include "target/emit_c_impl.h"
+
+#include "mathf_src.h" /* generated from kir/mathf.inc by the Makefile */
+
+#include <stdlib.h>
+#include <string.h>
+
+
+/* One function of a block: text[start, end) defines `name`. */
+typedef struct helper_fn {
+    const char *text;
+    size_t start, end;
+    char name[48];
+    bool used;
+} helper_fn;
+
+#define MAX_FNS 128
+
+/* Lines that open a helper: its return type follows one of these. */
+static bool opens_fn(const char *line) { return !strncmp(line, "static inline ", 14) || !strncmp(line, "SMELT_FN ", 9); }
+
+/* Cut text into functions (appended to fns); returns the new count. A
+ * function is its opening line, through that line when it closes its own
+ * braces, else through the next line that is a lone "}". */
+static int split_fns(const char *text, helper_fn *fns, int n)
+{
+    for (const char *p = text; *p && n < MAX_FNS;) {
+        const char *eol = strchr(p, '\n');
+        const char *next = eol ? eol + 1 : p + strlen(p);
+        if (!opens_fn(p)) {
+            p = next;
+            continue;
+        }
+        const char *q = p;
+        while (q < next && (strncmp(q, "smelt_", 6) || q[-1] == '_')) q++;
+        const char *paren = q < next ? memchr(q, '(', (size_t)(next - q)) : NULL;
+        if (!paren || paren - q >= (long)sizeof fns[n].name) {
+            p = next;
+            continue;
+        }
+        const char *end = next;
+        if (!(memchr(p, '{', (size_t)(next - p)) && next - p >= 2 && next[-2] == '}'))
+            for (const char *r = next; *r; r = strchr(r, '\n') ? strchr(r, '\n') + 1 : r + strlen(r))
+                if (!strncmp(r, "}\n", 2)) {
+                    end = r + 2;
+                    break;
+                }
+        helper_fn *f = &fns[n++];
+        *f = (helper_fn){.text = text, .start = (size_t)(p - text), .end = (size_t)(end - text)};
+        memcpy(f->name, q, (size_t)(paren - q));
+        f->name[paren - q] = 0;
+        p = end;
+    }
+    return n;
+}
+
+/* Whether s[0, len) calls `name` ("name(" not preceded by an identifier
+ * character). */
+static bool calls(const char *s, size_t len, const char *name)
+{
+    size_t nl = strlen(name);
+    for (const char *p = s; (p = strstr(p, name)) && (size_t)(p - s) + nl < len; p += nl) {
+        bool ident_before = p > s && (p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z') || (p[-1] >= 'A' && p[-1] <= 'Z') ||
+                                      (p[-1] >= '0' && p[-1] <= '9'));
+        if (p[nl] == '(' && !ident_before) return true;
+    }
+    return false;
+}
+
+/* The block's text with only its used functions, "static inline" replaced
+ * by qual. */
+static void put_block(strbuf *sb, const char *text, const helper_fn *fns, int n, const char *qual)
+{
+    static const char tok[] = "static inline";
+    size_t len = strlen(text);
+    strbuf t;
+    sb_init(&t);
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        if (fns[i].text != text) continue;
+        sb_printf(&t, "%.*s", (int)(fns[i].start - at), text + at);
+        if (fns[i].used) sb_printf(&t, "%.*s", (int)(fns[i].end - fns[i].start), text + fns[i].start);
+        at = fns[i].end;
+    }
+    sb_printf(&t, "%.*s", (int)(len - at), text + at);
+    if (t.s) { /* a dropped function leaves its blank lines: keep one */
+        char *w = t.s;
+        for (const char *r = t.s; *r; r++)
+            if (!(r[0] == '\n' && r[1] == '\n' && r[2] == '\n')) *w++ = *r;
+        *w = 0;
+    }
+    for (const char *p = t.s ? t.s : "", *q; *p; p = q + sizeof tok - 1) {
+        q = strstr(p, tok);
+        if (!q) {
+            sb_puts(sb, p);
+            break;
+        }
+        sb_printf(sb, "%.*s%s", (int)(q - p), p, qual);
+    }
+    if (t.oom) sb->oom = 1;
+    sb_free(&t);
+}
+
+void emit_put_prelude(strbuf *sb, const dialect *d, const char *body)
+{
+    /* emit_prelude.c's helpers (kir/interp.c implements the same functions), the
+     * float16/bfloat16 conversions, then the dialect's own math and vector forms. */
+    enum { HELPERS, HALVES, MATH, STREAM, VECS, N_BLOCKS };
+    const char *blocks[N_BLOCKS] = {emit_prelude_helpers, emit_half_helpers, d->own_math ? mathf_src : NULL,
+                                    d->host_simd ? emit_stream_helper : NULL, d->host_simd ? emit_vec_helpers : NULL};
+    helper_fn fns[MAX_FNS];
+    int n = 0;
+    for (int b = 0; b < N_BLOCKS; b++)
+        if (blocks[b]) n = split_fns(blocks[b], fns, n);
+    for (int i = 0; i < n; i++) fns[i].used = calls(body, strlen(body), fns[i].name);
+    for (bool changed = true; changed;) { /* helpers that kept helpers call */
+        changed = false;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n && !fns[i].used; j++)
+                if (fns[j].used && calls(fns[j].text + fns[j].start, fns[j].end - fns[j].start, fns[i].name))
+                    fns[i].used = changed = true;
+    }
+    /* A stream loop's sfence needs the stream helper's <immintrin.h>. */
+    bool sfence = strstr(body, "_mm_sfence") != NULL;
+    for (int b = 0; b < N_BLOCKS; b++) {
+        if (!blocks[b]) continue;
+        bool any = b == STREAM && sfence;
+        for (int i = 0; i < n; i++) any |= fns[i].text == blocks[b] && fns[i].used;
+        if (!any) continue;
+        if (blocks[b] == mathf_src)
+            sb_printf(sb, "\n/* float32 exp, tanh and erf, as the interpreter computes them (kir/mathf.inc) */\n"
+                          "#define SMELT_FN %s\n", d->fn_qual);
+        else if (b == HELPERS || b == HALVES)
+            sb_puts(sb, "\n");
+        put_block(sb, blocks[b], fns, n, d->fn_qual);
+    }
+}

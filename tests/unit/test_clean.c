@@ -1,0 +1,207 @@
+/* The Kernel IR cleanup passes (kir/clean.c) on hand-built kernels: what
+ * each removes or merges, and that the interpreter computes the same before
+ * and after. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kir/clean.h"
+#include "test.h"
+
+static int count_defs(const kir_kernel *k, kir_op op)
+{
+    int n = 0;
+    for (int i = 0; i < k->n_stmts; i++)
+        if (k->stmts[i].kind == KS_DEF && k->vals[k->stmts[i].val].op == op) n++;
+    return n;
+}
+
+static int count_kind(const kir_kernel *k, kir_stmt_kind kind)
+{
+    int n = 0;
+    for (int i = 0; i < k->n_stmts; i++) n += k->stmts[i].kind == kind;
+    return n;
+}
+
+/* Every value a statement defines is used by a later statement. */
+static bool no_dead_values(const kir_kernel *k)
+{
+    for (int i = 0; i < k->n_stmts; i++) {
+        if (k->stmts[i].kind != KS_DEF) continue;
+        kir_val v = k->stmts[i].val;
+        bool used = false;
+        for (int j = i + 1; j < k->n_stmts && !used; j++) {
+            const kir_stmt *s = &k->stmts[j];
+            const kir_value *x = &k->vals[s->val];
+            used = s->idx == v || s->lo == v || s->hi == v || s->step == v || s->cond == v ||
+                   (s->kind != KS_DEF && s->kind != KS_LOOP_BEGIN && s->val == v) ||
+                   (s->kind == KS_DEF && (x->a == v || (kir_op_arity(x->op) > 1 && x->b == v) ||
+                                          (kir_op_arity(x->op) > 2 && x->c == v)));
+        }
+        if (!used) return false;
+    }
+    return true;
+}
+
+/* out[wg*5 + j] = in[...] * 2, with an unused load, unused index arithmetic,
+ * a variable set and never read, and a loop whose body is all dead. */
+TEST(clean_dead_values)
+{
+    arena a;
+    arena_init(&a);
+    kir_kernel *k = kir_kernel_new(&a, 1, 4, "dead");
+    int in = kir_buffer_add(k, SMELT_F32, 20, 0, true, false);
+    int out = kir_buffer_add(k, SMELT_F32, 20, 1, false, true);
+    int unread = kir_var_new(k, SMELT_F32, kir_const_f(k, SMELT_F32, 0));
+    kir_val base = kir_mul(k, kir_wg(k), kir_idx(k, 5));
+    kir_val j = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, 5), kir_idx(k, 1));
+    kir_val i = kir_add(k, base, j);
+    kir_val x = kir_load(k, in, i);
+    kir_val dead = kir_load(k, in, kir_mul(k, j, kir_idx(k, 3)));
+    kir_var_set(k, unread, kir_binary(k, KIR_ADD, kir_var_get(k, unread), dead));
+    kir_store(k, out, i, kir_binary(k, KIR_MUL, x, kir_const_f(k, SMELT_F32, 2)));
+    kir_loop_end(k);
+    kir_val q = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, 3), kir_idx(k, 1));
+    (void)kir_load(k, in, q);
+    kir_loop_end(k);
+    CHECK_EQ_INT(kir_verify(k), SMELT_OK);
+    CHECK(!no_dead_values(k));
+    float xin[20], before[20], after[20];
+    for (int t = 0; t < 20; t++) xin[t] = (float)t - 7.5f;
+    void *b0[] = {xin, before}, *b1[] = {xin, after};
+    CHECK_EQ_INT(kir_interpret(k, b0), SMELT_OK);
+    CHECK_EQ_INT(kir_clean(k), SMELT_OK);
+    CHECK(no_dead_values(k));
+    CHECK_EQ_INT(count_defs(k, KIR_LOAD), 1);
+    CHECK_EQ_INT(count_defs(k, KIR_VARGET), 0);
+    CHECK_EQ_INT(count_kind(k, KS_VAR_SET), 0);
+    CHECK_EQ_INT(count_kind(k, KS_LOOP_BEGIN), 1); /* the all-dead loop is gone */
+    CHECK_EQ_INT(kir_interpret(k, b1), SMELT_OK);
+    CHECK(!memcmp(before, after, sizeof before));
+    arena_free(&a);
+}
+
+/* An accumulator read in a loop before its set stays: its set is live. */
+TEST(clean_keeps_loop_carried_variable)
+{
+    arena a;
+    arena_init(&a);
+    kir_kernel *k = kir_kernel_new(&a, 2, 4, "row sum");
+    int in = kir_buffer_add(k, SMELT_F32, 20, 0, true, false);
+    int out = kir_buffer_add(k, SMELT_F32, 4, 1, false, true);
+    int acc = kir_var_new(k, SMELT_F32, kir_const_f(k, SMELT_F32, 0));
+    kir_val j = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, 5), kir_idx(k, 1));
+    kir_val x = kir_load(k, in, kir_add(k, kir_mul(k, kir_wg(k), kir_idx(k, 5)), j));
+    kir_var_set(k, acc, kir_binary(k, KIR_ADD, kir_var_get(k, acc), x));
+    kir_loop_end(k);
+    kir_store(k, out, kir_wg(k), kir_var_get(k, acc));
+    int n = k->n_stmts;
+    CHECK_EQ_INT(kir_clean(k), SMELT_OK);
+    CHECK_EQ_INT(k->n_stmts, n);
+    float xin[20], xout[4];
+    for (int t = 0; t < 20; t++) xin[t] = (float)t;
+    void *bufs[] = {xin, xout};
+    CHECK_EQ_INT(kir_interpret(k, bufs), SMELT_OK);
+    for (int r = 0; r < 4; r++) CHECK_EQ_INT(xout[r], 25 * r + 10);
+    arena_free(&a);
+}
+
+/* Two loads of in[i] and the index built twice merge; a load of out[i]
+ * after a store to it does not merge with the one before; a load before a
+ * loop does not merge with one in the loop when the loop stores there. */
+TEST(clean_common_subexpressions)
+{
+    arena a;
+    arena_init(&a);
+    kir_kernel *k = kir_kernel_new(&a, 3, 2, "cse");
+    int in = kir_buffer_add(k, SMELT_F32, 8, 0, true, false);
+    int out = kir_buffer_add(k, SMELT_F32, 8, 1, true, true);
+    kir_val j = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, 4), kir_idx(k, 1));
+    kir_val i1 = kir_add(k, kir_mul(k, kir_wg(k), kir_idx(k, 4)), j);
+    kir_val i2 = kir_add(k, kir_mul(k, kir_wg(k), kir_idx(k, 4)), j);
+    kir_val x1 = kir_load(k, in, i1), x2 = kir_load(k, in, i2);
+    kir_store(k, out, i1, kir_binary(k, KIR_ADD, x1, x2));
+    kir_val y1 = kir_load(k, out, i1);
+    kir_store(k, out, i2, kir_binary(k, KIR_MUL, y1, y1));
+    kir_val y2 = kir_load(k, out, i2);
+    kir_val r = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, 3), kir_idx(k, 1));
+    (void)r;
+    kir_val y3 = kir_load(k, out, i1);
+    kir_store(k, out, i1, kir_binary(k, KIR_ADD, y3, y2));
+    kir_loop_end(k);
+    kir_loop_end(k);
+    CHECK_EQ_INT(kir_verify(k), SMELT_OK);
+    float xin[8], before[8], after[8];
+    for (int t = 0; t < 8; t++) xin[t] = (float)t * 0.5f - 1.0f;
+    memset(before, 0, sizeof before);
+    memset(after, 0, sizeof after);
+    void *b0[] = {xin, before}, *b1[] = {xin, after};
+    CHECK_EQ_INT(kir_interpret(k, b0), SMELT_OK);
+    CHECK_EQ_INT(count_defs(k, KIR_MUL), 3);
+    CHECK_EQ_INT(kir_clean(k), SMELT_OK);
+    CHECK_EQ_INT(count_defs(k, KIR_LOAD), 4); /* in once, out after each store and in the loop */
+    CHECK_EQ_INT(count_defs(k, KIR_MUL), 2);  /* wg*4 once, y1*y1 */
+    CHECK_EQ_INT(count_defs(k, KIR_ADD), 3);  /* the index once, x1+x2, y3+y2 */
+    CHECK_EQ_INT(kir_interpret(k, b1), SMELT_OK);
+    CHECK(!memcmp(before, after, sizeof before));
+    arena_free(&a);
+}
+
+/* A value defined inside an if is not reused after the if closes. */
+TEST(clean_cse_respects_scope)
+{
+    arena a;
+    arena_init(&a);
+    kir_kernel *k = kir_kernel_new(&a, 4, 3, "scope");
+    int in = kir_buffer_add(k, SMELT_F32, 3, 0, true, false);
+    int out = kir_buffer_add(k, SMELT_F32, 6, 1, false, true);
+    kir_val w = kir_wg(k);
+    kir_if_begin(k, kir_binary(k, KIR_GT, w, kir_idx(k, 0)));
+    kir_store(k, out, w, kir_load(k, in, w));
+    kir_if_end(k);
+    kir_store(k, out, kir_add(k, w, kir_idx(k, 3)), kir_load(k, in, w));
+    CHECK_EQ_INT(kir_clean(k), SMELT_OK);
+    CHECK_EQ_INT(kir_verify(k), SMELT_OK);
+    CHECK_EQ_INT(count_defs(k, KIR_LOAD), 2);
+    float xin[3] = {1, 2, 3}, xout[6] = {0};
+    void *bufs[] = {xin, xout};
+    CHECK_EQ_INT(kir_interpret(k, bufs), SMELT_OK);
+    CHECK(xout[0] == 0 && xout[1] == 2 && xout[2] == 3 && xout[3] == 1 && xout[4] == 2 && xout[5] == 3);
+    arena_free(&a);
+}
+
+/* A loop of one iteration becomes its body with the loop value a constant,
+ * and the index arithmetic on it folds; a parallel one spread over threads
+ * stays (only one thread runs it). */
+TEST(clean_one_trip_loops)
+{
+    arena a;
+    arena_init(&a);
+    kir_kernel *k = kir_kernel_new(&a, 5, 2, "one trip");
+    int in = kir_buffer_add(k, SMELT_F32, 8, 0, true, false);
+    int out = kir_buffer_add(k, SMELT_F32, 8, 1, false, true);
+    kir_val r = kir_loop_begin(k, kir_idx(k, 2), kir_idx(k, 3), kir_idx(k, 4));
+    kir_val j = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, 2), kir_idx(k, 1));
+    kir_val i = kir_add(k, kir_add(k, kir_mul(k, r, kir_idx(k, 2)), kir_mul(k, kir_wg(k), kir_idx(k, 2))), j);
+    kir_store(k, out, i, kir_load(k, in, kir_binary(k, KIR_SUB, i, kir_idx(k, 4))));
+    kir_loop_end(k);
+    kir_loop_end(k);
+    float xin[8], before[8] = {0}, after[8] = {0};
+    for (int t = 0; t < 8; t++) xin[t] = (float)t + 0.25f;
+    void *b0[] = {xin, before}, *b1[] = {xin, after};
+    CHECK_EQ_INT(kir_interpret(k, b0), SMELT_OK);
+    CHECK_EQ_INT(kir_clean(k), SMELT_OK);
+    CHECK_EQ_INT(count_kind(k, KS_LOOP_BEGIN), 1);
+    CHECK_EQ_INT(count_defs(k, KIR_MUL), 1); /* r * 2 folded to 4 */
+    CHECK_EQ_INT(kir_interpret(k, b1), SMELT_OK);
+    CHECK(!memcmp(before, after, sizeof before));
+
+    kir_kernel *g = kir_kernel_new(&a, 6, 1, "threads");
+    int o = kir_buffer_add(g, SMELT_F32, 1, 0, false, true);
+    g->wg_size = 4;
+    kir_val p = kir_loop_begin_parallel(g, kir_idx(g, 0), kir_idx(g, 1));
+    kir_store(g, o, p, kir_const_f(g, SMELT_F32, 1));
+    kir_loop_end(g);
+    CHECK_EQ_INT(kir_clean(g), SMELT_OK);
+    CHECK_EQ_INT(count_kind(g, KS_LOOP_BEGIN), 1);
+    arena_free(&a);
+}
