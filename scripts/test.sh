@@ -51,12 +51,12 @@ py="$root/.venv/bin/python"
 
 passed=0 failed=0
 summary=()
-stage_start() { echo; echo "== $1"; s_name="$1"; s_passed=0; s_failed=0; }
+stage_start() { echo; echo "== $1"; s_name="$1"; s_passed=0; s_failed=0; s_t0=$SECONDS; }
 ok() { s_passed=$((s_passed + ${1:-1})); }
 bad() { s_failed=$((s_failed + ${2:-1})); [ -n "$1" ] && echo "FAIL: $1"; }
 stage_end() {
     passed=$((passed + s_passed)) failed=$((failed + s_failed))
-    summary+=("$(printf '%-12s %5d passed, %d failed' "$s_name" "$s_passed" "$s_failed")")
+    summary+=("$(printf '%-12s %5d passed, %d failed  (%d s)' "$s_name" "$s_passed" "$s_failed" $((SECONDS - s_t0)))")
 }
 
 # Runs a unit-test binary and adds the counts of its `unit: N passed, M failed` line.
