@@ -173,66 +173,50 @@ rm -rf "$inst"
 stage_end
 
 # ---- model tests ------------------------------------------------------------------------------
+# check_models DIR TOL VARIANT...: `smelt check` every model under DIR once per variant (extra flags,
+# "" for none), with TOL (tolerance flags, may be empty) added when a model's name is not half_cast_*.
+check_models() {
+    local root="$1" tol="$2" dir name out rc extra t
+    shift 2
+    for dir in "$root"/*/; do
+        dir="${dir%/}"
+        t="$tol"
+        case "$(basename "$dir")" in half_cast_*) t="" ;; esac
+        for extra in "$@"; do
+            name="$(basename "$dir")${extra:+ $extra}"
+            out="$(timeout 300 "$smelt" check "$dir" $t $extra 2>&1)"; rc=$?
+            printf '%s\n' "$out" | sed "s|^|$name: |"
+            if [ "$rc" -eq 0 ]; then ok; else bad "$name (exit $rc)"; fi
+        done
+    done
+}
+
 stage_start models
 venv_ok=1
 scripts/venv.sh || { venv_ok=0; bad "scripts/venv.sh failed"; }
 if [ "$venv_ok" -eq 1 ]; then
     if "$py" tests/models/build_models.py "$build/models" && "$py" tests/models/old_opsets.py "$build/models" &&
        "$py" tests/models/recurrent_cases.py "$build/models"; then
-        for dir in "$build"/models/*/; do
-            dir="${dir%/}"
-            for extra in "" "--no-fuse" "--locals reuse" "--fuse-pad never"; do
-                name="$(basename "$dir")${extra:+ $extra}"
-                out="$(timeout 300 "$smelt" check "$dir" $extra 2>&1)"; rc=$?
-                printf '%s\n' "$out" | sed "s|^|$name: |"
-                if [ "$rc" -eq 0 ]; then ok; else bad "$name (exit $rc)"; fi
-            done
-        done
+        check_models "$build/models" "" "" "--no-fuse" "--locals reuse" "--fuse-pad never"
     else
         bad "tests/models/build_models.py, old_opsets.py or recurrent_cases.py failed"
     fi
     # If / Loop / Scan, two input sets each, expanded at compile time (tests/models/control_cases.py).
     if "$py" tests/models/control_cases.py "$build/models_control"; then
-        for dir in "$build"/models_control/*/; do
-            dir="${dir%/}"
-            for extra in "" "--no-fuse"; do
-                name="$(basename "$dir")${extra:+ $extra}"
-                out="$(timeout 300 "$smelt" check "$dir" $extra 2>&1)"; rc=$?
-                printf '%s\n' "$out" | sed "s|^|$name: |"
-                if [ "$rc" -eq 0 ]; then ok; else bad "$name (exit $rc)"; fi
-            done
-        done
+        check_models "$build/models_control" "" "" "--no-fuse"
     else
         bad "tests/models/control_cases.py failed"
     fi
     # Integer/quantized ops and com.microsoft ops, two input sets each (tests/models/quantized_cases.py).
     if "$py" tests/models/quantized_cases.py "$build/models_quantized"; then
-        for dir in "$build"/models_quantized/*/; do
-            dir="${dir%/}"
-            for extra in "" "--no-fuse"; do
-                name="$(basename "$dir")${extra:+ $extra}"
-                out="$(timeout 300 "$smelt" check "$dir" $extra 2>&1)"; rc=$?
-                printf '%s\n' "$out" | sed "s|^|$name: |"
-                if [ "$rc" -eq 0 ]; then ok; else bad "$name (exit $rc)"; fi
-            done
-        done
+        check_models "$build/models_quantized" "" "" "--no-fuse"
     else
         bad "tests/models/quantized_cases.py failed"
     fi
     # float16 / bfloat16 (tests/models/half_cases.py): casts exact, float16 networks to float16
     # precision (onnxruntime rounds after every op, smelt once per stored tensor).
     if "$py" tests/models/half_cases.py "$build/models_half"; then
-        for dir in "$build"/models_half/*/; do
-            dir="${dir%/}"
-            tol=""
-            case "$(basename "$dir")" in half_cast_*) ;; *) tol="--atol 1e-2 --rtol 1e-2" ;; esac
-            for extra in "" "--no-fuse"; do
-                name="$(basename "$dir")${extra:+ $extra}"
-                out="$(timeout 300 "$smelt" check "$dir" $tol $extra 2>&1)"; rc=$?
-                printf '%s\n' "$out" | sed "s|^|$name: |"
-                if [ "$rc" -eq 0 ]; then ok; else bad "$name (exit $rc)"; fi
-            done
-        done
+        check_models "$build/models_half" "--atol 1e-2 --rtol 1e-2" "" "--no-fuse"
     else
         bad "tests/models/half_cases.py failed"
     fi
