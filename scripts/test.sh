@@ -362,7 +362,7 @@ debian_data=/usr/share/libonnx-testdata/data
 if [ -d "$debian_data/node" ]; then
     extra_tag=-debian run_conformance conf-debian --tests-dir "$debian_data/node" \
         --tests-dir "$debian_data/pytorch-converted" --tests-dir "$debian_data/pytorch-operator" \
-        --must-pass tests/conformance/debian_must_pass.txt --skipped /dev/null
+        --must-pass tests/conformance/debian_must_pass.txt --skipped tests/conformance/debian_skipped.txt
 else
     echo; echo "== conf-debian"; echo "conf-debian: skipped: $debian_data not found (scripts/deps.sh installs libonnx-testdata)"
 fi
