@@ -353,8 +353,11 @@ MODELS = [
          atol=1e-4, rtol=1e-3, tol="per-step logits (magnitudes ~10) after 21 convs and an LSTM"),
     dict(name="ddddocr_ocr_quant", wheel="ddddocr", member="ddddocr/common_old.onnx",
          kind="quantized: dynamic int8 ConvInteger + com.microsoft DynamicQuantizeLSTM, opset 12", gen=gen_ddddocr_rec(160),
-         atol=1e-4, rtol=1e-3, tol="integer conv is exact, the float rescaling between layers is not",
-         xfail="com.microsoft DynamicQuantizeLSTM"),
+         atol=0.5, rtol=1e-2,
+         tol="every layer re-quantizes its input to uint8 (DynamicQuantizeLinear): float noise of ~3e-5 after a "
+             "Sigmoid (exp approximations differ) moves an element across a rounding edge by one code, and 21 "
+             "quantized convs then an LSTM spread that; max 0.25 on logits ~15 (the LSTM alone matches to 1e-7: "
+             "q_contrib_dynamicquantizelstm)"),
     dict(name="ppocr_cls", wheel="rapidocr-onnxruntime", member="rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
          kind="vision: text orientation classifier (MobileNetV3), opset 11", gen=gen_image(48, 192, PPOCR_MEAN, PPOCR_STD),
          atol=1e-5, rtol=1e-3, tol="2-way softmax after 53 convs (batch dim written as dim_value -1)"),

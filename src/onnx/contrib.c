@@ -12,6 +12,10 @@
  *   SkipLayerNormalization LayerNormalization(input + skip [+ bias]) over the last
  *                          axis, with mean, inverse std dev and the sum as outputs
  *   FusedConv              activation(Conv(X, W, B) [+ Z])
+ *   DynamicQuantizeLSTM    LSTM with 8-bit W [D, input, 4H] and R [D, H, 4H] (scales and
+ *                          zero points per direction or per gate column); X is quantized
+ *                          here (DynamicQuantizeLinear), the hidden state at every step by
+ *                          the table op of the same name (ops/recurrent.c)
  *   QuantizeLinear,        ONNX's ops of the same name (what the quantizer writes with
  *   DequantizeLinear       UseQDQContribOps, e.g. for 16-bit types)
  *   QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu
@@ -152,6 +156,25 @@ smelt_status expand_FusedConv(expand_ctx *x)
         ex_attr_float(x, "alpha", p[0]);
         ex_attr_float(x, "beta", p[1]);
     }
+    return x->st;
+}
+
+/* X (float) becomes uint8 X, its scale and zero point: inputs 0, 12 and 13 of the table op,
+ * whose 1..11 are the node's own (omitted ones -1). */
+smelt_status expand_DynamicQuantizeLSTM(expand_ctx *x)
+{
+    if (ex_in(x, 0) < 0 || ex_in(x, 1) < 0 || ex_in(x, 2) < 0 || ex_in(x, 8) < 0 || ex_in(x, 10) < 0)
+        return ex_fail(x, SMELT_ERR_MODEL, "inputs X, W, R, W_scale and R_scale are required");
+    TRY(ex_need_8bit(x, ex_in(x, 1), "W"));
+    TRY(ex_need_8bit(x, ex_in(x, 2), "R"));
+    int q[3] = {-1, -1, -1};
+    ex_dynamic_quantize(x, ex_in(x, 0), q);
+    int in[14];
+    for (int i = 0; i < 12; i++) in[i] = ex_in(x, i);
+    in[0] = q[0], in[12] = q[1], in[13] = q[2];
+    int out[3] = {ex_out(x, 0), ex_out(x, 1), ex_out(x, 2)};
+    ex_node_n(x, OP_DynamicQuantizeLSTM, x->n->n_out, out, 14, in);
+    for (int a = 0; a < x->n->n_attr; a++) ex_attr_copy(x, &x->n->attr[a]);
     return x->st;
 }
 

@@ -22,6 +22,16 @@
  *             step (for the reverse direction, time runs from length-1 to 0),
  *             zero for an entry of length 0 (as onnxruntime does).
  *             Every output element is stored exactly once.
+ *             DynamicQuantizeLSTM (com.microsoft, imported by onnx/contrib.c with
+ *             X already quantized to uint8 and its scale and zero point as inputs
+ *             12 and 13) is the LSTM as onnxruntime computes it: W [D, input, 4H]
+ *             and R [D, H, 4H] are already in the packed order (kernels 1, 2
+ *             copy them less their zero points), the projection is the exact
+ *             integer sum of (x - x_zp)(w - w_zp) times x_scale * w_scale, and
+ *             every step quantizes h to uint8 as DynamicQuantizeLinear does
+ *             (per direction and batch entry; onnxruntime quantizes the rows
+ *             its thread holds, the same for batch 1), then gates = P +
+ *             sum (h_q - h_zp)(r - r_zp) * h_scale * r_scale + bias.
  */
 #include <stdint.h>
 #include <string.h>
@@ -65,7 +75,7 @@ typedef struct rnn_fn {
 } rnn_fn;
 
 /* Inputs and outputs by position (ONNX order). */
-enum { IN_X, IN_W, IN_R, IN_B, IN_LENS, IN_H0, IN_C0, IN_P };
+enum { IN_X, IN_W, IN_R, IN_B, IN_LENS, IN_H0, IN_C0, IN_P, IN_WS, IN_WZ, IN_RS, IN_RZ, IN_XS, IN_XZ };
 enum { OUT_Y, OUT_YH, OUT_YC };
 
 typedef struct rnn_params {
@@ -79,6 +89,7 @@ typedef struct rnn_params {
     float clip;
     bool input_forget; /* LSTM: f = 1 - i */
     bool lbr;          /* GRU linear_before_reset */
+    bool quant;        /* DynamicQuantizeLSTM: 8-bit W and R in [D, K, 4H] order, uint8 X */
     int64_t seq, batch, input, hidden;
     rnn_fn fn[2][3];
     smelt_dtype dt;
@@ -136,10 +147,51 @@ static smelt_status check_shape(const ir_node *n, const ir_tensor *t, const char
 }
 
 /* Attributes and sizes of node n, checked against its input shapes. */
+/* A scale [D] or [D, N] (per direction or per gate column) and its zero point, [D] or [D, N]
+ * too, of the quantized tensor's dtype. */
+static smelt_status check_qparams(const ir_graph *g, const ir_node *n, int scale, int zp, const ir_tensor *q,
+                                  int64_t D, int64_t N)
+{
+    const ir_tensor *t[2] = {ir_in(g, n, scale), ir_in(g, n, zp)};
+    int64_t want[2] = {D, N};
+    for (int i = 0; i < 2; i++) {
+        if (!t[i]) continue;
+        bool ok = t[i]->dtype == (i ? q->dtype : SMELT_F32) && (t[i]->shape.rank == 1 || t[i]->shape.rank == 2);
+        for (int d = 0; ok && d < t[i]->shape.rank; d++) ok = dim_ok(t[i]->shape.dim[d], want[d]);
+        if (!ok)
+            return ir_node_fail(n, SMELT_ERR_MODEL, "%s '%s' must be %s of shape [%lld] or [%lld, %lld]",
+                                i ? "zero point" : "scale", t[i]->name, infer_dtype_str(i ? q->dtype : SMELT_F32),
+                                (long long)D, (long long)D, (long long)N);
+    }
+    return SMELT_OK;
+}
+
+/* DynamicQuantizeLSTM's dtypes: uint8 X with a float32 scale and uint8 zero point (inputs 12,
+ * 13), 8-bit W and R, float32 for the rest. */
+static smelt_status check_quant_dtypes(const ir_graph *g, const ir_node *n)
+{
+    const ir_tensor *x = ir_in(g, n, IN_X), *xs = ir_in(g, n, IN_XS), *xz = ir_in(g, n, IN_XZ);
+    if (x->dtype != SMELT_U8 || !xs || !xz || xs->dtype != SMELT_F32 || xz->dtype != SMELT_U8)
+        return ir_node_fail(n, SMELT_ERR_MODEL, "X must be uint8 with a float32 scale and a uint8 zero point");
+    for (int i = IN_W; i <= IN_R; i++) {
+        const ir_tensor *t = ir_in(g, n, i);
+        if (t->dtype != SMELT_I8 && t->dtype != SMELT_U8)
+            return ir_node_fail(n, SMELT_ERR_MODEL, "input '%s' must be int8 or uint8", t->name);
+    }
+    static const int floats[] = {IN_B, IN_H0, IN_C0, IN_P};
+    for (int i = 0; i < 4; i++) {
+        const ir_tensor *t = ir_in(g, n, floats[i]);
+        if (t && t->dtype != SMELT_F32) return ir_node_fail(n, SMELT_ERR_MODEL, "input '%s' must be float32", t->name);
+    }
+    if (!ir_in(g, n, IN_WS) || !ir_in(g, n, IN_RS)) return ir_node_fail(n, SMELT_ERR_MODEL, "W_scale and R_scale are required");
+    return SMELT_OK;
+}
+
 static smelt_status rnn_parse(const ir_graph *g, const ir_node *n, rnn_params *p)
 {
     memset(p, 0, sizeof *p);
-    p->cell = n->op == OP_LSTM ? CELL_LSTM : n->op == OP_GRU ? CELL_GRU : CELL_RNN;
+    p->quant = n->op == OP_DynamicQuantizeLSTM;
+    p->cell = n->op == OP_LSTM || p->quant ? CELL_LSTM : n->op == OP_GRU ? CELL_GRU : CELL_RNN;
     p->gates = p->cell == CELL_LSTM ? 4 : p->cell == CELL_GRU ? 3 : 1;
     p->n_fn = p->cell == CELL_LSTM ? 3 : p->cell == CELL_GRU ? 2 : 1;
     const char *dir = ir_attr_string(n, "direction", "forward");
@@ -170,9 +222,10 @@ static smelt_status rnn_parse(const ir_graph *g, const ir_node *n, rnn_params *p
     const ir_tensor *x = ir_in(g, n, IN_X), *w = ir_in(g, n, IN_W), *r = ir_in(g, n, IN_R);
     if (!x || !w || !r) return ir_node_fail(n, SMELT_ERR_MODEL, "inputs X, W and R are required");
     TRY(infer_check_dtypes(g, n));
-    TRY(infer_require_class(n, x, infer_is_float(x->dtype), "float"));
-    p->dt = x->dtype;
-    for (int i = IN_W; i < n->n_in; i++) {
+    if (p->quant) TRY(check_quant_dtypes(g, n));
+    else TRY(infer_require_class(n, x, infer_is_float(x->dtype), "float"));
+    p->dt = p->quant ? SMELT_F32 : x->dtype;
+    for (int i = IN_W; i < n->n_in && !p->quant; i++) {
         const ir_tensor *t = ir_in(g, n, i);
         if (!t || i == IN_LENS) continue;
         if (t->dtype != p->dt)
@@ -186,7 +239,7 @@ static smelt_status rnn_parse(const ir_graph *g, const ir_node *n, rnn_params *p
     p->seq = x->shape.dim[p->layout ? 1 : 0];
     p->batch = x->shape.dim[p->layout ? 0 : 1];
     p->input = x->shape.dim[2];
-    p->hidden = r->shape.dim[2];
+    p->hidden = r->shape.dim[p->quant ? 1 : 2];
     int64_t hs = ir_attr_int(n, "hidden_size", -1);
     if (hs >= 0 && !dim_ok(p->hidden, hs))
         return ir_node_fail(n, SMELT_ERR_SHAPE, "hidden_size %lld does not match R's last dim %lld", (long long)hs,
@@ -195,6 +248,11 @@ static smelt_status rnn_parse(const ir_graph *g, const ir_node *n, rnn_params *p
     int64_t D = p->dirs, H = p->hidden, N = p->gates * (H < 0 ? -1 : H), B = p->batch;
     int64_t ws[3] = {D, N, p->input}, rs[3] = {D, N, H}, bs[2] = {D, 2 * N}, ls[1] = {B}, ps[2] = {D, 3 * H};
     int64_t hs0[3] = {D, B, H}, hs1[3] = {B, D, H};
+    if (p->quant) { /* [D, K, N]: the packed order */
+        ws[1] = p->input, ws[2] = N, rs[1] = H, rs[2] = N;
+        TRY(check_qparams(g, n, IN_WS, IN_WZ, w, D, N));
+        TRY(check_qparams(g, n, IN_RS, IN_RZ, r, D, N));
+    }
     TRY(check_shape(n, w, "W", 3, ws));
     TRY(check_shape(n, r, "R", 3, rs));
     TRY(check_shape(n, ir_in(g, n, IN_B), "B", 2, bs));
@@ -275,7 +333,25 @@ typedef struct rnn_job {
 typedef struct pack_job {
     int in, scratch;
     int64_t n, k;
+    int zp;            /* quantized weights (already [D, K, N]): their zero point input, or -1 */
+    bool quant;
 } pack_job;
+
+/* Element [d] or [d][n] of a per-direction or per-column scale or zero point, as float32 (0 for
+ * an omitted zero point). */
+static kir_val qparam(lower_ctx *c, int in, kir_val d, kir_val nn)
+{
+    const ir_tensor *t = ir_in(c->g, c->n, in);
+    if (!t) return kir_const_f(c->k, SMELT_F32, 0);
+    kir_val idx[2] = {d, nn};
+    return kir_cast(c->k, SMELT_F32, lower_load(c, in, idx));
+}
+
+static kir_val load_scalar_f32(lower_ctx *c, int in)
+{
+    kir_val none = 0;
+    return kir_cast(c->k, SMELT_F32, lower_load(c, in, &none));
+}
 
 /* Visits the packed [D, K, N] order: stores run unit-stride and the
  * transposed reads are left to lower_parallel_for's tiles. */
@@ -285,7 +361,14 @@ static void pack_body(lower_ctx *c, const kir_val *idx, void *user)
     kir_kernel *K = c->k;
     kir_val src[3] = {idx[0], idx[2], idx[1]};
     kir_val at = kir_add(K, kir_mul(K, kir_add(K, kir_mul(K, idx[0], kir_idx(K, j->k)), idx[1]), kir_idx(K, j->n)), idx[2]);
-    lower_scratch_store(c, j->scratch, at, lower_load(c, j->in, src));
+    if (!j->quant) {
+        lower_scratch_store(c, j->scratch, at, lower_load(c, j->in, src));
+        return;
+    }
+    /* w - w_zp: an integer of at most 9 bits, exact in float32, as are the projection's sums of
+     * their products while below 2^24. */
+    kir_val w = kir_cast(K, SMELT_F32, lower_load(c, j->in, idx));
+    lower_scratch_store(c, j->scratch, at, bin(K, KIR_SUB, w, qparam(c, j->zp, idx[0], idx[2])));
 }
 
 /* ---- kernel 3: the input projection ---- */
@@ -315,7 +398,8 @@ static kir_val x_row_load(lower_ctx *c, const rnn_job *j, kir_val i, kir_val k)
     kir_val xi[3];
     lower_unravel(K, &rs, i, xi);
     xi[2] = k;
-    return lower_load(c, IN_X, xi);
+    if (!j->p.quant) return lower_load(c, IN_X, xi);
+    return bin(K, KIR_SUB, kir_cast(K, SMELT_F32, lower_load(c, IN_X, xi)), load_scalar_f32(c, IN_XZ));
 }
 
 /* CPU: one unit is MR rows of P; the k-loop is outside, the loop over n
@@ -329,7 +413,7 @@ static void proj_body(lower_ctx *c, const kir_val *idx, void *user)
     kir_val rowbase[RNN_MR];
     for (int q = 0; q < RNN_MR; q++) rowbase[q] = kir_add(K, base, kir_idx(K, q * j->n));
     kir_val nn = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, j->n), one);
-    kir_val bias = proj_bias(c, j, d, nn);
+    kir_val bias = j->p.quant ? fc(K, j->p.dt, 0) : proj_bias(c, j, d, nn);
     for (int q = 0; q < RNN_MR; q++) lower_scratch_store(c, j->proj, kir_add(K, rowbase[q], nn), bias);
     kir_loop_end(K);
 
@@ -347,6 +431,15 @@ static void proj_body(lower_ctx *c, const kir_val *idx, void *user)
     }
     kir_loop_end(K);
     kir_loop_end(K);
+    if (!j->p.quant) return;
+    /* onnxruntime: float(sum) * (x_scale * w_scale); the bias joins at each step */
+    nn = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, j->n), one);
+    kir_val m = bin(K, KIR_MUL, load_scalar_f32(c, IN_XS), qparam(c, IN_WS, d, nn));
+    for (int q = 0; q < RNN_MR; q++) {
+        kir_val at = kir_add(K, rowbase[q], nn);
+        lower_scratch_store(c, j->proj, at, bin(K, KIR_MUL, lower_scratch_load(c, j->proj, at), m));
+    }
+    kir_loop_end(K);
 }
 
 /* GPU: one thread per (MR rows, n): MR sums in registers, reads of WT
@@ -356,7 +449,7 @@ static void proj_col_body(lower_ctx *c, const kir_val *idx, void *user)
     const rnn_job *j = user;
     kir_kernel *K = c->k;
     kir_val d = idx[0], i0 = kir_mul(K, idx[1], kir_idx(K, RNN_MR)), nn = idx[2];
-    kir_val bias = proj_bias(c, j, d, nn);
+    kir_val bias = j->p.quant ? fc(K, j->p.dt, 0) : proj_bias(c, j, d, nn);
     int acc[RNN_MR];
     for (int q = 0; q < RNN_MR; q++) acc[q] = kir_var_new(K, j->p.dt, bias);
     if (j->p.input > 0) {
@@ -370,8 +463,12 @@ static void proj_col_body(lower_ctx *c, const kir_val *idx, void *user)
         kir_loop_end(K);
     }
     kir_val base = kir_mul(K, kir_add(K, kir_mul(K, d, kir_idx(K, j->rows_pad)), i0), kir_idx(K, j->n));
-    for (int q = 0; q < RNN_MR; q++)
-        lower_scratch_store(c, j->proj, kir_add(K, base, kir_add(K, kir_idx(K, q * j->n), nn)), kir_var_get(K, acc[q]));
+    kir_val m = j->p.quant ? bin(K, KIR_MUL, load_scalar_f32(c, IN_XS), qparam(c, IN_WS, d, nn)) : 0;
+    for (int q = 0; q < RNN_MR; q++) {
+        kir_val v = kir_var_get(K, acc[q]);
+        if (j->p.quant) v = bin(K, KIR_MUL, v, m);
+        lower_scratch_store(c, j->proj, kir_add(K, base, kir_add(K, kir_idx(K, q * j->n), nn)), v);
+    }
 }
 
 /* ---- kernel 4: the recurrence ---- */
@@ -466,6 +563,41 @@ static void gemv(lower_ctx *c, const rstate *s, const rvec *v, int64_t n0, int64
         kir_loop_end(K);
         kir_loop_end(K);
     }
+}
+
+/* DynamicQuantizeLSTM's recurrent part: h quantized to uint8 as onnxruntime's
+ * DynamicQuantizeLinear does it (the range widened to hold 0; scale 1 for an all-zero h), then
+ * gates = P's row + sum (h_q - h_zp) * (r - r_zp) * (h_scale * r_scale) + bias, in that order.
+ * gates holds zeros on entry. Every thread computes the range itself (h is small, and it keeps
+ * the code free of a workgroup reduction). */
+static void quant_recurrent(lower_ctx *c, const rstate *s, kir_val prow)
+{
+    kir_kernel *K = c->k;
+    const rnn_job *j = s->j;
+    kir_val zero = kir_idx(K, 0), f0 = fc(K, SMELT_F32, 0), f255 = fc(K, SMELT_F32, 255);
+    int lo = kir_var_new(K, SMELT_F32, f0), hi = kir_var_new(K, SMELT_F32, f0);
+    kir_val k = kir_loop_begin(K, zero, kir_idx(K, j->p.hidden), kir_idx(K, 1));
+    kir_val v = rv_load(c, &s->h, k);
+    kir_var_set(K, lo, bin(K, KIR_MIN, kir_var_get(K, lo), v));
+    kir_var_set(K, hi, bin(K, KIR_MAX, kir_var_get(K, hi), v));
+    kir_loop_end(K);
+    kir_val range = bin(K, KIR_SUB, kir_var_get(K, hi), kir_var_get(K, lo));
+    kir_val scale = kir_select(K, bin(K, KIR_EQ, range, f0), fc(K, SMELT_F32, 1), bin(K, KIR_DIV, range, f255));
+    kir_val zp = bin(K, KIR_SUB, f0, bin(K, KIR_DIV, kir_var_get(K, lo), scale));
+    zp = kir_unary(K, KIR_ROUND, bin(K, KIR_MIN, bin(K, KIR_MAX, zp, f0), f255));
+    kir_val jj = kir_loop_begin_parallel(K, zero, kir_idx(K, j->p.hidden));
+    kir_val q = bin(K, KIR_ADD, kir_unary(K, KIR_ROUND, bin(K, KIR_DIV, rv_load(c, &s->h, jj), scale)), zp);
+    q = bin(K, KIR_MIN, bin(K, KIR_MAX, q, f0), f255);
+    rv_store(c, &s->rh, jj, bin(K, KIR_SUB, q, zp));
+    kir_loop_end(K);
+    kir_barrier(K);
+    gemv(c, s, &s->rh, 0, j->n);
+    /* the same threads own the same gates as in gemv: no barrier needed before reading them */
+    kir_val nn = kir_loop_begin_parallel(K, zero, kir_idx(K, j->n));
+    kir_val m = bin(K, KIR_MUL, scale, qparam(c, IN_RS, s->d, nn));
+    kir_val g = bin(K, KIR_ADD, lower_scratch_load(c, j->proj, kir_add(K, prow, nn)), bin(K, KIR_MUL, rv_load(c, &s->gates, nn), m));
+    rv_store(c, &s->gates, nn, bin(K, KIR_ADD, g, proj_bias(c, j, s->d, nn)));
+    kir_loop_end(K);
 }
 
 static kir_val load_in(lower_ctx *c, int in, kir_val a, kir_val b)
@@ -594,7 +726,7 @@ static smelt_status lower_recurrence(lower_ctx *c, rnn_job *j)
     /* gates = P's row (GRU's hidden gate: its recurrent bias only), then + H.R^T */
     int64_t n_first = p->cell == CELL_GRU ? 2 * H : N;
     kir_val nn = kir_loop_begin_parallel(K, zero, kir_idx(K, N));
-    kir_val px = lower_scratch_load(c, j->proj, kir_add(K, prow, nn));
+    kir_val px = p->quant ? fc(K, p->dt, 0) : lower_scratch_load(c, j->proj, kir_add(K, prow, nn));
     if (p->cell == CELL_GRU) {
         kir_val rb = fc(K, p->dt, 0);
         if (ir_in(c->g, c->n, IN_B)) rb = load_in(c, IN_B, s.d, kir_add(K, nn, kir_idx(K, N)));
@@ -611,6 +743,8 @@ static smelt_status lower_recurrence(lower_ctx *c, rnn_job *j)
         kir_loop_end(K);
         kir_barrier(K);
         gemv(c, &s, &s.rh, n_first, N);
+    } else if (p->quant) {
+        quant_recurrent(c, &s, prow);
     } else {
         gemv(c, &s, &s.h, 0, N);
     }
@@ -679,7 +813,7 @@ smelt_status lower_Recurrent(lower_ctx *c)
     if (j.rows > 0 && I > 0) {
         j.wt = lower_scratch(c, p->dt, wt_n);
         if (j.wt < 0) return no_mem(c);
-        pack_job pw = {IN_W, j.wt, j.n, I};
+        pack_job pw = {IN_W, j.wt, j.n, I, IN_WZ, p->quant};
         ir_shape ws = {.rank = 3, .dim = {D, I, j.n}};
         lower_parallel_for(c, &ws, 1, pack_body, &pw);
         if (!c->k) return no_mem(c);
@@ -687,7 +821,7 @@ smelt_status lower_Recurrent(lower_ctx *c)
     j.rt = lower_scratch(c, p->dt, rt_n);
     j.proj = lower_scratch(c, p->dt, proj_n);
     if (j.rt < 0 || j.proj < 0) return no_mem(c);
-    pack_job pr = {IN_R, j.rt, j.n, H};
+    pack_job pr = {IN_R, j.rt, j.n, H, IN_RZ, p->quant};
     ir_shape rs = {.rank = 3, .dim = {D, H, j.n}};
     lower_parallel_for(c, &rs, 1, pack_body, &pr);
     if (!c->k) return no_mem(c);
