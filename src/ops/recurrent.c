@@ -22,6 +22,9 @@
  *             step (for the reverse direction, time runs from length-1 to 0),
  *             zero for an entry of length 0 (as onnxruntime does).
  *             Every output element is stored exactly once.
+ *             PackedRNN/GRU/LSTM are the three with constant W and R that
+ *             graph_fold_gemm_transpose stored in the packed order [D, K, N]
+ *             at compile time: kernels 1 and 2 are gone, 3 and 4 read W and R.
  *             DynamicQuantizeLSTM (com.microsoft, imported by onnx/contrib.c with
  *             X already quantized to uint8 and its scale and zero point as inputs
  *             12 and 13) is the LSTM as onnxruntime computes it: W [D, input, 4H]
@@ -89,7 +92,8 @@ typedef struct rnn_params {
     float clip;
     bool input_forget; /* LSTM: f = 1 - i */
     bool lbr;          /* GRU linear_before_reset */
-    bool quant;        /* DynamicQuantizeLSTM: 8-bit W and R in [D, K, 4H] order, uint8 X */
+    bool packed;       /* W [D, input, G*H] and R [D, H, G*H]: the packed order */
+    bool quant;        /* DynamicQuantizeLSTM (packed): 8-bit W and R, uint8 X */
     int64_t seq, batch, input, hidden;
     rnn_fn fn[2][3];
     smelt_dtype dt;
@@ -191,7 +195,10 @@ static smelt_status rnn_parse(const ir_graph *g, const ir_node *n, rnn_params *p
 {
     memset(p, 0, sizeof *p);
     p->quant = n->op == OP_DynamicQuantizeLSTM;
-    p->cell = n->op == OP_LSTM || p->quant ? CELL_LSTM : n->op == OP_GRU ? CELL_GRU : CELL_RNN;
+    p->packed = p->quant || n->op == OP_PackedRNN || n->op == OP_PackedGRU || n->op == OP_PackedLSTM;
+    p->cell = n->op == OP_LSTM || n->op == OP_PackedLSTM || p->quant ? CELL_LSTM
+              : n->op == OP_GRU || n->op == OP_PackedGRU ? CELL_GRU
+                                                         : CELL_RNN;
     p->gates = p->cell == CELL_LSTM ? 4 : p->cell == CELL_GRU ? 3 : 1;
     p->n_fn = p->cell == CELL_LSTM ? 3 : p->cell == CELL_GRU ? 2 : 1;
     const char *dir = ir_attr_string(n, "direction", "forward");
@@ -239,7 +246,7 @@ static smelt_status rnn_parse(const ir_graph *g, const ir_node *n, rnn_params *p
     p->seq = x->shape.dim[p->layout ? 1 : 0];
     p->batch = x->shape.dim[p->layout ? 0 : 1];
     p->input = x->shape.dim[2];
-    p->hidden = r->shape.dim[p->quant ? 1 : 2];
+    p->hidden = r->shape.dim[p->packed ? 1 : 2];
     int64_t hs = ir_attr_int(n, "hidden_size", -1);
     if (hs >= 0 && !dim_ok(p->hidden, hs))
         return ir_node_fail(n, SMELT_ERR_SHAPE, "hidden_size %lld does not match R's last dim %lld", (long long)hs,
@@ -248,8 +255,10 @@ static smelt_status rnn_parse(const ir_graph *g, const ir_node *n, rnn_params *p
     int64_t D = p->dirs, H = p->hidden, N = p->gates * (H < 0 ? -1 : H), B = p->batch;
     int64_t ws[3] = {D, N, p->input}, rs[3] = {D, N, H}, bs[2] = {D, 2 * N}, ls[1] = {B}, ps[2] = {D, 3 * H};
     int64_t hs0[3] = {D, B, H}, hs1[3] = {B, D, H};
-    if (p->quant) { /* [D, K, N]: the packed order */
+    if (p->packed) { /* [D, K, N] */
         ws[1] = p->input, ws[2] = N, rs[1] = H, rs[2] = N;
+    }
+    if (p->quant) {
         TRY(check_qparams(g, n, IN_WS, IN_WZ, w, D, N));
         TRY(check_qparams(g, n, IN_RS, IN_RZ, r, D, N));
     }
@@ -371,6 +380,15 @@ static void pack_body(lower_ctx *c, const kir_val *idx, void *user)
     lower_scratch_store(c, j->scratch, at, bin(K, KIR_SUB, w, qparam(c, j->zp, idx[0], idx[2])));
 }
 
+/* Element [d][k][n] of packed W or R (input `in`): its scratch copy (flat index `at`), or the
+ * input itself where it is stored packed (scratch < 0). */
+static kir_val packed_load(lower_ctx *c, int in, int scratch, kir_val d, kir_val k, kir_val nn, kir_val at)
+{
+    if (scratch >= 0) return lower_scratch_load(c, scratch, at);
+    kir_val idx[3] = {d, k, nn};
+    return lower_load(c, in, idx);
+}
+
 /* ---- kernel 3: the input projection ---- */
 
 /* Projection bias of gate row n of direction d: Wb + Rb, except GRU's hidden
@@ -423,7 +441,7 @@ static void proj_body(lower_ctx *c, const kir_val *idx, void *user)
     for (int q = 0; q < RNN_MR; q++) a[q] = x_row_load(c, j, kir_add(K, i0, kir_idx(K, q)), k);
     kir_val wrow = kir_mul(K, kir_add(K, kir_mul(K, d, kir_idx(K, j->p.input)), k), kir_idx(K, j->n));
     nn = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, j->n), one);
-    kir_val w = lower_scratch_load(c, j->wt, kir_add(K, wrow, nn));
+    kir_val w = packed_load(c, IN_W, j->wt, d, k, nn, kir_add(K, wrow, nn));
     for (int q = 0; q < RNN_MR; q++) {
         kir_val at = kir_add(K, rowbase[q], nn);
         kir_val s = lower_scratch_load(c, j->proj, at);
@@ -455,7 +473,7 @@ static void proj_col_body(lower_ctx *c, const kir_val *idx, void *user)
     if (j->p.input > 0) {
         kir_val k = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, j->p.input), kir_idx(K, 1));
         kir_val wrow = kir_mul(K, kir_add(K, kir_mul(K, d, kir_idx(K, j->p.input)), k), kir_idx(K, j->n));
-        kir_val w = lower_scratch_load(c, j->wt, kir_add(K, wrow, nn));
+        kir_val w = packed_load(c, IN_W, j->wt, d, k, nn, kir_add(K, wrow, nn));
         for (int q = 0; q < RNN_MR; q++) {
             kir_val a = x_row_load(c, j, kir_add(K, i0, kir_idx(K, q)), k);
             kir_var_set(K, acc[q], bin(K, KIR_ADD, kir_var_get(K, acc[q]), bin(K, KIR_MUL, a, w)));
@@ -549,16 +567,16 @@ static void gemv(lower_ctx *c, const rstate *s, const rvec *v, int64_t n0, int64
         int64_t lo = pass ? main : 0, hi = pass ? H : main, step = pass ? 1 : RNN_KU;
         if (lo >= hi) continue;
         kir_val k = kir_loop_begin(K, kir_idx(K, lo), kir_idx(K, hi), kir_idx(K, step));
-        kir_val hv[RNN_KU], row[RNN_KU];
+        kir_val hv[RNN_KU], row[RNN_KU], ku[RNN_KU];
         for (int u = 0; u < step; u++) {
-            kir_val ku = kir_add(K, k, kir_idx(K, u));
-            hv[u] = rv_load(c, v, ku);
-            row[u] = kir_add(K, rbase, kir_mul(K, ku, kir_idx(K, j->n)));
+            ku[u] = kir_add(K, k, kir_idx(K, u));
+            hv[u] = rv_load(c, v, ku[u]);
+            row[u] = kir_add(K, rbase, kir_mul(K, ku[u], kir_idx(K, j->n)));
         }
         kir_val nn = kir_loop_begin_parallel(K, kir_idx(K, n0), kir_idx(K, n1));
         kir_val acc = rv_load(c, &s->gates, nn);
         for (int u = 0; u < step; u++)
-            acc = bin(K, KIR_ADD, acc, bin(K, KIR_MUL, hv[u], lower_scratch_load(c, j->rt, kir_add(K, row[u], nn))));
+            acc = bin(K, KIR_ADD, acc, bin(K, KIR_MUL, hv[u], packed_load(c, IN_R, j->rt, s->d, ku[u], nn, kir_add(K, row[u], nn))));
         rv_store(c, &s->gates, nn, acc);
         kir_loop_end(K);
         kir_loop_end(K);
@@ -799,7 +817,7 @@ static bool mul3(int64_t a, int64_t b, int64_t c, int64_t *out)
 
 smelt_status lower_Recurrent(lower_ctx *c)
 {
-    rnn_job j = {.state = -1};
+    rnn_job j = {.state = -1, .wt = -1, .rt = -1};
     TRY(rnn_parse(c->g, c->n, &j.p));
     const rnn_params *p = &j.p;
     int64_t D = p->dirs, H = p->hidden, I = p->input, wt_n, rt_n, proj_n, state_n;
@@ -810,7 +828,9 @@ smelt_status lower_Recurrent(lower_ctx *c)
          mul3(D, p->batch, 1, &state_n) && mul3(state_n, 4, H + j.n, &state_n) && state_n <= INT64_MAX / 8;
     if (!ok) return ir_node_fail(c->n, SMELT_ERR_SHAPE, "the sizes (seq, batch, input, hidden) overflow int64");
     if (p->batch == 0 || H == 0) return SMELT_OK;
-    if (j.rows > 0 && I > 0) {
+    /* float weights stored packed are read as they are; 8-bit ones are copied less their zero points */
+    bool copy = !p->packed || p->quant;
+    if (j.rows > 0 && I > 0 && copy) {
         j.wt = lower_scratch(c, p->dt, wt_n);
         if (j.wt < 0) return no_mem(c);
         pack_job pw = {IN_W, j.wt, j.n, I, IN_WZ, p->quant};
@@ -818,13 +838,16 @@ smelt_status lower_Recurrent(lower_ctx *c)
         lower_parallel_for(c, &ws, 1, pack_body, &pw);
         if (!c->k) return no_mem(c);
     }
-    j.rt = lower_scratch(c, p->dt, rt_n);
     j.proj = lower_scratch(c, p->dt, proj_n);
-    if (j.rt < 0 || j.proj < 0) return no_mem(c);
-    pack_job pr = {IN_R, j.rt, j.n, H, IN_RZ, p->quant};
-    ir_shape rs = {.rank = 3, .dim = {D, H, j.n}};
-    lower_parallel_for(c, &rs, 1, pack_body, &pr);
-    if (!c->k) return no_mem(c);
+    if (j.proj < 0) return no_mem(c);
+    if (copy) {
+        j.rt = lower_scratch(c, p->dt, rt_n);
+        if (j.rt < 0) return no_mem(c);
+        pack_job pr = {IN_R, j.rt, j.n, H, IN_RZ, p->quant};
+        ir_shape rs = {.rank = 3, .dim = {D, H, j.n}};
+        lower_parallel_for(c, &rs, 1, pack_body, &pr);
+        if (!c->k) return no_mem(c);
+    }
     if (j.rows > 0) {
         int64_t per_unit = RNN_MR * (2 * I + 1);
         if (c->target->wg_size > 1) {
