@@ -51,7 +51,9 @@ smelt_status graph_fold_batchnorm(ir_graph *g);
 
 /* A Gemm with transA or transB set on a constant operand reads a copy of it
  * transposed at compile time instead, and the flag is cleared: the kernel
- * then reads it row by row with no transposing pass on every run.
+ * then reads it row by row with no transposing pass on every run. Likewise an
+ * RNN/GRU/LSTM with constant W and R reads copies in the [D, K, N] order its
+ * lowering works in, as PackedRNN/PackedGRU/PackedLSTM (ir/ops.h).
  * requires: inferred graph. guarantees: the graph computes the same values;
  * the original constant is left for graph_dce when nothing else reads it. */
 smelt_status graph_fold_gemm_transpose(ir_graph *g);

@@ -580,6 +580,8 @@ static smelt_status node_dispatch(importer *im, scope *sc, const Onnx__NodeProto
     if (id == OP_INVALID && sc->opset < 10 && onnx_experimental_known(op))
         return experimental_import(im, sc, np, node, attr, n_attr);
     if (id == OP_INVALID) return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "unsupported op type '%s'", op);
+    if (op_table[id].flags & OPF_INTERNAL)
+        return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "unsupported op type '%s' (smelt's own form of an op, not an ONNX op)", op);
     return op_node_import(im, sc, np, node, id, attr, n_attr);
 }
 
