@@ -3,7 +3,8 @@
  *
  * The functions the op table's rows name for this family (ir/ops.h gives the
  * columns; ops/op_table.c fills the table) and what the family shares between
- * its shape rules and its lowerings. Defined in ops/conv.c.
+ * its shape rules and its lowerings. Defined in ops/conv.c (lower_ConvTranspose
+ * in ops/conv_transpose.c).
  */
 #ifndef SMELT_OPS_CONV_H
 #define SMELT_OPS_CONV_H
