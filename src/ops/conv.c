@@ -413,7 +413,8 @@ smelt_status lower_Conv(lower_ctx *c)
     j.units = m / j.mb;
     j.ow = j.w.out[j.ns - 1];
     if (ir_tensor_numel(y) == 0) return SMELT_OK;
-    if (conv_flat(c, &j, x->shape.dim[0])) return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    if (conv_flat(c, &j, x->shape.dim[0]) || conv_wide_1d(c, &j.w, x->shape.dim[0], j.cg, m, group, j.dt, j.bias))
+        return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
     /* One thread per workgroup: the unit's accumulators on the stack, in L1 */
     if (c->target->wg_size > 1 || j.mb * j.ow * (int64_t)smelt_dtype_size(j.dt) > CONV_STACK_BYTES) {
         j.acc = lower_scratch(c, j.dt, ir_tensor_numel(y));
