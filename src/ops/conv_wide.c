@@ -1,9 +1,12 @@
 /*
- * conv_wide.c — 1-D convolution with a wide kernel on the CPU (the framed
- * STFT / filter-bank front ends of audio models: kernel 256..512, stride a
- * hop of 128..160, one input channel, a few hundred output channels).
+ * conv_wide.c — 1-D convolutions the row form does badly, on the CPU: wide
+ * kernels (the framed STFT / filter-bank front ends of audio models: kernel
+ * 256..512, stride a hop of 128..160, one input channel, a few hundred output
+ * channels), and short rows (fewer than CONVW_SHORT_ROW outputs, where the
+ * row form's vector loop over the outputs has nothing to run over: silero's
+ * k3 convs over 5 frames and 129 channels).
  *
- * requires: shapes inferred by infer_Conv; dilation 1; one thread per workgroup.
+ * requires: shapes inferred by infer_Conv; one thread per workgroup.
  * guarantees: y[n][m][o] = B[m] + sum over c, k of W[m][c][k] * X[n][c][o*s + k - p]
  *           (zero outside X), every output stored once through lower_store.
  *
@@ -21,9 +24,15 @@
  * others (pads) clamp and select. An X computed inline (a fused producer such
  * as silero's reflection Pad) is evaluated once per element into a copy of
  * the unit's window, (OB - 1)*s + k elements with zeros outside X, per input
- * channel; the tap loop then reads the copy. (Reading X in place is about 2.5x
- * faster on oww_melspec than the copy, whose loop the C compiler vectorizes
- * only behind an aliasing test between the two workgroup arrays.)
+ * channel; the tap loop then reads the copy. (Reading X in place is about
+ * 2.5x faster on oww_melspec than the copy, whose loop the C compiler
+ * vectorizes only behind an aliasing test between the two workgroup arrays.)
+ * Patch form (short rows, group 1, a plain W): the same dot products, over
+ * all cg*k (channel, tap) pairs at once: each of the unit's OB outputs gets
+ * its patch X[n][c][o*s + t*d - p] copied to workgroup memory as one row of
+ * cg*k (zeros outside X), W is read as the [M, cg*k] matrix it is in memory,
+ * and the unit loops over every block of output channels with the patches
+ * copied once.
  */
 #include "lower/lower.h"
 #include "ops/conv.h"
@@ -33,9 +42,12 @@
 #define CONVW_OB 4   /* outputs per unit */
 #define CONVW_MIN_KERNEL 17 /* narrower kernels take the row form, which unrolls them */
 #define CONVW_STACK_BYTES (64 * 1024)
+#define CONVW_SHORT_ROW 16  /* patch form: rows of fewer outputs than this */
 
 typedef struct convw_job {
-    int64_t in, out, k, s, p, cg, mg, m, mb, ob;
+    int64_t in, out, k, s, d, p, cg, mg, m, mb, ob;
+    bool patch;          /* the patch form: the tile holds each output's (channel, tap) patch */
+    int64_t red, tstride; /* taps summed per channel step (k, or cg*k for patches); patch stride in the tile */
     int64_t tile;        /* X not plain: its copied window, (OB - 1)*s + k; else 0 */
     int64_t olo, ohi;    /* outputs whose window lies inside X, [olo, ohi] */
     bool hoist;          /* copied window of the only input channel, shared by all output channels */
@@ -62,10 +74,21 @@ static void convw_taps(lower_ctx *c, convw_job *j, int acc, const convw_src *src
     if (src->tile < 0 && !src->guarded && !j->kk) j->kk = kk;
     kir_val k = kir_add(K, k0, kk);
     kir_val wv[CONVW_MB], xv[CONVW_OB];
-    for (int r = 0; r < j->mb; r++) wv[r] = lower_load(c, 1, (const kir_val[]){m[r], ci, k});
+    /* patches: W read as [M, cg*k], its rows being contiguous (W is plain),
+     * the flat index on a dim longer than 1 (lower_load drops the others) */
+    for (int r = 0; r < j->mb; r++) {
+        kir_val wi[3] = {m[r], ci, k};
+        if (j->patch && j->k == 1) {
+            wi[1] = k;
+            wi[2] = kir_idx(K, 0);
+        } else if (j->patch) {
+            wi[1] = kir_idx(K, 0);
+        }
+        wv[r] = lower_load(c, 1, wi);
+    }
     for (int o = 0; o < j->ob; o++) {
         if (src->tile >= 0) {
-            xv[o] = kir_load(K, src->tile, kir_add(K, kir_idx(K, o * j->s), k));
+            xv[o] = kir_load(K, src->tile, kir_add(K, kir_idx(K, j->patch ? o * j->tstride : o * j->s), k));
             continue;
         }
         kir_val pos = kir_add(K, src->start[o], k);
@@ -92,6 +115,21 @@ static void convw_fill(lower_ctx *c, const convw_job *j, int tile, kir_val n, ki
 {
     kir_kernel *K = c->k;
     kir_val zero_i = kir_idx(K, 0);
+    if (j->patch) {
+        /* patch o: tile[o*tstride + ci*k + t] = X[n][ci][start + o*s + t*d] */
+        for (int o = 0; o < j->ob; o++) {
+            kir_val ci = kir_loop_begin(K, zero_i, kir_idx(K, j->cg), kir_idx(K, 1));
+            kir_val t = kir_loop_begin_parallel(K, zero_i, kir_idx(K, j->k));
+            kir_val pos = kir_add(K, kir_add(K, start, kir_idx(K, o * j->s)), kir_mul(K, t, kir_idx(K, j->d)));
+            kir_val ok = kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, pos, zero_i), kir_binary(K, KIR_LT, pos, kir_idx(K, j->in)));
+            kir_val x = lower_load(c, 0, (const kir_val[]){n, ci, lower_clamp(K, pos, j->in)});
+            kir_val at = kir_add(K, kir_idx(K, o * j->tstride), kir_add(K, kir_mul(K, ci, kir_idx(K, j->k)), t));
+            kir_store(K, tile, at, kir_select(K, ok, x, kir_const_f(K, j->dt, 0)));
+            kir_loop_end(K);
+            kir_loop_end(K);
+        }
+        return;
+    }
     kir_val t = kir_loop_begin_parallel(K, zero_i, kir_idx(K, j->tile));
     kir_val pos = kir_add(K, start, t);
     kir_val ok = kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, pos, zero_i), kir_binary(K, KIR_LT, pos, kir_idx(K, j->in)));
@@ -105,14 +143,14 @@ static void convw_dots(lower_ctx *c, convw_job *j, int acc, convw_src src, kir_v
 {
     kir_kernel *K = c->k;
     kir_val zero_i = kir_idx(K, 0);
-    kir_val ci = kir_loop_begin(K, zero_i, kir_idx(K, j->cg), kir_idx(K, 1));
+    kir_val ci = kir_loop_begin(K, zero_i, kir_idx(K, j->patch ? 1 : j->cg), kir_idx(K, 1));
     src.cin = kir_add(K, cbase, ci);
     if (src.tile >= 0 && !j->hoist) convw_fill(c, j, src.tile, src.n, src.cin, src.start[0]);
-    int64_t full = j->k / CONVW_V * CONVW_V;
+    int64_t full = j->red / CONVW_V * CONVW_V;
     kir_val k0 = kir_loop_begin(K, zero_i, kir_idx(K, full), kir_idx(K, CONVW_V));
     convw_taps(c, j, acc, &src, ci, m, k0, CONVW_V);
     kir_loop_end(K);
-    if (full < j->k) convw_taps(c, j, acc, &src, ci, m, kir_idx(K, full), j->k - full);
+    if (full < j->red) convw_taps(c, j, acc, &src, ci, m, kir_idx(K, full), j->red - full);
     kir_loop_end(K); /* ci */
 }
 
@@ -182,9 +220,26 @@ static void convw_body(lower_ctx *c, const kir_val *idx, void *user)
 bool conv_wide_1d(lower_ctx *c, const window_geom *w, int64_t batch, int64_t cg, int64_t m, int64_t group, smelt_dtype dt,
                   bool bias)
 {
-    if (c->target->wg_size > 1 || w->nsp != 1 || w->dilation[0] != 1 || w->kernel[0] < CONVW_MIN_KERNEL) return false;
-    convw_job j = {.in = w->in[0], .out = w->out[0], .k = w->kernel[0], .s = w->stride[0], .p = w->pad_lo[0],
-                   .cg = cg, .mg = m / group, .m = m, .ob = CONVW_OB, .dt = dt, .bias = bias};
+    if (c->target->wg_size > 1 || w->nsp != 1) return false;
+    convw_job j = {.in = w->in[0], .out = w->out[0], .k = w->kernel[0], .s = w->stride[0], .d = w->dilation[0],
+                   .p = w->pad_lo[0], .cg = cg, .mg = m / group, .m = m, .ob = CONVW_OB, .dt = dt, .bias = bias};
+    int64_t es = (int64_t)smelt_dtype_size(dt);
+    if (j.d == 1 && j.k >= CONVW_MIN_KERNEL) {
+        j.red = j.k;
+    } else {
+        /* short rows: the patch form, or the row form */
+        j.tstride = (cg * j.k + CONVW_V - 1) / CONVW_V * CONVW_V;
+        if (group != 1 || j.out >= CONVW_SHORT_ROW || !lower_input_is_plain(c, 1) ||
+            (j.ob * j.tstride + CONVW_MB * j.ob * CONVW_V) * es > CONVW_STACK_BYTES)
+            return false;
+        j.patch = j.hoist = true;
+        j.mb = CONVW_MB;
+        j.red = cg * j.k;
+        j.tile = j.ob * j.tstride;
+        ir_shape units = {.rank = 4, .dim = {batch, 1, (j.out + j.ob - 1) / j.ob, 1}};
+        lower_parallel_for(c, &units, 2 * m * j.ob * j.red, convw_body, &j);
+        return true;
+    }
     if (group == 1) j.mb = CONVW_MB;
     else j.mb = j.mg % 4 == 0 ? 4 : j.mg % 2 == 0 ? 2 : 1;
     /* o*s - p >= 0 and o*s + k - 1 - p < in */
@@ -192,7 +247,7 @@ bool conv_wide_1d(lower_ctx *c, const window_geom *w, int64_t batch, int64_t cg,
     j.ohi = j.in - j.k + j.p >= 0 ? (j.in - j.k + j.p) / j.s : -1;
     if (j.ohi > j.out - 1) j.ohi = j.out - 1;
     int64_t tile = (j.ob - 1) * j.s + j.k;
-    bool tile_fits = (tile + j.mb * j.ob * CONVW_V) * (int64_t)smelt_dtype_size(dt) <= CONVW_STACK_BYTES;
+    bool tile_fits = (tile + j.mb * j.ob * CONVW_V) * es <= CONVW_STACK_BYTES;
     ir_shape units = {.rank = 4, .dim = {batch, (m + j.mb - 1) / j.mb, (j.out + j.ob - 1) / j.ob, 1}};
     int64_t work = 2 * j.mb * j.ob * cg * j.k;
     /* X in place where its elements are a unit-stride walk along the taps

@@ -5,7 +5,9 @@
  * clamped ones), outputs not a multiple of the block, kernels not a multiple
  * of the lane count (the tail), several input channels, groups, and an input
  * computed inline by a fused reflection Pad (the copied window shared by all
- * output channels, as in silero's feature extractor).
+ * output channels, as in silero's feature extractor); and the patch form of
+ * short rows (each output's channel-by-tap patch copied, dotted with W's
+ * rows), with pads, stride and dilation.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -19,7 +21,7 @@
 
 typedef struct convw_case {
     int64_t x[3], w[3];   /* x: [N, C, L] as given to the Conv (after the Pad, if any) */
-    int64_t group, pads[2], stride;
+    int64_t group, pads[2], stride, dil;
     int64_t reflect;      /* > 0: x is a reflection Pad of this many on each side of a model input */
     bool bias;
     int tiles;            /* workgroup arrays: the accumulators, and a copied window */
@@ -35,7 +37,7 @@ static void convw_ref(const convw_case *cc, const float *x, const float *w, cons
                 double acc = cc->bias ? b[m] : 0;
                 for (int64_t c = 0; c < cg; c++)
                     for (int64_t k = 0; k < K; k++) {
-                        int64_t i = o * cc->stride + k - cc->pads[0];
+                        int64_t i = o * cc->stride + k * cc->dil - cc->pads[0];
                         if (i < 0 || i >= L) continue;
                         acc += (double)w[(m * cg + c) * K + k] * x[(n * C + m / mg * cg + c) * L + i];
                     }
@@ -43,13 +45,19 @@ static void convw_ref(const convw_case *cc, const float *x, const float *w, cons
             }
 }
 
-TEST(conv_wide_kernel_1d_matches_a_direct_reference)
+TEST(conv_wide_and_patch_1d_forms_match_a_direct_reference)
 {
     static const convw_case cases[] = {
-        {{1, 1, 700}, {258, 1, 256}, 1, {0, 0}, 128, 0, true, 1},
-        {{2, 3, 100}, {6, 3, 21}, 1, {5, 7}, 3, 0, true, 1},
-        {{1, 4, 90}, {6, 2, 20}, 2, {0, 3}, 2, 0, false, 1},
-        {{2, 1, 380}, {10, 1, 64}, 1, {0, 0}, 32, 40, true, 2},
+        {{1, 1, 700}, {258, 1, 256}, 1, {0, 0}, 128, 1, 0, true, 1},
+        {{2, 3, 100}, {6, 3, 21}, 1, {5, 7}, 3, 1, 0, true, 1},
+        {{1, 4, 90}, {6, 2, 20}, 2, {0, 3}, 2, 1, 0, false, 1},
+        {{2, 1, 380}, {10, 1, 64}, 1, {0, 0}, 32, 1, 40, true, 2},
+        /* short rows, the patch form: silero's k3 convs (5 outputs), stride 2, dilation 2 */
+        {{2, 129, 5}, {128, 129, 3}, 1, {1, 1}, 1, 1, 0, true, 2},
+        {{2, 5, 9}, {6, 5, 3}, 1, {1, 1}, 2, 1, 0, true, 2},
+        {{1, 3, 12}, {5, 3, 3}, 1, {2, 1}, 1, 2, 0, false, 2},
+        /* kernel 1 over one frame, one output channel (silero's decoder head): W's flat index on the channel dim */
+        {{3, 16, 1}, {1, 16, 1}, 1, {0, 0}, 1, 1, 0, true, 2},
     };
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         const convw_case *cc = &cases[i];
@@ -70,6 +78,7 @@ TEST(conv_wide_kernel_1d_matches_a_direct_reference)
         int node = node_named(g, "conv");
         attr_ints(g, node, "pads", 2, cc->pads);
         attr_ints(g, node, "strides", 1, &cc->stride);
+        attr_ints(g, node, "dilations", 1, &cc->dil);
         attr_int(g, node, "group", cc->group);
         ir_graph_set_io(g, 1, &x, 1, &y);
         smelt_program *p = compile(g, 0);
@@ -89,7 +98,7 @@ TEST(conv_wide_kernel_1d_matches_a_direct_reference)
             CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
             CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
             int64_t ny = smelt_tensor_numel(&out), ol = out.shape[2];
-            CHECK_EQ_INT(ol, (L + cc->pads[0] + cc->pads[1] - cc->w[2]) / cc->stride + 1);
+            CHECK_EQ_INT(ol, (L + cc->pads[0] + cc->pads[1] - (cc->w[2] - 1) * cc->dil - 1) / cc->stride + 1);
             double *ref = calloc((size_t)ny, sizeof(double));
             convw_ref(cc, xd, g->tensors[w].data, g->tensors[b].data, ol, ref);
             const float *yd = out.data;
