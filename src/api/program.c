@@ -10,6 +10,7 @@
 
 #include "graph/passes.h"
 #include "kir/smem.h"
+#include "ops/matmul.h"
 #include "rt/rt.h"
 #include "target/emit.h"
 
@@ -189,6 +190,9 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     TRY(record_inputs(p, m->g));
     TRY(graph_infer(p->g, lower_eval_node));
     TRY(graph_fold_batchnorm(p->g));
+    /* The C target's microkernels read constant matmul weights as panels (ops/matmul.c). */
+    if (target->wg_size == 1 && !getenv("SMELT_NO_PACKED_GEMM"))
+        TRY(graph_pack_weights(p->g, mm_tiles_for(target->vector_width).nr));
     TRY(graph_fold_gemm_transpose(p->g));
     TRY(graph_dce(p->g));
     if (p->stage == SMELT_STAGE_IR) return SMELT_OK;

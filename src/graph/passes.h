@@ -56,6 +56,15 @@ smelt_status graph_fold_batchnorm(ir_graph *g);
  * the original constant is left for graph_dce when nothing else reads it. */
 smelt_status graph_fold_gemm_transpose(ir_graph *g);
 
+/* MatMul / Gemm whose B is a float32 constant matrix (and A is not constant)
+ * read a copy of it packed into panels of nr columns instead (ir.h,
+ * IR_ENC_PANELS; a Gemm's transB is applied in the packing and cleared). For
+ * the C target, whose microkernels read such panels (ops/matmul.c); nr comes
+ * from its tile table (mm_tiles_for). A weight two nodes share is packed once.
+ * requires: inferred graph. guarantees: the graph computes the same values;
+ * the original constant is left for graph_dce when nothing else reads it. */
+smelt_status graph_pack_weights(ir_graph *g, int64_t nr);
+
 /* If, Loop, Scan (graph/control.c), the op table's shape rule for them (OPF_CONTROL):
  * replaces node `node` by the nodes it runs, which graph_infer infers next. */
 smelt_status control_expand(ir_graph *g, int node);
