@@ -2,6 +2,7 @@
  * model.c — the model half of the public API: loading, describing, dumping,
  * and tensor files.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,11 @@ smelt_status smelt_model_load_memory(const void *data, size_t size, const char *
 void smelt_model_free(smelt_model *m)
 {
     if (!m) return;
+    for (packed_weight *w = atomic_load(&m->packed), *next; w; w = next) {
+        next = w->next;
+        free(w->data);
+        free(w);
+    }
     ir_graph_free(m->g);
     free(m);
 }

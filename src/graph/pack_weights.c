@@ -8,29 +8,45 @@
 
 #include "graph/passes.h"
 
-/* A packed copy of t (row-major [k, n], or [n, k] when `trans`) with the
- * encoding set; -1 on OOM. */
-static int packed_const(ir_graph *g, int t, bool trans, int64_t nr, const char *name)
+static void pack(const float *from, float *to, int64_t k, int64_t n, int64_t nr, bool trans)
 {
-    const ir_tensor *src = &g->tensors[t];
-    int64_t k = src->shape.dim[trans ? 1 : 0], n = src->shape.dim[trans ? 0 : 1], np = (n + nr - 1) / nr;
-    ir_shape s = {.rank = 3, .dim = {np, k, nr}};
-    int nt = ir_tensor_add(g, name, src->dtype, &s);
-    if (nt < 0 || !ir_tensor_alloc_data(g, nt)) return -1;
-    src = &g->tensors[t]; /* again: adding tensors may move the array */
-    const float *from = src->data;
-    float *to = g->tensors[nt].data;
+    int64_t np = (n + nr - 1) / nr;
     for (int64_t p = 0; p < np; p++)
         for (int64_t kk = 0; kk < k; kk++)
             for (int64_t j = 0; j < nr; j++) {
                 int64_t col = p * nr + j;
                 to[(p * k + kk) * nr + j] = col >= n ? 0.0f : trans ? from[col * k + kk] : from[kk * n + col];
             }
-    g->tensors[nt].enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = k, .n = n, .nr = nr};
+}
+
+/* A packed copy of t (row-major [k, n], or [n, k] when `trans`) with the
+ * encoding set, its data the cache's (made once) or g's; -1 on OOM. */
+static int packed_const(ir_graph *g, int t, bool trans, int64_t nr, const char *name, const graph_pack_cache *cache)
+{
+    const ir_tensor *src = &g->tensors[t];
+    int64_t k = src->shape.dim[trans ? 1 : 0], n = src->shape.dim[trans ? 0 : 1], np = (n + nr - 1) / nr;
+    ir_shape s = {.rank = 3, .dim = {np, k, nr}};
+    int nt = ir_tensor_add(g, name, src->dtype, &s);
+    if (nt < 0) return -1;
+    src = &g->tensors[t]; /* again: adding tensors may move the array */
+    const void *from = src->data;
+    ir_tensor *x = &g->tensors[nt];
+    x->data = cache ? cache->find(cache->user, from, nr, trans) : NULL;
+    if (!x->data && cache) {
+        size_t bytes = (size_t)ir_tensor_numel(x) * sizeof(float);
+        float *d = malloc(bytes);
+        if (!d) return -1;
+        pack(from, d, k, n, nr, trans);
+        if (!(x->data = cache->keep(cache->user, from, nr, trans, d, bytes))) return -1;
+    } else if (!x->data) {
+        if (!ir_tensor_alloc_data(g, nt)) return -1;
+        pack(from, x->data, k, n, nr, trans);
+    }
+    x->enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = k, .n = n, .nr = nr};
     return nt;
 }
 
-smelt_status graph_pack_weights(ir_graph *g, int64_t nr)
+smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache *cache)
 {
     int *done = NULL; /* per tensor: its packed copy + 1 (two nodes sharing a weight share the copy) */
     int n_done = 0;
@@ -54,7 +70,7 @@ smelt_status graph_pack_weights(ir_graph *g, int64_t nr)
         if (nt < 0) {
             char name[256];
             snprintf(name, sizeof name, "%s/packed%lld", b->name, (long long)nr);
-            if ((nt = packed_const(g, t, trans, nr, name)) < 0) goto nomem;
+            if ((nt = packed_const(g, t, trans, nr, name, cache)) < 0) goto nomem;
             done[t] = nt + 1;
         }
         ir_node *w = &g->nodes[i];

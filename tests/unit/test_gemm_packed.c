@@ -6,6 +6,7 @@
  * against a double reference.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -33,7 +34,7 @@ TEST(gemm_pack_weights_lays_out_panels)
         int outs[2] = {y, y2};
         ir_graph_set_io(g, 1, &x, trans ? 1 : 2, outs);
         CHECK(graph_infer(g, lower_eval_node) == SMELT_OK);
-        CHECK(graph_pack_weights(g, nr) == SMELT_OK);
+        CHECK(graph_pack_weights(g, nr, NULL) == SMELT_OK);
         const ir_node *nd = &g->nodes[node_named(g, "mm")];
         const ir_tensor *p = &g->tensors[nd->in[1]];
         CHECK(nd->in[1] != b && p->enc.kind == IR_ENC_PANELS && p->enc.k == k && p->enc.n == n && p->enc.nr == nr);
@@ -50,6 +51,44 @@ TEST(gemm_pack_weights_lays_out_panels)
                 }
         ir_graph_free(g);
     }
+}
+
+/* Two programs of one model (other input shapes) read one packed copy of a
+ * weight, made once: the model keeps it, not each program. */
+TEST(gemm_packed_weight_is_shared_by_programs)
+{
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(2, -1, 24));
+    g->tensors[x].dim_param[0] = "batch";
+    int b = constant(g, "b", shp(2, 24, 40), 0.5f, 0.0f);
+    int y = op2(g, "mm", OP_MatMul, x, b);
+    ir_graph_set_io(g, 1, &x, 1, &y);
+    struct smelt_model model = {.g = g};
+    smelt_options opt;
+    smelt_options_init(&opt);
+    opt.threads = 1;
+    smelt_program *p[2] = {NULL, NULL};
+    const void *data[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {3 + 20 * i, 24}};
+        CHECK(smelt_program_compile(&model, &opt, 1, &in, &p[i]) == SMELT_OK);
+        if (!p[i]) continue;
+        const ir_node *n = &p[i]->g->nodes[node_named(p[i]->g, "mm")];
+        CHECK(p[i]->g->tensors[n->in[1]].enc.kind == IR_ENC_PANELS);
+        data[i] = p[i]->g->tensors[n->in[1]].data;
+    }
+    CHECK(data[0] && data[0] == data[1] && data[0] != g->tensors[b].data);
+    int kept = 0;
+    for (packed_weight *w = atomic_load(&model.packed); w; w = w->next) kept++;
+    CHECK_EQ_INT(kept, 1);
+    smelt_program_free(p[0]);
+    smelt_program_free(p[1]);
+    for (packed_weight *w = atomic_load(&model.packed), *next; w; w = next) { /* what smelt_model_free does */
+        next = w->next;
+        free(w->data);
+        free(w);
+    }
+    ir_graph_free(g);
 }
 
 typedef struct mm_case {
