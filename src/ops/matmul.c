@@ -380,6 +380,40 @@ static void pack_panels_body(lower_ctx *c, const kir_val *idx, void *user)
 
 static kir_val min_idx(kir_kernel *K, kir_val a, int64_t b) { return kir_binary(K, KIR_MIN, a, kir_idx(K, b)); }
 
+/* What a gemm loop of the unit needs (mmp_body). */
+typedef struct mm_panel {
+    int ap, acc;           /* workgroup memory: packed A, accumulators */
+    int64_t ld, kcap;      /* accumulator row length, KC */
+    kir_val kb, kc, p0, bb, p; /* K slice start and length, first panel, B's batch base, panel */
+} mm_panel;
+
+/* acc[rows of block q] += A block q (its first `rows` rows) x panel p, over the K slice. */
+static void gemm_rows(lower_ctx *c, const mm_job *j, const mm_panel *pn, kir_val q, int64_t rows)
+{
+    kir_kernel *K = c->k;
+    int64_t mr = j->mr, nr = j->tl.nr;
+    kir_val z = kir_idx(K, 0), one = kir_idx(K, 1);
+    kir_val kk = kir_loop_begin_gemm(K, pn->kc);
+    kir_val r = rows > 1 ? kir_loop_begin(K, z, kir_idx(K, rows), one) : z;
+    kir_val at = kir_add(K, kir_add(K, kir_mul(K, q, kir_idx(K, pn->kcap * mr)), kir_mul(K, kk, kir_idx(K, mr))), r);
+    kir_val a = kir_load(K, pn->ap, at);
+    kir_val jj = kir_loop_begin(K, z, kir_idx(K, nr), one);
+    kir_val bv;
+    if (j->b_enc) {
+        kir_val bi[3] = {kir_add(K, pn->p0, pn->p), kir_add(K, pn->kb, kk), jj};
+        bv = lower_load(c, 1, bi);
+    } else {
+        kir_val pk = kir_add(K, kir_mul(K, kir_add(K, pn->p0, pn->p), kir_idx(K, j->kk)), kir_add(K, pn->kb, kk));
+        bv = lower_scratch_load(c, j->b_packed, kir_add(K, kir_add(K, pn->bb, kir_mul(K, pk, kir_idx(K, nr))), jj));
+    }
+    kir_val row = kir_add(K, kir_mul(K, q, kir_idx(K, mr)), r);
+    kir_val ci = kir_add(K, kir_add(K, kir_mul(K, row, kir_idx(K, pn->ld)), kir_mul(K, pn->p, kir_idx(K, nr))), jj);
+    kir_store(K, pn->acc, ci, kir_binary(K, KIR_ADD, kir_load(K, pn->acc, ci), kir_binary(K, KIR_MUL, a, bv)));
+    kir_loop_end(K);
+    if (rows > 1) kir_loop_end(K);
+    kir_loop_end(K);
+}
+
 static void mmp_body(lower_ctx *c, const kir_val *idx, void *user)
 {
     mm_job *j = user;
@@ -417,27 +451,20 @@ static void mmp_body(lower_ctx *c, const kir_val *idx, void *user)
     kir_loop_end(K);
     kir_loop_end(K);
 
-    kir_val p = kir_loop_begin(K, z, npan, one);
-    q = kir_loop_begin(K, z, nblk, one);
-    kk = kir_loop_begin_gemm(K, kc);
-    r = mr > 1 ? kir_loop_begin(K, z, kir_idx(K, mr), one) : z;
-    kir_val a = kir_load(K, ap, kir_add(K, kir_add(K, kir_mul(K, q, kir_idx(K, kcap * mr)), kir_mul(K, kk, kir_idx(K, mr))), r));
-    kir_val jj = kir_loop_begin(K, z, kir_idx(K, nr), one);
-    kir_val bv;
-    if (j->b_enc) {
-        kir_val bi[3] = {kir_add(K, p0, p), kir_add(K, kb, kk), jj};
-        bv = lower_load(c, 1, bi);
-    } else {
-        kir_val pk = kir_add(K, kir_mul(K, kir_add(K, p0, p), kir_idx(K, j->kk)), kir_add(K, kb, kk));
-        bv = lower_scratch_load(c, j->b_packed, kir_add(K, kir_add(K, bb, kir_mul(K, pk, kir_idx(K, nr))), jj));
+    /* full row blocks, then (in the unit that has it) the last M % MR rows with
+     * a microkernel of that many rows, not a full block of clamped repeats */
+    int64_t tail = j->m % mr;
+    kir_val nfull = j->m % mcap ? kir_binary(K, KIR_DIV, rows, kir_idx(K, mr)) : kir_idx(K, j->mb);
+    mm_panel pn = {.ap = ap, .acc = acc, .ld = ld, .kcap = kcap, .kb = kb, .kc = kc, .p0 = p0, .bb = bb};
+    pn.p = kir_loop_begin(K, z, npan, one);
+    q = kir_loop_begin(K, z, nfull, one);
+    gemm_rows(c, j, &pn, q, mr);
+    kir_loop_end(K);
+    if (tail) {
+        kir_if_begin(K, kir_binary(K, KIR_LT, kir_mul(K, nfull, kir_idx(K, mr)), rows));
+        gemm_rows(c, j, &pn, nfull, tail);
+        kir_if_end(K);
     }
-    kir_val ci = kir_add(K, kir_add(K, kir_mul(K, kir_add(K, kir_mul(K, q, kir_idx(K, mr)), r), kir_idx(K, ld)),
-                                    kir_mul(K, p, kir_idx(K, nr))), jj);
-    kir_store(K, acc, ci, kir_binary(K, KIR_ADD, kir_load(K, acc, ci), kir_binary(K, KIR_MUL, a, bv)));
-    kir_loop_end(K);
-    if (mr > 1) kir_loop_end(K);
-    kir_loop_end(K);
-    kir_loop_end(K);
     kir_loop_end(K);
     kir_loop_end(K);
 
