@@ -526,6 +526,13 @@ static smelt_status mm_lower_packed(lower_ctx *c, mm_job *j)
 
 /* ---- contractions ------------------------------------------------------- */
 
+/* B's shape as the op sees it: [k, n] for a B packed into panels (ir.h). */
+static ir_shape logical_shape(const ir_tensor *b)
+{
+    if (b->enc.kind == IR_ENC_PANELS) return (ir_shape){.rank = 2, .dim = {b->enc.k, b->enc.n}};
+    return b->shape;
+}
+
 smelt_status infer_MatMul(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
@@ -535,24 +542,25 @@ smelt_status infer_MatMul(ir_graph *g, int node)
     TRY(infer_need_dtype(n, a, "input", DT_ARITH));
     TRY(infer_need_same_dtype(n, a, b));
     char s1[160], s2[160];
-    if (a->shape.rank < 1 || b->shape.rank < 1)
+    ir_shape bl = logical_shape(b);
+    if (a->shape.rank < 1 || bl.rank < 1)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "operands must have rank >= 1, got %s and %s",
-                            infer_shp(&a->shape, s1), infer_shp(&b->shape, s2));
-    ir_shape sa = a->shape, sb = b->shape;
+                            infer_shp(&a->shape, s1), infer_shp(&bl, s2));
+    ir_shape sa = a->shape, sb = bl;
     if (sa.rank == 1) sa = (ir_shape){.rank = 2, .dim = {1, a->shape.dim[0]}};
-    if (sb.rank == 1) sb = (ir_shape){.rank = 2, .dim = {b->shape.dim[0], 1}};
+    if (sb.rank == 1) sb = (ir_shape){.rank = 2, .dim = {bl.dim[0], 1}};
     int64_t ka = sa.dim[sa.rank - 1], kb = sb.dim[sb.rank - 2];
     if (!infer_dim_eq(ka, kb))
         return ir_node_fail(n, SMELT_ERR_SHAPE, "inner dimensions differ: A %s has K=%lld, B %s has K=%lld",
-                            infer_shp(&a->shape, s1), (long long)ka, infer_shp(&b->shape, s2), (long long)kb);
+                            infer_shp(&a->shape, s1), (long long)ka, infer_shp(&bl, s2), (long long)kb);
     ir_shape ba = {.rank = sa.rank - 2}, bb = {.rank = sb.rank - 2}, out;
     memcpy(ba.dim, sa.dim, sizeof(int64_t) * (size_t)ba.rank);
     memcpy(bb.dim, sb.dim, sizeof(int64_t) * (size_t)bb.rank);
     if (!ir_shape_broadcast(&ba, &bb, &out))
         return ir_node_fail(n, SMELT_ERR_SHAPE, "batch dimensions of A %s and B %s do not broadcast",
-                            infer_shp(&a->shape, s1), infer_shp(&b->shape, s2));
+                            infer_shp(&a->shape, s1), infer_shp(&bl, s2));
     if (a->shape.rank > 1) out.dim[out.rank++] = sa.dim[sa.rank - 2];
-    if (b->shape.rank > 1) out.dim[out.rank++] = sb.dim[sb.rank - 1];
+    if (bl.rank > 1) out.dim[out.rank++] = sb.dim[sb.rank - 1];
     if (out.rank > IR_MAX_RANK) return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "result rank exceeds %d", IR_MAX_RANK);
     infer_put_out(g, n, 0, a->dtype, &out);
     return SMELT_OK;
@@ -568,15 +576,16 @@ smelt_status infer_Gemm(ir_graph *g, int node)
     TRY(infer_need_same_dtype(n, a, b));
     if (c) TRY(infer_need_same_dtype(n, a, c));
     char s1[160], s2[160];
-    if (a->shape.rank != 2 || b->shape.rank != 2)
+    ir_shape bl = logical_shape(b);
+    if (a->shape.rank != 2 || bl.rank != 2)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "A and B must be matrices, got %s and %s", infer_shp(&a->shape, s1),
-                            infer_shp(&b->shape, s2));
+                            infer_shp(&bl, s2));
     bool ta = ir_attr_int(n, "transA", 0) != 0, tb = ir_attr_int(n, "transB", 0) != 0;
     int64_t m = a->shape.dim[ta ? 1 : 0], ka = a->shape.dim[ta ? 0 : 1];
-    int64_t kb = b->shape.dim[tb ? 1 : 0], nn = b->shape.dim[tb ? 0 : 1];
+    int64_t kb = bl.dim[tb ? 1 : 0], nn = bl.dim[tb ? 0 : 1];
     if (!infer_dim_eq(ka, kb))
         return ir_node_fail(n, SMELT_ERR_SHAPE, "inner dimensions differ: A %s (transA=%d) has K=%lld, B %s (transB=%d) has K=%lld",
-                            infer_shp(&a->shape, s1), ta, (long long)ka, infer_shp(&b->shape, s2), tb, (long long)kb);
+                            infer_shp(&a->shape, s1), ta, (long long)ka, infer_shp(&bl, s2), tb, (long long)kb);
     ir_shape out = {.rank = 2, .dim = {m, nn}};
     if (c) {
         ir_shape bc;

@@ -41,6 +41,10 @@ TEST(gemm_pack_weights_lays_out_panels)
         CHECK(p->shape.rank == 3 && p->shape.dim[0] == 3 && p->shape.dim[1] == k && p->shape.dim[2] == nr);
         CHECK_EQ_INT(ir_attr_int(nd, "transB", 0), 0);
         if (!trans) CHECK_EQ_INT(g->nodes[node_named(g, "mm2")].in[1], nd->in[1]);
+        /* shape inference reads the packed operand by its logical [k, n] */
+        CHECK(graph_infer(g, lower_eval_node) == SMELT_OK);
+        CHECK(g->tensors[y].shape.rank == 2 && g->tensors[y].shape.dim[0] == 4 && g->tensors[y].shape.dim[1] == n);
+        nd = &g->nodes[node_named(g, "mm")];
         const float *src = g->tensors[b].data, *pk = p->data;
         for (int64_t q = 0; q < 3; q++)
             for (int64_t kk = 0; kk < k; kk++)
