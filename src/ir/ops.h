@@ -227,9 +227,9 @@ typedef bool (*op_insert_fn)(const struct ir_graph *g, const struct ir_node *n, 
     X(RNN,                      OPAQUE,      3, 6, 0, 2, 0x0, infer_Recurrent,                OP_NONE,      OP_NONE,             lower_Recurrent,                 0, OP_NONE) \
     X(GRU,                      OPAQUE,      3, 6, 0, 2, 0x0, infer_Recurrent,                OP_NONE,      OP_NONE,             lower_Recurrent,                 0, OP_NONE) \
     X(LSTM,                     OPAQUE,      3, 8, 0, 3, 0x0, infer_Recurrent,                OP_NONE,      OP_NONE,             lower_Recurrent,                 0, OP_NONE) \
-    X(If,                       OPAQUE,      1, 1 << 20, 1, 1 << 20, 0x1, control_expand,  OP_NONE,      OP_NONE,             OP_NONE,                         OPF_CONTROL, OP_NONE) \
-    X(Loop,                     OPAQUE,      2, 1 << 20, 1, 1 << 20, 0x3, control_expand,  OP_NONE,      OP_NONE,             OP_NONE,                         OPF_CONTROL, OP_NONE) \
-    X(Scan,                     OPAQUE,      1, 1 << 20, 1, 1 << 20, 0x0, control_expand,  OP_NONE,      OP_NONE,             OP_NONE,                         OPF_CONTROL, OP_NONE)
+    X(If,                       OPAQUE,      1, 1 << 20, 1, 1 << 20, 0x1, control_expand,  OP_NONE,      OP_NONE,             lower_control_host,                         OPF_CONTROL, OP_NONE) \
+    X(Loop,                     OPAQUE,      2, 1 << 20, 1, 1 << 20, 0x3, control_expand,  OP_NONE,      OP_NONE,             lower_control_host,                         OPF_CONTROL, OP_NONE) \
+    X(Scan,                     OPAQUE,      1, 1 << 20, 1, 1 << 20, 0x0, control_expand,  OP_NONE,      OP_NONE,             lower_control_host,                         OPF_CONTROL, OP_NONE)
 
 typedef enum op_id {
     OP_INVALID = -1,
