@@ -227,9 +227,9 @@ static smelt_status run_loop(smelt_program *p, const plan_cmd *c)
     int cur = 0; /* which set holds the current values: 0 the outputs, 1 the second set */
     int64_t i = 0;
     for (; i < m && cond; i++) {
-        if (i >= CONTROL_RT_ITERS_MAX)
-            return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "ran %lld iterations without its condition ending it; smelt stops "
-                                "a run-time loop there", (long long)i);
+        if (i >= p->max_iters)
+            return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "ran %lld iterations without ending; a run-time loop stops there "
+                                "(the limit is smelt_options.max_loop_iterations, --max-loop-iterations)", (long long)i);
         if (cap >= 0 && i >= cap)
             return ir_node_fail(n, SMELT_ERR_INTERNAL, "runs past the %lld iterations its scan outputs hold", (long long)cap);
         if (loop) {

@@ -196,6 +196,7 @@ smelt_status program_compile_graph(smelt_program *p, const smelt_options *opt) {
 /* From inference on; t0: when compiling started. */
 static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, double t0)
 {
+    p->max_iters = opt->max_loop_iterations > 0 ? opt->max_loop_iterations : CONTROL_RT_ITERS_MAX;
     const target_info *target = &p->target;
     emit_lang lang = p->lang;
     TRY(graph_infer(p->g, lower_eval_node));
