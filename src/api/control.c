@@ -58,7 +58,11 @@ smelt_status program_control_link(smelt_program *p, const smelt_options *opt_in)
     p->children = calloc((size_t)p->cmds.n_children, sizeof(smelt_program *));
     p->dyn_set = calloc((size_t)p->g->n_tensors + 1, sizeof(bool));
     p->run_shape = calloc((size_t)p->g->n_tensors + 1, sizeof(ir_shape));
-    if (!p->children || !p->dyn_set || !p->run_shape) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+    p->grow_mem = calloc((size_t)p->g->n_tensors + 1, sizeof(rt_mem));
+    p->grow_cap = calloc((size_t)p->g->n_tensors + 1, sizeof(int64_t));
+    p->grow_host = calloc((size_t)p->g->n_tensors + 1, sizeof(void *));
+    if (!p->children || !p->dyn_set || !p->run_shape || !p->grow_mem || !p->grow_cap || !p->grow_host)
+        return diag_fail(SMELT_ERR_NOMEM, "out of memory");
     for (int ci = 0; ci < p->cmds.n_cmds; ci++) {
         const plan_cmd *c = &p->cmds.cmds[ci];
         const ir_node *n = &p->g->nodes[c->node];
@@ -75,6 +79,13 @@ smelt_status program_control_link(smelt_program *p, const smelt_options *opt_in)
 void program_control_free(smelt_program *p)
 {
     for (int i = 0; p->children && i < p->cmds.n_children; i++) smelt_program_free(p->children[i]);
+    for (int t = 0; p->grow_mem && t < p->g->n_tensors; t++) {
+        if (p->grow_mem[t]) p->dev->ops->mem_free(p->dev, p->grow_mem[t]);
+        free(p->grow_host[t]);
+    }
+    free(p->grow_mem);
+    free(p->grow_cap);
+    free(p->grow_host);
     free(p->children);
     free(p->bind_from);
     free(p->bind_tensor);
@@ -203,6 +214,36 @@ static smelt_status run_if(smelt_program *p, const plan_cmd *c)
     return SMELT_OK;
 }
 
+/* The growing buffer of unbounded scan output t, holding `used` bytes, made
+ * ready for `need`: doubled (at least) and the bytes so far moved over. */
+static smelt_status grow(smelt_program *p, int t, int64_t used, int64_t need)
+{
+    if (need <= p->grow_cap[t]) return SMELT_OK;
+    int64_t cap = 2 * p->grow_cap[t];
+    if (cap < need) cap = need;
+    rt_mem m;
+    TRY(p->dev->ops->alloc(p->dev, (size_t)cap, &m));
+    smelt_status st = dev_copy(p, (rt_arg){m, 0}, (rt_arg){p->grow_mem[t], 0}, (size_t)used);
+    if (p->grow_mem[t]) p->dev->ops->mem_free(p->dev, p->grow_mem[t]);
+    p->grow_mem[t] = m;
+    p->grow_cap[t] = cap;
+    return st;
+}
+
+/* After the loop: an unbounded scan output of `bytes` where the caller reads it. */
+static smelt_status grown_output(smelt_program *p, int t, int64_t bytes)
+{
+    if (p->dev->ops->host_memory) {
+        p->slot_ptr[t] = (void *)(uintptr_t)p->grow_mem[t];
+        return SMELT_OK;
+    }
+    void *h = realloc(p->grow_host[t], (size_t)p->grow_cap[t] + 1);
+    if (!h) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+    p->grow_host[t] = h;
+    p->slot_ptr[t] = h;
+    return bytes ? to_host(p, (rt_arg){p->grow_mem[t], 0}, h, (size_t)bytes) : SMELT_OK;
+}
+
 /* Loop and Scan: N carried values in two sets that swap, K scan outputs. */
 static smelt_status run_loop(smelt_program *p, const plan_cmd *c)
 {
@@ -219,9 +260,9 @@ static smelt_status run_loop(smelt_program *p, const plan_cmd *c)
     if (loop && n->in[1] >= 0) TRY(read_scalar(p, c, 1, &cond));
     if (!loop) m = p->g->tensors[n->in[N]].shape.dim[0];
     int first = loop ? 2 : 0, f = loop ? 1 : 0;
-    int64_t cap = -1; /* scan outputs hold at most this many slices */
+    int64_t cap = -1, growing = ir_attr_int(n, "smelt_grow", 0); /* planned scan outputs hold at most cap slices */
     for (int k = 0; k < K; k++)
-        if (outs[N + k] >= 0) cap = p->g->tensors[n->out[N + k]].shape.dim[0];
+        if (outs[N + k] >= 0 && !(growing >> (N + k) & 1)) cap = p->g->tensors[n->out[N + k]].shape.dim[0];
     for (int j = 0; j < N; j++) /* the initial values into the first set */
         TRY(dev_copy(p, slot(p, outs[j]), slot(p, args[first + j]), tensor_bytes(&p->g->tensors[n->out[j]])));
     int cur = 0; /* which set holds the current values: 0 the outputs, 1 the second set */
@@ -264,7 +305,12 @@ static smelt_status run_loop(smelt_program *p, const plan_cmd *c)
         for (int k = 0; k < K; k++) {
             if (outs[N + k] < 0) continue;
             size_t sl = tensor_bytes(&body->g->tensors[body->g->outputs[f + N + k]]);
-            TRY(child_output(p, body, f + N + k, at(slot(p, outs[N + k]), i * (int64_t)sl), &bytes));
+            rt_arg dst = slot(p, outs[N + k]);
+            if (growing >> (N + k) & 1) {
+                TRY(grow(p, n->out[N + k], i * (int64_t)sl, (i + 1) * (int64_t)sl));
+                dst = (rt_arg){p->grow_mem[n->out[N + k]], 0};
+            }
+            TRY(child_output(p, body, f + N + k, at(dst, i * (int64_t)sl), &bytes));
         }
         cur = !cur;
     }
@@ -276,6 +322,10 @@ static smelt_status run_loop(smelt_program *p, const plan_cmd *c)
             p->dyn_set[n->out[N + k]] = true;
             p->run_shape[n->out[N + k]] = p->g->tensors[n->out[N + k]].shape;
             p->run_shape[n->out[N + k]].dim[0] = i;
+            if (growing >> (N + k) & 1) {
+                const ir_tensor *e = &body->g->tensors[body->g->outputs[f + N + k]];
+                TRY(grown_output(p, n->out[N + k], i * (int64_t)tensor_bytes(e)));
+            }
         }
     return SMELT_OK;
 }

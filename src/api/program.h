@@ -89,6 +89,9 @@ struct smelt_program {
     int *bind_tensor;      /* a child: per input, its tensor in g after compiling (-1: unused) */
     bool *dyn_set;         /* per tensor: the last run produced run_shape for it (outputs of dynamic shape) */
     ir_shape *run_shape;
+    rt_mem *grow_mem;      /* per tensor: the run-time buffer of an unbounded scan output (smelt_grow), or 0 */
+    int64_t *grow_cap;     /* its bytes */
+    void **grow_host;      /* on a device without host memory: its bytes brought back after the loop */
     int64_t max_iters;     /* a run-time loop running longer fails (smelt_options.max_loop_iterations) */
     void *bounce;          /* host memory for device-to-device copies, grown once to the largest */
     size_t bounce_bytes;

@@ -119,7 +119,8 @@ static smelt_status dyn_ok(const ir_graph *g, const ir_node *n, int k, int t, co
 
 /* Replace node ni by a copy with outputs outs[0..n_out) and the run-time
  * attributes; the old node is left dead at the end of the node list. */
-static smelt_status replace_node(ir_graph *g, int ni, int n_out, const int *outs, int64_t n_model_out, int64_t dyn)
+static smelt_status replace_node(ir_graph *g, int ni, int n_out, const int *outs, int64_t n_model_out, int64_t dyn,
+                                 int64_t grow)
 {
     const ir_node *n = &g->nodes[ni];
     int e = ir_node_add(g, n->name, n->op, n->n_in, n->in, n_out, outs);
@@ -129,7 +130,9 @@ static smelt_status replace_node(ir_graph *g, int ni, int n_out, const int *outs
     ir_attr rt = {.name = "smelt_rt", .type = IR_ATTR_INT, .i = 1, .tensor = -1};
     ir_attr no = {.name = "smelt_nout", .type = IR_ATTR_INT, .i = n_model_out, .tensor = -1};
     ir_attr dy = {.name = "smelt_dyn", .type = IR_ATTR_INT, .i = dyn, .tensor = -1};
-    if (!ir_node_attr_add(g, e, &rt) || !ir_node_attr_add(g, e, &no) || !ir_node_attr_add(g, e, &dy))
+    ir_attr gr = {.name = "smelt_grow", .type = IR_ATTR_INT, .i = grow, .tensor = -1};
+    if (!ir_node_attr_add(g, e, &rt) || !ir_node_attr_add(g, e, &no) || !ir_node_attr_add(g, e, &dy) ||
+        !ir_node_attr_add(g, e, &gr))
         return oom(&g->nodes[ni]);
     ir_node tmp = g->nodes[ni];
     g->nodes[ni] = g->nodes[e];
@@ -192,7 +195,7 @@ static smelt_status keep_if(ir_graph *g, int ni)
     int *outs = malloc(sizeof(int) * ((size_t)n_out + 1));
     if (!outs) return oom(n);
     memcpy(outs, n->out, sizeof(int) * (size_t)n_out);
-    st = replace_node(g, ni, n_out, outs, n_out, dyn);
+    st = replace_node(g, ni, n_out, outs, n_out, dyn, 0);
     free(outs);
     return st;
 }
@@ -237,7 +240,9 @@ static smelt_status keep_loop(ir_graph *g, int ni, bool *kept)
                                     t->name, smelt_dtype_name(t->dtype), (long long)ir_tensor_numel(t));
             if (t->data && ir_const_double(t, 0) == 0) return SMELT_OK; /* no iteration: the unroller says so */
         }
-        if ((m >= 0 && m <= CONTROL_UNROLL_MAX) || (K > 0 && m < 0)) return SMELT_OK;
+        if (m >= 0 && m <= CONTROL_UNROLL_MAX) return SMELT_OK;
+        for (int k = 0; k < K && m < 0; k++) /* an unbounded scan output grows at run time: only as a graph output */
+            if (n->out[N + k] >= 0 && (!g->tensors[n->out[N + k]].is_output || is_read(g, n->out[N + k]))) return SMELT_OK;
     } else {
         if (g->opset < 9 && !ir_attr_int(n, "smelt_scan9", 0)) return SMELT_OK;
         scan_counts(n, body, &N, &S);
@@ -292,7 +297,7 @@ static smelt_status keep_loop(ir_graph *g, int ni, bool *kept)
     int n_out = N + K + N + (loop ? 2 : 0);
     int *outs = malloc(sizeof(int) * ((size_t)n_out + 1));
     if (!outs) st = oom(n);
-    int64_t dyn = 0;
+    int64_t dyn = 0, grow = 0;
     for (int j = 0; !st && j < N; j++) {
         const ir_tensor *s = &g->tensors[n->in[(loop ? 2 : 0) + j]];
         smelt_dtype dt = s->dtype;
@@ -314,9 +319,10 @@ static smelt_status keep_loop(ir_graph *g, int ni, bool *kept)
         ir_tensor *o = &g->tensors[outs[N + k]];
         o->dtype = e->dtype;
         o->shape.rank = e->shape.rank + 1;
-        o->shape.dim[0] = m;
+        o->shape.dim[0] = m < 0 ? 0 : m; /* unbounded: no planned bytes, a buffer that grows (api/control.c) */
         memcpy(o->shape.dim + 1, e->shape.dim, sizeof(int64_t) * (size_t)e->shape.rank);
-        if (early) {
+        if (m < 0) grow |= (int64_t)1 << ((N + k) & 63);
+        if (early || m < 0) {
             st = dyn_ok(g, n, N + k, outs[N + k], "is a scan output of a loop its condition may end early");
             dyn |= (int64_t)1 << ((N + k) & 63);
         }
@@ -326,10 +332,10 @@ static smelt_status keep_loop(ir_graph *g, int ni, bool *kept)
         outs[2 * N + K + 1] = like(g, g->nodes[ni].name, "cond", 0, SMELT_BOOL, NULL);
         if (outs[2 * N + K] < 0 || outs[2 * N + K + 1] < 0) st = oom(&g->nodes[ni]);
     }
-    if (!st && early && N + K > 62) st = ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "more than 62 outputs");
+    if (!st && (early || m < 0) && N + K > 62) st = ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "more than 62 outputs");
     ir_graph_free(c);
     free(map);
-    if (!st) st = replace_node(g, ni, n_out, outs, N + K, dyn);
+    if (!st) st = replace_node(g, ni, n_out, outs, N + K, dyn, grow);
     free(outs);
     if (!st) *kept = true;
     return st;

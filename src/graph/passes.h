@@ -86,9 +86,11 @@ graph_eval_fn graph_infer_evaluator(void);
  * shapes, a Loop stopped early by its condition) is allowed only as a graph
  * output read by no other node: its buffer is sized for the largest case,
  * bit k of attribute smelt_dyn marks output k, and the run reports the shape
- * it produced. A Loop with scan outputs and no trip count known when
- * compiling is unrolled (its condition must then fold): an unbounded run-time
- * scan output would need a buffer that grows, which smelt does not have. */
+ * it produced. A scan output of a Loop with no trip count known when compiling
+ * has no bound: it is planned with 0 slices (bit k of smelt_grow) and written
+ * into a run-time buffer that doubles when full (a few allocations in a run,
+ * none once it is large enough); allowed only as such a graph output too,
+ * else the Loop is unrolled (its condition must then fold). */
 #define CONTROL_UNROLL_MAX 16
 #define CONTROL_RT_ITERS_MAX ((int64_t)1 << 31) /* run-time guard: a loop running longer is an error, not a hang */
 

@@ -259,8 +259,9 @@ def if_runtime_shapes():
 def loop_runtime_trip():
     """A while loop whose trip count comes from the input's values: M = the number of positive elements of x
     (100 of them: a run-time value), and the body's condition k < lim with lim = 4 * max(x) computed in the main
-    graph; h = tanh(h @ W + b * k) with W a constant and b = mean(x) read from the outer scope. The two sets run
-    different trip counts on one program."""
+    graph; h = tanh(h @ W + b * k) with W a constant and b = mean(x) read from the outer scope, and h each step
+    as a scan output, whose length is known only at run time (a buffer that grows). The two sets run different
+    trip counts on one program."""
     body = helper.make_graph(
         [const("one", np.array(1, np.int64)),
          helper.make_node("MatMul", ["h", "W"], ["hw"]),
@@ -271,7 +272,7 @@ def loop_runtime_trip():
          helper.make_node("Add", ["k", "one"], ["k2"]),
          helper.make_node("Less", ["k2", "lim"], ["c2"])],
         "body", [vi("i", I64, []), vi("c", BOOL, []), vi("k", I64, []), vi("h", F32, [1, 8])],
-        [vi("c2", BOOL, []), vi("k2", I64, []), vi("h2", F32, [1, 8])])
+        [vi("c2", BOOL, []), vi("k2", I64, []), vi("h2", F32, [1, 8]), vi("h2", F32, [1, 8])])
     nodes = [const("zero", np.array(0, np.float32)), const("four", np.array(4, np.float32)),
              const("k0", np.array(0, np.int64)), const("T", np.array(True)),
              helper.make_node("Greater", ["x", "zero"], ["pos"]),
@@ -281,9 +282,10 @@ def loop_runtime_trip():
              helper.make_node("Mul", ["mx", "four"], ["mx4"]),
              helper.make_node("Cast", ["mx4"], ["lim"], to=I64),
              helper.make_node("ReduceMean", ["x"], ["b"], keepdims=0),
-             helper.make_node("Loop", ["M", "T", "k0", "h0"], ["kN", "hN"], body=body)]
+             helper.make_node("Loop", ["M", "T", "k0", "h0"], ["kN", "hN", "hs"], body=body)]
     rng = np.random.default_rng(12)
-    m = model(nodes, [vi("x", F32, [100]), vi("h0", F32, [1, 8])], [vi("kN", I64, []), vi("hN", F32, [1, 8])],
+    m = model(nodes, [vi("x", F32, [100]), vi("h0", F32, [1, 8])],
+              [vi("kN", I64, []), vi("hN", F32, [1, 8]), vi("hs", F32, [None, 1, 8])],
               {"W": rnd(rng, 8, 8) * 0.3})
     x0 = rnd(rng, 100)
     x0[:85] = -np.abs(x0[:85])
