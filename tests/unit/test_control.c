@@ -329,3 +329,94 @@ TEST(control_commands_name_children_and_bind_parent_slots)
     ir_graph_free(g);
     pool_free();
 }
+
+/* v = Loop(M = m, v0) { v + 1 } built by hand: the body reads v and a constant. */
+static ir_graph *counting_loop(int64_t m)
+{
+    ir_graph *g = ir_graph_new(), *b = ir_graph_new();
+    if (!g || !b) {
+        ir_graph_free(g);
+        ir_graph_free(b);
+        return NULL;
+    }
+    ir_shape s4 = {.rank = 1, .dim = {4}};
+    int bi = ir_tensor_add(b, "i", SMELT_I64, NULL), bc = ir_tensor_add(b, "cond", SMELT_BOOL, NULL);
+    int bv = ir_tensor_add(b, "v", SMELT_F32, &s4), one = ir_tensor_add(b, "one", SMELT_F32, NULL);
+    int bv2 = ir_tensor_add(b, "v2", SMELT_F32, NULL), bc2 = ir_tensor_add(b, "cond2", SMELT_BOOL, NULL);
+    *(float *)ir_tensor_alloc_data(b, one) = 1;
+    int add_in[2] = {bv, one};
+    ir_node_add(b, "add", OP_Add, 2, add_in, 1, &bv2);
+    ir_node_add(b, "keep", OP_Identity, 1, &bc, 1, &bc2);
+    int b_in[3] = {bi, bc, bv}, b_out[2] = {bc2, bv2};
+    ir_graph_set_io(b, 3, b_in, 2, b_out);
+    int mt = ir_tensor_add(g, "M", SMELT_I64, NULL), v0 = ir_tensor_add(g, "v0", SMELT_F32, &s4);
+    int vn = ir_tensor_add(g, "vN", SMELT_F32, NULL);
+    *(int64_t *)ir_tensor_alloc_data(g, mt) = m;
+    g->tensors[v0].is_input = true;
+    int l_in[3] = {mt, -1, v0};
+    int n = ir_node_add(g, "loop1", OP_Loop, 3, l_in, 1, &vn);
+    ir_attr body = {.name = "body", .type = IR_ATTR_GRAPH, .graph = b, .tensor = -1};
+    ir_node_attr_add(g, n, &body);
+    ir_graph_adopt(g, b);
+    ir_graph_set_io(g, 1, &v0, 1, &vn);
+    g->opset = 17;
+    return g;
+}
+
+TEST(control_loop_rule_unrolls_small_and_keeps_long_loops)
+{
+    for (int64_t m = 16; m <= 17; m++) {
+        ir_graph *g = counting_loop(m);
+        CHECK(g != NULL);
+        if (!g) continue;
+        CHECK_EQ_INT(graph_infer(g, lower_eval_node), SMELT_OK);
+        /* at most CONTROL_UNROLL_MAX iterations: unrolled, one Add per iteration; more: one run-time node */
+        CHECK_EQ_INT(count_op(g, OP_Add), m <= CONTROL_UNROLL_MAX ? (int)m : 0);
+        CHECK_EQ_INT(count_op(g, OP_Loop), m <= CONTROL_UNROLL_MAX ? 0 : 1);
+        for (int i = 0; i < g->n_nodes; i++) {
+            const ir_node *n = &g->nodes[i];
+            if (n->dead || n->op != OP_Loop) continue;
+            CHECK(control_is_runtime(n));
+            /* out: the carried value, its second set, the body's iteration number and condition */
+            CHECK_EQ_INT(n->n_out, 4);
+            CHECK_EQ_INT(ir_attr_int(n, "smelt_nout", -1), 1);
+            CHECK(g->tensors[n->out[1]].dtype == SMELT_F32 && ir_shape_eq(&g->tensors[n->out[1]].shape, &g->tensors[n->out[0]].shape));
+            CHECK(g->tensors[n->out[2]].dtype == SMELT_I64 && g->tensors[n->out[3]].dtype == SMELT_BOOL);
+        }
+        ir_graph_free(g);
+    }
+}
+
+TEST(control_loop_command_binds_both_sets_in_planned_memory)
+{
+    ir_graph *g = counting_loop(1000);
+    CHECK(g != NULL);
+    if (!g) return;
+    struct smelt_model m = {g};
+    smelt_options opt;
+    smelt_options_init(&opt);
+    opt.stop_after = SMELT_STAGE_PLAN;
+    smelt_program *p = NULL;
+    CHECK_EQ_INT(smelt_program_compile(&m, &opt, 0, NULL, &p), SMELT_OK);
+    if (p) {
+        const plan_commands *c = &p->cmds;
+        CHECK_EQ_INT(c->count[PLAN_CMD_LOOP], 1);
+        CHECK_EQ_INT(c->n_children, 1);
+        for (int i = 0; i < c->n_cmds; i++) {
+            const plan_cmd *x = &c->cmds[i];
+            if (x->kind != PLAN_CMD_LOOP) continue;
+            const ir_node *n = &p->g->nodes[x->node];
+            CHECK_EQ_INT(x->n_args, 3 + 4);
+            CHECK_EQ_INT(c->args[x->first_arg + 1], -1); /* no condition input */
+            const mem_plan *mp = &p->plan;
+            int a = c->args[x->first_arg + 3], b = c->args[x->first_arg + 4];
+            CHECK(a == n->out[0] && b == n->out[1]);
+            /* the two sets are arena slots live at once: no overlap */
+            CHECK(mp->slots[a].kind == PLAN_ARENA && mp->slots[b].kind == PLAN_ARENA);
+            CHECK(mp->slots[a].offset + mp->slots[a].bytes <= mp->slots[b].offset ||
+                  mp->slots[b].offset + mp->slots[b].bytes <= mp->slots[a].offset);
+        }
+        smelt_program_free(p);
+    }
+    ir_graph_free(g);
+}
