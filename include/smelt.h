@@ -180,6 +180,8 @@ typedef struct smelt_options {
     int64_t max_memory;      /* fail compilation if the plan exceeds it; 0=off */
     int verbose;             /* 1: print stage timings to stderr              */
     smelt_stage stop_after;  /* SMELT_STAGE_ALL, or the stage to stop after   */
+    int64_t max_loop_iterations; /* a Loop run at run time that goes on longer fails
+                                  * with an error naming it; 0 = 2^31     */
 } smelt_options;
 
 SMELT_API void smelt_options_init(smelt_options *opt);

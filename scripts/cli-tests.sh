@@ -68,8 +68,10 @@ save("minus_one", [h.make_node("Relu", ["m"], ["y"], name="relu3")],
 # Opset 1: Mul broadcasting B along axis 1 of A (the pre-7 rule).
 save("opset1", [h.make_node("Mul", ["x", "b"], ["y"], name="mul1", broadcast=1, axis=0)], [x], [y],
      [h.make_tensor("b", T.FLOAT, [2], [2, 3])], opset=1)
-# If on a condition computed from run-time data whose branches give different shapes (smelt
-# selects between branches computed both), and a branch reading a name no scope defines.
+# If on a condition computed from run-time data whose branches give different shapes: runs when
+# the result is a graph output (its shape known after the run), refused when a later node reads it;
+# a condition that is not bool; a while loop that never ends (the run-time iteration guard); and a
+# branch reading a name no scope defines.
 br = lambda name, src: h.make_graph([h.make_node("Neg", [src], [name])], name, [],
                                     [h.make_tensor_value_info(name, T.FLOAT, [2, 3])])
 big = h.make_tensor_value_info("big", T.FLOAT, [8, 16])
@@ -80,6 +82,24 @@ save("if_data_cond", [h.make_node("ReduceSum", ["big"], ["s"], name="sum1", keep
                       h.make_node("Greater", ["s", "z"], ["c"], name="gt1"),
                       h.make_node("If", ["c"], ["y"], name="if1", then_branch=br("t", "big"), else_branch=row)],
      [big], [h.make_tensor_value_info("y", T.FLOAT, None)])
+save("if_data_cond_read", [h.make_node("ReduceSum", ["big"], ["s"], name="sum1", keepdims=0),
+                           h.make_node("Constant", [], ["z"], value=h.make_tensor("z", T.FLOAT, [], [0.0])),
+                           h.make_node("Greater", ["s", "z"], ["c"], name="gt1"),
+                           h.make_node("If", ["c"], ["y0"], name="if1", then_branch=br("t", "big"), else_branch=row),
+                           h.make_node("Relu", ["y0"], ["y"], name="relu4")],
+     [big], [h.make_tensor_value_info("y", T.FLOAT, None)])
+save("if_float_cond", [h.make_node("ReduceSum", ["big"], ["c"], name="sum2", keepdims=0),
+                       h.make_node("If", ["c"], ["y"], name="if3", then_branch=br("t", "big"), else_branch=br("e", "big"))],
+     [big], [h.make_tensor_value_info("y", T.FLOAT, None)])
+body = h.make_graph([h.make_node("Add", ["v", "v"], ["v2"]), h.make_node("ReduceSum", ["big"], ["s"], keepdims=0),
+                     h.make_node("Constant", [], ["z"], value=h.make_tensor("z", T.FLOAT, [], [-1e30])),
+                     h.make_node("Greater", ["s", "z"], ["c2"])], "body",
+                    [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("c", T.BOOL, []),
+                     h.make_tensor_value_info("v", T.FLOAT, [])],
+                    [h.make_tensor_value_info("c2", T.BOOL, []), h.make_tensor_value_info("v2", T.FLOAT, [])])
+save("loop_forever", [h.make_node("Constant", [], ["one"], value=h.make_tensor("one", T.FLOAT, [], [1.0])),
+                      h.make_node("Loop", ["", "", "one"], ["y"], name="loop1", body=body)],
+     [big], [h.make_tensor_value_info("y", T.FLOAT, [])])
 save("if_undefined", [h.make_node("Constant", [], ["c"], value=h.make_tensor("c", T.BOOL, [], [True])),
                       h.make_node("If", ["c"], ["y"], name="if2", then_branch=br("t", "nowhere"),
                                   else_branch=br("e", "x"))], [x], [y])
@@ -93,7 +113,11 @@ expect unbound-unknown-dim nz "input 'm' has unknown dim 0" -- "$smelt" run "$tm
 expect minus-one-dim-given 0 "y.npy" -- "$smelt" run "$tmp/minus_one.onnx" --shape m=5x3 --output-dir "$tmp/out1"
 expect opset1-broadcast 0 "y.npy" -- "$smelt" run "$tmp/opset1.onnx" --output-dir "$tmp/out1"
 expect max-memory 2 "memory plan needs" -- "$smelt" run "$tmp/ok.onnx" --max-memory 1
-expect if-run-time-branch-shapes 2 "node 'if1' (If): its condition is known only at run time, and its branches give output 0 as float32\\[8,16\\] and float32\\[\\]" -- "$smelt" run "$tmp/if_data_cond.onnx"
+expect if-run-time-branch-shapes 0 "y: float32\\[\\(8,16\\)\\?\\]" -- "$smelt" run "$tmp/if_data_cond.onnx"
+expect if-run-time-shape-read-later 2 "node 'if1' (If): output 0 ('y0') is \\[8,16\\] in the then branch and \\[\\] in the else branch, so its shape is known only at run time; smelt allows that for a graph output no other node reads" -- "$smelt" run "$tmp/if_data_cond_read.onnx"
+expect if-float-condition 2 "node 'if3' (If): condition 'c' is float32 with 1 elements; it must be one bool" -- "$smelt" run "$tmp/if_float_cond.onnx"
+expect loop-iteration-guard 2 "node 'loop1' (Loop): ran 1000 iterations without ending" -- "$smelt" run "$tmp/loop_forever.onnx" --max-loop-iterations 1000
+expect max-loop-iterations-zero 2 "\\-\\-max-loop-iterations '0'" -- "$smelt" run "$tmp/loop_forever.onnx" --max-loop-iterations 0
 expect if-undefined-name 2 "input 'nowhere' is not defined" -- "$smelt" run "$tmp/if_undefined.onnx"
 expect bad-input-file nz "nothere.npy" -- "$smelt" run "$tmp/ok.onnx" --input x="$tmp/nothere.npy"
 # A failing compile leaves no output directory contents behind.

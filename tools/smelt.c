@@ -47,7 +47,7 @@ static int usage(void)
             "       smelt compile MODEL.onnx|DIR --emit ir|regions|kir|c|opencl|cuda|plan [-o FILE]\n"
             "       smelt info    MODEL.onnx\n"
             "options: --device LIST  --threads N  --locals reuse|hybrid  --no-fuse  --fuse-pad auto|never|always\n"
-            "         --shape NAME=1x3x224x224  --max-memory SIZE (bytes, or e.g. 64MiB, 1MB)  -v\n");
+            "         --shape NAME=1x3x224x224  --max-memory SIZE (bytes, or e.g. 64MiB, 1MB)  --max-loop-iterations N  -v\n");
     return 2;
 }
 
@@ -196,7 +196,8 @@ static int parse_args(cli *c, int argc, char **argv)
         if (strcmp(a, "-v") == 0) { c->opt.verbose = 1; continue; }
         if (strcmp(a, "--profile") == 0) { c->profile = 1; continue; }
         static const char *const with_value[] = {"--device", "--threads", "--runs", "--output-dir", "--emit", "-o",
-                                                 "--max-memory", "--fuse-pad", "--locals", "--input", "--shape", "--atol", "--rtol"};
+                                                 "--max-memory", "--fuse-pad", "--locals", "--input", "--shape", "--atol", "--rtol",
+                                                 "--max-loop-iterations"};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) known |= !strcmp(a, with_value[k]);
         if (!known) {
@@ -221,6 +222,11 @@ static int parse_args(cli *c, int argc, char **argv)
             if (*end || end == v || !(x >= 0) || isinf(x)) rc = bad_arg(a, v, "must be a finite number >= 0");
             else *(a[2] == 'a' ? &c->atol : &c->rtol) = x;
         } else if (strcmp(a, "--max-memory") == 0) rc = parse_size(a, v, &c->opt.max_memory);
+        else if (strcmp(a, "--max-loop-iterations") == 0) {
+            int n = 0;
+            rc = parse_count(a, v, 1, 2147483647, &n);
+            c->opt.max_loop_iterations = n;
+        }
         else if (strcmp(a, "--fuse-pad") == 0) {
             if (strcmp(v, "auto") == 0) c->opt.fuse_pad = 0;
             else if (strcmp(v, "never") == 0) c->opt.fuse_pad = 1;

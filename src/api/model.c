@@ -244,6 +244,9 @@ smelt_status smelt_program_dump(const smelt_program *p, const char *what, char *
                 (long long)mp->lower_bound, (long long)mp->total_bytes, mp->n_views, mp->n_in_place,
                 (long long)p->stats.bytes_moved, mp->n_barriers, p->cmds.n_cmds, p->cmds.count[PLAN_CMD_DISPATCH],
                 p->cmds.count[PLAN_CMD_COPY], (long long)p->cmds.copy_bytes, p->cmds.count[PLAN_CMD_BARRIER]);
+        if (p->cmds.n_children) /* run-time control flow: host commands over child programs (api/control.c) */
+            fprintf(f, "control:      %d if, %d loop, over %d child programs compiled once each\n", p->cmds.count[PLAN_CMD_IF],
+                    p->cmds.count[PLAN_CMD_LOOP], p->cmds.n_children);
         int counts[OP_COUNT] = {0};
         for (int i = 0; i < p->g->n_nodes; i++) counts[p->g->nodes[i].op]++;
         fprintf(f, "ops:");

@@ -113,7 +113,7 @@ static smelt_status link_program(smelt_program *p)
                 TRY(ops->alloc(p->dev, (size_t)x->bytes, &p->slot_mem[s].mem));
                 TRY(ops->upload(p->dev, p->slot_mem[s].mem, 0, data, (size_t)x->bytes));
             }
-        } else if (x->kind == PLAN_INPUT && !ops->host_memory && x->bytes > 0) {
+        } else if (x->kind == PLAN_INPUT && !ops->host_memory && !p->bound && x->bytes > 0) {
             TRY(ops->alloc(p->dev, (size_t)x->bytes, &p->slot_mem[s].mem));
         }
     }
@@ -140,7 +140,7 @@ static smelt_status link_program(smelt_program *p)
 }
 
 /* The model's inputs as the run sees them: folded ones keep their values. */
-static smelt_status record_inputs(smelt_program *p, const ir_graph *model)
+smelt_status program_record_inputs(smelt_program *p, const ir_graph *model)
 {
     p->n_inputs = model->n_inputs;
     p->inputs = arena_alloc(&p->arena, sizeof(program_input) * (size_t)(model->n_inputs + 1));
@@ -195,6 +195,8 @@ static void *pack_keep(void *user, const void *src, int64_t nr, bool trans, void
     return data;
 }
 
+static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, double t0);
+
 static smelt_status compile_program(smelt_program *p, const smelt_model *m, const smelt_options *opt, int n_inputs,
                                     const smelt_tensor *inputs)
 {
@@ -216,17 +218,28 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
         p->target.vector_width = rt_cc_vector_width();
         p->target.stream_min_bytes = rt_cc_stream_min_bytes();
     }
-    target = &p->target;
+    p->model = m;
     p->g = ir_graph_clone_sharing_data(m->g); /* weights stay the model's: the model outlives its programs (smelt.h) */
     if (!p->g) return diag_fail(SMELT_ERR_NOMEM, "out of memory copying the model");
     TRY(graph_bind_inputs(p->g, n_inputs, inputs));
-    TRY(record_inputs(p, m->g));
+    TRY(program_record_inputs(p, m->g));
+    return compile_graph(p, opt, t0);
+}
+
+smelt_status program_compile_graph(smelt_program *p, const smelt_options *opt) { return compile_graph(p, opt, now_ms()); }
+
+/* From inference on; t0: when compiling started. */
+static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, double t0)
+{
+    p->max_iters = opt->max_loop_iterations > 0 ? opt->max_loop_iterations : CONTROL_RT_ITERS_MAX;
+    const target_info *target = &p->target;
+    emit_lang lang = p->lang;
     TRY(graph_infer(p->g, lower_eval_node));
     TRY(graph_fold_batchnorm(p->g));
     /* The C target's microkernels read constant matmul weights as panels (ops/matmul.c). */
     if (target->wg_size == 1 && !getenv("SMELT_NO_PACKED_GEMM")) {
-        graph_pack_cache cache = {pack_find, pack_keep, (void *)m}; /* the model's cache is its one mutable part */
-        TRY(graph_pack_weights(p->g, mm_tiles_for(target->vector_width).nr, &cache));
+        graph_pack_cache cache = {pack_find, pack_keep, (void *)p->model}; /* the model's cache is its one mutable part */
+        TRY(graph_pack_weights(p->g, mm_tiles_for(target->vector_width).nr, p->model ? &cache : NULL));
     }
     TRY(graph_fold_gemm_transpose(p->g));
     TRY(graph_dce(p->g));
@@ -240,7 +253,8 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
               : opt->locals == SMELT_LOCALS_HYBRID ? LOCALS_HYBRID : target->locals;
     TRY(plan_build(p->g, &p->lp, &p->plan)); /* before emitting: the emitter binds in-place buffers (plan.in_place_of) */
     TRY(plan_barriers(p->g, &p->fp, &p->lp, &p->plan));
-    TRY(plan_commands_build(p->g, &p->fp, &p->lp, &p->plan, p->dev ? p->dev->ops->host_memory : target->host_memory, &p->cmds));
+    TRY(plan_commands_build(p->g, &p->fp, &p->lp, &p->plan,
+                            p->bound || (p->dev ? p->dev->ops->host_memory : target->host_memory), &p->cmds));
     if (opt->max_memory > 0 && p->plan.arena_bytes > opt->max_memory)
         return diag_fail(SMELT_ERR_NOMEM, "the memory plan needs %lld bytes of activations, over the limit of %lld bytes",
                          (long long)p->plan.arena_bytes, (long long)opt->max_memory);
@@ -251,6 +265,7 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     TRY(p->dev->ops->build(p->dev, p->source, &p->module, &p->stats.cc_cached));
     double t3 = now_ms();
     TRY(link_program(p));
+    TRY(program_control_link(p, opt));
     p->stats.t_frontend_ms = t1 - t0;
     p->stats.t_lower_ms = t2 - t1;
     p->stats.t_cc_ms = t3 - t2;
@@ -283,15 +298,17 @@ smelt_status smelt_program_compile(const smelt_model *m, const smelt_options *op
 void smelt_program_free(smelt_program *p)
 {
     if (!p) return;
+    program_control_free(p); /* children first: they use p's device */
     if (p->dev) {
         const rt_device_ops *ops = p->dev->ops;
         if (!ops->host_memory && p->slot_mem)
             for (int s = 0; s < p->plan.n_slots; s++)
-                if (p->plan.slots[s].kind != PLAN_ARENA && p->plan.slots[s].alias < 0 && p->slot_mem[s].mem)
+                if (p->plan.slots[s].kind != PLAN_ARENA && p->plan.slots[s].alias < 0 && p->slot_mem[s].mem &&
+                    !(p->bound && p->plan.slots[s].kind == PLAN_INPUT)) /* a child's inputs are its parent's memory */
                     ops->mem_free(p->dev, p->slot_mem[s].mem);
         if (p->mem) ops->mem_free(p->dev, p->mem);
         if (p->module) ops->module_free(p->dev, p->module);
-        rt_device_close(p->dev);
+        if (!p->bound) rt_device_close(p->dev);
     }
     for (int s = 0; p->host_copy && s < p->plan.n_slots; s++) free(p->host_copy[s]);
     free(p->host_copy);
@@ -412,6 +429,8 @@ static smelt_status run_command(smelt_program *p, const plan_cmd *c, rt_arg *buf
     case PLAN_CMD_BARRIER:
         if (c->host) return ops->finish(p->dev);
         return ops->barrier ? ops->barrier(p->dev) : SMELT_OK;
+    case PLAN_CMD_IF:
+    case PLAN_CMD_LOOP: return program_control_run(p, c);
     case PLAN_CMD_KIND_COUNT: break;
     }
     return diag_fail(SMELT_ERR_INTERNAL, "command of no kind");
@@ -423,6 +442,11 @@ smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tenso
     if (!p) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: no program");
     if (!p->dev) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: the program was compiled only up to a stage (stop_after)");
     TRY(bind_run_inputs(p, n_inputs, inputs));
+    return program_run_commands(p);
+}
+
+smelt_status program_run_commands(smelt_program *p)
+{
     rt_arg *bufs = p->buf_table;
     for (int i = 0; i < p->cmds.n_cmds; i++) {
         const plan_cmd *c = &p->cmds.cmds[i];
@@ -449,6 +473,10 @@ smelt_status smelt_program_output(const smelt_program *p, int i, smelt_tensor *o
     out->dtype = x->dtype;
     out->rank = x->shape.rank;
     memcpy(out->shape, x->shape.dim, sizeof(int64_t) * (size_t)x->shape.rank);
+    if (p->dyn_set && p->dyn_set[t]) { /* its shape is known only after the run (graph/control_rt.c) */
+        out->rank = p->run_shape[t].rank;
+        memcpy(out->shape, p->run_shape[t].dim, sizeof(int64_t) * (size_t)out->rank);
+    }
     out->data = x->data ? x->data : p->slot_ptr[t];
     if (!out->data && ir_tensor_numel(x) > 0)
         return diag_fail(SMELT_ERR_INVALID_ARG, "output '%s' is not computed yet: run the program first", x->name);

@@ -12,6 +12,13 @@
  *            outputs. On the CPU (host memory) the list has no copies:
  *            inputs and constants are bound in place and outputs are views
  *            into the arena.
+ *   control: a run-time If/Loop/Scan (graph/control_rt.c) is an if/loop
+ *            command; its subgraphs are compiled once each, when the parent
+ *            links, into child programs (api/control.c) on the parent's
+ *            device, for its target, sharing the model's weights. A child is
+ *            `bound`: its inputs are the parent's memory (bound per run or
+ *            iteration, no copies in its list) and its outputs are copied into
+ *            the parent's slots by the host command.
  */
 #ifndef SMELT_API_PROGRAM_H
 #define SMELT_API_PROGRAM_H
@@ -62,6 +69,7 @@ typedef struct program_input {
 } program_input;
 
 struct smelt_program {
+    const struct smelt_model *model; /* packed weights are cached in it (a child: its parent's model) */
     ir_graph *g;
     program_input *inputs; /* the model's inputs, in its order */
     int n_inputs;
@@ -86,6 +94,30 @@ struct smelt_program {
     int64_t *prof_calls;
     program_stats stats;
     smelt_stage stage;     /* the last stage compiled (SMELT_STAGE_ALL: all of them) */
+    /* run-time control flow (api/control.c) */
+    struct smelt_program **children; /* cmds.n_children, in the order the if/loop commands name them */
+    bool bound;            /* a child: inputs bound to the parent's memory, the parent's device */
+    int *bind_from;        /* a child: per input, the node input it reads (-1: iteration, -2: condition) */
+    int *bind_tensor;      /* a child: per input, its tensor in g after compiling (-1: unused) */
+    bool *dyn_set;         /* per tensor: the last run produced run_shape for it (outputs of dynamic shape) */
+    ir_shape *run_shape;
+    rt_mem *grow_mem;      /* per tensor: the run-time buffer of an unbounded scan output (smelt_grow), or 0 */
+    int64_t *grow_cap;     /* its bytes */
+    void **grow_host;      /* on a device without host memory: its bytes brought back after the loop */
+    int64_t max_iters;     /* a run-time loop running longer fails (smelt_options.max_loop_iterations) */
+    void *bounce;          /* host memory for device-to-device copies, grown once to the largest */
+    size_t bounce_bytes;
 };
+
+/* api/control.c: compile the child programs the if/loop commands name (at
+ * link time, on p's device), execute one such command, free the children. */
+smelt_status program_control_link(smelt_program *p, const smelt_options *opt);
+smelt_status program_control_run(smelt_program *p, const plan_cmd *c);
+void program_control_free(smelt_program *p);
+/* api/program.c: compile a graph the program already holds (p->g, typed),
+ * from inference on; and execute its command list. */
+smelt_status program_compile_graph(smelt_program *p, const smelt_options *opt);
+smelt_status program_run_commands(smelt_program *p);
+smelt_status program_record_inputs(smelt_program *p, const ir_graph *model);
 
 #endif

@@ -129,6 +129,7 @@ static bool can_inline(const ir_graph *g, const fuse_options *opt, const uses *u
         const ir_node *c = &g->nodes[u->cons[j]];
         op_kind ck = op_get(c->op)->kind;
         if (!pad_fusion_allowed(g, opt, c, t)) return false;
+        if (op_get(c->op)->flags & OPF_CONTROL) return false; /* a run-time If/Loop/Scan binds whole buffers */
         if (ck == OPK_CONTRACTION || ck == OPK_OPAQUE) {
             if (cost[node] != 0) return false;
             continue;
@@ -168,6 +169,7 @@ static bool epilogue_input(const ir_graph *g, const uses *u, const fuse_plan *p,
     const ir_node *n = &g->nodes[e];
     const ir_tensor *x = &g->tensors[t];
     if (x->producer < 0 || x->data || x->is_output || p->inline_of[t] >= 0) return false;
+    if (op_get(g->nodes[x->producer].op)->flags & OPF_CONTROL) return false; /* run on the host, no kernel to extend */
     if (u->start[t + 1] - u->start[t] != 1) return false;
     if (!ir_shape_eq(&x->shape, &g->tensors[n->out[0]].shape)) return false;
     int root = root_of(g, p, region_root, t);

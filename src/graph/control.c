@@ -1,25 +1,29 @@
 /*
- * control.c — If, Loop and Scan, expanded into the graph at compile time.
+ * control.c — If, Loop and Scan expanded into the graph at compile time, or
+ * kept for run time (control_rt.c; the rule is in passes.h).
  *
  * Shape inference meets a control-flow node once its inputs are inferred
  * (graph_infer calls the op table's `infer`, which is control_expand here for
- * the ops flagged OPF_CONTROL) and replaces it, in place, by the nodes it
- * runs; inference then goes on with the first of them:
+ * the ops flagged OPF_CONTROL). A node the rule keeps stays one node that the
+ * program runs on the host over child programs compiled once each; any other
+ * is replaced, in place, by the nodes it runs, and inference goes on with the
+ * first of them:
  *   - If: with a known condition (a constant, folded, or computed from small
  *     graph inputs whose values the program is specialised on: the op table
  *     marks `cond` as value_in, so graph_bind_inputs records and guards
  *     those inputs) the chosen branch is inlined; the other is never
- *     compiled. With a run-time condition both branches are inlined and each
- *     output is Where(cond, then, else): no host round trip, both compiled
- *     once; the branches must give equal shapes (else an error names the node).
- *   - Loop: with a known trip count and condition, one iteration of the body
+ *     compiled. A run-time condition keeps the node: only the taken branch
+ *     runs.
+ *   - Loop (kept when its trip count is unknown or over CONTROL_UNROLL_MAX):
+ *     with a known trip count and condition, one iteration of the body
  *     is inlined, followed by a Loop node for the remaining iterations (an
  *     internal `smelt_iter` attribute counts them; the scan outputs gathered
  *     so far travel as extra inputs). The body's condition output becomes the
  *     next node's condition, so a loop whose condition folds ends where it
  *     should; one computed from run-time data is an error naming the node.
- *   - Scan: the sequence length is a dimension, known once shapes are bound,
- *     so every iteration is inlined: the body reads its slice (Gather) and
+ *   - Scan (kept when longer than CONTROL_UNROLL_MAX and over axis 0): the
+ *     sequence length is a dimension, known once shapes are bound, so every
+ *     iteration is inlined: the body reads its slice (Gather) and
  *     its scan outputs are joined with Unsqueeze + Concat.
  * A subgraph's inputs are its formal inputs followed by the outer-scope values
  * it reads (ir_attr.cap says which inputs of the node feed them), so inlining
@@ -204,70 +208,13 @@ static smelt_status known_cond(const ir_graph *g, const ir_node *n, int k, bool 
     return SMELT_OK;
 }
 
-/* The second visit of a run-time If (see if_both): its inputs end with the
- * then and else branches' outputs, now inferred. They must agree in dtype
- * and shape; each output becomes Where(cond, then, else). */
-static smelt_status if_select(ir_graph *g, int ni)
-{
-    const ir_node *n = &g->nodes[ni];
-    int n_out = n->n_out, base = n->n_in - 2 * n_out;
-    char a[128], b[128], tn[600];
-    for (int k = 0; k < n_out; k++) {
-        const ir_tensor *t = &g->tensors[n->in[base + k]], *e = &g->tensors[n->in[base + n_out + k]];
-        if (t->dtype != e->dtype || !ir_shape_eq(&t->shape, &e->shape))
-            return ir_node_fail(n, SMELT_ERR_UNSUPPORTED,
-                                "its condition is known only at run time, and its branches give output %d as %s%s and "
-                                "%s%s; smelt selects between branches only when they agree", k,
-                                smelt_dtype_name(t->dtype), ir_shape_str(&t->shape, a, sizeof a),
-                                smelt_dtype_name(e->dtype), ir_shape_str(&e->shape, b, sizeof b));
-    }
-    const char *name = n->name;
-    int first = g->n_nodes, *in = n->in, *outs = n->out;
-    for (int k = 0; k < n_out; k++) {
-        if (outs[k] < 0) continue;
-        int w[3] = {in[0], in[base + k], in[base + n_out + k]};
-        snprintf(tn, sizeof tn, "%s/select%d", name, k);
-        if (ir_node_add(g, tn, OP_Where, 3, w, 1, &outs[k]) < 0) return oom(name);
-    }
-    return splice(g, name, ni, first);
-}
-
-/* An If whose condition is a run-time value: both branches are inlined (each
- * compiled once, into the program's kernels), followed by the If node again,
- * now reading both branches' outputs, which if_select turns into a select. */
-static smelt_status if_both(ir_graph *g, int ni)
-{
-    const ir_node *n = &g->nodes[ni];
-    smelt_status st;
-    const ir_attr *ta = graph_attr(n, "then_branch", 0, n->n_out, &st);
-    if (!ta) return st;
-    const ir_attr *ea = graph_attr(n, "else_branch", 0, n->n_out, &st);
-    if (!ea) return st;
-    const char *name = n->name;
-    int n_in = n->n_in, n_out = n->n_out, first = g->n_nodes, *outs = n->out;
-    int *ins = malloc(sizeof(int) * ((size_t)n_in + 2 * (size_t)n_out + (size_t)ta->n_cap + (size_t)ea->n_cap + 1));
-    if (!ins) return oom(name);
-    memcpy(ins, n->in, sizeof(int) * (size_t)n_in);
-    int *map = ins + n_in + 2 * n_out;
-    char prefix[512];
-    for (int i = 0; i < ta->n_cap; i++) map[i] = ins[ta->cap[i]];
-    snprintf(prefix, sizeof prefix, "%s/then/", name);
-    st = inline_graph(g, name, ta->graph, map, prefix, ins + n_in);
-    for (int i = 0; !st && i < ea->n_cap; i++) map[i] = ins[ea->cap[i]];
-    snprintf(prefix, sizeof prefix, "%s/else/", name);
-    if (!st) st = inline_graph(g, name, ea->graph, map, prefix, ins + n_in + n_out);
-    ir_attr sel = {.name = "smelt_select", .type = IR_ATTR_INT, .i = 1, .tensor = -1};
-    int nn = st ? -1 : ir_node_add(g, name, OP_If, n_in + 2 * n_out, ins, n_out, outs); /* errors name the model's node */
-    if (!st && (nn < 0 || !ir_node_attr_add(g, nn, &sel))) st = oom(name);
-    free(ins);
-    return st ? st : splice(g, name, ni, first);
-}
-
 static smelt_status expand_if(ir_graph *g, int ni)
 {
     const ir_node *n = &g->nodes[ni];
-    if (ir_attr_int(n, "smelt_select", 0)) return if_select(g, ni);
-    if (!g->tensors[n->in[0]].data) return if_both(g, ni);
+    if (!g->tensors[n->in[0]].data) {
+        bool kept;
+        return control_keep(g, ni, &kept); /* a run-time condition: only the taken branch runs */
+    }
     bool c;
     TRY(known_cond(g, n, 0, &c));
     smelt_status st;
@@ -298,6 +245,13 @@ static smelt_status expand_loop(ir_graph *g, int ni)
     const ir_attr *body0 = ir_attr_find(n, "body");
     if (!body0 || body0->type != IR_ATTR_GRAPH) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'body' (a graph) is missing");
     int64_t iter = ir_attr_int(n, "smelt_iter", 0);
+    if (iter == 0) {
+        bool kept;
+        TRY(control_keep(g, ni, &kept));
+        if (kept) return SMELT_OK;
+        n = &g->nodes[ni];
+        body0 = ir_attr_find(n, "body");
+    }
     int C = body0->n_cap, K = body0->graph->n_outputs - 1 - (body0->graph->n_inputs - C - 2);
     int N = n->n_out - K;
     smelt_status st;
@@ -500,6 +454,10 @@ static smelt_status expand_scan(ir_graph *g, int ni)
 {
     const ir_node *n = &g->nodes[ni];
     if (g->opset < 9 && !ir_attr_int(n, "smelt_scan9", 0)) return expand_scan8(g, ni);
+    bool kept;
+    TRY(control_keep(g, ni, &kept));
+    if (kept) return SMELT_OK;
+    n = &g->nodes[ni];
     const ir_attr *b0 = ir_attr_find(n, "body");
     if (!b0 || b0->type != IR_ATTR_GRAPH) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'body' (a graph) is missing");
     int M = (int)ir_attr_int(n, "num_scan_inputs", -1), C = b0->n_cap, N = n->n_in - C - M, K = n->n_out - N;

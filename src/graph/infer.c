@@ -69,16 +69,33 @@ static smelt_status check_sizes(const ir_graph *g, const ir_node *n)
     return SMELT_OK;
 }
 
+static _Thread_local graph_eval_fn current_eval;
+
+graph_eval_fn graph_infer_evaluator(void) { return current_eval; }
+
+static smelt_status infer_all(ir_graph *g, graph_eval_fn eval);
+
 smelt_status graph_infer(ir_graph *g, graph_eval_fn eval)
+{
+    graph_eval_fn outer = current_eval; /* subgraphs are inferred inside a parent's inference */
+    current_eval = eval;
+    smelt_status st = infer_all(g, eval);
+    current_eval = outer;
+    return st;
+}
+
+static smelt_status infer_all(ir_graph *g, graph_eval_fn eval)
 {
     for (int i = 0; i < g->n_nodes; i++) {
         ir_node *n = &g->nodes[i];
         if (n->dead) continue;
         const op_info *oi = op_get(n->op);
         TRY(check_arity(g, n, oi));
-        if (oi->flags & OPF_CONTROL) { /* replaced by the nodes it runs; infer those next */
+        if (oi->flags & OPF_CONTROL) { /* replaced by the nodes it runs (infer those next), or kept for run time */
+            if (control_is_runtime(n)) continue;
             TRY(oi->infer(g, i));
-            i--;
+            if (!control_is_runtime(&g->nodes[i])) i--;
+            else TRY(check_sizes(g, &g->nodes[i]));
             continue;
         }
         for (int k = 0; k < n->n_in && k < 32; k++)

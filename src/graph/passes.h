@@ -82,7 +82,57 @@ typedef struct graph_pack_cache {
 smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache *cache);
 
 /* If, Loop, Scan (graph/control.c), the op table's shape rule for them (OPF_CONTROL):
- * replaces node `node` by the nodes it runs, which graph_infer infers next. */
+ * replaces node `node` by the nodes it runs, which graph_infer infers next, or
+ * keeps it as one run-time node (graph/control_rt.c), which it then skips. */
 smelt_status control_expand(ir_graph *g, int node);
+
+/* The evaluator of the graph_infer now running on this thread (NULL outside
+ * one): control flow infers its subgraphs with the same folding. */
+graph_eval_fn graph_infer_evaluator(void);
+
+/* ---- run-time control flow (graph/control_rt.c) ----------------------------
+ * The rule: an If whose condition is known when compiling inlines its branch;
+ * a Loop whose trip count is known and at most CONTROL_UNROLL_MAX, and a Scan
+ * at most that long, are unrolled (small loops still fuse across iterations).
+ * Everything else stays one node marked `smelt_rt` that the program runs on the
+ * host: its subgraphs are compiled once each into child programs (api/) and
+ * its outputs are extended with the parent memory the loop needs, so a run
+ * allocates nothing per iteration:
+ *   If    in:  cond, captures                 out: results (unchanged)
+ *   Loop  in:  M, cond, N carried, captures   out: N carried, K scan outputs,
+ *                                                  N carried (second set: the two
+ *                                                  swap each iteration), iter (i64),
+ *                                                  cond (bool): the body's inputs
+ *   Scan  in:  N states, S scan inputs, caps   out: N states, K scan outputs,
+ *                                                  N states (second set)
+ * (attribute smelt_nout: N + K, the model's outputs). Scan outputs are
+ * preallocated for the whole trip count and written at offset i x slice. An
+ * output whose shape is known only after the run (If branches of different
+ * shapes, a Loop stopped early by its condition) is allowed only as a graph
+ * output read by no other node: its buffer is sized for the largest case,
+ * bit k of attribute smelt_dyn marks output k, and the run reports the shape
+ * it produced. A scan output of a Loop with no trip count known when compiling
+ * has no bound: it is planned with 0 slices (bit k of smelt_grow) and written
+ * into a run-time buffer that doubles when full (a few allocations in a run,
+ * none once it is large enough); allowed only as such a graph output too,
+ * else the Loop is unrolled (its condition must then fold). */
+#define CONTROL_UNROLL_MAX 16
+#define CONTROL_RT_ITERS_MAX ((int64_t)1 << 31) /* run-time guard: a loop running longer is an error, not a hang */
+
+/* Whether node n is a control node kept for run time. */
+bool control_is_runtime(const ir_node *n);
+/* Try to keep node `node` (If with a run-time condition, Loop, Scan) as a
+ * run-time node; *kept false (and the graph unchanged) when the rule says
+ * unroll or the body cannot run as one program (a carried value changing
+ * shape, a scan over an axis other than 0). */
+smelt_status control_keep(ir_graph *g, int node, bool *kept);
+/* The child graph of subgraph attribute `attr` of run-time node n of g, ready
+ * to compile: inputs typed from the parent (Loop: iter i64 and cond bool
+ * scalars; Scan inputs without their sequence axis), constant captures turned
+ * into constants of the child (so they fold), other captures kept as inputs
+ * after the formal ones. *child_in[i] (malloc'd, one per child input) is the
+ * node input it reads: >= 0 a node input index, -1 the iteration number,
+ * -2 the condition. */
+smelt_status control_child_graph(const ir_graph *g, const ir_node *n, const char *attr, ir_graph **out, int **child_in);
 
 #endif

@@ -74,7 +74,8 @@ typedef bool (*op_insert_fn)(const struct ir_graph *g, const struct ir_node *n, 
 #define OPF_SHAPE_ONLY 0x2 /* reads only its inputs' shapes and dtypes, never their values (Shape, Size):
                               a value it produces never makes its input's values shape-deciding */
 #define OPF_CONTROL 0x4    /* If/Loop/Scan: `infer` expands the node into the graph (graph/control.c), and
-                              shape inference goes on with the nodes it put in its place */
+                              shape inference goes on with the nodes it put in its place, or keeps it as
+                              one node run on the host (graph/control_rt.c; `lower` is its placeholder) */
 #define OPF_INTERNAL 0x8   /* written into the graph only by smelt, with inputs it prepared: a com.microsoft
                               op's expansion (onnx/expand.h) or a compile-time pass (graph/passes.h); a
                               model's node of its name is refused */
@@ -234,9 +235,9 @@ typedef bool (*op_insert_fn)(const struct ir_graph *g, const struct ir_node *n, 
     X(PackedRNN,                OPAQUE,      3, 6, 0, 2, 0x0, infer_Recurrent,                OP_NONE,      OP_NONE,             lower_Recurrent,                 OPF_INTERNAL, OP_NONE) \
     X(PackedGRU,                OPAQUE,      3, 6, 0, 2, 0x0, infer_Recurrent,                OP_NONE,      OP_NONE,             lower_Recurrent,                 OPF_INTERNAL, OP_NONE) \
     X(PackedLSTM,               OPAQUE,      3, 8, 0, 3, 0x0, infer_Recurrent,                OP_NONE,      OP_NONE,             lower_Recurrent,                 OPF_INTERNAL, OP_NONE) \
-    X(If,                       OPAQUE,      1, 1 << 20, 1, 1 << 20, 0x1, control_expand,  OP_NONE,      OP_NONE,             OP_NONE,                         OPF_CONTROL, OP_NONE) \
-    X(Loop,                     OPAQUE,      2, 1 << 20, 1, 1 << 20, 0x3, control_expand,  OP_NONE,      OP_NONE,             OP_NONE,                         OPF_CONTROL, OP_NONE) \
-    X(Scan,                     OPAQUE,      1, 1 << 20, 1, 1 << 20, 0x0, control_expand,  OP_NONE,      OP_NONE,             OP_NONE,                         OPF_CONTROL, OP_NONE)
+    X(If,                       OPAQUE,      1, 1 << 20, 1, 1 << 20, 0x1, control_expand,  OP_NONE,      OP_NONE,             lower_control_host,              OPF_CONTROL, OP_NONE) \
+    X(Loop,                     OPAQUE,      2, 1 << 20, 1, 1 << 20, 0x3, control_expand,  OP_NONE,      OP_NONE,             lower_control_host,              OPF_CONTROL, OP_NONE) \
+    X(Scan,                     OPAQUE,      1, 1 << 20, 1, 1 << 20, 0x0, control_expand,  OP_NONE,      OP_NONE,             lower_control_host,              OPF_CONTROL, OP_NONE)
 
 typedef enum op_id {
     OP_INVALID = -1,

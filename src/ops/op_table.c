@@ -10,6 +10,7 @@
 #include "ir/ops.h"
 
 #include "ops/attention.h"
+#include "ops/control.h"
 #include "ops/conv.h"
 #include "ops/einsum.h"
 #include "ops/elementwise.h"

@@ -7,13 +7,14 @@
 #include <string.h>
 
 #include "core/diag.h"
+#include "graph/passes.h"
 
 static plan_cmd *push(plan_commands *c, plan_cmd_kind kind)
 {
     plan_cmd *x = &c->cmds[c->n_cmds++];
     memset(x, 0, sizeof *x);
     x->kind = kind;
-    x->kernel = x->first_arg = x->first_range = -1;
+    x->kernel = x->first_arg = x->first_range = x->node = x->child = -1;
     c->count[kind]++;
     return x;
 }
@@ -29,13 +30,40 @@ static void push_copy(plan_commands *c, int src_device, int dst_device, int slot
     c->copy_bytes += bytes;
 }
 
+/* The if/loop command for run-time control node `node` (its placeholder
+ * kernel i), after a host barrier: the host reads what dispatches wrote. */
+static void push_control(plan_commands *out, const ir_graph *g, const mem_plan *m, int i, int node, int *n_arg, int *n_range)
+{
+    const ir_node *n = &g->nodes[node];
+    push(out, PLAN_CMD_BARRIER)->host = true;
+    plan_cmd *x = push(out, n->op == OP_If ? PLAN_CMD_IF : PLAN_CMD_LOOP);
+    x->kernel = i;
+    x->node = node;
+    x->child = out->n_children;
+    out->n_children += n->op == OP_If ? 2 : 1;
+    x->first_arg = *n_arg;
+    x->n_args = n->n_in + n->n_out;
+    x->first_range = *n_range;
+    for (int a = 0; a < x->n_args; a++) {
+        bool in = a < n->n_in;
+        int t = in ? n->in[a] : n->out[a - n->n_in];
+        if (t >= 0 && m->slots[plan_root(m, t)].kind == PLAN_NONE) t = -1;
+        out->args[(*n_arg)++] = t;
+        if (t >= 0) out->ranges[(*n_range)++] = (plan_range){t, 0, m->slots[plan_root(m, t)].bytes, in, !in};
+    }
+    x->n_ranges = *n_range - x->first_range;
+}
+
 smelt_status plan_commands_build(const ir_graph *g, const struct fuse_plan *fp, const lower_program *lp, const mem_plan *m,
                                  bool host_memory, plan_commands *out)
 {
     memset(out, 0, sizeof *out);
     out->n_devices = 1;
     int n_args = 0;
-    for (int i = 0; i < lp->n_kernels; i++) n_args += lp->kernels[i]->n_bufs;
+    for (int i = 0; i < lp->n_kernels; i++) {
+        n_args += lp->kernels[i]->n_bufs;
+        if (lp->kernels[i]->n_workgroups <= 0) n_args += g->nodes[lp->kernel_node[i]].n_in + g->nodes[lp->kernel_node[i]].n_out;
+    }
     out->cmds = calloc((size_t)m->n_slots + 2 * (size_t)lp->n_kernels + (size_t)g->n_outputs + 2, sizeof(plan_cmd));
     out->args = calloc((size_t)n_args + 1, sizeof(int));
     out->ranges = calloc((size_t)n_args + 1, sizeof(plan_range));
@@ -50,6 +78,11 @@ smelt_status plan_commands_build(const ir_graph *g, const struct fuse_plan *fp, 
     int n_arg = 0, n_range = 0, n_dispatched = 0;
     for (int i = 0; i < lp->n_kernels; i++) {
         const kir_kernel *k = lp->kernels[i];
+        if (k->n_workgroups <= 0 && control_is_runtime(&g->nodes[lp->kernel_node[i]])) {
+            push_control(out, g, m, i, lp->kernel_node[i], &n_arg, &n_range);
+            n_dispatched++;
+            continue;
+        }
         if (k->n_workgroups <= 0) continue;
         if (m->barrier_before ? m->barrier_before[i] : n_dispatched > 0) push(out, PLAN_CMD_BARRIER);
         plan_cmd *x = push(out, PLAN_CMD_DISPATCH);
@@ -179,6 +212,29 @@ static smelt_status check_dispatch(checker *k, int ci, const plan_cmd *x, const 
     return SMELT_OK;
 }
 
+/* An if/loop: its node is a run-time control node of its placeholder kernel,
+ * and it reads whole slots written before and writes whole slots. */
+static smelt_status check_control(checker *k, int ci, const plan_cmd *x, const ir_graph *g, const lower_program *lp)
+{
+    const plan_commands *c = k->c;
+    if (x->kernel < 0 || x->kernel >= lp->n_kernels || x->node != lp->kernel_node[x->kernel] ||
+        !control_is_runtime(&g->nodes[x->node]) || x->n_args != g->nodes[x->node].n_in + g->nodes[x->node].n_out ||
+        x->child < 0 || x->child + (x->kind == PLAN_CMD_IF ? 2 : 1) > c->n_children ||
+        (x->kind == PLAN_CMD_IF) != (g->nodes[x->node].op == OP_If))
+        return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d does not match a run-time control node", ci);
+    if (ci == 0 || c->cmds[ci - 1].kind != PLAN_CMD_BARRIER || !c->cmds[ci - 1].host)
+        return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d (if/loop) does not follow a host barrier", ci);
+    const plan_range *rs = c->ranges + x->first_range;
+    for (int i = 0; i < x->n_ranges; i++) {
+        TRY(check_range(k, ci, &rs[i]));
+        if (rs[i].read) TRY(check_read(k, ci, x->device, &rs[i]));
+    }
+    for (int i = 0; i < x->n_ranges; i++)
+        if (rs[i].write) *written_at(k, x->device, plan_root(k->m, rs[i].slot)) = true;
+    k->n_batch = 0; /* it finishes before the next command starts */
+    return SMELT_OK;
+}
+
 static smelt_status check_copy(checker *k, int ci, const plan_cmd *x)
 {
     int nd = k->c->n_devices;
@@ -203,7 +259,6 @@ static smelt_status check_copy(checker *k, int ci, const plan_cmd *x)
 smelt_status plan_commands_verify(const plan_commands *c, const ir_graph *g, const lower_program *lp, const mem_plan *m,
                                   bool host_memory)
 {
-    (void)g;
     if (c->n_devices < 1) return diag_fail(SMELT_ERR_INTERNAL, "commands: no device");
     checker k = {c, m, calloc(((size_t)c->n_devices + 1) * (size_t)m->n_slots + 1, sizeof(bool)), NULL, 0, 0};
     if (!k.written) return diag_fail(SMELT_ERR_NOMEM, "out of memory checking the command list");
@@ -227,6 +282,7 @@ smelt_status plan_commands_verify(const plan_commands *c, const ir_graph *g, con
         counts[x->kind]++;
         if (x->kind == PLAN_CMD_DISPATCH) st = check_dispatch(&k, ci, x, lp);
         else if (x->kind == PLAN_CMD_COPY) st = check_copy(&k, ci, x);
+        else if (x->kind == PLAN_CMD_IF || x->kind == PLAN_CMD_LOOP) st = check_control(&k, ci, x, g, lp);
         else k.n_batch = 0; /* one device: a barrier orders everything on it */
     }
     if (!st && (c->n_cmds == 0 || c->cmds[c->n_cmds - 1].kind != PLAN_CMD_BARRIER || !c->cmds[c->n_cmds - 1].host)) {
@@ -263,9 +319,11 @@ static void print_device(int d, FILE *f)
 
 void plan_commands_dump(const plan_commands *c, const ir_graph *g, const lower_program *lp, FILE *f)
 {
-    fprintf(f, "commands: %d (%d dispatches, %d copies of %lld bytes, %d barriers) on %d device%s\n", c->n_cmds,
-            c->count[PLAN_CMD_DISPATCH], c->count[PLAN_CMD_COPY], (long long)c->copy_bytes, c->count[PLAN_CMD_BARRIER],
-            c->n_devices, c->n_devices == 1 ? "" : "s");
+    fprintf(f, "commands: %d (%d dispatches, %d copies of %lld bytes, %d barriers", c->n_cmds, c->count[PLAN_CMD_DISPATCH],
+            c->count[PLAN_CMD_COPY], (long long)c->copy_bytes, c->count[PLAN_CMD_BARRIER]);
+    if (c->count[PLAN_CMD_IF] + c->count[PLAN_CMD_LOOP])
+        fprintf(f, ", %d if, %d loop over %d child programs", c->count[PLAN_CMD_IF], c->count[PLAN_CMD_LOOP], c->n_children);
+    fprintf(f, ") on %d device%s\n", c->n_devices, c->n_devices == 1 ? "" : "s");
     char buf[32];
     for (int ci = 0; ci < c->n_cmds; ci++) {
         const plan_cmd *x = &c->cmds[ci];
@@ -278,6 +336,15 @@ void plan_commands_dump(const plan_commands *c, const ir_graph *g, const lower_p
             fprintf(f, " -> ");
             print_device(x->dst_device, f);
             fprintf(f, " (%lld bytes)\n", (long long)(x->dst.hi - x->dst.lo));
+        } else if (x->kind == PLAN_CMD_IF || x->kind == PLAN_CMD_LOOP) {
+            const ir_node *n = &g->nodes[x->node];
+            if (x->kind == PLAN_CMD_IF) fprintf(f, "if %s (%s): then child%d, else child%d", n->name, op_get(n->op)->name, x->child, x->child + 1);
+            else fprintf(f, "loop %s (%s): body child%d", n->name, op_get(n->op)->name, x->child);
+            for (int i = 0; i < x->n_ranges; i++) {
+                const plan_range *r = &c->ranges[x->first_range + i];
+                fprintf(f, " %s%s", r->write ? "w:" : "r:", slot_name(g, r->slot, buf, sizeof buf));
+            }
+            fprintf(f, "\n");
         } else {
             const kir_kernel *k = lp->kernels[x->kernel];
             fprintf(f, "dispatch k%d x%lld wg%d (%s)", k->id, (long long)x->n_workgroups, x->wg_size, k->comment ? k->comment : "");

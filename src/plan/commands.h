@@ -17,6 +17,17 @@
  *   - barrier: on `device`, everything before it is done (and its writes
  *     seen) before anything after it starts. `host` set: the host waits too
  *     (a finish), as before reading results back.
+ *   - if / loop: a run-time If, or Loop/Scan (graph/control_rt.c; always
+ *     after a host barrier): graph node `node`, run on the host over child
+ *     programs compiled once each (api/ numbers them in command order: If:
+ *     `child` is the then branch, child + 1 the else branch; Loop/Scan:
+ *     `child` is the body). Its args are the node's inputs then its outputs,
+ *     as plan slots (-1: absent or unused), and
+ *     its ranges the whole slots it reads and writes. The host reads the
+ *     condition (and a Loop's trip count) through the device's copy to the
+ *     host, binds the child's inputs to the parent's slots and copies the
+ *     child's outputs into them; loop-carried values swap between the node's
+ *     two sets of output slots each iteration, so a run allocates nothing.
  * Dispatches with no barrier between them may run at the same time
  * (plan_barriers decides where barriers go). The list always ends with a host
  * barrier, so a run has finished when its last command has.
@@ -36,7 +47,14 @@
 
 #define PLAN_HOST (-1) /* device index of the caller's (host) memory in copies */
 
-typedef enum plan_cmd_kind { PLAN_CMD_DISPATCH, PLAN_CMD_COPY, PLAN_CMD_BARRIER, PLAN_CMD_KIND_COUNT } plan_cmd_kind;
+typedef enum plan_cmd_kind {
+    PLAN_CMD_DISPATCH,
+    PLAN_CMD_COPY,
+    PLAN_CMD_BARRIER,
+    PLAN_CMD_IF,
+    PLAN_CMD_LOOP,
+    PLAN_CMD_KIND_COUNT
+} plan_cmd_kind;
 
 /* Bytes [lo, hi) of a slot, relative to where the slot starts. */
 typedef struct plan_range {
@@ -59,6 +77,9 @@ typedef struct plan_cmd {
     plan_range src, dst;
     /* barrier */
     bool host;               /* the host waits for the device as well */
+    /* if / loop (args and ranges as for a dispatch) */
+    int node;                /* the graph node */
+    int child;               /* its first child program (see above) */
 } plan_cmd;
 
 typedef struct plan_commands {
@@ -68,6 +89,7 @@ typedef struct plan_commands {
     plan_range *ranges;
     int n_devices;
     int count[PLAN_CMD_KIND_COUNT]; /* commands of each kind */
+    int n_children;                 /* child programs the if/loop commands name */
     int64_t copy_bytes;             /* bytes all copies move per run */
 } plan_commands;
 

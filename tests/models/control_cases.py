@@ -4,21 +4,24 @@
     .venv/bin/python tests/models/control_cases.py [OUT_DIR]     (default: build/models_control)
 
 Each case is written as OUT_DIR/ctrl_<name>/model.onnx plus test_data_set_{0,1}/{input_*,output_*}.pb,
-the layout `smelt check` reads; reference outputs come from onnxruntime. smelt expands control flow at
-compile time (src/graph/control.c): an If whose condition comes from a graph input is specialised on
-that input's value and guarded, so `if_branch_by_input` takes the then branch in set 0 and the else
-branch in set 1 (smelt check compiles one program per value). `if_runtime_cond` branches on a value
-computed from data: both branches are compiled once and selected between at run time, so its two
-sets take different branches on one program. Every other case runs both sets on one
-program, with values it was not compiled with. Between them the cases cover: If on a graph input with
-outer-scope values read by both branches; Loop with a constant trip count, loop-carried state, the
-iteration number and scan outputs; a while-style Loop (no trip count) ended by a condition the body
-computes from a carried counter, and one whose condition compares with a graph input read inside
-the body (specialised on that input, like `mode`); Scan as a running sum (forward) and over axis 1 in reverse with a
-reversed scan output; an RNN cell written as Scan reading its weights from the outer graph; an opset-8 Scan (batch axis,
-directions); and an
-If nested inside a Loop, choosing by the iteration number's parity and reading a main-graph input
-two scopes up.
+the layout `smelt check` reads; reference outputs come from onnxruntime, and `smelt check` compiles one
+program per input-shape signature and runs both sets on it. An If whose condition comes from a small graph
+input is specialised on that input's value and guarded, so `if_branch_by_input` takes the then branch in set 0
+and the else branch in set 1 on two programs. Everything else runs both sets on ONE program with values it was
+not compiled with. Control flow that is not resolved when compiling runs at run time (src/graph/control_rt.c:
+each subgraph compiled once into a child program, an if/loop command in the parent's command list):
+`if_runtime_cond` and `if_runtime_shapes` (branches of different shapes, the output's shape known after the
+run) branch on a value computed from data; `loop_runtime_trip` is a while loop whose trip count and condition
+come from the input's values (the two sets run 15 and 36 iterations); `loop_const_5000` is a constant
+5000-iteration loop with a scan output and `scan_long_1000` a 1000-step Scan, both run as host loops over one
+compiled body. Small loops (trip count known and at most 16) are still unrolled so they fuse: Loop with a
+constant trip count, loop-carried state, the iteration number and scan outputs; a while-style Loop (no trip
+count) ended by a condition the body computes from a carried counter, and one whose condition compares with a
+graph input read inside the body (specialised on that input, like `mode`); Scan as a running sum (forward) and
+over axis 1 in reverse with a reversed scan output; an RNN cell written as Scan reading its weights from the
+outer graph; an opset-8 Scan (batch axis, directions); and an If nested inside a Loop, choosing by the
+iteration number's parity and reading a main-graph input two scopes up. Every case reads outer-scope values
+inside its subgraphs.
 """
 import os
 import shutil
@@ -236,11 +239,107 @@ def nested_if_in_loop():
     return m, sets
 
 
+def if_runtime_shapes():
+    """If on ReduceSum(x) > 0 (x 10x10: a run-time value) whose branches give different shapes: then x @ w1
+    [10, 4], else (x * s) @ w2 [10, 6], s a value computed in the main graph. Only the taken branch runs; the
+    output's shape is known after the run (it feeds a graph output directly)."""
+    then_g = helper.make_graph([helper.make_node("MatMul", ["x", "w1"], ["t"])], "then", [], [vi("t", F32, [10, 4])])
+    else_g = helper.make_graph([helper.make_node("Mul", ["x", "s"], ["xs"]),
+                                helper.make_node("MatMul", ["xs", "w2"], ["e"])], "else", [], [vi("e", F32, [10, 6])])
+    nodes = [helper.make_node("ReduceSum", ["x"], ["sum"], keepdims=0), const("zero", np.array(0, np.float32)),
+             helper.make_node("Greater", ["sum", "zero"], ["c"]),
+             helper.make_node("ReduceMax", ["x"], ["s"], keepdims=0),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)]
+    rng = np.random.default_rng(11)
+    m = model(nodes, [vi("x", F32, [10, 10])], [vi("y", F32, [10, None])], {"w1": rnd(rng, 10, 4), "w2": rnd(rng, 10, 6)})
+    sets = [{"x": np.abs(rnd(rng, 10, 10)) + 0.1}, {"x": -np.abs(rnd(rng, 10, 10)) - 0.1}]
+    return m, sets
+
+
+def loop_runtime_trip():
+    """A while loop whose trip count comes from the input's values: M = the number of positive elements of x
+    (100 of them: a run-time value), and the body's condition k < lim with lim = 4 * max(x) computed in the main
+    graph; h = tanh(h @ W + b * k) with W a constant and b = mean(x) read from the outer scope, and h each step
+    as a scan output, whose length is known only at run time (a buffer that grows). The two sets run different
+    trip counts on one program."""
+    body = helper.make_graph(
+        [const("one", np.array(1, np.int64)),
+         helper.make_node("MatMul", ["h", "W"], ["hw"]),
+         helper.make_node("Cast", ["k"], ["kf"], to=F32),
+         helper.make_node("Mul", ["b", "kf"], ["bk"]),
+         helper.make_node("Add", ["hw", "bk"], ["a"]),
+         helper.make_node("Tanh", ["a"], ["h2"]),
+         helper.make_node("Add", ["k", "one"], ["k2"]),
+         helper.make_node("Less", ["k2", "lim"], ["c2"])],
+        "body", [vi("i", I64, []), vi("c", BOOL, []), vi("k", I64, []), vi("h", F32, [1, 8])],
+        [vi("c2", BOOL, []), vi("k2", I64, []), vi("h2", F32, [1, 8]), vi("h2", F32, [1, 8])])
+    nodes = [const("zero", np.array(0, np.float32)), const("four", np.array(4, np.float32)),
+             const("k0", np.array(0, np.int64)), const("T", np.array(True)),
+             helper.make_node("Greater", ["x", "zero"], ["pos"]),
+             helper.make_node("Cast", ["pos"], ["posi"], to=I64),
+             helper.make_node("ReduceSum", ["posi"], ["M"], keepdims=0),
+             helper.make_node("ReduceMax", ["x"], ["mx"], keepdims=0),
+             helper.make_node("Mul", ["mx", "four"], ["mx4"]),
+             helper.make_node("Cast", ["mx4"], ["lim"], to=I64),
+             helper.make_node("ReduceMean", ["x"], ["b"], keepdims=0),
+             helper.make_node("Loop", ["M", "T", "k0", "h0"], ["kN", "hN", "hs"], body=body)]
+    rng = np.random.default_rng(12)
+    m = model(nodes, [vi("x", F32, [100]), vi("h0", F32, [1, 8])],
+              [vi("kN", I64, []), vi("hN", F32, [1, 8]), vi("hs", F32, [None, 1, 8])],
+              {"W": rnd(rng, 8, 8) * 0.3})
+    x0 = rnd(rng, 100)
+    x0[:85] = -np.abs(x0[:85])
+    x0[85:] = np.abs(x0[85:]) + 5  # 15 positive, lim >= 20: the trip count is M = 15
+    x1 = np.abs(rnd(rng, 100)) * 0.5 + 0.01
+    x1[0] = 9.0  # 100 positive, lim = 36: the condition ends it after 36
+    return m, [{"x": x0, "h0": rnd(rng, 1, 8)}, {"x": x1, "h0": rnd(rng, 1, 8)}]
+
+
+def loop_const_5000():
+    """Loop M=5000 (a constant, over the unroll limit): y = 0.999 * y + x * w (x an outer input, w an outer
+    constant), acc += i, and a scan output of sum(y) per iteration (5000 slices written at offset i)."""
+    body = helper.make_graph(
+        [const("d", np.array(0.999, np.float32)),
+         helper.make_node("Mul", ["y", "d"], ["yd"]),
+         helper.make_node("Mul", ["x", "w"], ["xw"]),
+         helper.make_node("Add", ["yd", "xw"], ["y2"]),
+         helper.make_node("Cast", ["i"], ["fi"], to=F32),
+         helper.make_node("Add", ["acc", "fi"], ["acc2"]),
+         helper.make_node("ReduceSum", ["y2"], ["s"], keepdims=0),
+         helper.make_node("Identity", ["c"], ["c2"])],
+        "body", [vi("i", I64, []), vi("c", BOOL, []), vi("y", F32, [16]), vi("acc", F32, [])],
+        [vi("c2", BOOL, []), vi("y2", F32, [16]), vi("acc2", F32, []), vi("s", F32, [])])
+    nodes = [const("M", np.array(5000, np.int64)), const("T", np.array(True)), const("a0", np.array(0, np.float32)),
+             helper.make_node("Loop", ["M", "T", "y0", "a0"], ["yN", "accN", "sums"], body=body)]
+    rng = np.random.default_rng(13)
+    m = model(nodes, [vi("y0", F32, [16]), vi("x", F32, [16])], [vi("yN", F32, [16]), vi("accN", F32, []),
+              vi("sums", F32, [5000])], {"w": rnd(rng, 16) * 0.01})
+    return m, [{"y0": rnd(rng, 16), "x": rnd(rng, 16)} for _ in range(2)]
+
+
+def scan_long_1000():
+    """Scan over 1000 steps of x [1000, 4]: s = s * g + e @ V, with V an outer constant and g = sigmoid(gain) an
+    outer value computed from an input; scan output s each step."""
+    body = helper.make_graph([helper.make_node("Mul", ["s", "g"], ["sg"]),
+                              helper.make_node("MatMul", ["e", "V"], ["ev"]),
+                              helper.make_node("Add", ["sg", "ev"], ["s2"]),
+                              helper.make_node("Identity", ["s2"], ["o"])],
+                             "body", [vi("s", F32, [4]), vi("e", F32, [4])], [vi("s2", F32, [4]), vi("o", F32, [4])])
+    nodes = [helper.make_node("Sigmoid", ["gain"], ["g"]),
+             helper.make_node("Scan", ["s0", "x"], ["sN", "ys"], body=body, num_scan_inputs=1)]
+    rng = np.random.default_rng(14)
+    m = model(nodes, [vi("s0", F32, [4]), vi("x", F32, [1000, 4]), vi("gain", F32, [4])],
+              [vi("sN", F32, [4]), vi("ys", F32, [1000, 4])], {"V": rnd(rng, 4, 4) * 0.3})
+    return m, [{"s0": rnd(rng, 4), "x": rnd(rng, 1000, 4), "gain": rnd(rng, 4)} for _ in range(2)]
+
+
 CASES = {"if_branch_by_input": if_branch_by_input, "if_runtime_cond": if_runtime_cond, "loop_state_scan": loop_state_scan, "loop_while": loop_while,
          "loop_until_input_limit": loop_until_input_limit,
          "scan_cumsum": scan_cumsum, "scan_reverse_axis1": scan_reverse_axis1, "scan_rnn_cell": scan_rnn_cell,
          "scan8_batch": scan8_batch,
-         "nested_if_in_loop": nested_if_in_loop}
+         "nested_if_in_loop": nested_if_in_loop,
+         "if_runtime_shapes": if_runtime_shapes, "loop_runtime_trip": loop_runtime_trip,
+         "loop_const_5000": loop_const_5000, "scan_long_1000": scan_long_1000}
 
 
 def write_case(out_dir, name, m, sets):
