@@ -172,7 +172,7 @@ typedef enum smelt_stage {
 } smelt_stage;
 
 typedef struct smelt_options {
-    const char *devices;     /* comma list: "cpu", "cpu,opencl", "cuda:0,cuda:1" */
+    const char *devices;     /* comma list: "cpu", "cpu:1", "cpu,opencl", "opencl:0,opencl:1", "cuda:0,cuda:1" */
     int threads;             /* worker threads for cpu; 0 = online cores      */
     smelt_locals locals;
     int no_fuse;             /* 1: one kernel per op (for comparison/debug)   */
@@ -180,6 +180,10 @@ typedef struct smelt_options {
     int64_t max_memory;      /* fail compilation if the plan exceeds it; 0=off */
     int verbose;             /* 1: print stage timings to stderr              */
     smelt_stage stop_after;  /* SMELT_STAGE_ALL, or the stage to stop after   */
+    const char *placement;   /* which device runs each region when `devices` lists several:
+                              * NULL or "fallback" (each on the first device that can run it),
+                              * or overrides "Conv=opencl:0,MatMul=opencl:1,*=cpu" by op type or
+                              * node name (the rest falls back) */
 } smelt_options;
 
 SMELT_API void smelt_options_init(smelt_options *opt);

@@ -6,7 +6,7 @@
  *   smelt bench   MODEL|DIR  [--runs N] [--profile]
  *   smelt compile MODEL|DIR --emit ir|regions|kir|c|opencl|cuda|plan [-o FILE]
  *   smelt info    MODEL
- * Common: --device LIST --threads N --locals reuse|hybrid --no-fuse
+ * Common: --device LIST --place POLICY --threads N --locals reuse|hybrid --no-fuse
  *         --shape NAME=1x3x224x224 --max-memory SIZE -v   (numbers and sizes: README)
  */
 #include <dirent.h>
@@ -46,7 +46,8 @@ static int usage(void)
             "       smelt bench   MODEL.onnx|DIR [--runs N] [--profile]\n"
             "       smelt compile MODEL.onnx|DIR --emit ir|regions|kir|c|opencl|cuda|plan [-o FILE]\n"
             "       smelt info    MODEL.onnx\n"
-            "options: --device LIST  --threads N  --locals reuse|hybrid  --no-fuse  --fuse-pad auto|never|always\n"
+            "options: --device LIST (cpu, cpu:N, opencl:N, cuda:N, comma-separated)  --place fallback|OP=DEVICE,NODE=DEVICE,*=DEVICE\n"
+            "         --threads N  --locals reuse|hybrid  --no-fuse  --fuse-pad auto|never|always\n"
             "         --shape NAME=1x3x224x224  --max-memory SIZE (bytes, or e.g. 64MiB, 1MB)  -v\n");
     return 2;
 }
@@ -195,7 +196,7 @@ static int parse_args(cli *c, int argc, char **argv)
         if (strcmp(a, "--no-fuse") == 0) { c->opt.no_fuse = 1; continue; }
         if (strcmp(a, "-v") == 0) { c->opt.verbose = 1; continue; }
         if (strcmp(a, "--profile") == 0) { c->profile = 1; continue; }
-        static const char *const with_value[] = {"--device", "--threads", "--runs", "--output-dir", "--emit", "-o",
+        static const char *const with_value[] = {"--device", "--place", "--threads", "--runs", "--output-dir", "--emit", "-o",
                                                  "--max-memory", "--fuse-pad", "--locals", "--input", "--shape", "--atol", "--rtol"};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) known |= !strcmp(a, with_value[k]);
@@ -210,6 +211,7 @@ static int parse_args(cli *c, int argc, char **argv)
         i++;
         int rc = 0;
         if (strcmp(a, "--device") == 0) c->opt.devices = v, c->devices_given = true;
+        else if (strcmp(a, "--place") == 0) c->opt.placement = v;
         else if (strcmp(a, "--threads") == 0) rc = parse_count(a, v, 0, 4096, &c->opt.threads);
         else if (strcmp(a, "--runs") == 0) rc = parse_count(a, v, 1, 1000000, &c->runs);
         else if (strcmp(a, "--output-dir") == 0) c->output_dir = v;
