@@ -223,6 +223,7 @@ typedef struct smelt_kernel_profile {
     int64_t workgroups;     /* workgroups per dispatch                          */
     int64_t dispatches;     /* how many times it ran while profiling was on     */
     double total_ms;        /* wall time of those dispatches, summed            */
+    const char *device;     /* the device that runs it, e.g. "opencl:1" (program-owned) */
 } smelt_kernel_profile;
 
 /* Turn per-kernel timing on (1) or off (0); turning it on clears the totals.

@@ -716,6 +716,18 @@ static int print_profile(cli *c, smelt_program *p)
             printf("%6d %12lld %12.3f %6.1f%%  %s\n", x->id, (long long)x->workgroups, x->total_ms,
                    wall > 0 ? 100.0 * x->total_ms / wall : 0.0, x->what);
         }
+        /* Busy time per device: its kernels' dispatches, in the order devices first appear. */
+        for (int j = 0; j < n; j++) {
+            bool first = true;
+            for (int q = 0; q < j && first; q++) first = strcmp(k[q].device, k[j].device) != 0;
+            if (!first) continue;
+            double busy = 0;
+            int kernels = 0;
+            for (int q = j; q < n; q++)
+                if (strcmp(k[q].device, k[j].device) == 0) busy += k[q].total_ms, kernels++;
+            printf("busy %s: %.3f ms per run (%d kernels, %.1f%% of wall)\n", k[j].device, busy / c->runs, kernels,
+                   wall > 0 ? 100.0 * busy / wall : 0.0);
+        }
     }
     smelt_program_set_profiling(p, 0);
     free(k);

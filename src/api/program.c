@@ -573,5 +573,6 @@ smelt_status smelt_program_profile(const smelt_program *p, int i, smelt_kernel_p
     out->workgroups = k->n_workgroups;
     out->dispatches = p->prof_calls ? p->prof_calls[i] : 0;
     out->total_ms = p->prof_ms ? p->prof_ms[i] : 0;
+    out->device = p->kernel_device ? p->devs.dev[p->kernel_device[i]].spec : p->devs.dev[0].spec;
     return SMELT_OK;
 }
