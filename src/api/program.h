@@ -2,16 +2,21 @@
  * program.h — a compiled program: the pipeline that builds it and the
  * command list that runs it. The public smelt_program is this struct.
  *
- *   compile: clone model graph → bind inputs → infer + fold → DCE →
- *            regions (fuse) → lower for the device's target (view nodes skipped:
- *            plan_node_is_view) → workgroup memory (smem) → plan (aliases,
- *            in-place: the plan's in_place_of table, given to the emitter) → command list → emit → build on the device
- *            → constants to the device
+ *   compile: device list (place/devices.h) → open the devices, their targets
+ *            → target classes → clone model graph → bind inputs → infer +
+ *            fold → DCE → regions (fuse) → each region lowered for the target
+ *            of the device placement gives it (place/placement.h; view nodes
+ *            skipped: plan_node_is_view) → workgroup memory (smem) → plan
+ *            (aliases, in-place: the plan's in_place_of table, given to the
+ *            emitter) → command list with its copies between devices
+ *            (plan/transfers.c) → one source per target class that runs a
+ *            region → built on each device of the class → arenas, constants
+ *            to the devices that read them
  *   run:     bind inputs → execute the command list plan/ built (copies,
  *            dispatches with their buffer tables, barriers; commands.h) →
  *            outputs. On the CPU (host memory) the list has no copies:
  *            inputs and constants are bound in place and outputs are views
- *            into the arena.
+ *            into the arena of the CPU device that holds them whole.
  */
 #ifndef SMELT_API_PROGRAM_H
 #define SMELT_API_PROGRAM_H
