@@ -150,4 +150,4 @@ uninstall:
 clean:
 	rm -rf $(BUILD) build-asan build-tsan $(FUZZ_BUILD)
 
--include $(OBJS:.o=.d) $(TEST_OBJS:.o=.d)
+-include $(OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/tools/smelt.d $(BUILD)/tools/nvrtc_check.d

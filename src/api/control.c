@@ -27,11 +27,10 @@ static smelt_status compile_child(smelt_program *p, const smelt_options *opt, co
     smelt_program *c = calloc(1, sizeof *c);
     if (!c) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
     arena_init(&c->arena);
-    c->dev = p->dev;
+    c->devs = p->devs; /* one device (program_control_link): the parent's, its target and class */
+    c->dev[0] = p->dev[0];
     c->model = p->model;
     c->bound = true;
-    c->lang = p->lang;
-    c->target = p->target;
     c->stage = SMELT_STAGE_ALL;
     smelt_status st = control_child_graph(p->g, n, attr, &c->g, &c->bind_from);
     if (!st) st = program_record_inputs(c, c->g);
@@ -54,6 +53,15 @@ static smelt_status compile_child(smelt_program *p, const smelt_options *opt, co
 smelt_status program_control_link(smelt_program *p, const smelt_options *opt_in)
 {
     if (p->cmds.n_children == 0) return SMELT_OK;
+    if (p->devs.n > 1)
+        for (int ci = 0; ci < p->cmds.n_cmds; ci++)
+            if (p->cmds.cmds[ci].kind == PLAN_CMD_IF || p->cmds.cmds[ci].kind == PLAN_CMD_LOOP) {
+                const ir_node *n = &p->g->nodes[p->cmds.cmds[ci].node];
+                return diag_fail(SMELT_ERR_UNSUPPORTED,
+                                 "node '%s' (%s): control flow at run time runs on one device, and the program has %d; "
+                                 "compile it for one device",
+                                 n->name, op_get(n->op)->name, p->devs.n);
+            }
     smelt_options opt = *opt_in;
     opt.verbose = 0;
     p->children = calloc((size_t)p->cmds.n_children, sizeof(smelt_program *));
@@ -81,7 +89,7 @@ void program_control_free(smelt_program *p)
 {
     for (int i = 0; p->children && i < p->cmds.n_children; i++) smelt_program_free(p->children[i]);
     for (int t = 0; p->grow_mem && t < p->g->n_tensors; t++) {
-        if (p->grow_mem[t]) p->dev->ops->mem_free(p->dev, p->grow_mem[t]);
+        if (p->grow_mem[t]) p->dev[0]->ops->mem_free(p->dev[0], p->grow_mem[t]);
         free(p->grow_host[t]);
     }
     free(p->grow_mem);
@@ -102,26 +110,26 @@ static rt_arg at(rt_arg a, int64_t off) { return (rt_arg){a.mem, a.offset + off}
 
 static smelt_status to_host(smelt_program *p, rt_arg src, void *dst, size_t bytes)
 {
-    if (p->dev->ops->host_memory) {
+    if (p->dev[0]->ops->host_memory) {
         memcpy(dst, (const char *)(uintptr_t)src.mem + src.offset, bytes);
         return SMELT_OK;
     }
-    return p->dev->ops->download(p->dev, src.mem, (size_t)src.offset, dst, bytes);
+    return p->dev[0]->ops->download(p->dev[0], src.mem, (size_t)src.offset, dst, bytes);
 }
 
 static smelt_status from_host(smelt_program *p, rt_arg dst, const void *src, size_t bytes)
 {
-    if (p->dev->ops->host_memory) {
+    if (p->dev[0]->ops->host_memory) {
         memmove((char *)(uintptr_t)dst.mem + dst.offset, src, bytes);
         return SMELT_OK;
     }
-    return p->dev->ops->upload(p->dev, dst.mem, (size_t)dst.offset, src, bytes);
+    return p->dev[0]->ops->upload(p->dev[0], dst.mem, (size_t)dst.offset, src, bytes);
 }
 
 static smelt_status dev_copy(smelt_program *p, rt_arg dst, rt_arg src, size_t bytes)
 {
     if (bytes == 0 || (dst.mem == src.mem && dst.offset == src.offset)) return SMELT_OK;
-    if (p->dev->ops->host_memory) {
+    if (p->dev[0]->ops->host_memory) {
         memmove((char *)(uintptr_t)dst.mem + dst.offset, (const char *)(uintptr_t)src.mem + src.offset, bytes);
         return SMELT_OK;
     }
@@ -155,7 +163,7 @@ static void bind(smelt_program *c, int i, rt_arg m)
     int t = c->bind_tensor[i];
     if (t < 0) return;
     c->slot_mem[t] = m;
-    c->slot_ptr[t] = c->dev->ops->host_memory ? (char *)(uintptr_t)m.mem + m.offset : NULL;
+    c->slot_ptr[t] = c->dev[0]->ops->host_memory ? (char *)(uintptr_t)m.mem + m.offset : NULL;
 }
 
 static smelt_status run_child(smelt_program *c)
@@ -223,9 +231,9 @@ static smelt_status grow(smelt_program *p, int t, int64_t used, int64_t need)
     int64_t cap = 2 * p->grow_cap[t];
     if (cap < need) cap = need;
     rt_mem m;
-    TRY(p->dev->ops->alloc(p->dev, (size_t)cap, &m));
+    TRY(p->dev[0]->ops->alloc(p->dev[0], (size_t)cap, &m));
     smelt_status st = dev_copy(p, (rt_arg){m, 0}, (rt_arg){p->grow_mem[t], 0}, (size_t)used);
-    if (p->grow_mem[t]) p->dev->ops->mem_free(p->dev, p->grow_mem[t]);
+    if (p->grow_mem[t]) p->dev[0]->ops->mem_free(p->dev[0], p->grow_mem[t]);
     p->grow_mem[t] = m;
     p->grow_cap[t] = cap;
     return st;
@@ -234,7 +242,7 @@ static smelt_status grow(smelt_program *p, int t, int64_t used, int64_t need)
 /* After the loop: an unbounded scan output of `bytes` where the caller reads it. */
 static smelt_status grown_output(smelt_program *p, int t, int64_t bytes)
 {
-    if (p->dev->ops->host_memory) {
+    if (p->dev[0]->ops->host_memory) {
         p->slot_ptr[t] = (void *)(uintptr_t)p->grow_mem[t];
         return SMELT_OK;
     }

@@ -179,6 +179,45 @@ static void dump_spans(const smelt_program *p, FILE *f)
     }
 }
 
+/* Devices, their targets, target classes, executables, transfers and the
+ * arena per device (`smelt info`). */
+static void dump_devices(const smelt_program *p, FILE *f)
+{
+    static const char *const langs[] = {[EMIT_C] = "c", [EMIT_OPENCL] = "opencl", [EMIT_CUDA] = "cuda"};
+    const place_devices *ds = &p->devs;
+    fprintf(f, "devices: %d\n", ds->n);
+    for (int d = 0; d < ds->n; d++) {
+        const place_device *x = &ds->dev[d];
+        fprintf(f, "  d%d %s: %s, target %s [%s], vector width %d, workgroup %d, workgroup memory %lld bytes, class %d\n", d,
+                x->spec, p->dev[d] ? p->dev[d]->name : "(not opened)", x->target.name, x->ident, x->target.vector_width,
+                x->target.wg_size, (long long)x->target.smem_limit, x->cls);
+    }
+    int n_exe = 0;
+    for (int c = 0; c < ds->n_classes; c++) n_exe += p->cls[c].source != NULL;
+    fprintf(f, "target classes: %d\nexecutables: %d\n", ds->n_classes, n_exe);
+    for (int c = 0; c < ds->n_classes; c++) {
+        if (!p->cls[c].source) continue;
+        fprintf(f, "  class %d (%s): devices", c, langs[p->cls[c].lang]);
+        for (int d = 0; d < ds->n; d++)
+            if (ds->dev[d].cls == c) fprintf(f, " %s", ds->dev[d].spec);
+        fprintf(f, "; %d regions, %d kernels\n", p->cls[c].n_regions, p->cls[c].n_kernels);
+    }
+    fprintf(f, "transfers: %d per run, %lld bytes\n", p->cmds.n_transfers, (long long)p->cmds.transfer_bytes);
+    for (int d = 0; d < ds->n; d++)
+        fprintf(f, "arena %s: %lld bytes, %d dispatches\n", ds->dev[d].spec, (long long)p->cmds.arena_bytes[d], p->cmds.dispatches[d]);
+}
+
+/* Where each region runs (`--emit plan`). */
+static void dump_placement(const smelt_program *p, FILE *f)
+{
+    fprintf(f, "placement: %d regions on %d device%s\n", p->fp.n_regions, p->devs.n, p->devs.n == 1 ? "" : "s");
+    for (int r = 0; r < p->fp.n_regions; r++) {
+        const ir_node *n = &p->g->nodes[p->fp.regions[r].root];
+        int d = p->region_device ? p->region_device[r] : -1;
+        fprintf(f, "  region %d (%s '%s'): %s\n", r, op_get(n->op)->name, n->name ? n->name : "", d < 0 ? "view, no kernel" : p->devs.dev[d].spec);
+    }
+}
+
 /* The stage a dump needs compiled; -1 for an unknown dump. */
 static int dump_stage(const char *what)
 {
@@ -204,12 +243,13 @@ smelt_status smelt_program_dump(const smelt_program *p, const char *what, char *
     static const char *const langs[] = {[EMIT_C] = "c", [EMIT_OPENCL] = "opencl", [EMIT_CUDA] = "cuda"};
     for (int l = 0; l < EMIT_LANG_COUNT; l++) {
         if (strcmp(what, langs[l]) != 0) continue;
-        if (l == p->lang) {
-            *text = strdup(p->source);
-            return *text ? SMELT_OK : diag_fail(SMELT_ERR_NOMEM, "out of memory");
-        }
-        return diag_fail(SMELT_ERR_INVALID_ARG, "the program was compiled for %s source, not %s: compile for that device",
-                         langs[p->lang], what);
+        for (int c = 0; c < p->devs.n_classes; c++) /* the first executable in that language */
+            if (p->cls[c].source && p->cls[c].lang == l) {
+                *text = strdup(p->cls[c].source);
+                return *text ? SMELT_OK : diag_fail(SMELT_ERR_NOMEM, "out of memory");
+            }
+        return diag_fail(SMELT_ERR_INVALID_ARG, "the program has no %s source (no region runs on such a device): compile for that device",
+                         what);
     }
     char *buf = NULL;
     size_t len = 0;
@@ -223,6 +263,7 @@ smelt_status smelt_program_dump(const smelt_program *p, const char *what, char *
         for (int i = 0; i < p->lp.n_kernels; i++) kir_dump(p->lp.kernels[i], f);
     } else if (strcmp(what, "plan") == 0) {
         plan_dump(p->g, &p->plan, f);
+        dump_placement(p, f);
         plan_commands_dump(&p->cmds, p->g, &p->lp, f);
         dump_encodings(p->g, f);
     } else if (strcmp(what, "regions") == 0) {
@@ -247,6 +288,7 @@ smelt_status smelt_program_dump(const smelt_program *p, const char *what, char *
         if (p->cmds.n_children) /* run-time control flow: host commands over child programs (api/control.c) */
             fprintf(f, "control:      %d if, %d loop, over %d child programs compiled once each\n", p->cmds.count[PLAN_CMD_IF],
                     p->cmds.count[PLAN_CMD_LOOP], p->cmds.n_children);
+        dump_devices(p, f);
         int counts[OP_COUNT] = {0};
         for (int i = 0; i < p->g->n_nodes; i++) counts[p->g->nodes[i].op]++;
         fprintf(f, "ops:");

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "graph/passes.h"
 #include "kir/smem.h"
@@ -28,25 +29,6 @@ void smelt_options_init(smelt_options *opt)
     opt->devices = "cpu";
 }
 
-/* Every name in the list must be a device smelt knows; the first runs the
- * program (placement over several devices is later work). */
-static smelt_status check_devices(const char *list, char *first, size_t cap)
-{
-    const char *p = list && *list ? list : "cpu";
-    first[0] = 0;
-    while (*p) {
-        size_t n = strcspn(p, ",");
-        if (!rt_device_name_ok(p, n))
-            return diag_fail(SMELT_ERR_DEVICE, "device '%.*s' is not known (devices: cpu, opencl, opencl:N, cuda, cuda:N)",
-                             (int)(n < 64 ? n : 64), p);
-        if (!first[0]) snprintf(first, cap, "%.*s", (int)n, p);
-        p += n;
-        if (*p == ',') p++;
-    }
-    if (!first[0]) snprintf(first, cap, "cpu");
-    return SMELT_OK;
-}
-
 static smelt_status fuse_all(smelt_program *p, const smelt_options *opt)
 {
     fuse_options fo = {.no_fuse = opt->no_fuse != 0,
@@ -54,25 +36,67 @@ static smelt_status fuse_all(smelt_program *p, const smelt_options *opt)
     return fuse_build(p->g, &fo, &p->fp);
 }
 
-static smelt_status lower_all(smelt_program *p, const target_info *target)
+/* Kernels [first, n) of lp, just lowered for `t`: workgroup memory, spans,
+ * and the target's limit on workgroup memory. */
+static smelt_status finish_kernels(lower_program *lp, int first, const target_info *t)
 {
-    lower_program_init(&p->lp, &p->arena);
-    p->lp.target = target;
+    for (int i = first; i < lp->n_kernels; i++) {
+        kir_kernel *k = lp->kernels[i];
+        TRY(smem_assign(k, NULL));
+        TRY(kir_spans(k));
+        if (t->smem_limit > 0 && k->smem_bytes > t->smem_limit)
+            return diag_fail(SMELT_ERR_UNSUPPORTED, "kernel %d needs %lld bytes of workgroup memory, over %s's %lld", k->id,
+                             (long long)k->smem_bytes, t->name, (long long)t->smem_limit);
+    }
+    return SMELT_OK;
+}
+
+/* Every region lowered for the target of the device placement gives it:
+ * the candidates in order, the first that lowers within its limits (an
+ * UNSUPPORTED lowering or limit moves on to the next; the last one's error
+ * is the region's). */
+static smelt_status lower_all(smelt_program *p, const place_policy *pol)
+{
+    lower_program *lp = &p->lp;
+    lower_program_init(lp, &p->arena);
+    p->region_device = arena_alloc(&p->arena, sizeof(int) * ((size_t)p->fp.n_regions + 1));
+    int cap = 64;
+    p->kernel_device = malloc(sizeof(int) * (size_t)cap);
+    if (!p->region_device || !p->kernel_device) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
     for (int r = 0; r < p->fp.n_regions; r++) {
         const fuse_region *x = &p->fp.regions[r];
+        p->region_device[r] = -1;
         bool views = true; /* a view (or a chain of them) aliases its input: no copy */
         for (int i = 0; i < x->n_nodes && views; i++) views = plan_node_is_view(p->g, x->nodes[i]);
         if (views) continue;
-        TRY(lower_region(&p->lp, p->g, &p->fp, r));
+        int cand[PLACE_MAX_DEVICES];
+        int n_cand = place_region_candidates(pol, &p->devs, p->g, x, cand);
+        int first = lp->n_kernels, first_scratch = lp->n_scratch;
+        smelt_status st = SMELT_ERR_INTERNAL;
+        for (int c = 0; c < n_cand; c++) {
+            const place_device *d = &p->devs.dev[cand[c]];
+            lp->target = &p->devs.dev[p->devs.class_first[d->cls]].target;
+            st = lower_region(lp, p->g, &p->fp, r);
+            if (!st) st = finish_kernels(lp, first, lp->target);
+            if (!st) {
+                p->region_device[r] = cand[c];
+                break;
+            }
+            if (st != SMELT_ERR_UNSUPPORTED || c + 1 == n_cand) return st;
+            diag_clear(); /* the next device may run it */
+            lp->n_kernels = first;
+            lp->n_scratch = first_scratch;
+        }
+        if (lp->n_kernels > cap) {
+            while (cap < lp->n_kernels) cap *= 2;
+            int *v = realloc(p->kernel_device, sizeof(int) * (size_t)cap);
+            if (!v) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+            p->kernel_device = v;
+        }
+        for (int i = first; i < lp->n_kernels; i++) p->kernel_device[i] = p->region_device[r];
+        p->cls[p->devs.dev[p->region_device[r]].cls].n_regions++;
     }
-    for (int i = 0; i < p->lp.n_kernels; i++) {
-        kir_kernel *k = p->lp.kernels[i];
-        TRY(smem_assign(k, NULL));
-        TRY(kir_spans(k));
-        if (target->smem_limit > 0 && k->smem_bytes > target->smem_limit)
-            return diag_fail(SMELT_ERR_UNSUPPORTED, "kernel %d needs %lld bytes of workgroup memory, over %s's %lld",
-                             k->id, (long long)k->smem_bytes, target->name, (long long)target->smem_limit);
-    }
+    lp->target = &p->devs.dev[p->devs.class_first[0]].target;
     return SMELT_OK;
 }
 
@@ -84,58 +108,141 @@ static int total_args(const plan_commands *c)
     return n;
 }
 
-/* Device memory for every plan slot: the arena, and constants (bound in
- * place on host memory, else copied once). An alias shares its root's. */
+/* One source per target class that runs a region: the kernels placed on its
+ * devices, in command-list order. */
+static smelt_status emit_classes(smelt_program *p, const smelt_options *opt)
+{
+    const lower_program *lp = &p->lp;
+    kir_kernel **ks = malloc(sizeof(kir_kernel *) * ((size_t)lp->n_kernels + 1));
+    const int **alias = malloc(sizeof(int *) * ((size_t)lp->n_kernels + 1));
+    smelt_status st = ks && alias ? SMELT_OK : diag_fail(SMELT_ERR_NOMEM, "out of memory");
+    for (int c = 0; c < p->devs.n_classes && !st; c++) {
+        const place_device *d = &p->devs.dev[p->devs.class_first[c]];
+        program_class *x = &p->cls[c];
+        x->lang = d->kind == PLACE_OPENCL ? EMIT_OPENCL : d->kind == PLACE_CUDA ? EMIT_CUDA : EMIT_C;
+        x->n_kernels = 0;
+        for (int i = 0; i < lp->n_kernels; i++)
+            if (p->devs.dev[p->kernel_device[i]].cls == c) {
+                alias[x->n_kernels] = p->plan.in_place_of[i];
+                ks[x->n_kernels++] = lp->kernels[i];
+            }
+        bool none = true; /* a program with no kernel at all still has class 0's (empty) source */
+        for (int e = 0; e < p->devs.n_classes; e++) none &= p->cls[e].n_regions == 0;
+        if (x->n_regions == 0 && !(none && c == 0)) continue;
+        locals_strategy locals = opt->locals == SMELT_LOCALS_REUSE ? LOCALS_REUSE
+                               : opt->locals == SMELT_LOCALS_HYBRID ? LOCALS_HYBRID : d->target.locals;
+        st = emit_program(ks, x->n_kernels, (emit_lang)x->lang, locals, alias, &x->source);
+    }
+    free(ks);
+    free(alias);
+    return st;
+}
+
+/* Whether a dispatch (or an if/loop command) on device d binds slot s (a root's alias included). */
+static bool device_binds(const smelt_program *p, int d, int root)
+{
+    const plan_commands *c = &p->cmds;
+    for (int ci = 0; ci < c->n_cmds; ci++) {
+        const plan_cmd *x = &c->cmds[ci];
+        if ((x->kind != PLAN_CMD_DISPATCH && x->kind != PLAN_CMD_IF && x->kind != PLAN_CMD_LOOP) || x->device != d) continue;
+        for (int b = 0; b < x->n_args; b++)
+            if (c->args[x->first_arg + b] >= 0 && plan_root(&p->plan, c->args[x->first_arg + b]) == root) return true;
+    }
+    return false;
+}
+
+/* Device memory for every plan slot on every device: its arena (the plan's
+ * offsets up to the last slot it touches), constants its dispatches read
+ * (bound in place on host memory, else uploaded once to it), inputs its
+ * dispatches read; an alias shares its root's. */
 static smelt_status link_program(smelt_program *p)
 {
     const lower_program *lp = &p->lp;
-    const rt_device_ops *ops = p->dev->ops;
+    const mem_plan *m = &p->plan;
+    size_t ns = (size_t)m->n_slots;
+    int nd = p->devs.n;
     p->fns = calloc((size_t)lp->n_kernels + 1, sizeof(rt_kernel *));
     p->buf_table = calloc((size_t)total_args(&p->cmds) + 1, sizeof(rt_arg));
-    p->slot_mem = calloc((size_t)p->plan.n_slots + 1, sizeof(rt_arg));
-    p->slot_ptr = calloc((size_t)p->plan.n_slots + 1, sizeof(void *));
-    p->host_copy = calloc((size_t)p->plan.n_slots + 1, sizeof(void *));
+    p->slot_mem = calloc((size_t)nd * ns + 1, sizeof(rt_arg));
+    p->slot_ptr = calloc(ns + 1, sizeof(void *));
+    p->host_copy = calloc(ns + 1, sizeof(void *));
     if (!p->fns || !p->buf_table || !p->slot_mem || !p->slot_ptr || !p->host_copy)
         return diag_fail(SMELT_ERR_NOMEM, "out of memory");
-    TRY(ops->alloc(p->dev, (size_t)p->plan.arena_bytes + PLAN_ALIGN, &p->mem));
-    for (int s = 0; s < p->plan.n_slots; s++) {
-        const plan_slot *x = &p->plan.slots[s];
-        if (x->alias >= 0) continue;
-        if (x->kind == PLAN_ARENA) {
-            p->slot_mem[s] = (rt_arg){p->mem, x->offset};
-            if (ops->host_memory) p->slot_ptr[s] = (char *)(uintptr_t)p->mem + x->offset;
-        } else if (x->kind == PLAN_CONST) {
-            void *data = p->g->tensors[s].data;
-            p->slot_ptr[s] = data;
-            if (ops->host_memory) {
-                p->slot_mem[s].mem = (rt_mem)(uintptr_t)data;
-            } else if (x->bytes > 0) {
-                TRY(ops->alloc(p->dev, (size_t)x->bytes, &p->slot_mem[s].mem));
-                TRY(ops->upload(p->dev, p->slot_mem[s].mem, 0, data, (size_t)x->bytes));
-            }
-        } else if (x->kind == PLAN_INPUT && !ops->host_memory && !p->bound && x->bytes > 0) {
-            TRY(ops->alloc(p->dev, (size_t)x->bytes, &p->slot_mem[s].mem));
-        }
-    }
-    for (int s = 0; s < p->plan.n_slots; s++)
-        if (p->plan.slots[s].alias >= 0) {
-            p->slot_mem[s] = p->slot_mem[p->plan.slots[s].alias];
-            p->slot_ptr[s] = p->slot_ptr[p->plan.slots[s].alias];
-        }
-    for (int ci = 0; ci < p->cmds.n_cmds; ci++) { /* host memory for what copies bring back */
+    int64_t staging = 0;
+    for (int ci = 0; ci < p->cmds.n_cmds; ci++) {
         const plan_cmd *c = &p->cmds.cmds[ci];
-        if (c->kind != PLAN_CMD_COPY || c->dst_device != PLAN_HOST || p->host_copy[c->dst.slot]) continue;
-        if (!(p->host_copy[c->dst.slot] = malloc((size_t)p->plan.slots[c->dst.slot].bytes + 1)))
+        if (c->kind != PLAN_CMD_COPY) continue;
+        if (c->src_device >= 0 && c->dst_device >= 0 && c->src.hi - c->src.lo > staging) staging = c->src.hi - c->src.lo;
+        if (c->dst_device == PLAN_HOST && !p->host_copy[c->dst.slot] &&
+            !(p->host_copy[c->dst.slot] = malloc((size_t)m->slots[c->dst.slot].bytes + 1)))
             return diag_fail(SMELT_ERR_NOMEM, "out of memory");
     }
+    if (staging > 0 && !(p->staging = malloc((size_t)staging))) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+    for (int d = 0; d < nd; d++) {
+        rt_device *dev = p->dev[d];
+        const rt_device_ops *ops = dev->ops;
+        rt_arg *row = p->slot_mem + (size_t)d * ns;
+        if (p->cmds.arena_bytes[d] > 0) TRY(ops->alloc(dev, (size_t)p->cmds.arena_bytes[d] + PLAN_ALIGN, &p->mem[d]));
+        for (int s = 0; s < m->n_slots; s++) {
+            const plan_slot *x = &m->slots[s];
+            if (x->alias >= 0 || x->bytes <= 0) continue;
+            if (x->kind == PLAN_ARENA && p->mem[d] && x->offset + x->bytes <= p->cmds.arena_bytes[d]) {
+                row[s] = (rt_arg){p->mem[d], x->offset};
+                if (p->cmds.home[s] == d) p->slot_ptr[s] = (char *)(uintptr_t)p->mem[d] + x->offset;
+            } else if (x->kind == PLAN_CONST) {
+                void *data = p->g->tensors[s].data;
+                p->slot_ptr[s] = data;
+                if (ops->host_memory) {
+                    row[s].mem = (rt_mem)(uintptr_t)data;
+                } else if (device_binds(p, d, s)) {
+                    TRY(ops->alloc(dev, (size_t)x->bytes, &row[s].mem));
+                    TRY(ops->upload(dev, row[s].mem, 0, data, (size_t)x->bytes));
+                }
+            } else if (x->kind == PLAN_INPUT && !ops->host_memory && !p->bound && device_binds(p, d, s)) {
+                TRY(ops->alloc(dev, (size_t)x->bytes, &row[s].mem));
+            }
+        }
+    }
+    for (int s = 0; s < m->n_slots; s++) {
+        if (m->slots[s].alias < 0 && p->host_copy[s]) p->slot_ptr[s] = p->host_copy[s];
+    }
+    for (int s = 0; s < m->n_slots; s++)
+        if (m->slots[s].alias >= 0) {
+            for (int d = 0; d < nd; d++) p->slot_mem[(size_t)d * ns + (size_t)s] = p->slot_mem[(size_t)d * ns + (size_t)m->slots[s].alias];
+            p->slot_ptr[s] = p->slot_ptr[m->slots[s].alias];
+        }
     for (int i = 0; i < lp->n_kernels; i++) {
         char name[64];
+        int d = p->kernel_device[i];
         emit_kernel_name(lp->kernels[i], name, sizeof name);
-        TRY(ops->kernel(p->dev, p->module, name, &p->fns[i]));
+        TRY(p->dev[d]->ops->kernel(p->dev[d], p->module[d], name, &p->fns[i]));
         const kir_kernel *k = lp->kernels[i];
         for (int b = 0; b < k->n_bufs; b++)
             if (!k->bufs[b].workgroup) p->stats.bytes_moved += kir_touched(&k->bufs[b]) * (int64_t)smelt_dtype_size(k->bufs[b].type);
     }
+    return SMELT_OK;
+}
+
+/* Open every device of the list and read its target off it: workgroup
+ * memory, the host compiler's vector width for C, and its identity; then the
+ * classes again. CPU devices share the cores when no thread count is given. */
+static smelt_status open_devices(smelt_program *p, const smelt_options *opt)
+{
+    int n_cpu = 0;
+    for (int d = 0; d < p->devs.n; d++) n_cpu += p->devs.dev[d].kind == PLACE_CPU;
+    int threads = opt->threads;
+    if (threads <= 0 && n_cpu > 1) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cores / n_cpu > 0 ? (int)(cores / n_cpu) : 1;
+    }
+    for (int d = 0; d < p->devs.n; d++) {
+        place_device *x = &p->devs.dev[d];
+        TRY(rt_device_open(x->spec, threads, &p->dev[d]));
+        if (p->dev[d]->smem_bytes > 0 && x->target.smem_limit > 0) x->target.smem_limit = p->dev[d]->smem_bytes;
+        x->target.host_memory = p->dev[d]->ops->host_memory;
+        snprintf(x->ident, sizeof x->ident, "%s", p->dev[d]->ident);
+    }
+    place_classes(&p->devs);
     return SMELT_OK;
 }
 
@@ -195,74 +302,84 @@ static void *pack_keep(void *user, const void *src, int64_t nr, bool trans, void
     return data;
 }
 
-static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, double t0);
+static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, const place_policy *pol, double t0);
 
 static smelt_status compile_program(smelt_program *p, const smelt_model *m, const smelt_options *opt, int n_inputs,
                                     const smelt_tensor *inputs)
 {
     double t0 = now_ms();
-    char dev_name[64];
-    TRY(check_devices(opt->devices, dev_name, sizeof dev_name));
-    /* The target follows from the device's kind; a program stopped before
-     * the end needs no device, so source can be emitted for absent devices. */
-    const target_info *target = place_target_for_device(dev_name);
-    emit_lang lang = target == &target_opencl ? EMIT_OPENCL : target == &target_cuda ? EMIT_CUDA : EMIT_C;
-    p->lang = lang;
-    p->stage = opt->stop_after;
-    if (p->stage == SMELT_STAGE_ALL) TRY(rt_device_open(dev_name, opt->threads, &p->dev));
-    /* The device's own workgroup-memory size replaces the target's portable default. */
-    p->target = *target;
-    if (p->dev && p->dev->smem_bytes > 0 && target->smem_limit > 0) p->target.smem_limit = p->dev->smem_bytes;
+    TRY(place_devices_parse(opt->devices, &p->devs));
+    place_policy pol;
+    TRY(place_policy_parse(opt->placement, &p->devs, &pol));
     /* C is compiled here for this CPU (-march=native): its vectors are this host's. */
-    if (target == &target_cpu) {
-        p->target.vector_width = rt_cc_vector_width();
-        p->target.stream_min_bytes = rt_cc_stream_min_bytes();
-    }
+    for (int d = 0; d < p->devs.n; d++)
+        if (p->devs.dev[d].kind == PLACE_CPU) {
+            p->devs.dev[d].target.vector_width = rt_cc_vector_width();
+            p->devs.dev[d].target.stream_min_bytes = rt_cc_stream_min_bytes();
+        }
+    p->stage = opt->stop_after;
+    /* A program stopped before the end needs no device, so source can be
+     * emitted for absent devices (with the targets' portable limits). */
+    if (p->stage == SMELT_STAGE_ALL) TRY(open_devices(p, opt));
     p->model = m;
     p->g = ir_graph_clone_sharing_data(m->g); /* weights stay the model's: the model outlives its programs (smelt.h) */
     if (!p->g) return diag_fail(SMELT_ERR_NOMEM, "out of memory copying the model");
     TRY(graph_bind_inputs(p->g, n_inputs, inputs));
     TRY(program_record_inputs(p, m->g));
-    return compile_graph(p, opt, t0);
+    return compile_graph(p, opt, &pol, t0);
 }
 
-smelt_status program_compile_graph(smelt_program *p, const smelt_options *opt) { return compile_graph(p, opt, now_ms()); }
+smelt_status program_compile_graph(smelt_program *p, const smelt_options *opt)
+{
+    place_policy pol;
+    TRY(place_policy_parse(NULL, &p->devs, &pol));
+    return compile_graph(p, opt, &pol, now_ms());
+}
 
 /* From inference on; t0: when compiling started. */
-static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, double t0)
+static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, const place_policy *pol, double t0)
 {
     p->max_iters = opt->max_loop_iterations > 0 ? opt->max_loop_iterations : CONTROL_RT_ITERS_MAX;
-    const target_info *target = &p->target;
-    emit_lang lang = p->lang;
     TRY(graph_infer(p->g, lower_eval_node));
     TRY(graph_fold_batchnorm(p->g));
-    /* The C target's microkernels read constant matmul weights as panels (ops/matmul.c). */
-    if (target->wg_size == 1 && !getenv("SMELT_NO_PACKED_GEMM")) {
+    /* The C target's microkernels read constant matmul weights as panels
+     * (ops/matmul.c); packed when every device of the list runs C. */
+    bool all_cpu = p->devs.n > 0;
+    for (int d = 0; d < p->devs.n; d++) all_cpu &= p->devs.dev[d].kind == PLACE_CPU;
+    if (all_cpu && !getenv("SMELT_NO_PACKED_GEMM")) {
         graph_pack_cache cache = {pack_find, pack_keep, (void *)p->model}; /* the model's cache is its one mutable part */
-        TRY(graph_pack_weights(p->g, mm_tiles_for(target->vector_width).nr, p->model ? &cache : NULL));
+        TRY(graph_pack_weights(p->g, mm_tiles_for(p->devs.dev[0].target.vector_width).nr, p->model ? &cache : NULL));
     }
     TRY(graph_fold_gemm_transpose(p->g));
     TRY(graph_dce(p->g));
+    TRY(place_policy_check(pol, p->g));
     if (p->stage == SMELT_STAGE_IR) return SMELT_OK;
     double t1 = now_ms();
     TRY(fuse_all(p, opt));
     if (p->stage == SMELT_STAGE_REGIONS) return SMELT_OK;
-    TRY(lower_all(p, target));
+    TRY(lower_all(p, pol));
     if (p->stage == SMELT_STAGE_KIR) return SMELT_OK;
-    p->locals = opt->locals == SMELT_LOCALS_REUSE ? LOCALS_REUSE
-              : opt->locals == SMELT_LOCALS_HYBRID ? LOCALS_HYBRID : target->locals;
     TRY(plan_build(p->g, &p->lp, &p->plan)); /* before emitting: the emitter binds in-place buffers (plan.in_place_of) */
     TRY(plan_barriers(p->g, &p->fp, &p->lp, &p->plan));
-    TRY(plan_commands_build(p->g, &p->fp, &p->lp, &p->plan,
-                            p->bound || (p->dev ? p->dev->ops->host_memory : target->host_memory), &p->cmds));
+    plan_devices pd = {.n = p->devs.n, .kernel_device = p->kernel_device};
+    for (int d = 0; d < p->devs.n; d++) pd.host_memory[d] = p->bound || p->devs.dev[d].target.host_memory; /* a child: no copies, its inputs are the parent's memory */
+    TRY(plan_commands_place(p->g, &p->fp, &p->lp, &p->plan, &pd, &p->cmds));
     if (opt->max_memory > 0 && p->plan.arena_bytes > opt->max_memory)
         return diag_fail(SMELT_ERR_NOMEM, "the memory plan needs %lld bytes of activations, over the limit of %lld bytes",
                          (long long)p->plan.arena_bytes, (long long)opt->max_memory);
     if (p->stage == SMELT_STAGE_PLAN) return SMELT_OK;
-    TRY(emit_program(p->lp.kernels, p->lp.n_kernels, lang, p->locals, (const int *const *)p->plan.in_place_of, &p->source));
+    TRY(emit_classes(p, opt));
     double t2 = now_ms();
     if (p->stage == SMELT_STAGE_SOURCE) return SMELT_OK;
-    TRY(p->dev->ops->build(p->dev, p->source, &p->module, &p->stats.cc_cached));
+    bool all_cached = true;
+    for (int d = 0; d < p->devs.n; d++) {
+        const program_class *x = &p->cls[p->devs.dev[d].cls];
+        if (!x->source) continue;
+        bool cached = false;
+        TRY(p->dev[d]->ops->build(p->dev[d], x->source, &p->module[d], &cached));
+        all_cached &= cached;
+    }
+    p->stats.cc_cached = all_cached;
     double t3 = now_ms();
     TRY(link_program(p));
     TRY(program_control_link(p, opt));
@@ -270,8 +387,9 @@ static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, do
     p->stats.t_lower_ms = t2 - t1;
     p->stats.t_cc_ms = t3 - t2;
     if (opt->verbose)
-        fprintf(stderr, "smelt: %s: frontend %.1f ms, lower+emit %.1f ms, build %.1f ms (%s), %d kernels\n",
-                p->dev->name, t1 - t0, t2 - t1, t3 - t2, p->stats.cc_cached ? "cached" : "compiled", p->lp.n_kernels);
+        fprintf(stderr, "smelt: %s%s: frontend %.1f ms, lower+emit %.1f ms, build %.1f ms (%s), %d kernels\n", p->dev[0]->name,
+                p->devs.n > 1 ? " and more" : "", t1 - t0, t2 - t1, t3 - t2, p->stats.cc_cached ? "cached" : "compiled",
+                p->lp.n_kernels);
     return SMELT_OK;
 }
 
@@ -299,24 +417,29 @@ void smelt_program_free(smelt_program *p)
 {
     if (!p) return;
     program_control_free(p); /* children first: they use p's device */
-    if (p->dev) {
-        const rt_device_ops *ops = p->dev->ops;
+    size_t ns = (size_t)p->plan.n_slots;
+    for (int d = 0; d < p->devs.n; d++) {
+        rt_device *dev = p->dev[d];
+        if (!dev) continue;
+        const rt_device_ops *ops = dev->ops;
         if (!ops->host_memory && p->slot_mem)
-            for (int s = 0; s < p->plan.n_slots; s++)
-                if (p->plan.slots[s].kind != PLAN_ARENA && p->plan.slots[s].alias < 0 && p->slot_mem[s].mem &&
+            for (size_t s = 0; s < ns; s++)
+                if (p->plan.slots[s].kind != PLAN_ARENA && p->plan.slots[s].alias < 0 && p->slot_mem[(size_t)d * ns + s].mem &&
                     !(p->bound && p->plan.slots[s].kind == PLAN_INPUT)) /* a child's inputs are its parent's memory */
-                    ops->mem_free(p->dev, p->slot_mem[s].mem);
-        if (p->mem) ops->mem_free(p->dev, p->mem);
-        if (p->module) ops->module_free(p->dev, p->module);
-        if (!p->bound) rt_device_close(p->dev);
+                    ops->mem_free(dev, p->slot_mem[(size_t)d * ns + s].mem);
+        if (p->mem[d]) ops->mem_free(dev, p->mem[d]);
+        if (p->module[d]) ops->module_free(dev, p->module[d]);
+        if (!p->bound) rt_device_close(dev);
     }
-    for (int s = 0; p->host_copy && s < p->plan.n_slots; s++) free(p->host_copy[s]);
+    for (size_t s = 0; p->host_copy && s < ns; s++) free(p->host_copy[s]);
+    for (int c = 0; c < PLACE_MAX_DEVICES; c++) free(p->cls[c].source);
     free(p->host_copy);
+    free(p->staging);
     free(p->slot_mem);
-    free(p->source);
     free(p->fns);
     free(p->buf_table);
     free(p->slot_ptr);
+    free(p->kernel_device);
     free(p->prof_ms);
     free(p->prof_calls);
     plan_commands_free(&p->cmds);
@@ -380,32 +503,38 @@ static smelt_status bind_run_inputs(smelt_program *p, int n, const smelt_tensor 
             return diag_fail(SMELT_ERR_SHAPE, "input '%s': the program was compiled for %s%s; compile again for other shapes",
                              x->name, smelt_dtype_name(x->dtype), ir_shape_str(&x->shape, a, sizeof a));
         }
-        p->slot_ptr[t] = in->data; /* a copy command uploads it where the device has its own memory */
-        if (p->dev->ops->host_memory) p->slot_mem[t].mem = (rt_mem)(uintptr_t)in->data;
+        p->slot_ptr[t] = in->data; /* a copy command uploads it where a device has its own memory */
+        for (int d = 0; d < p->devs.n; d++)
+            if (p->dev[d]->ops->host_memory) p->slot_mem[(size_t)d * (size_t)p->plan.n_slots + (size_t)t].mem = (rt_mem)(uintptr_t)in->data;
     }
+    size_t ns = (size_t)p->plan.n_slots;
     for (int s = 0; s < p->plan.n_slots; s++) /* views of inputs are the caller's memory too */
         if (p->plan.slots[s].alias >= 0 && p->plan.slots[s].kind == PLAN_INPUT) {
             p->slot_ptr[s] = p->slot_ptr[p->plan.slots[s].alias];
-            p->slot_mem[s] = p->slot_mem[p->plan.slots[s].alias];
+            for (int d = 0; d < p->devs.n; d++) p->slot_mem[(size_t)d * ns + (size_t)s] = p->slot_mem[(size_t)d * ns + (size_t)p->plan.slots[s].alias];
         }
     return SMELT_OK;
 }
 
-/* One command of the list (plan/commands.h). Profiling reads a clock
- * around each dispatch and waits for it. */
+/* One command of the list (plan/commands.h), on its device. Profiling
+ * reads a clock around each dispatch and waits for it. A copy between two
+ * devices passes through host memory (both are idle: the list put host
+ * barriers before it). */
 static smelt_status run_command(smelt_program *p, const plan_cmd *c, rt_arg *bufs)
 {
-    const rt_device_ops *ops = p->dev->ops;
+    size_t ns = (size_t)p->plan.n_slots;
     switch (c->kind) {
     case PLAN_CMD_DISPATCH: {
+        rt_device *dev = p->dev[c->device];
+        const rt_arg *row = p->slot_mem + (size_t)c->device * ns;
         for (int b = 0; b < c->n_args; b++) {
             int s = p->cmds.args[c->first_arg + b];
-            bufs[b] = s < 0 ? (rt_arg){0, -1} : p->slot_mem[s];
+            bufs[b] = s < 0 ? (rt_arg){0, -1} : row[s];
         }
         double t0 = p->prof_ms ? now_ms() : 0;
-        TRY(ops->dispatch(p->dev, p->fns[c->kernel], c->n_args, bufs, c->n_workgroups, c->wg_size));
+        TRY(dev->ops->dispatch(dev, p->fns[c->kernel], c->n_args, bufs, c->n_workgroups, c->wg_size));
         if (p->prof_ms) {
-            TRY(ops->finish(p->dev));
+            TRY(dev->ops->finish(dev));
             p->prof_ms[c->kernel] += now_ms() - t0;
             p->prof_calls[c->kernel]++;
         }
@@ -413,22 +542,24 @@ static smelt_status run_command(smelt_program *p, const plan_cmd *c, rt_arg *buf
     }
     case PLAN_CMD_COPY: {
         size_t bytes = (size_t)(c->dst.hi - c->dst.lo);
-        if (c->src_device == PLAN_HOST && c->dst_device >= 0) {
-            const rt_arg *d = &p->slot_mem[c->dst.slot];
-            return ops->upload(p->dev, d->mem, (size_t)(d->offset + c->dst.lo), (const char *)p->slot_ptr[c->src.slot] + c->src.lo, bytes);
+        const rt_arg *s = c->src_device >= 0 ? &p->slot_mem[(size_t)c->src_device * ns + (size_t)c->src.slot] : NULL;
+        const rt_arg *d = c->dst_device >= 0 ? &p->slot_mem[(size_t)c->dst_device * ns + (size_t)c->dst.slot] : NULL;
+        if (!s) {
+            rt_device *dev = p->dev[c->dst_device];
+            return dev->ops->upload(dev, d->mem, (size_t)(d->offset + c->dst.lo), (const char *)p->slot_ptr[c->src.slot] + c->src.lo, bytes);
         }
-        if (c->src_device >= 0 && c->dst_device == PLAN_HOST) {
-            const rt_arg *s = &p->slot_mem[c->src.slot];
-            TRY(ops->download(p->dev, s->mem, (size_t)(s->offset + c->src.lo), (char *)p->host_copy[c->dst.slot] + c->dst.lo, bytes));
-            p->slot_ptr[c->dst.slot] = p->host_copy[c->dst.slot];
-            return SMELT_OK;
-        }
-        return diag_fail(SMELT_ERR_INTERNAL, "copy between devices %d and %d: this runtime drives one device", c->src_device,
-                         c->dst_device);
+        rt_device *from = p->dev[c->src_device];
+        char *host = d ? p->staging : (char *)p->host_copy[c->dst.slot] + c->dst.lo;
+        TRY(from->ops->download(from, s->mem, (size_t)(s->offset + c->src.lo), host, bytes));
+        if (!d) return SMELT_OK;
+        rt_device *to = p->dev[c->dst_device];
+        return to->ops->upload(to, d->mem, (size_t)(d->offset + c->dst.lo), host, bytes);
     }
-    case PLAN_CMD_BARRIER:
-        if (c->host) return ops->finish(p->dev);
-        return ops->barrier ? ops->barrier(p->dev) : SMELT_OK;
+    case PLAN_CMD_BARRIER: {
+        rt_device *dev = p->dev[c->device];
+        if (c->host) return dev->ops->finish(dev);
+        return dev->ops->barrier ? dev->ops->barrier(dev) : SMELT_OK;
+    }
     case PLAN_CMD_IF:
     case PLAN_CMD_LOOP: return program_control_run(p, c);
     case PLAN_CMD_KIND_COUNT: break;
@@ -440,7 +571,7 @@ static smelt_status run_command(smelt_program *p, const plan_cmd *c, rt_arg *buf
 smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tensor *inputs)
 {
     if (!p) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: no program");
-    if (!p->dev) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: the program was compiled only up to a stage (stop_after)");
+    if (!p->dev[0]) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: the program was compiled only up to a stage (stop_after)");
     TRY(bind_run_inputs(p, n_inputs, inputs));
     return program_run_commands(p);
 }
@@ -452,7 +583,7 @@ smelt_status program_run_commands(smelt_program *p)
         const plan_cmd *c = &p->cmds.cmds[i];
         smelt_status st = run_command(p, c, bufs);
         if (st) {
-            (void)p->dev->ops->finish(p->dev); /* no held dispatch may run in the next run */
+            for (int d = 0; d < p->devs.n; d++) (void)p->dev[d]->ops->finish(p->dev[d]); /* no held dispatch may run in the next run */
             return st;
         }
         if (c->kind == PLAN_CMD_DISPATCH) bufs += c->n_args;
@@ -477,7 +608,7 @@ smelt_status smelt_program_output(const smelt_program *p, int i, smelt_tensor *o
         out->rank = p->run_shape[t].rank;
         memcpy(out->shape, p->run_shape[t].dim, sizeof(int64_t) * (size_t)out->rank);
     }
-    out->data = x->data ? x->data : p->slot_ptr[t];
+    out->data = x->data ? x->data : p->slot_ptr[plan_root(&p->plan, t)];
     if (!out->data && ir_tensor_numel(x) > 0)
         return diag_fail(SMELT_ERR_INVALID_ARG, "output '%s' is not computed yet: run the program first", x->name);
     return SMELT_OK;
@@ -515,5 +646,6 @@ smelt_status smelt_program_profile(const smelt_program *p, int i, smelt_kernel_p
     out->workgroups = k->n_workgroups;
     out->dispatches = p->prof_calls ? p->prof_calls[i] : 0;
     out->total_ms = p->prof_ms ? p->prof_ms[i] : 0;
+    out->device = p->kernel_device ? p->devs.dev[p->kernel_device[i]].spec : p->devs.dev[0].spec;
     return SMELT_OK;
 }

@@ -2,16 +2,21 @@
  * program.h — a compiled program: the pipeline that builds it and the
  * command list that runs it. The public smelt_program is this struct.
  *
- *   compile: clone model graph → bind inputs → infer + fold → DCE →
- *            regions (fuse) → lower for the device's target (view nodes skipped:
- *            plan_node_is_view) → workgroup memory (smem) → plan (aliases,
- *            in-place: the plan's in_place_of table, given to the emitter) → command list → emit → build on the device
- *            → constants to the device
+ *   compile: device list (place/devices.h) → open the devices, their targets
+ *            → target classes → clone model graph → bind inputs → infer +
+ *            fold → DCE → regions (fuse) → each region lowered for the target
+ *            of the device placement gives it (place/placement.h; view nodes
+ *            skipped: plan_node_is_view) → workgroup memory (smem) → plan
+ *            (aliases, in-place: the plan's in_place_of table, given to the
+ *            emitter) → command list with its copies between devices
+ *            (plan/transfers.c) → one source per target class that runs a
+ *            region → built on each device of the class → arenas, constants
+ *            to the devices that read them
  *   run:     bind inputs → execute the command list plan/ built (copies,
  *            dispatches with their buffer tables, barriers; commands.h) →
  *            outputs. On the CPU (host memory) the list has no copies:
  *            inputs and constants are bound in place and outputs are views
- *            into the arena.
+ *            into the arena of the CPU device that holds them whole.
  *   control: a run-time If/Loop/Scan (graph/control_rt.c) is an if/loop
  *            command; its subgraphs are compiled once each, when the parent
  *            links, into child programs (api/control.c) on the parent's
@@ -28,6 +33,8 @@
 #include "kir/locals.h"
 #include "lower/lower.h"
 #include "plan/commands.h"
+#include "place/devices.h"
+#include "place/placement.h"
 #include "plan/plan.h"
 #include "rt/device.h"
 
@@ -68,6 +75,16 @@ typedef struct program_input {
     size_t bytes;
 } program_input;
 
+/* Per target class: the executable built for it (one source, built on each
+ * of its devices, where two identical devices load the second build from
+ * the compile cache), or none when no region runs on the class. */
+typedef struct program_class {
+    char *source;
+    int lang;              /* emit_lang */
+    int n_kernels;         /* kernels in its source */
+    int n_regions;         /* regions placed on its devices */
+} program_class;
+
 struct smelt_program {
     const struct smelt_model *model; /* packed weights are cached in it (a child: its parent's model) */
     ir_graph *g;
@@ -78,18 +95,19 @@ struct smelt_program {
     lower_program lp;
     mem_plan plan;
     plan_commands cmds;    /* what a run executes (plan/commands.h) */
-    locals_strategy locals;
-    target_info target;    /* what the kernels were lowered for, limits read off the device */
-    int lang;              /* emit_lang of source */
-    char *source;
-    rt_device *dev;        /* the device that runs every kernel */
-    rt_module *module;
-    rt_kernel **fns;       /* per kernel */
-    rt_arg *slot_mem;      /* per plan slot: its device memory during a run */
-    void **slot_ptr;       /* per plan slot: its bytes as the host sees them (outputs) */
-    void **host_copy;      /* per plan slot: host memory a copy command downloads it into, or NULL */
+    place_devices devs;    /* the device list, targets filled from the opened devices, classes */
+    int *region_device;    /* per region: the device it runs on (-1: a view, not lowered) */
+    int *kernel_device;    /* per kernel: its region's device */
+    program_class cls[PLACE_MAX_DEVICES];
+    rt_device *dev[PLACE_MAX_DEVICES]; /* opened devices (none when stopped before the end) */
+    rt_module *module[PLACE_MAX_DEVICES]; /* per device: its class's executable */
+    rt_mem mem[PLACE_MAX_DEVICES];        /* per device: its activation arena */
+    rt_kernel **fns;       /* per kernel, on its device */
+    rt_arg *slot_mem;      /* [device * n_slots + slot]: its memory on that device during a run */
+    void **slot_ptr;       /* per plan slot: its bytes as the host sees them (inputs, constants, outputs) */
+    void **host_copy;      /* per plan slot: host memory copies download it into, or NULL */
+    void *staging;         /* host bytes a copy between two devices passes through */
     rt_arg *buf_table;     /* all dispatches' buffer tables, back to back (cmds.args order) */
-    rt_mem mem;            /* the activation arena */
     double *prof_ms;       /* per kernel, while profiling is on; else NULL */
     int64_t *prof_calls;
     program_stats stats;

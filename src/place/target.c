@@ -1,9 +1,7 @@
 /*
- * target.c — the target rows and the device → target choice (place/target.h).
+ * target.c — the target rows (place/target.h).
  */
 #include "place/target.h"
-
-#include <string.h>
 
 const target_info target_cpu = {"cpu", 8, 1, 0, LOCALS_HYBRID, 0, true};
 /* PoCL and GPU OpenCL alike: 128 threads. smem_limit is the 32 KiB every device offers,
@@ -12,10 +10,3 @@ const target_info target_cpu = {"cpu", 8, 1, 0, LOCALS_HYBRID, 0, true};
 const target_info target_opencl = {"opencl", 1, 128, 32768, LOCALS_HYBRID, 0, false};
 /* NVRTC compiles hybrid (single-assignment) source ~30% faster than reused slots. */
 const target_info target_cuda = {"cuda", 1, 256, 48 * 1024, LOCALS_HYBRID, 0, false};
-
-const target_info *place_target_for_device(const char *name)
-{
-    if (strncmp(name, "opencl", 6) == 0) return &target_opencl;
-    if (strncmp(name, "cuda", 4) == 0) return &target_cuda;
-    return &target_cpu;
-}

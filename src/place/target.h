@@ -4,10 +4,8 @@
  *
  * A target is a row of target_info: the lowerings size vector steps and
  * workgroups by it, kir/ allocates locals by its default strategy and the
- * emitters print the language the row names. place_target_for_device maps a
- * device name (`cpu`, `opencl`, `opencl:N`, `cuda`, `cuda:N`, already checked
- * by the runtime) to its row. One device per program for now: every region is
- * placed on it.
+ * emitters print the language the row names. place/devices.h keeps a row per device of a
+ * list, with the opened device's limits, and joins equal rows into classes.
  *
  * On a target with wg_size > 1, lower_parallel_for spreads elements over the
  * threads of a workgroup and ops with a GPU lowering (ops/gemm_gpu.c, ops/reduce_gpu.c) use it.
@@ -40,8 +38,5 @@ typedef struct target_info {
  * compiler (vector width). */
 extern const target_info target_cpu, target_opencl, target_cuda;
 
-/* The target of device `name` (a name the runtime accepted, rt_device_name_ok):
- * `opencl[:N]` is target_opencl, `cuda[:N]` target_cuda, anything else the CPU. */
-const target_info *place_target_for_device(const char *name);
 
 #endif

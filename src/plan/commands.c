@@ -9,111 +9,11 @@
 #include "core/diag.h"
 #include "graph/passes.h"
 
-static plan_cmd *push(plan_commands *c, plan_cmd_kind kind)
-{
-    plan_cmd *x = &c->cmds[c->n_cmds++];
-    memset(x, 0, sizeof *x);
-    x->kind = kind;
-    x->kernel = x->first_arg = x->first_range = x->node = x->child = -1;
-    c->count[kind]++;
-    return x;
-}
-
-static void push_copy(plan_commands *c, int src_device, int dst_device, int slot, int64_t bytes)
-{
-    plan_cmd *x = push(c, PLAN_CMD_COPY);
-    x->device = src_device == PLAN_HOST ? dst_device : src_device;
-    x->src_device = src_device;
-    x->dst_device = dst_device;
-    x->src = (plan_range){slot, 0, bytes, true, false};
-    x->dst = (plan_range){slot, 0, bytes, false, true};
-    c->copy_bytes += bytes;
-}
-
-/* The if/loop command for run-time control node `node` (its placeholder
- * kernel i), after a host barrier: the host reads what dispatches wrote. */
-static void push_control(plan_commands *out, const ir_graph *g, const mem_plan *m, int i, int node, int *n_arg, int *n_range)
-{
-    const ir_node *n = &g->nodes[node];
-    push(out, PLAN_CMD_BARRIER)->host = true;
-    plan_cmd *x = push(out, n->op == OP_If ? PLAN_CMD_IF : PLAN_CMD_LOOP);
-    x->kernel = i;
-    x->node = node;
-    x->child = out->n_children;
-    out->n_children += n->op == OP_If ? 2 : 1;
-    x->first_arg = *n_arg;
-    x->n_args = n->n_in + n->n_out;
-    x->first_range = *n_range;
-    for (int a = 0; a < x->n_args; a++) {
-        bool in = a < n->n_in;
-        int t = in ? n->in[a] : n->out[a - n->n_in];
-        if (t >= 0 && m->slots[plan_root(m, t)].kind == PLAN_NONE) t = -1;
-        out->args[(*n_arg)++] = t;
-        if (t >= 0) out->ranges[(*n_range)++] = (plan_range){t, 0, m->slots[plan_root(m, t)].bytes, in, !in};
-    }
-    x->n_ranges = *n_range - x->first_range;
-}
-
 smelt_status plan_commands_build(const ir_graph *g, const struct fuse_plan *fp, const lower_program *lp, const mem_plan *m,
                                  bool host_memory, plan_commands *out)
 {
-    memset(out, 0, sizeof *out);
-    out->n_devices = 1;
-    int n_args = 0;
-    for (int i = 0; i < lp->n_kernels; i++) {
-        n_args += lp->kernels[i]->n_bufs;
-        if (lp->kernels[i]->n_workgroups <= 0) n_args += g->nodes[lp->kernel_node[i]].n_in + g->nodes[lp->kernel_node[i]].n_out;
-    }
-    out->cmds = calloc((size_t)m->n_slots + 2 * (size_t)lp->n_kernels + (size_t)g->n_outputs + 2, sizeof(plan_cmd));
-    out->args = calloc((size_t)n_args + 1, sizeof(int));
-    out->ranges = calloc((size_t)n_args + 1, sizeof(plan_range));
-    if (!out->cmds || !out->args || !out->ranges) {
-        plan_commands_free(out);
-        return diag_fail(SMELT_ERR_NOMEM, "out of memory building the command list");
-    }
-    /* Inputs into device memory, whole (every byte may be read). */
-    for (int s = 0; s < m->n_slots && !host_memory; s++)
-        if (m->slots[s].kind == PLAN_INPUT && m->slots[s].alias < 0 && m->slots[s].bytes > 0)
-            push_copy(out, PLAN_HOST, 0, s, m->slots[s].bytes);
-    int n_arg = 0, n_range = 0, n_dispatched = 0;
-    for (int i = 0; i < lp->n_kernels; i++) {
-        const kir_kernel *k = lp->kernels[i];
-        if (k->n_workgroups <= 0 && control_is_runtime(&g->nodes[lp->kernel_node[i]])) {
-            push_control(out, g, m, i, lp->kernel_node[i], &n_arg, &n_range);
-            n_dispatched++;
-            continue;
-        }
-        if (k->n_workgroups <= 0) continue;
-        if (m->barrier_before ? m->barrier_before[i] : n_dispatched > 0) push(out, PLAN_CMD_BARRIER);
-        plan_cmd *x = push(out, PLAN_CMD_DISPATCH);
-        x->kernel = i;
-        x->n_workgroups = k->n_workgroups;
-        x->wg_size = k->wg_size;
-        x->first_arg = n_arg;
-        x->n_args = k->n_bufs;
-        x->first_range = n_range;
-        for (int b = 0; b < k->n_bufs; b++) {
-            const kir_buffer *kb = &k->bufs[b];
-            out->args[n_arg++] = kb->workgroup ? -1 : kb->tensor;
-            int64_t lo, hi;
-            const struct fuse_range *box;
-            if (!plan_buffer_range(g, fp, lp, m, i, b, &lo, &hi, &box)) continue;
-            out->ranges[n_range++] = (plan_range){kb->tensor, lo, hi, kb->read, kb->written};
-        }
-        x->n_ranges = n_range - x->first_range;
-        n_dispatched++;
-    }
-    push(out, PLAN_CMD_BARRIER)->host = true;
-    /* Outputs the arena holds, back to the caller (once per slot). */
-    for (int o = 0; o < g->n_outputs && !host_memory; o++) {
-        int t = g->outputs[o];
-        bool seen = false;
-        for (int q = 0; q < o && !seen; q++) seen = g->outputs[q] == t;
-        if (!seen && m->slots[t].kind == PLAN_ARENA && m->slots[t].bytes > 0) push_copy(out, 0, PLAN_HOST, t, m->slots[t].bytes);
-    }
-    smelt_status st = plan_commands_verify(out, g, lp, m, host_memory);
-    if (st) plan_commands_free(out);
-    return st;
+    plan_devices pd = {.n = 1, .host_memory = {host_memory}, .kernel_device = NULL};
+    return plan_commands_place(g, fp, lp, m, &pd, out);
 }
 
 void plan_commands_free(plan_commands *c)
@@ -121,6 +21,7 @@ void plan_commands_free(plan_commands *c)
     free(c->cmds);
     free(c->args);
     free(c->ranges);
+    free(c->home);
     memset(c, 0, sizeof *c);
 }
 
@@ -129,15 +30,16 @@ void plan_commands_free(plan_commands *c)
 typedef struct touch {
     int64_t lo, hi; /* arena bytes */
     bool read, write;
-    int cmd;
+    int cmd, device;
 } touch;
 
 typedef struct checker {
     const plan_commands *c;
     const mem_plan *m;
     bool *written;  /* [(device + 1) * n_slots + root]: device PLAN_HOST is row 0 */
-    touch *batch;   /* arena bytes touched since the last barrier (one device today: device 0's) */
+    touch *batch;   /* arena bytes touched since the last barrier on their device */
     int n_batch, cap_batch;
+    bool busy[PLAN_MAX_DEVICES]; /* dispatched since its last host barrier */
 } checker;
 
 static bool *written_at(checker *k, int device, int slot) { return &k->written[(size_t)(device + 1) * (size_t)k->m->n_slots + (size_t)slot]; }
@@ -159,10 +61,10 @@ static smelt_status check_batch(checker *k, int ci, int device, const plan_range
 {
     const plan_slot *s = &k->m->slots[plan_root(k->m, r->slot)];
     if (device == PLAN_HOST || s->kind != PLAN_ARENA || r->hi <= r->lo) return SMELT_OK;
-    touch t = {s->offset + r->lo, s->offset + r->hi, r->read, r->write, ci};
+    touch t = {s->offset + r->lo, s->offset + r->hi, r->read, r->write, ci, device};
     for (int i = 0; i < k->n_batch; i++) {
         const touch *u = &k->batch[i];
-        if (u->cmd == ci || u->lo >= t.hi || t.lo >= u->hi) continue;
+        if (u->cmd == ci || u->device != device || u->lo >= t.hi || t.lo >= u->hi) continue;
         if ((u->write && t.read) || (u->read && t.write))
             return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d %s arena bytes [%lld, %lld) that command %d %s, with no barrier between",
                              ci, t.read ? "reads" : "writes", (long long)t.lo, (long long)t.hi, u->cmd, u->write ? "writes" : "reads");
@@ -209,6 +111,7 @@ static smelt_status check_dispatch(checker *k, int ci, const plan_cmd *x, const 
     }
     for (int i = 0; i < x->n_ranges; i++)
         if (rs[i].write) *written_at(k, x->device, plan_root(k->m, rs[i].slot)) = true;
+    k->busy[x->device] = true;
     return SMELT_OK;
 }
 
@@ -248,6 +151,13 @@ static smelt_status check_copy(checker *k, int ci, const plan_cmd *x)
         return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d copies %lld bytes into %lld", ci,
                          (long long)(x->src.hi - x->src.lo), (long long)(x->dst.hi - x->dst.lo));
     TRY(check_read(k, ci, x->src_device, &x->src));
+    if (x->src_device >= 0 && x->dst_device >= 0) { /* done by the host when reached: both devices idle */
+        if (k->busy[x->src_device] || k->busy[x->dst_device])
+            return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d copies from device %d to %d while device %d may still run a dispatch",
+                             ci, x->src_device, x->dst_device, k->busy[x->src_device] ? x->src_device : x->dst_device);
+        *written_at(k, x->dst_device, plan_root(k->m, x->dst.slot)) = true;
+        return SMELT_OK;
+    }
     plan_range src = x->src, dst = x->dst;
     src.read = true, src.write = false, dst.read = false, dst.write = true;
     TRY(check_batch(k, ci, x->src_device, &src));
@@ -260,12 +170,14 @@ smelt_status plan_commands_verify(const plan_commands *c, const ir_graph *g, con
                                   bool host_memory)
 {
     if (c->n_devices < 1) return diag_fail(SMELT_ERR_INTERNAL, "commands: no device");
-    checker k = {c, m, calloc(((size_t)c->n_devices + 1) * (size_t)m->n_slots + 1, sizeof(bool)), NULL, 0, 0};
+    if (c->n_devices > PLAN_MAX_DEVICES) return diag_fail(SMELT_ERR_INTERNAL, "commands: %d devices", c->n_devices);
+    checker k = {c, m, calloc(((size_t)c->n_devices + 1) * (size_t)m->n_slots + 1, sizeof(bool)), NULL, 0, 0, {false}};
     if (!k.written) return diag_fail(SMELT_ERR_NOMEM, "out of memory checking the command list");
     for (int s = 0; s < m->n_slots; s++) {
         plan_kind kind = m->slots[plan_root(m, s)].kind;
         for (int d = PLAN_HOST; d < c->n_devices; d++)
-            if (kind == PLAN_CONST || (kind == PLAN_INPUT && (d == PLAN_HOST || host_memory))) *written_at(&k, d, s) = true;
+            if (kind == PLAN_CONST || (kind == PLAN_INPUT && (d == PLAN_HOST || host_memory || c->host_memory[d])))
+                *written_at(&k, d, s) = true;
     }
     smelt_status st = SMELT_OK;
     int counts[PLAN_CMD_KIND_COUNT] = {0};
@@ -283,7 +195,13 @@ smelt_status plan_commands_verify(const plan_commands *c, const ir_graph *g, con
         if (x->kind == PLAN_CMD_DISPATCH) st = check_dispatch(&k, ci, x, lp);
         else if (x->kind == PLAN_CMD_COPY) st = check_copy(&k, ci, x);
         else if (x->kind == PLAN_CMD_IF || x->kind == PLAN_CMD_LOOP) st = check_control(&k, ci, x, g, lp);
-        else k.n_batch = 0; /* one device: a barrier orders everything on it */
+        else { /* a barrier orders everything on its device */
+            int w = 0;
+            for (int i = 0; i < k.n_batch; i++)
+                if (k.batch[i].device != x->device) k.batch[w++] = k.batch[i];
+            k.n_batch = w;
+            if (x->host) k.busy[x->device] = false;
+        }
     }
     if (!st && (c->n_cmds == 0 || c->cmds[c->n_cmds - 1].kind != PLAN_CMD_BARRIER || !c->cmds[c->n_cmds - 1].host)) {
         /* downloads may follow the last host barrier: they are synchronous */

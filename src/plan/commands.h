@@ -2,8 +2,8 @@
  * commands.h — the program as data: the command list every runtime executes.
  *
  * plan/ turns a lowered program and its memory plan into a list of commands,
- * each run by one device (an index into the program's devices; one device,
- * index 0, today — issue 18 fills in more):
+ * each run by one device (an index into the program's devices, given per
+ * kernel by placement; plan/transfers.c):
  *   - dispatch: kernel `kernel` over n_workgroups x wg_size threads, its
  *     buffer table as plan slots (args: one per kernel buffer, -1 for
  *     workgroup memory) and the byte range of each slot it reads or writes
@@ -11,9 +11,15 @@
  *     writes);
  *   - copy: bytes [src.lo, src.hi) of slot src.slot on src_device into
  *     [dst.lo, dst.hi) of dst.slot on dst_device (PLAN_HOST: the caller's
- *     memory). Today: inputs uploaded before the first dispatch and outputs
- *     downloaded after the last on a device without host memory; later, the
- *     sub-ranges a consumer on another device reads;
+ *     memory): the bytes of an input a dispatch on a device without host
+ *     memory reads, uploaded just before it; the bytes of a tensor a
+ *     dispatch on another device reads, moved just before it (only the
+ *     sub-range it reads, and only what that device does not hold yet);
+ *     outputs downloaded after the last dispatch where the host cannot read
+ *     them in place. A copy between two devices is done by the host when it
+ *     is reached (read into host memory, written to the other device), so
+ *     both devices are idle first: a host barrier on each since its last
+ *     dispatch;
  *   - barrier: on `device`, everything before it is done (and its writes
  *     seen) before anything after it starts. `host` set: the host waits too
  *     (a finish), as before reading results back.
@@ -46,6 +52,7 @@
 #include "plan/plan.h"
 
 #define PLAN_HOST (-1) /* device index of the caller's (host) memory in copies */
+#define PLAN_MAX_DEVICES 8
 
 typedef enum plan_cmd_kind {
     PLAN_CMD_DISPATCH,
@@ -91,10 +98,38 @@ typedef struct plan_commands {
     int count[PLAN_CMD_KIND_COUNT]; /* commands of each kind */
     int n_children;                 /* child programs the if/loop commands name */
     int64_t copy_bytes;             /* bytes all copies move per run */
+    bool host_memory[PLAN_MAX_DEVICES]; /* per device: its memory is the host's */
+    int n_transfers;                /* copies between two devices per run */
+    int64_t transfer_bytes;         /* the bytes they move */
+    int64_t arena_bytes[PLAN_MAX_DEVICES]; /* per device: the arena it needs (the plan's offsets, up to
+                                             * the end of the last slot it touches) */
+    int dispatches[PLAN_MAX_DEVICES];      /* per device: its dispatches */
+    int *home;                      /* per slot (roots): the device whose memory holds an output after a
+                                     * run, the host reading it in place; PLAN_HOST: downloaded (or the
+                                     * caller's, or a constant) */
 } plan_commands;
 
+/* Where the kernels run: per kernel its device (NULL: all on device 0), and
+ * per device whether its memory is the host's. */
+typedef struct plan_devices {
+    int n;
+    bool host_memory[PLAN_MAX_DEVICES];
+    const int *kernel_device;
+} plan_devices;
+
+/* The command list for kernels placed on several devices (plan/transfers.c):
+ * dispatches in kernel order, each on its device; before a dispatch, the
+ * copies that bring the byte ranges it reads (plan_buffer_range) onto its
+ * device where the latest bytes are elsewhere (tracked per byte range and
+ * device, so a range already copied is not copied again); a barrier on a
+ * device where plan_barriers put one between two of its kernels; outputs
+ * downloaded only where no host-memory device holds them whole. */
+smelt_status plan_commands_place(const ir_graph *g, const struct fuse_plan *fp, const lower_program *lp, const mem_plan *m,
+                                 const plan_devices *pd, plan_commands *out);
+
 /* The command list for one device whose memory is host memory (`host_memory`:
- * no copies) or not (inputs uploaded, arena outputs downloaded). */
+ * no copies) or not (inputs uploaded, arena outputs downloaded):
+ * plan_commands_place with every kernel on device 0. */
 smelt_status plan_commands_build(const ir_graph *g, const struct fuse_plan *fp, const lower_program *lp, const mem_plan *m,
                                  bool host_memory, plan_commands *out);
 void plan_commands_free(plan_commands *c);
@@ -102,11 +137,13 @@ void plan_commands_free(plan_commands *c);
 /* Checks: kernels, devices and slots exist; every range lies inside its
  * slot's memory; copies move as many bytes as they receive; every byte range
  * a command reads lies in a slot written before on that device (constants
- * count as written everywhere, inputs on the host, and on the device too
- * where its memory is the host's); no dispatch reads arena bytes that
- * another dispatch since the last barrier on its device writes, or writes
- * bytes such a dispatch reads (two writes are left to plan_barriers, which
- * knows the boxes the regions record apart); the list ends with a host
+ * count as written everywhere, inputs on the host, and on a device too
+ * where its memory is the host's: c->host_memory, or every device when
+ * `host_memory`); no dispatch reads arena bytes that another dispatch since
+ * the last barrier on its device writes, or writes bytes such a dispatch
+ * reads (two writes are left to plan_barriers, which knows the boxes the
+ * regions record apart); a copy between two devices finds both idle (a host
+ * barrier on each since its last dispatch); the list ends with a host
  * barrier. SMELT_ERR_INTERNAL naming the command. */
 smelt_status plan_commands_verify(const plan_commands *c, const ir_graph *g, const lower_program *lp, const mem_plan *m,
                                   bool host_memory);

@@ -177,8 +177,8 @@ TEST(gemm_packed_matmul_matches_a_reference_on_odd_sizes)
             continue;
         }
         /* the microkernel runs it (a B packed per call: where A has two row blocks) */
-        bool packed = mc->const_b || m >= 2 * mm_tiles_for(p->target.vector_width).mr;
-        CHECK(p->source && (strstr(p->source, "smelt_gemm_f32_") != NULL) == packed);
+        bool packed = mc->const_b || m >= 2 * mm_tiles_for(p->devs.dev[0].target.vector_width).mr;
+        CHECK(p->cls[0].source && (strstr(p->cls[0].source, "smelt_gemm_f32_") != NULL) == packed);
         int64_t na = ir_shape_numel(&sa), nbn = ir_shape_numel(&sb);
         float *xd = malloc(sizeof(float) * (size_t)na), *bd = malloc(sizeof(float) * (size_t)nbn);
         for (int64_t i = 0; i < na; i++) xd[i] = (float)((i * 13 + 5) % 17 - 8) / 8.0f;
@@ -244,7 +244,7 @@ TEST(gemm_packed_gemm_transposes_and_scales)
         ir_graph_set_io(g, 2, ins, 1, &y);
         smelt_program *p = compile(g, 0);
         if (p) {
-            CHECK(strstr(p->source, "smelt_gemm_f32_") != NULL);
+            CHECK(strstr(p->cls[0].source, "smelt_gemm_f32_") != NULL);
             float xd[14 * 19], bd[23 * 19];
             for (int i = 0; i < 14 * 19; i++) xd[i] = (float)((i * 7) % 11 - 5) / 4.0f;
             for (int i = 0; i < 23 * 19; i++) bd[i] = (float)((i * 3) % 13 - 6) / 5.0f;

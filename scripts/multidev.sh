@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Several devices (issue 18), for scripts/test.sh's multidev stage: `smelt check` of the small
+# models of build/models (against onnxruntime's outputs, as single-device runs are) on device
+# mixes whose placements force copies between devices, the counts `smelt info` reports
+# (executables per target class, transfers), and the errors for a missing device, an unknown
+# policy and an override naming no listed device. Needs PoCL for the OpenCL mixes (skipped,
+# not failed, without it). Prints `multidev: N passed, M failed`; about 2 minutes on 2 cores.
+# Usage: scripts/multidev.sh [BUILD]
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+build="${1:-build}"
+smelt="$build/smelt"
+passed=0 failed=0
+pass() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+# expect_line NAME PATTERN OUTPUT: OUTPUT has a line matching the extended regex PATTERN.
+expect_line() {
+    if printf '%s\n' "$3" | grep -Eq "$2"; then pass; else fail "$1: no line matching '$2' in:"; printf '%s\n' "$3" | head -n 40; fi
+}
+# expect_error NAME PATTERN CMD...: CMD fails and its message matches PATTERN.
+expect_error() {
+    local name="$1" pat="$2" out rc
+    shift 2
+    out="$("$@" 2>&1)"; rc=$?
+    if [ "$rc" -ne 0 ] && printf '%s\n' "$out" | grep -Eq "$pat"; then pass; else fail "$name (exit $rc): $out"; fi
+}
+
+models=(mlp cnn attention ffn_gelu torch_tiny)
+have_ocl=0
+"$smelt" run examples/digits_mlp.onnx --shape x=1x64 --device opencl > /dev/null 2>&1 && have_ocl=1
+# Mixes: placements that put consecutive regions on different devices (so tensors move, by sub-range).
+mixes=("cpu:0,cpu:1|MatMul=cpu:1,Conv=cpu:1,Add=cpu:1")
+[ "$have_ocl" -eq 1 ] && mixes+=("cpu,opencl|Conv=opencl,MatMul=opencl,Gemm=opencl,*=cpu" "opencl,cpu|Relu=cpu,Softmax=cpu,Gemm=cpu")
+for m in "${models[@]}"; do
+    dir="$build/models/$m"
+    [ -d "$dir" ] || { fail "$dir missing (tests/models/build_models.py)"; continue; }
+    for mix in "${mixes[@]}"; do
+        out="$(timeout 300 "$smelt" check "$dir" --device "${mix%%|*}" --place "${mix#*|}" 2>&1)"; rc=$?
+        if [ "$rc" -eq 0 ]; then pass; else fail "$m --device ${mix%%|*} --place ${mix#*|}: $out"; fi
+    done
+    if [ "$have_ocl" -eq 1 ]; then
+        out="$(POCL_DEVICES="pthread pthread" timeout 300 "$smelt" check "$dir" --device opencl:0,opencl:1 \
+               --place 'MatMul=opencl:1,Conv=opencl:1,Add=opencl:1,Gemm=opencl:1' 2>&1)"; rc=$?
+        if [ "$rc" -eq 0 ]; then pass; else fail "$m on two PoCL devices: $out"; fi
+    fi
+done
+
+# cnn: 6 Conv, MaxPool, GlobalAveragePool, Gemm. Conv on one device, the rest on the other: the
+# three tensors crossing are conv n54's output [2,8,17,17] read by MaxPool (a 2x2 stride-2 pool:
+# its flat span ends at row 15, column 15 of the last channel, element 4606 of 4624), MaxPool's
+# output [2,8,8,8] (1024 floats) and conv n70's (512 floats): 18424 + 4096 + 2048 bytes.
+cnn="$build/models/cnn"
+info="$("$smelt" info "$cnn" --device cpu:0,cpu:1 --place 'Conv=cpu:1,*=cpu:0' 2>&1)"
+expect_line "cpu:0,cpu:1 devices" '^devices: 2$' "$info"
+expect_line "cpu:0,cpu:1 classes" '^target classes: 1$' "$info"
+expect_line "cpu:0,cpu:1 executables" '^executables: 1$' "$info"
+expect_line "cpu:0,cpu:1 transfers" '^transfers: 3 per run, 24568 bytes$' "$info"
+expect_line "cpu:0,cpu:1 arena" '^arena cpu:1: [0-9]+ bytes, 6 dispatches$' "$info"
+info="$("$smelt" info "$cnn" --device cpu 2>&1)"
+expect_line "cpu alone" '^transfers: 0 per run, 0 bytes$' "$info"
+expect_line "cpu alone executables" '^executables: 1$' "$info"
+if [ "$have_ocl" -eq 1 ]; then
+    info="$("$smelt" info "$cnn" --device cpu,opencl --place 'Conv=opencl,*=cpu' 2>&1)"
+    expect_line "cpu,opencl classes" '^target classes: 2$' "$info"
+    expect_line "cpu,opencl executables" '^executables: 2$' "$info"
+    expect_line "cpu,opencl transfers" '^transfers: 3 per run, 24568 bytes$' "$info"
+    # fallback: every region runs on the first device; the other gets no executable.
+    info="$("$smelt" info "$cnn" --device cpu,opencl 2>&1)"
+    expect_line "cpu,opencl fallback executables" '^executables: 1$' "$info"
+    expect_line "cpu,opencl fallback transfers" '^transfers: 0 per run' "$info"
+    info="$(POCL_DEVICES="pthread pthread" "$smelt" info "$cnn" --device opencl:0,opencl:1 --place 'Conv=opencl:1' 2>&1)"
+    expect_line "two PoCL devices classes" '^target classes: 1$' "$info"
+    expect_line "two PoCL devices executables" '^executables: 1$' "$info"
+    expect_line "two PoCL devices transfers" '^transfers: 3 per run, 24568 bytes$' "$info"
+    expect_error "missing device" "device 'opencl:5' is not available" "$smelt" info "$cnn" --device cpu,opencl:5
+fi
+expect_error "missing cpu" "device 'cpu:99' is not available" "$smelt" info "$cnn" --device cpu,cpu:99
+expect_error "unknown device" "device 'gpu' is not known" "$smelt" info "$cnn" --device cpu,gpu
+expect_error "unknown policy" "unknown placement 'fastest'" "$smelt" info "$cnn" --device cpu,cpu:1 --place fastest
+expect_error "override naming no device" "names no device of the list" "$smelt" info "$cnn" --device cpu,cpu:1 --place 'Conv=cpu:2'
+expect_error "override naming nothing" "no op type and no node" "$smelt" info "$cnn" --device cpu,cpu:1 --place 'Convv=cpu:1'
+echo "multidev: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,289 @@
+/* place/: device lists, target classes, placement policies and overrides;
+ * and plan/transfers.c: the copies between devices a placement needs, with
+ * the bytes they move computed by hand. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/program.h"
+#include "place/placement.h"
+#include "plan/commands.h"
+#include "test.h"
+
+TEST(place_device_lists_and_classes)
+{
+    place_devices d;
+    CHECK(place_devices_parse(NULL, &d) == SMELT_OK);
+    CHECK_EQ_INT(d.n, 1);
+    CHECK(strcmp(d.dev[0].spec, "cpu:0") == 0 && d.dev[0].kind == PLACE_CPU);
+    CHECK(place_devices_parse("cpu,opencl:1,cuda:2", &d) == SMELT_OK);
+    CHECK_EQ_INT(d.n, 3);
+    CHECK(d.dev[1].kind == PLACE_OPENCL && d.dev[1].index == 1 && d.dev[2].kind == PLACE_CUDA && d.dev[2].index == 2);
+    CHECK_EQ_INT(d.n_classes, 3); /* three languages: three executables */
+    /* Two identical OpenCL devices: one class, one executable. */
+    CHECK(place_devices_parse("opencl:0,opencl:1", &d) == SMELT_OK);
+    CHECK_EQ_INT(d.n_classes, 1);
+    CHECK(d.dev[0].cls == 0 && d.dev[1].cls == 0 && d.class_first[0] == 0);
+    /* Once opened they differ in identity (another driver) or limits: two. */
+    snprintf(d.dev[1].ident, sizeof d.dev[1].ident, "opencl|other driver");
+    place_classes(&d);
+    CHECK_EQ_INT(d.n_classes, 2);
+    CHECK(d.dev[1].cls == 1 && d.class_first[1] == 1);
+    snprintf(d.dev[1].ident, sizeof d.dev[1].ident, "%s", d.dev[0].ident);
+    d.dev[1].target.smem_limit = 65536;
+    place_classes(&d);
+    CHECK_EQ_INT(d.n_classes, 2);
+    /* cpu, opencl, cpu:1: the two CPUs share class 0 (union-find joins them across the list). */
+    CHECK(place_devices_parse("cpu,opencl,cpu:1", &d) == SMELT_OK);
+    CHECK_EQ_INT(d.n_classes, 2);
+    CHECK(d.dev[0].cls == 0 && d.dev[1].cls == 1 && d.dev[2].cls == 0);
+    const char *bad[] = {"gpu", "cpu,", ",cpu", "cpu,cpu:0", "opencl:x", "cpu:", "cpu,cpu:1,cpu:2,cpu:3,cpu:4,cpu:5,cpu:6,cpu:7,cpu:8"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(place_devices_parse(bad[i], &d) == SMELT_ERR_DEVICE);
+        diag_clear();
+    }
+}
+
+/* A graph of two nodes, Conv 'c1' and Relu 'r1', as the regions see them. */
+static ir_graph *two_nodes(fuse_region r[2])
+{
+    ir_graph *g = ir_graph_new();
+    ir_shape s = {.rank = 1, .dim = {4}};
+    for (int t = 0; t < 3; t++) ir_tensor_add(g, "t", SMELT_F32, &s);
+    int in0 = 0, out1 = 1, out2 = 2;
+    ir_node_add(g, "c1", OP_Conv, 1, &in0, 1, &out1);
+    ir_node_add(g, "r1", OP_Relu, 1, &out1, 1, &out2);
+    static int nodes[2] = {0, 1};
+    memset(r, 0, 2 * sizeof *r);
+    r[0].root = 0, r[0].nodes = &nodes[0], r[0].n_nodes = 1;
+    r[1].root = 1, r[1].nodes = &nodes[1], r[1].n_nodes = 1;
+    return g;
+}
+
+TEST(place_policies_and_overrides)
+{
+    place_devices d;
+    place_policy pol;
+    fuse_region r[2];
+    ir_graph *g = two_nodes(r);
+    int cand[PLACE_MAX_DEVICES];
+    CHECK(place_devices_parse("cpu,opencl:0,opencl:1", &d) == SMELT_OK);
+    /* fallback: the list in order */
+    CHECK(place_policy_parse("fallback", &d, &pol) == SMELT_OK);
+    CHECK_EQ_INT(place_region_candidates(&pol, &d, g, &r[0], cand), 3);
+    CHECK(cand[0] == 0 && cand[1] == 1 && cand[2] == 2);
+    /* by op type, by node name (which wins), and `*` */
+    CHECK(place_policy_parse("Conv=opencl:1,r1=opencl,*=cpu", &d, &pol) == SMELT_OK);
+    CHECK(place_policy_check(&pol, g) == SMELT_OK);
+    CHECK_EQ_INT(place_region_candidates(&pol, &d, g, &r[0], cand), 3);
+    CHECK(cand[0] == 2 && cand[1] == 0 && cand[2] == 1);
+    place_region_candidates(&pol, &d, g, &r[1], cand);
+    CHECK(cand[0] == 1 && cand[1] == 0 && cand[2] == 2);
+    CHECK(place_policy_parse("Relu=opencl:1,r1=opencl:0", &d, &pol) == SMELT_OK);
+    place_region_candidates(&pol, &d, g, &r[1], cand);
+    CHECK_EQ_INT(cand[0], 1);
+    CHECK(place_policy_parse("*=opencl:1", &d, &pol) == SMELT_OK);
+    place_region_candidates(&pol, &d, g, &r[0], cand);
+    CHECK(cand[0] == 2 && cand[1] == 0 && cand[2] == 1);
+    /* the errors: an unknown policy, one not built, an override naming no
+     * device of the list, a malformed one, a key naming nothing */
+    const char *bad[] = {"bogus", "split", "cost", "Conv=cuda:0", "Conv=opencl:2", "Conv=", "=cpu", "Conv=gpu"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(place_policy_parse(bad[i], &d, &pol) == SMELT_ERR_INVALID_ARG);
+        diag_clear();
+    }
+    CHECK(place_policy_parse("NoSuchNode=cpu", &d, &pol) == SMELT_OK);
+    CHECK(place_policy_check(&pol, g) == SMELT_ERR_INVALID_ARG);
+    CHECK_STR_HAS(smelt_last_error(), "NoSuchNode");
+    diag_clear();
+    ir_graph_free(g);
+}
+
+/* t0 (input, 1000 floats) -> k0 -> t1 -> k1 -> t2 (output) -> k2 -> t3
+ * (output); k1 reads only elements [250, 750) of t1. */
+typedef struct chain {
+    ir_graph *g;
+    arena a;
+    lower_program p;
+    mem_plan m;
+} chain;
+
+static void chain_build(chain *h)
+{
+    h->g = ir_graph_new();
+    arena_init(&h->a);
+    lower_program_init(&h->p, &h->a);
+    ir_shape s = {.rank = 1, .dim = {1000}};
+    for (int t = 0; t < 4; t++) ir_tensor_add(h->g, "t", SMELT_F32, &s);
+    h->g->tensors[0].is_input = true;
+    h->p.kernels = calloc(3, sizeof(kir_kernel *));
+    h->p.kernel_node = calloc(3, sizeof(int));
+    h->p.cap_kernels = 3;
+    for (int i = 0; i < 3; i++) {
+        kir_kernel *k = kir_kernel_new(&h->a, i, 4, "k");
+        int b = kir_buffer_add(k, SMELT_F32, 1000, i, true, false);
+        if (i == 1) k->bufs[b].span_lo = 250, k->bufs[b].span_hi = 750;
+        kir_buffer_add(k, SMELT_F32, 1000, i + 1, false, true);
+        h->p.kernel_node[i] = -1;
+        h->p.kernels[h->p.n_kernels++] = k;
+    }
+    int in = 0, out[2] = {2, 3};
+    CHECK(ir_graph_set_io(h->g, 1, &in, 2, out));
+    CHECK(plan_build(h->g, &h->p, &h->m) == SMELT_OK);
+    CHECK(plan_barriers(h->g, NULL, &h->p, &h->m) == SMELT_OK);
+}
+
+static void chain_free(chain *h)
+{
+    plan_free(&h->m);
+    lower_program_free(&h->p);
+    arena_free(&h->a);
+    ir_graph_free(h->g);
+}
+
+TEST(transfers_move_the_sub_range_a_consumer_reads)
+{
+    chain h;
+    chain_build(&h);
+    plan_commands c;
+    /* k0 on the CPU (host memory), k1 on a device of its own memory, k2 back on the CPU. */
+    int on[3] = {0, 1, 0};
+    plan_devices pd = {.n = 2, .host_memory = {true, false}, .kernel_device = on};
+    CHECK(plan_commands_place(h.g, NULL, &h.p, &h.m, &pd, &c) == SMELT_OK);
+    /* t1 to d1: elements [250, 750) = bytes [1000, 3000); t2 back to d0 whole:
+     * 4000 bytes; the CPU holds t2 and t3 whole, so no download. */
+    CHECK_EQ_INT(c.n_transfers, 2);
+    CHECK_EQ_INT(c.transfer_bytes, 2000 + 4000);
+    CHECK_EQ_INT(c.count[PLAN_CMD_COPY], 2);
+    CHECK_EQ_INT(c.count[PLAN_CMD_DISPATCH], 3);
+    CHECK(c.dispatches[0] == 2 && c.dispatches[1] == 1);
+    int copies = 0;
+    for (int i = 0; i < c.n_cmds; i++) {
+        const plan_cmd *x = &c.cmds[i];
+        if (x->kind != PLAN_CMD_COPY) continue;
+        if (copies++ == 0) {
+            CHECK(x->src_device == 0 && x->dst_device == 1 && x->src.slot == 1 && x->src.lo == 1000 && x->src.hi == 3000);
+            CHECK(i >= 1 && c.cmds[i - 1].kind == PLAN_CMD_BARRIER && c.cmds[i - 1].host && c.cmds[i - 1].device == 0);
+        } else {
+            CHECK(x->src_device == 1 && x->dst_device == 0 && x->src.slot == 2 && x->src.lo == 0 && x->src.hi == 4000);
+        }
+    }
+    CHECK(c.home[2] == 0 && c.home[3] == 0);
+    CHECK(c.arena_bytes[1] > 0 && c.arena_bytes[0] > 0);
+    /* The verifier refuses a copy that does not wait for its producer. */
+    for (int i = 1; i < c.n_cmds; i++)
+        if (c.cmds[i].kind == PLAN_CMD_COPY && c.cmds[i].src_device == 0) {
+            plan_cmd saved = c.cmds[i - 1];
+            c.cmds[i - 1].host = false;
+            CHECK(plan_commands_verify(&c, h.g, &h.p, &h.m, false) == SMELT_ERR_INTERNAL);
+            diag_clear();
+            c.cmds[i - 1] = saved;
+            break;
+        }
+    CHECK(plan_commands_verify(&c, h.g, &h.p, &h.m, false) == SMELT_OK);
+    plan_commands_free(&c);
+
+    /* Both devices without host memory, k2 beside k1: the input uploaded to d0
+     * whole, t1's range to d1, the outputs downloaded from d1. */
+    int on2[3] = {0, 1, 1};
+    plan_devices pd2 = {.n = 2, .host_memory = {false, false}, .kernel_device = on2};
+    CHECK(plan_commands_place(h.g, NULL, &h.p, &h.m, &pd2, &c) == SMELT_OK);
+    CHECK_EQ_INT(c.n_transfers, 1);
+    CHECK_EQ_INT(c.transfer_bytes, 2000);
+    CHECK_EQ_INT(c.copy_bytes, 4000 + 2000 + 4000 + 4000);
+    CHECK(c.home[2] == PLAN_HOST && c.home[3] == PLAN_HOST);
+    plan_commands_free(&c);
+
+    /* One device: no transfers at all. */
+    CHECK(plan_commands_build(h.g, NULL, &h.p, &h.m, true, &c) == SMELT_OK);
+    CHECK_EQ_INT(c.n_transfers, 0);
+    CHECK_EQ_INT(c.count[PLAN_CMD_COPY], 0);
+    plan_commands_free(&c);
+    chain_free(&h);
+}
+
+/* x[4,256] -> Relu -> Sigmoid -> Add w -> y, one kernel per op. */
+static ir_graph *three_ops(void)
+{
+    ir_graph *g = ir_graph_new();
+    ir_shape sx = {.rank = 2, .dim = {4, 256}};
+    int x = ir_tensor_add(g, "x", SMELT_F32, &sx);
+    int r = ir_tensor_add(g, "r", SMELT_F32, NULL), sg = ir_tensor_add(g, "s", SMELT_F32, NULL);
+    int y = ir_tensor_add(g, "y", SMELT_F32, NULL), w = ir_tensor_add(g, "w", SMELT_F32, &sx);
+    float *wd = ir_tensor_alloc_data(g, w);
+    for (int i = 0; i < 1024; i++) wd[i] = (float)(i % 5);
+    int in_s[] = {r}, in_a[] = {sg, w};
+    ir_node_add(g, "relu", OP_Relu, 1, &x, 1, &r);
+    ir_node_add(g, "sigmoid", OP_Sigmoid, 1, in_s, 1, &sg);
+    ir_node_add(g, "add", OP_Add, 2, in_a, 1, &y);
+    for (int n = 0; n < g->n_nodes; n++) g->tensors[g->nodes[n].out[0]].producer = n;
+    ir_graph_set_io(g, 1, &x, 1, &y);
+    return g;
+}
+
+/* Compiled for `devices` with `place`, run on x: y, and the program's counts. */
+static bool run_three(struct smelt_model *m, const char *devices, const char *place, const float *x, float *y,
+                      plan_commands *counts, int *n_exe)
+{
+    smelt_options opt;
+    smelt_options_init(&opt);
+    opt.threads = 1;
+    opt.no_fuse = 1;
+    opt.devices = devices;
+    opt.placement = place;
+    smelt_program *p = NULL;
+    if (smelt_program_compile(m, &opt, 0, NULL, &p) != SMELT_OK) return false;
+    smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {4, 256}, .data = (void *)x}, out;
+    bool ok = true;
+    for (int r = 0; r < 2 && ok; r++) ok = smelt_program_run(p, 1, &in) == SMELT_OK; /* twice: a second run sees the same */
+    ok = ok && smelt_program_output(p, 0, &out) == SMELT_OK;
+    if (ok) memcpy(y, out.data, 1024 * sizeof(float));
+    *counts = p->cmds;
+    *n_exe = 0;
+    for (int c = 0; c < p->devs.n_classes; c++) *n_exe += p->cls[c].source != NULL;
+    counts->cmds = NULL, counts->args = NULL, counts->ranges = NULL, counts->home = NULL; /* freed with p */
+    smelt_program_free(p);
+    return ok;
+}
+
+TEST(place_program_on_two_cpus_equals_one)
+{
+    char dir[] = "/tmp/smelt-test-place-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    setenv("SMELT_CACHE_DIR", dir, 1);
+    struct smelt_model model = {.g = three_ops()};
+    float x[1024], one[1024], two[1024];
+    for (int i = 0; i < 1024; i++) x[i] = (float)(i % 9) - 4;
+    plan_commands c;
+    int n_exe;
+    CHECK(run_three(&model, "cpu", NULL, x, one, &c, &n_exe));
+    CHECK_EQ_INT(c.n_transfers, 0);
+    CHECK_EQ_INT(n_exe, 1);
+    for (int i = 0; i < 1024 && !test_failures; i++) {
+        float relu = x[i] > 0 ? x[i] : 0;
+        CHECK_NEAR(one[i], 1 / (1 + expf(-relu)) + (float)(i % 5), 1e-5);
+    }
+    /* Sigmoid on cpu:1: Relu's output goes there whole (4096 bytes) and
+     * Sigmoid's (written over it in place) comes back: two transfers. */
+    CHECK(run_three(&model, "cpu:0,cpu:1", "Sigmoid=cpu:1", x, two, &c, &n_exe));
+    CHECK_EQ_INT(c.n_transfers, 2);
+    CHECK_EQ_INT(c.transfer_bytes, 8192);
+    CHECK(c.dispatches[0] == 2 && c.dispatches[1] == 1);
+    CHECK_EQ_INT(n_exe, 1); /* one class: both CPUs run the same shared object */
+    for (int i = 0; i < 1024 && !test_failures; i++) CHECK_NEAR(two[i], one[i], 1e-6);
+    /* By node name, and everything on cpu:1: the input is the caller's memory there too. */
+    CHECK(run_three(&model, "cpu:0,cpu:1", "*=cpu:1", x, two, &c, &n_exe));
+    CHECK_EQ_INT(c.n_transfers, 0);
+    CHECK(c.dispatches[0] == 0 && c.dispatches[1] == 3 && c.arena_bytes[0] == 0);
+    for (int i = 0; i < 1024 && !test_failures; i++) CHECK_NEAR(two[i], one[i], 1e-6);
+    CHECK(run_three(&model, "cpu:0,cpu:1", "relu=cpu:1,add=cpu:1", x, two, &c, &n_exe));
+    CHECK_EQ_INT(c.n_transfers, 2);
+    for (int i = 0; i < 1024 && !test_failures; i++) CHECK_NEAR(two[i], one[i], 1e-6);
+    /* Errors name what is wrong. */
+    CHECK(!run_three(&model, "cpu:0,cpu:1", "Softmaxx=cpu:1", x, two, &c, &n_exe));
+    CHECK_STR_HAS(smelt_last_error(), "Softmaxx");
+    CHECK(!run_three(&model, "cpu,cpu:4096", NULL, x, two, &c, &n_exe));
+    CHECK_STR_HAS(smelt_last_error(), "cpu:4096");
+    diag_clear();
+    ir_graph_free(model.g);
+}
