@@ -452,14 +452,6 @@ static smelt_status detached_node_import(importer *im, scope *sc, const Onnx__No
     return st;
 }
 
-/* An experimental op of opsets 1..9 (onnx/upgrade.c). */
-static smelt_status experimental_expand(importer *im, ir_node *n, const char *opn, const void *rule)
-{
-    (void)rule;
-    onnx_upgrade_ctx cx = {.importer = im, .tensor_new = tensor_new_unique};
-    return onnx_experimental_expand(&cx, im->g, n->name, opn, n->n_in, n->in, n->n_out, n->out, n->n_attr, n->attr);
-}
-
 static int expand_tensor_new(void *im, const char *name) { return import_tensor_new(im, name, true); }
 
 /* An op replaced by a composition of table ops (onnx/expand.h: quantized and
@@ -469,12 +461,6 @@ static smelt_status rule_expand(importer *im, ir_node *n, const char *opn, const
     const expand_rule *r = rule;
     expand_ctx x = {.g = im->g, .n = n, .op = opn, .domain = r->domain, .tensor_new = expand_tensor_new, .user = im};
     return expand_node(r, &x);
-}
-
-static smelt_status experimental_import(importer *im, scope *sc, const Onnx__NodeProto *np, const char *node,
-                                        const rattr *attr, int n_attr)
-{
-    return detached_node_import(im, sc, np, node, attr, n_attr, experimental_expand, NULL);
 }
 
 static smelt_status expanded_node_import(importer *im, scope *sc, const Onnx__NodeProto *np, const char *node,
@@ -491,7 +477,7 @@ static smelt_status node_dispatch(importer *im, scope *sc, const Onnx__NodeProto
     const char *op = str(np->op_type), *domain = str(np->domain);
     const Onnx__FunctionProto *fn = function_find(im->m, domain, op);
     if (fn) return function_inline(im, sc, np, node, fn, attr, n_attr);
-    const expand_rule *ex = expand_find(domain, op);
+    const expand_rule *ex = expand_find(domain, op, sc->opset);
     if (ex && !im->g->opset)
         return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "the model imports no opset of the default ONNX domain");
     if (ex) return expanded_node_import(im, sc, np, node, ex, attr, n_attr);
@@ -502,8 +488,6 @@ static smelt_status node_dispatch(importer *im, scope *sc, const Onnx__NodeProto
         return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "the model imports no opset of the default ONNX domain");
     if (strcmp(op, "Constant") == 0) return constant_import(im, sc, np, node, attr, n_attr);
     op_id id = op_lookup(op);
-    if (id == OP_INVALID && sc->opset < 10 && onnx_experimental_known(op))
-        return experimental_import(im, sc, np, node, attr, n_attr);
     if (id == OP_INVALID) return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "unsupported op type '%s'", op);
     return op_node_import(im, sc, np, node, id, attr, n_attr);
 }
