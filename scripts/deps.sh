@@ -2,7 +2,7 @@
 # Install the Debian packages smelt's build and tests need, if any is missing.
 set -euo pipefail
 pkgs=(build-essential libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-venv
-      ocl-icd-opencl-dev opencl-headers pocl-opencl-icd pkgconf)
+      ocl-icd-opencl-dev opencl-headers pocl-opencl-icd pkgconf libopenblas-dev)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

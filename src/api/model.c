@@ -2,6 +2,7 @@
  * model.c — the model half of the public API: loading, describing, dumping,
  * and tensor files.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,11 @@ smelt_status smelt_model_load_memory(const void *data, size_t size, const char *
 void smelt_model_free(smelt_model *m)
 {
     if (!m) return;
+    for (packed_weight *w = atomic_load(&m->packed), *next; w; w = next) {
+        next = w->next;
+        free(w->data);
+        free(w);
+    }
     ir_graph_free(m->g);
     free(m);
 }
@@ -119,6 +125,30 @@ smelt_status smelt_program_get_stats(const smelt_program *p, smelt_program_stats
 
 /* After the regions: each kernel's element spans (kir/spans.c) of the
  * tensors it reads and writes, and where the command list puts a barrier. */
+/* The tensors held in an encoded layout (ir.h, ir_encoding), for --emit
+ * regions / plan / ir: the layout and which nodes read it. */
+static void dump_encodings(const ir_graph *g, FILE *f)
+{
+    bool any = false;
+    for (int t = 0; t < g->n_tensors; t++) {
+        const ir_tensor *x = &g->tensors[t];
+        if (x->enc.kind != IR_ENC_PANELS) continue;
+        bool used = false;
+        for (int i = 0; i < g->n_nodes && !used; i++)
+            for (int j = 0; j < g->nodes[i].n_in; j++) used |= !g->nodes[i].dead && g->nodes[i].in[j] == t;
+        if (!used) continue;
+        if (!any) fprintf(f, "encodings:\n");
+        any = true;
+        fprintf(f, "  %%%d '%s': panels nr=%lld of [k=%lld, n=%lld] as [%lld, %lld, %lld], read by", t, x->name,
+                (long long)x->enc.nr, (long long)x->enc.k, (long long)x->enc.n, (long long)x->shape.dim[0],
+                (long long)x->shape.dim[1], (long long)x->shape.dim[2]);
+        for (int i = 0; i < g->n_nodes; i++)
+            for (int j = 0; j < g->nodes[i].n_in; j++)
+                if (!g->nodes[i].dead && g->nodes[i].in[j] == t) fprintf(f, " '%s'", g->nodes[i].name);
+        fprintf(f, "\n");
+    }
+}
+
 static void dump_spans(const smelt_program *p, FILE *f)
 {
     fprintf(f, "%d kernels: elements each may read and write (from its index expressions: a box per dim, or a "
@@ -188,13 +218,16 @@ smelt_status smelt_program_dump(const smelt_program *p, const char *what, char *
     smelt_status st = SMELT_OK;
     if (strcmp(what, "ir") == 0) {
         ir_dump(p->g, f);
+        dump_encodings(p->g, f);
     } else if (strcmp(what, "kir") == 0) {
         for (int i = 0; i < p->lp.n_kernels; i++) kir_dump(p->lp.kernels[i], f);
     } else if (strcmp(what, "plan") == 0) {
         plan_dump(p->g, &p->plan, f);
         plan_commands_dump(&p->cmds, p->g, &p->lp, f);
+        dump_encodings(p->g, f);
     } else if (strcmp(what, "regions") == 0) {
         fuse_dump(p->g, &p->fp, f);
+        dump_encodings(p->g, f);
         if (p->stage == SMELT_STAGE_ALL || p->stage >= SMELT_STAGE_KIR) dump_spans(p, f);
     } else if (strcmp(what, "dot") == 0) {
         fuse_dot(p->g, &p->fp, f);

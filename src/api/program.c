@@ -4,12 +4,14 @@
  */
 #include "api/program.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "graph/passes.h"
 #include "kir/smem.h"
+#include "ops/matmul.h"
 #include "rt/rt.h"
 #include "target/emit.h"
 
@@ -161,6 +163,38 @@ static smelt_status record_inputs(smelt_program *p, const ir_graph *model)
     return SMELT_OK;
 }
 
+/* The model's packed weights (graph_pack_cache): a list only ever pushed to. */
+static void *pack_find(void *user, const void *src, int64_t nr, bool trans)
+{
+    smelt_model *m = user;
+    for (packed_weight *w = atomic_load(&m->packed); w; w = w->next)
+        if (w->src == src && w->nr == nr && w->trans == trans) return w->data;
+    return NULL;
+}
+
+static void *pack_keep(void *user, const void *src, int64_t nr, bool trans, void *data, size_t bytes)
+{
+    (void)bytes;
+    smelt_model *m = user;
+    packed_weight *w = malloc(sizeof *w);
+    if (!w) {
+        free(data);
+        return NULL;
+    }
+    *w = (packed_weight){.src = src, .nr = nr, .trans = trans, .data = data};
+    packed_weight *head = atomic_load(&m->packed);
+    do {
+        for (packed_weight *q = head; q; q = q->next)
+            if (q->src == src && q->nr == nr && q->trans == trans) { /* another program packed it first */
+                free(w);
+                free(data);
+                return q->data;
+            }
+        w->next = head;
+    } while (!atomic_compare_exchange_weak(&m->packed, &head, w));
+    return data;
+}
+
 static smelt_status compile_program(smelt_program *p, const smelt_model *m, const smelt_options *opt, int n_inputs,
                                     const smelt_tensor *inputs)
 {
@@ -189,6 +223,11 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     TRY(record_inputs(p, m->g));
     TRY(graph_infer(p->g, lower_eval_node));
     TRY(graph_fold_batchnorm(p->g));
+    /* The C target's microkernels read constant matmul weights as panels (ops/matmul.c). */
+    if (target->wg_size == 1 && !getenv("SMELT_NO_PACKED_GEMM")) {
+        graph_pack_cache cache = {pack_find, pack_keep, (void *)m}; /* the model's cache is its one mutable part */
+        TRY(graph_pack_weights(p->g, mm_tiles_for(target->vector_width).nr, &cache));
+    }
     TRY(graph_fold_gemm_transpose(p->g));
     TRY(graph_dce(p->g));
     if (p->stage == SMELT_STAGE_IR) return SMELT_OK;

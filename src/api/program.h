@@ -24,8 +24,19 @@
 #include "plan/plan.h"
 #include "rt/device.h"
 
+/* A weight packed for a target's microkernels (graph_pack_weights), made
+ * once and shared by every program of the model. */
+typedef struct packed_weight {
+    const void *src;              /* the constant's data in the model's graph */
+    int64_t nr;
+    bool trans;
+    void *data;
+    struct packed_weight *next;
+} packed_weight;
+
 struct smelt_model {
     ir_graph *g;
+    _Atomic(packed_weight *) packed; /* pushed lock-free: programs may compile at once */
 };
 
 typedef struct program_stats {

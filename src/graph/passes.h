@@ -51,10 +51,35 @@ smelt_status graph_fold_batchnorm(ir_graph *g);
 
 /* A Gemm with transA or transB set on a constant operand reads a copy of it
  * transposed at compile time instead, and the flag is cleared: the kernel
- * then reads it row by row with no transposing pass on every run.
+ * then reads it row by row with no transposing pass on every run. Likewise an
+ * RNN/GRU/LSTM with constant W and R reads copies in the [D, K, N] order its
+ * lowering works in, as PackedRNN/PackedGRU/PackedLSTM (ir/ops.h).
  * requires: inferred graph. guarantees: the graph computes the same values;
  * the original constant is left for graph_dce when nothing else reads it. */
 smelt_status graph_fold_gemm_transpose(ir_graph *g);
+
+/* Where packed weights live when several graphs share them (the model's
+ * programs): find returns the packed copy of constant data `src` for (nr,
+ * trans) made earlier, or NULL; keep takes over `data` (malloc'd, `bytes`
+ * long) as that copy and returns the copy to use (another thread's, when it
+ * kept one first; NULL on OOM, `data` then freed). Both may be called from
+ * several threads at once. */
+typedef struct graph_pack_cache {
+    void *(*find)(void *user, const void *src, int64_t nr, bool trans);
+    void *(*keep)(void *user, const void *src, int64_t nr, bool trans, void *data, size_t bytes);
+    void *user;
+} graph_pack_cache;
+
+/* MatMul / Gemm whose B is a float32 constant matrix (and A is not constant)
+ * read a copy of it packed into panels of nr columns instead (ir.h,
+ * IR_ENC_PANELS; a Gemm's transB is applied in the packing and cleared). For
+ * the C target, whose microkernels read such panels (ops/matmul.c); nr comes
+ * from its tile table (mm_tiles_for). A weight two nodes share is packed
+ * once; with a cache (may be NULL: the copies go in g's arena), once for all
+ * graphs that use the cache.
+ * requires: inferred graph. guarantees: the graph computes the same values;
+ * the original constant is left for graph_dce when nothing else reads it. */
+smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache *cache);
 
 /* If, Loop, Scan (graph/control.c), the op table's shape rule for them (OPF_CONTROL):
  * replaces node `node` by the nodes it runs, which graph_infer infers next. */

@@ -188,6 +188,7 @@ static ir_graph *clone_graph(const ir_graph *src, bool share_data)
         if (t < 0) goto fail;
         ir_tensor *d = &g->tensors[t];
         for (int k = 0; k < IR_MAX_RANK; k++) d->dim_param[k] = arena_strdup(&g->arena, s->dim_param[k]);
+        d->enc = s->enc;
         if (s->data && share_data) {
             d->data = s->data;
         } else if (s->data) {

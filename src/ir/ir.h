@@ -36,12 +36,24 @@ typedef struct ir_shape {
     int64_t dim[IR_MAX_RANK]; /* -1: unknown (symbolic) */
 } ir_shape;
 
+/* A constant's layout when it is not row-major over its shape (DESIGN.md,
+ * "Encodings"). IR_ENC_PANELS: a matmul's B operand, logically [k, n], held
+ * as ceil(n / nr) panels of nr columns, shape [ceil(n / nr), k, nr], the
+ * columns past n zero (graph/pack_weights.c makes them, for the C target's
+ * microkernels, ops/matmul.c). */
+typedef enum ir_enc_kind { IR_ENC_NONE, IR_ENC_PANELS } ir_enc_kind;
+typedef struct ir_encoding {
+    ir_enc_kind kind;
+    int64_t k, n, nr;
+} ir_encoding;
+
 typedef struct ir_tensor {
     const char *name;
     smelt_dtype dtype;
     ir_shape shape;
     const char *dim_param[IR_MAX_RANK]; /* symbolic dim names (inputs only) */
-    void *data;                         /* constant value, row-major; else NULL */
+    void *data;                         /* constant value, row-major (or as `enc` says); else NULL */
+    ir_encoding enc;                    /* layout of `data`; kind IR_ENC_NONE: row-major */
     int producer;                       /* node index, or -1 */
     bool is_input, is_output;
 } ir_tensor;

@@ -76,6 +76,9 @@ typedef smelt_status (*op_parse_fn)(const struct ir_graph *g, const struct ir_no
                               a value it produces never makes its input's values shape-deciding */
 #define OPF_CONTROL 0x4    /* If/Loop/Scan: `infer` expands the node into the graph (graph/control.c), and
                               shape inference goes on with the nodes it put in its place */
+#define OPF_INTERNAL 0x8   /* written into the graph only by smelt, with inputs it prepared: a com.microsoft
+                              op's expansion (onnx/expand.h) or a compile-time pass (graph/passes.h); a
+                              model's node of its name is refused */
 
 /*  name            kind         in     out  value_in infer                scalar                  elem                lower  flags  insert */
 #define SMELT_OPS(X) \
@@ -228,6 +231,10 @@ typedef smelt_status (*op_parse_fn)(const struct ir_graph *g, const struct ir_no
     X(RNN,                      OPAQUE,      3, 6, 0, 2, 0x0, infer_Recurrent,                OP_NONE,      OP_NONE,             lower_Recurrent,                 0, OP_NONE) \
     X(GRU,                      OPAQUE,      3, 6, 0, 2, 0x0, infer_Recurrent,                OP_NONE,      OP_NONE,             lower_Recurrent,                 0, OP_NONE) \
     X(LSTM,                     OPAQUE,      3, 8, 0, 3, 0x0, infer_Recurrent,                OP_NONE,      OP_NONE,             lower_Recurrent,                 0, OP_NONE) \
+    X(DynamicQuantizeLSTM,      OPAQUE,      3,14, 0, 3, 0x0, infer_Recurrent,                OP_NONE,      OP_NONE,             lower_Recurrent,                 OPF_INTERNAL, OP_NONE) \
+    X(PackedRNN,                OPAQUE,      3, 6, 0, 2, 0x0, infer_Recurrent,                OP_NONE,      OP_NONE,             lower_Recurrent,                 OPF_INTERNAL, OP_NONE) \
+    X(PackedGRU,                OPAQUE,      3, 6, 0, 2, 0x0, infer_Recurrent,                OP_NONE,      OP_NONE,             lower_Recurrent,                 OPF_INTERNAL, OP_NONE) \
+    X(PackedLSTM,               OPAQUE,      3, 8, 0, 3, 0x0, infer_Recurrent,                OP_NONE,      OP_NONE,             lower_Recurrent,                 OPF_INTERNAL, OP_NONE) \
     X(If,                       OPAQUE,      1, 1 << 20, 1, 1 << 20, 0x1, control_expand,  OP_NONE,      OP_NONE,             OP_NONE,                         OPF_CONTROL, OP_NONE) \
     X(Loop,                     OPAQUE,      2, 1 << 20, 1, 1 << 20, 0x3, control_expand,  OP_NONE,      OP_NONE,             OP_NONE,                         OPF_CONTROL, OP_NONE) \
     X(Scan,                     OPAQUE,      1, 1 << 20, 1, 1 << 20, 0x0, control_expand,  OP_NONE,      OP_NONE,             OP_NONE,                         OPF_CONTROL, OP_NONE)

@@ -256,7 +256,7 @@ smelt_status kir_clean_cse(kir_kernel *k)
 /* Whether loop statement i runs its body exactly once, on every thread. */
 static bool one_trip(const kir_kernel *k, const kir_stmt *s)
 {
-    if (!kir_is_const(k, s->lo) || !kir_is_const(k, s->hi) || !kir_is_const(k, s->step) || s->stream) return false;
+    if (!kir_is_const(k, s->lo) || !kir_is_const(k, s->hi) || !kir_is_const(k, s->step) || s->stream || s->gemm) return false;
     if (s->parallel && k->wg_size > 1) return false; /* spread over threads: only one runs it */
     int64_t lo = k->vals[s->lo].imm.i, hi = k->vals[s->hi].imm.i, step = k->vals[s->step].imm.i;
     return step > 0 && lo < hi && hi - lo <= step;

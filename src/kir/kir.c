@@ -346,6 +346,13 @@ kir_val kir_loop_begin_stream(kir_kernel *k, int64_t n)
     return v;
 }
 
+kir_val kir_loop_begin_gemm(kir_kernel *k, kir_val kc)
+{
+    kir_val v = kir_loop_begin(k, kir_idx(k, 0), kc, kir_idx(k, 1));
+    if (v) k->stmts[k->vals[v].def].gemm = true;
+    return v;
+}
+
 void kir_loop_end(kir_kernel *k)
 {
     add_stmt(k, (kir_stmt){.kind = KS_LOOP_END});
@@ -544,7 +551,8 @@ void kir_dump(const kir_kernel *k, FILE *f)
             dump_val(k, s->val, f);
             break;
         case KS_LOOP_BEGIN:
-            fprintf(f, s->stream ? "stream for %%%d = " : s->parallel ? "parallel for %%%d = " : "for %%%d = ", s->val);
+            fprintf(f, s->stream ? "stream for %%%d = " : s->gemm ? "gemm for %%%d = "
+                       : s->parallel ? "parallel for %%%d = " : "for %%%d = ", s->val);
             dump_val(k, s->lo, f);
             fprintf(f, " .. ");
             dump_val(k, s->hi, f);

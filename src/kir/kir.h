@@ -20,6 +20,16 @@
  * read again soon, so a target may write them around its caches
  * (non-temporal stores). Run as written it is the same copy.
  *
+ * Microkernel loops. A *gemm* loop (kir_loop_begin_gemm) is a multiply-add
+ * over a packed block, as ops/matmul.c builds it:
+ *     for (k = 0; k < kc; k++) for (r = 0; r < MR; r++) for (j = 0; j < NR; j++)
+ *         acc[ca + r*cr + j] += A[aa + r*ar + k*ak] * B[ba + k*bk + j]
+ * (the r loop absent when MR is 1) with acc workgroup memory, the bases
+ * defined before the loop and MR, NR constant. A target may run it as one
+ * register-blocked microkernel, with its multiply-adds contracted (fused, one
+ * rounding): the results then differ from the loop's by rounding only. Run as
+ * written it is the same sum.
+ *
  * Threads. A kernel runs `wg_size` threads per workgroup (1 on the CPU, where
  * a workgroup is one call). A *parallel* loop promises independent iterations:
  * on the CPU it is an ordinary (vectorizable) loop; on a GPU its iterations are
@@ -123,6 +133,7 @@ typedef struct kir_stmt {
     int var;              /* VAR_SET */
     bool parallel;        /* LOOP_BEGIN: iterations are independent */
     bool stream;          /* LOOP_BEGIN: a stream loop (see "Streaming" above) */
+    bool gemm;            /* LOOP_BEGIN: a gemm loop (see "Microkernel loops" above) */
 } kir_stmt;
 
 #define KIR_BOX_RANK 8 /* = SMELT_MAX_RANK */
@@ -213,6 +224,9 @@ kir_val kir_loop_begin_parallel(kir_kernel *k, kir_val lo, kir_val hi);
 /* A stream loop over [0, n) (see "Streaming"): its body is built by the
  * caller as src's load at v, then dst's store at base + v. */
 kir_val kir_loop_begin_stream(kir_kernel *k, int64_t n);
+/* A gemm loop over [0, kc) (see "Microkernel loops"): its body is built by the
+ * caller in that form. */
+kir_val kir_loop_begin_gemm(kir_kernel *k, kir_val kc);
 void kir_loop_end(kir_kernel *k);
 void kir_if_begin(kir_kernel *k, kir_val cond);
 void kir_else(kir_kernel *k);

@@ -12,6 +12,14 @@
  *   SkipLayerNormalization LayerNormalization(input + skip [+ bias]) over the last
  *                          axis, with mean, inverse std dev and the sum as outputs
  *   FusedConv              activation(Conv(X, W, B) [+ Z])
+ *   Attention              input · weights + bias split into Q, K, V (qkv_hidden_sizes or
+ *                          thirds), then ONNX Attention over num_heads heads with scale,
+ *                          unidirectional as causal, a 2-D mask_index [B, T] (0: masked)
+ *                          as mask_filter_value added to the scores, attention_bias added
+ *   DynamicQuantizeLSTM    LSTM with 8-bit W [D, input, 4H] and R [D, H, 4H] (scales and
+ *                          zero points per direction or per gate column); X is quantized
+ *                          here (DynamicQuantizeLinear), the hidden state at every step by
+ *                          the table op of the same name (ops/recurrent.c)
  *   QuantizeLinear,        ONNX's ops of the same name (what the quantizer writes with
  *   DequantizeLinear       UseQDQContribOps, e.g. for 16-bit types)
  *   QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu
@@ -152,6 +160,76 @@ smelt_status expand_FusedConv(expand_ctx *x)
         ex_attr_float(x, "alpha", p[0]);
         ex_attr_float(x, "beta", p[1]);
     }
+    return x->st;
+}
+
+/* com.microsoft Attention: (input, weights, bias, mask_index, past, attention_bias,
+ * past_sequence_length). */
+smelt_status expand_MsAttention(expand_ctx *x)
+{
+    const ir_node *n = x->n;
+    if (ex_in(x, 4) >= 0 || ex_in(x, 6) >= 0)
+        return ex_fail(x, SMELT_ERR_UNSUPPORTED, "past state (inputs past, past_sequence_length) is not supported");
+    if (ir_attr_int(n, "do_rotary", 0)) return ex_fail(x, SMELT_ERR_UNSUPPORTED, "do_rotary is not supported");
+    if (ex_out(x, 1) >= 0) return ex_fail(x, SMELT_ERR_UNSUPPORTED, "output present is not supported");
+    int64_t heads = ir_attr_int(n, "num_heads", 0);
+    if (heads <= 0) return ex_fail(x, SMELT_ERR_MODEL, "num_heads must be given and positive");
+    int w = ex_in(x, 1);
+    if (ex_rank(x, ex_in(x, 0)) >= 0 && ex_rank(x, ex_in(x, 0)) != 3)
+        return ex_fail(x, SMELT_ERR_MODEL, "input must have rank 3 [batch, sequence, hidden]");
+    if (ex_rank(x, w) != 2) return ex_fail(x, SMELT_ERR_UNSUPPORTED, "weights must be a 2-D tensor known at import");
+    int64_t total = x->g->tensors[w].shape.dim[1], sizes[3];
+    const int64_t *qkv = NULL;
+    int nq = ir_attr_ints(n, "qkv_hidden_sizes", &qkv);
+    if (nq > 0 && nq != 3) return ex_fail(x, SMELT_ERR_MODEL, "qkv_hidden_sizes must have 3 values, not %d", nq);
+    for (int i = 0; i < 3; i++) sizes[i] = nq == 3 ? qkv[i] : total / 3;
+    if (sizes[0] + sizes[1] + sizes[2] != total || sizes[0] != sizes[1] || sizes[0] % heads || sizes[2] % heads)
+        return ex_fail(x, SMELT_ERR_MODEL,
+                       "Q, K, V hidden sizes %lld, %lld, %lld must sum to weights' %lld columns, Q's equal K's, each a "
+                       "multiple of num_heads %lld",
+                       (long long)sizes[0], (long long)sizes[1], (long long)sizes[2], (long long)total, (long long)heads);
+    int y = ex_binary(x, OP_MatMul, ex_in(x, 0), w);
+    if (ex_in(x, 2) >= 0) y = ex_binary(x, OP_Add, y, ex_in(x, 2));
+    int parts[3] = {-1, -1, -1}, in[2] = {y, -1};
+    if (x->g->opset >= 13) in[1] = ex_const_i64s(x, 3, sizes); /* an attribute before */
+    ex_node_n(x, OP_Split, 3, parts, x->g->opset >= 13 ? 2 : 1, in);
+    ex_attr_int(x, "axis", -1);
+    if (x->g->opset < 13) ex_attr_copy(x, &(ir_attr){.name = "split", .type = IR_ATTR_INTS, .n = 3, .ints = sizes, .tensor = -1});
+    int mask = -1;
+    if (ex_in(x, 3) >= 0) {
+        if (ex_rank(x, ex_in(x, 3)) != 2)
+            return ex_fail(x, SMELT_ERR_UNSUPPORTED, "only a 2-D mask_index [batch, total_sequence] known at import is supported");
+        int keep = ex_binary(x, OP_Greater, ex_in(x, 3), ex_cast(x, ex_const_f32(x, 0.0f), x->g->tensors[ex_in(x, 3)].dtype));
+        int sel[3] = {keep, ex_const_f32(x, 0.0f), ex_const_f32(x, ir_attr_float(n, "mask_filter_value", -10000.0f))};
+        mask = ex_binary(x, OP_Reshape, ex_node(x, OP_Where, -1, 3, sel), ex_const_i64s(x, 4, (int64_t[]){0, 1, 1, -1}));
+    }
+    if (ex_in(x, 5) >= 0) mask = mask < 0 ? ex_in(x, 5) : ex_binary(x, OP_Add, mask, ex_in(x, 5));
+    int att[4] = {parts[0], parts[1], parts[2], mask};
+    ex_node(x, OP_Attention, ex_out(x, 0), mask >= 0 ? 4 : 3, att);
+    ex_attr_int(x, "q_num_heads", heads);
+    ex_attr_int(x, "kv_num_heads", heads);
+    ex_attr_int(x, "is_causal", ir_attr_int(n, "unidirectional", 0) != 0);
+    const ir_attr *scale = ir_attr_find(n, "scale");
+    if (scale) ex_attr_float(x, "scale", ir_attr_float(n, "scale", 0.0f));
+    return x->st;
+}
+
+/* X (float) becomes uint8 X, its scale and zero point: inputs 0, 12 and 13 of the table op,
+ * whose 1..11 are the node's own (omitted ones -1). */
+smelt_status expand_DynamicQuantizeLSTM(expand_ctx *x)
+{
+    if (ex_in(x, 0) < 0 || ex_in(x, 1) < 0 || ex_in(x, 2) < 0 || ex_in(x, 8) < 0 || ex_in(x, 10) < 0)
+        return ex_fail(x, SMELT_ERR_MODEL, "inputs X, W, R, W_scale and R_scale are required");
+    TRY(ex_need_8bit(x, ex_in(x, 1), "W"));
+    TRY(ex_need_8bit(x, ex_in(x, 2), "R"));
+    int q[3] = {-1, -1, -1};
+    ex_dynamic_quantize(x, ex_in(x, 0), q);
+    int in[14];
+    for (int i = 0; i < 12; i++) in[i] = ex_in(x, i);
+    in[0] = q[0], in[12] = q[1], in[13] = q[2];
+    int out[3] = {ex_out(x, 0), ex_out(x, 1), ex_out(x, 2)};
+    ex_node_n(x, OP_DynamicQuantizeLSTM, x->n->n_out, out, 14, in);
+    for (int a = 0; a < x->n->n_attr; a++) ex_attr_copy(x, &x->n->attr[a]);
     return x->st;
 }
 

@@ -21,6 +21,8 @@ static const expand_rule expansions[] = {
     {"com.microsoft", "FastGelu", expand_FastGelu, 1, 2, 1, 1, 0},
     {"com.microsoft", "SkipLayerNormalization", expand_SkipLayerNormalization, 3, 5, 1, 4, 0},
     {"com.microsoft", "FusedConv", expand_FusedConv, 2, 4, 1, 1, 0},
+    {"com.microsoft", "Attention", expand_MsAttention, 2, 7, 1, 2, 0},
+    {"com.microsoft", "DynamicQuantizeLSTM", expand_DynamicQuantizeLSTM, 3, 12, 0, 3, 0},
     {"com.microsoft", "QuantizeLinear", expand_QuantizeLinear, 2, 3, 1, 1, 0},
     {"com.microsoft", "DequantizeLinear", expand_QuantizeLinear, 2, 3, 1, 1, 0},
     {"com.microsoft", "QLinearAdd", expand_QLinearBinary, 7, 8, 1, 1, 0},

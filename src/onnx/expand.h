@@ -130,6 +130,8 @@ smelt_status expand_BiasGelu(expand_ctx *x);
 smelt_status expand_FastGelu(expand_ctx *x);
 smelt_status expand_SkipLayerNormalization(expand_ctx *x);
 smelt_status expand_FusedConv(expand_ctx *x);
+smelt_status expand_DynamicQuantizeLSTM(expand_ctx *x);
+smelt_status expand_MsAttention(expand_ctx *x); /* com.microsoft Attention */
 smelt_status expand_QuantizeLinear(expand_ctx *x); /* also DequantizeLinear */
 smelt_status expand_QLinearBinary(expand_ctx *x);  /* QLinearAdd, QLinearMul */
 smelt_status expand_QLinearUnary(expand_ctx *x);   /* QLinearSigmoid, QLinearLeakyRelu */

@@ -489,6 +489,8 @@ static smelt_status node_dispatch(importer *im, scope *sc, const Onnx__NodeProto
     if (strcmp(op, "Constant") == 0) return constant_import(im, sc, np, node, attr, n_attr);
     op_id id = op_lookup(op);
     if (id == OP_INVALID) return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "unsupported op type '%s'", op);
+    if (op_table[id].flags & OPF_INTERNAL)
+        return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "unsupported op type '%s' (smelt's own form of an op, not an ONNX op)", op);
     return op_node_import(im, sc, np, node, id, attr, n_attr);
 }
 

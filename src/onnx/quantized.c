@@ -69,7 +69,9 @@ int ex_round_saturate(expand_ctx *x, int v, int zp, smelt_dtype dt, bool zp_firs
 
 int ex_requantize_acc(expand_ctx *x, int acc, int scale, int y_zp, int out)
 {
-    int v = ex_binary(x, OP_Mul, ex_cast(x, acc, SMELT_F32), scale);
+    /* float16 scales (QLinearMatMul-21): their ratio in float16, as the spec's reference, then
+     * widened; a cast of a float32 scale is an identity that folding removes. */
+    int v = ex_binary(x, OP_Mul, ex_cast(x, acc, SMELT_F32), ex_cast(x, scale, SMELT_F32));
     return ex_round_saturate(x, v, y_zp, SMELT_U8, false, out);
 }
 

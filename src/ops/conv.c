@@ -1,5 +1,5 @@
 /*
- * conv.c — Conv and ConvTranspose: the sliding-window geometry (which the
+ * conv.c — Conv, and the shapes of Conv and ConvTranspose: the sliding-window geometry (which the
  * pools share), shape rules, and direct convolution (1-D/2-D/3-D..., groups,
  * strides, dilations, pads, auto_pad, bias).
  *
@@ -413,7 +413,8 @@ smelt_status lower_Conv(lower_ctx *c)
     j.units = m / j.mb;
     j.ow = j.w.out[j.ns - 1];
     if (ir_tensor_numel(y) == 0) return SMELT_OK;
-    if (conv_flat(c, &j, x->shape.dim[0])) return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    if (conv_flat(c, &j, x->shape.dim[0]) || conv_wide_1d(c, &j.w, x->shape.dim[0], j.cg, m, group, j.dt, j.bias))
+        return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
     /* One thread per workgroup: the unit's accumulators on the stack, in L1 */
     if (c->target->wg_size > 1 || j.mb * j.ow * (int64_t)smelt_dtype_size(j.dt) > CONV_STACK_BYTES) {
         j.acc = lower_scratch(c, j.dt, ir_tensor_numel(y));
@@ -427,72 +428,6 @@ smelt_status lower_Conv(lower_ctx *c)
     int64_t taps = 1;
     for (int d = 0; d < j.ns; d++) taps *= j.w.kernel[d];
     lower_parallel_for(c, &units, 2 * j.mb * j.ow * j.cg * taps, conv_body, &j);
-    return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
-}
-
-/* ---- ConvTranspose ---------------------------------------------------------
- * Gather form: output o receives x[i] * W[k] wherever o + pad_lo = i*s + k*d.
- * One output element per iteration; each tap tests divisibility and bounds
- * and reads a clamped index under a select. */
-
-typedef struct convt_job {
-    window_geom w;
-    int64_t cg, mg;
-    smelt_dtype dt;
-    bool bias;
-} convt_job;
-
-static void convt_body(lower_ctx *c, const kir_val *oidx, void *user)
-{
-    const convt_job *j = user;
-    kir_kernel *K = c->k;
-    const window_geom *w = &j->w;
-    kir_val zero = kir_idx(K, 0), one = kir_idx(K, 1), fzero = kir_const_f(K, j->dt, 0);
-    kir_val m = oidx[1];
-    kir_val grp = kir_binary(K, KIR_DIV, m, kir_idx(K, j->mg));
-    int acc = kir_var_new(K, j->dt, j->bias ? lower_load(c, 2, &m) : fzero);
-    kir_val xi[IR_MAX_RANK], wi[IR_MAX_RANK];
-    kir_val ci = kir_loop_begin(K, zero, kir_idx(K, j->cg), one);
-    xi[0] = oidx[0];
-    xi[1] = wi[0] = kir_add(K, kir_mul(K, grp, kir_idx(K, j->cg)), ci);
-    wi[1] = kir_binary(K, KIR_MOD, m, kir_idx(K, j->mg));
-    kir_val valid = 0;
-    for (int d = 0; d < w->nsp; d++) {
-        kir_val kd = kir_loop_begin(K, zero, kir_idx(K, w->kernel[d]), one);
-        wi[2 + d] = kd;
-        kir_val pos = kir_binary(K, KIR_SUB, kir_add(K, oidx[2 + d], kir_idx(K, w->pad_lo[d])), kir_mul(K, kd, kir_idx(K, w->dilation[d])));
-        kir_val ok = kir_binary(K, KIR_GE, pos, zero);
-        kir_val i = pos;
-        if (w->stride[d] > 1) {
-            ok = kir_binary(K, KIR_AND, ok, kir_binary(K, KIR_EQ, kir_binary(K, KIR_MOD, pos, kir_idx(K, w->stride[d])), zero));
-            i = kir_binary(K, KIR_DIV, pos, kir_idx(K, w->stride[d]));
-        }
-        ok = kir_binary(K, KIR_AND, ok, kir_binary(K, KIR_LT, i, kir_idx(K, w->in[d])));
-        valid = valid ? kir_binary(K, KIR_AND, valid, ok) : ok;
-        xi[2 + d] = lower_clamp(K, i, w->in[d]);
-    }
-    kir_val prod = kir_binary(K, KIR_MUL, lower_load(c, 0, xi), lower_load(c, 1, wi));
-    kir_var_set(K, acc, kir_binary(K, KIR_ADD, kir_var_get(K, acc), kir_select(K, valid, prod, fzero)));
-    for (int d = 0; d < w->nsp; d++) kir_loop_end(K);
-    kir_loop_end(K);
-    lower_store(c, 0, oidx, kir_var_get(K, acc));
-}
-
-smelt_status lower_ConvTranspose(lower_ctx *c)
-{
-    convt_job j;
-    TRY(convtranspose_geom_get(c->g, c->n, &j.w));
-    const ir_tensor *x = ir_in(c->g, c->n, 0), *wt = ir_in(c->g, c->n, 1);
-    const ir_tensor *y = &c->g->tensors[c->n->out[0]];
-    int64_t group = ir_attr_int(c->n, "group", 1);
-    j.cg = x->shape.dim[1] / group;
-    j.mg = wt->shape.dim[1];
-    j.dt = x->dtype;
-    j.bias = ir_in(c->g, c->n, 2) != NULL;
-    if (ir_tensor_numel(y) == 0) return SMELT_OK;
-    int64_t taps = 1;
-    for (int d = 0; d < j.w.nsp; d++) taps *= j.w.kernel[d];
-    lower_parallel_for(c, &y->shape, 2 * j.cg * taps, convt_body, &j);
     return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
 }
 

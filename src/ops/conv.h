@@ -3,7 +3,8 @@
  *
  * The functions the op table's rows name for this family (ir/ops.h gives the
  * columns; ops/op_table.c fills the table) and what the family shares between
- * its shape rules and its lowerings. Defined in ops/conv.c.
+ * its shape rules and its lowerings. Defined in ops/conv.c (lower_ConvTranspose
+ * in ops/conv_transpose.c).
  */
 #ifndef SMELT_OPS_CONV_H
 #define SMELT_OPS_CONV_H
@@ -40,6 +41,11 @@ smelt_status infer_Conv(struct ir_graph *g, int node);
 smelt_status infer_ConvTranspose(struct ir_graph *g, int node);
 smelt_status lower_Conv(struct lower_ctx *c);
 smelt_status lower_ConvTranspose(struct lower_ctx *c);
+
+/* 1-D Conv with a wide kernel on the CPU (ops/conv_wide.c): the unit-stride
+ * loop over the taps. False (nothing built) where it does not apply. */
+bool conv_wide_1d(struct lower_ctx *c, const window_geom *w, int64_t batch, int64_t cg, int64_t m, int64_t group,
+                  smelt_dtype dt, bool bias);
 
 smelt_status lower_gpu_Conv(struct lower_ctx *c); /* GPU form, in ops/gemm_gpu.c */
 

@@ -39,13 +39,19 @@ typedef struct mm_job {
     int64_t m, n, kk;        /* problem size                      */
     int64_t mr, nc, nblk, ncb;
     bool a_vec, b_vec;       /* MatMul 1-D operands               */
-    bool gemm, ta;           /* Gemm: transA                      */
+    bool gemm, ta, tb;       /* Gemm: transA, transB              */
+    bool b_enc;              /* B is a constant packed into panels (its encoding) */
+    mm_tiles tl;             /* packed path: the target's tiles   */
+    int64_t np, mb;          /* packed path: B's panels, row blocks per unit */
     int b_packed;            /* scratch holding B as [K, N] (Gemm) or in B's own order (MatMul), or -1 */
     int acc;                 /* scratch accumulators, or -1: on the stack */
     smelt_dtype dt;
     double alpha, beta;
     kir_val col_loop;        /* set by mm_body: the k-loop's inner loop over columns */
 } mm_job;
+
+static bool mm_packed_ok(const lower_ctx *c, const mm_job *j);
+static smelt_status mm_lower_packed(lower_ctx *c, mm_job *j);
 
 /* Index of input `in` (rank `r`, batch dims right-aligned to the result's)
  * at the result's batch index, followed by two trailing indices. */
@@ -234,6 +240,12 @@ smelt_status lower_MatMul(lower_ctx *c)
     j.m = j.a_vec ? 1 : a->shape.dim[a->shape.rank - 2];
     j.kk = a->shape.dim[a->shape.rank - 1];
     j.n = j.b_vec ? 1 : b->shape.dim[b->shape.rank - 1];
+    if (b->enc.kind == IR_ENC_PANELS) {
+        j.b_enc = true;
+        j.kk = b->enc.k;
+        j.n = b->enc.n;
+    }
+    if (mm_packed_ok(c, &j)) return mm_lower_packed(c, &j);
     if (c->target->wg_size > 1 || j.b_vec) return mm_lower(c, &j);
     /* A B that reaches the matmul through a transposing index map (attention's
      * K^T, inlined Transposes) is read across its rows in the column loop: no
@@ -269,13 +281,15 @@ smelt_status lower_Gemm(lower_ctx *c)
     const ir_shape *out = &c->g->tensors[c->n->out[0]].shape;
     mm_job j = {.out = out, .b_packed = -1, .dt = a->dtype, .gemm = true, .nb = 0};
     j.ta = ir_attr_int(c->n, "transA", 0) != 0;
-    bool tb = ir_attr_int(c->n, "transB", 0) != 0;
+    bool tb = j.tb = ir_attr_int(c->n, "transB", 0) != 0;
     j.alpha = ir_attr_float(c->n, "alpha", 1.0f);
     j.beta = ir_attr_float(c->n, "beta", 1.0f);
     j.m = out->dim[0];
     j.n = out->dim[1];
     j.kk = a->shape.dim[j.ta ? 0 : 1];
     if (j.m == 0 || j.n == 0) return SMELT_OK;
+    j.b_enc = b->enc.kind == IR_ENC_PANELS;
+    if (mm_packed_ok(c, &j)) return mm_lower_packed(c, &j);
     if (tb && j.kk > 0) {
         pack_job p = {lower_scratch(c, b->dtype, j.kk * j.n), j.n};
         if (p.scratch < 0) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
@@ -286,7 +300,238 @@ smelt_status lower_Gemm(lower_ctx *c)
     return mm_lower(c, &j);
 }
 
+
+/* ---- packed panels and microkernels (C target) --------------------------
+ * B as panels of NR columns, [N/NR][K][NR] with the tail zero-padded: a
+ * constant B packed at compile time (graph/pack_weights.c, the tensor's
+ * encoding), any other packed per call into scratch by a kernel of its own.
+ * Each unit of work is an MC x NC block of the result (MC = MB row blocks of
+ * MR). Over K in slices of KC: the unit's rows of A are packed into
+ * workgroup memory as [MB][KC][MR] (through A's index map, so fused
+ * producers and transA cost nothing extra), then for each NR panel and row
+ * block one gemm loop (kir.h, "Microkernel loops") adds the MR x NR product
+ * into accumulators in workgroup memory; the C target runs it as a
+ * register-blocked microkernel (target/emit_c_gemm.c). The epilogue stores
+ * the accumulators through the region's output map and fused ops. */
+
+/* Per vector width (f32 lanes, from the host's features): MR x NR keeps MR *
+ * NR/W accumulators, NR/W loads of B and a broadcast of A in the registers
+ * (AVX-512: 16 + 2 + 1 of 32, AVX2: 12 + 2 + 1 of 16); KC keeps a KC x NR
+ * slice of the B panel in L1 across the unit's row blocks. */
+static const mm_tiles mm_tile_table[] = {
+    {16, 8, 32, 192}, /* AVX-512 */
+    {8, 6, 16, 256},  /* AVX2 + FMA */
+    {4, 4, 8, 256},   /* portable: plain loops */
+};
+
+mm_tiles mm_tiles_for(int vector_width)
+{
+    for (size_t i = 0; i < sizeof mm_tile_table / sizeof mm_tile_table[0]; i++)
+        if (vector_width >= mm_tile_table[i].lanes) return mm_tile_table[i];
+    return mm_tile_table[sizeof mm_tile_table / sizeof mm_tile_table[0] - 1];
+}
+
+#define MM_MB 8    /* row blocks per unit */
+#define MM_NC_P 256 /* columns per unit, at most */
+#define MM_MIN_UNITS 8
+
+/* The element B[k][col] (col < N) of the matmul's logical B, for batch index bidx. */
+static kir_val logical_b(lower_ctx *c, const mm_job *j, const kir_val *bidx, kir_val k, kir_val col)
+{
+    if (j->gemm) {
+        kir_val ij[2] = {j->tb ? col : k, j->tb ? k : col};
+        return lower_load(c, 1, ij);
+    }
+    return load_batched(c, 1, j, bidx, k, col);
+}
+
+/* B's batch index (broadcast dims at 0) as a linear index over B's batch dims. */
+static kir_val b_batch(lower_ctx *c, const mm_job *j, const kir_val *bidx)
+{
+    const ir_shape *s = &ir_in(c->g, c->n, 1)->shape;
+    if (j->gemm || j->b_enc || s->rank <= 2) return kir_idx(c->k, 0);
+    ir_shape bs = {.rank = s->rank - 2};
+    kir_val idx[IR_MAX_RANK];
+    for (int d = 0; d < bs.rank; d++) {
+        bs.dim[d] = s->dim[d];
+        idx[d] = s->dim[d] == 1 ? kir_idx(c->k, 0) : bidx[d + j->nb - bs.rank];
+    }
+    return lower_linear(c->k, &bs, idx);
+}
+
+/* Per call: packed[b][p][k][jj] = B[b][k][p*NR + jj], 0 past N. */
+static void pack_panels_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const mm_job *j = user;
+    kir_kernel *K = c->k;
+    const ir_shape *s = &ir_in(c->g, c->n, 1)->shape;
+    int nbb = j->gemm ? 0 : s->rank - 2; /* idx: B's batch dims, p, k, jj */
+    kir_val bidx[IR_MAX_RANK];
+    for (int d = 0; d < j->nb; d++) bidx[d] = kir_idx(K, 0);
+    for (int d = 0; d < nbb; d++) bidx[d + j->nb - nbb] = idx[d];
+    kir_val col = kir_add(K, kir_mul(K, idx[nbb], kir_idx(K, j->tl.nr)), idx[nbb + 2]);
+    kir_val v = logical_b(c, j, bidx, idx[nbb + 1], kir_binary(K, KIR_MIN, col, kir_idx(K, j->n - 1)));
+    if (j->n % j->tl.nr) v = kir_select(K, kir_binary(K, KIR_LT, col, kir_idx(K, j->n)), v, kir_const_f(K, j->dt, 0));
+    ir_shape ps = {.rank = nbb + 3};
+    for (int d = 0; d < nbb; d++) ps.dim[d] = s->dim[d];
+    ps.dim[nbb] = j->np, ps.dim[nbb + 1] = j->kk, ps.dim[nbb + 2] = j->tl.nr;
+    lower_scratch_store(c, j->b_packed, lower_linear(K, &ps, idx), v);
+}
+
+static kir_val min_idx(kir_kernel *K, kir_val a, int64_t b) { return kir_binary(K, KIR_MIN, a, kir_idx(K, b)); }
+
+/* What a gemm loop of the unit needs (mmp_body). */
+typedef struct mm_panel {
+    int ap, acc;           /* workgroup memory: packed A, accumulators */
+    int64_t ld, kcap;      /* accumulator row length, KC */
+    kir_val kb, kc, p0, bb, p; /* K slice start and length, first panel, B's batch base, panel */
+} mm_panel;
+
+/* acc[rows of block q] += A block q (its first `rows` rows) x panel p, over the K slice. */
+static void gemm_rows(lower_ctx *c, const mm_job *j, const mm_panel *pn, kir_val q, int64_t rows)
+{
+    kir_kernel *K = c->k;
+    int64_t mr = j->mr, nr = j->tl.nr;
+    kir_val z = kir_idx(K, 0), one = kir_idx(K, 1);
+    kir_val kk = kir_loop_begin_gemm(K, pn->kc);
+    kir_val r = rows > 1 ? kir_loop_begin(K, z, kir_idx(K, rows), one) : z;
+    kir_val at = kir_add(K, kir_add(K, kir_mul(K, q, kir_idx(K, pn->kcap * mr)), kir_mul(K, kk, kir_idx(K, mr))), r);
+    kir_val a = kir_load(K, pn->ap, at);
+    kir_val jj = kir_loop_begin(K, z, kir_idx(K, nr), one);
+    kir_val bv;
+    if (j->b_enc) {
+        kir_val bi[3] = {kir_add(K, pn->p0, pn->p), kir_add(K, pn->kb, kk), jj};
+        bv = lower_load(c, 1, bi);
+    } else {
+        kir_val pk = kir_add(K, kir_mul(K, kir_add(K, pn->p0, pn->p), kir_idx(K, j->kk)), kir_add(K, pn->kb, kk));
+        bv = lower_scratch_load(c, j->b_packed, kir_add(K, kir_add(K, pn->bb, kir_mul(K, pk, kir_idx(K, nr))), jj));
+    }
+    kir_val row = kir_add(K, kir_mul(K, q, kir_idx(K, mr)), r);
+    kir_val ci = kir_add(K, kir_add(K, kir_mul(K, row, kir_idx(K, pn->ld)), kir_mul(K, pn->p, kir_idx(K, nr))), jj);
+    kir_store(K, pn->acc, ci, kir_binary(K, KIR_ADD, kir_load(K, pn->acc, ci), kir_binary(K, KIR_MUL, a, bv)));
+    kir_loop_end(K);
+    if (rows > 1) kir_loop_end(K);
+    kir_loop_end(K);
+}
+
+static void mmp_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    mm_job *j = user;
+    kir_kernel *K = c->k;
+    const kir_val *bidx = idx;
+    int64_t mr = j->mr, nr = j->tl.nr, kcap = j->tl.kc < j->kk ? j->tl.kc : j->kk, mcap = mr * j->mb;
+    int64_t ld = j->nc + MM_PAD;
+    kir_val zero = kir_const_f(K, j->dt, 0), one = kir_idx(K, 1), z = kir_idx(K, 0);
+    kir_val i0 = kir_mul(K, idx[j->nb], kir_idx(K, mcap)), j0 = kir_mul(K, idx[j->nb + 1], kir_idx(K, j->nc));
+    kir_val rows = j->m % mcap ? min_idx(K, kir_binary(K, KIR_SUB, kir_idx(K, j->m), i0), mcap) : kir_idx(K, mcap);
+    kir_val cols = j->n % j->nc ? min_idx(K, kir_binary(K, KIR_SUB, kir_idx(K, j->n), j0), j->nc) : kir_idx(K, j->nc);
+    kir_val nblk = j->m % mcap ? kir_binary(K, KIR_DIV, kir_add(K, rows, kir_idx(K, mr - 1)), kir_idx(K, mr)) : kir_idx(K, j->mb);
+    kir_val npan = kir_binary(K, KIR_DIV, kir_add(K, cols, kir_idx(K, nr - 1)), kir_idx(K, nr));
+    int acc = kir_smem_add(K, j->dt, mcap * ld), ap = kir_smem_add(K, j->dt, j->mb * kcap * mr);
+
+    kir_val row = kir_loop_begin(K, z, kir_idx(K, mcap), one);
+    kir_val col = kir_loop_begin_parallel(K, z, kir_idx(K, j->nc));
+    kir_store(K, acc, kir_add(K, kir_mul(K, row, kir_idx(K, ld)), col), zero);
+    kir_loop_end(K);
+    kir_loop_end(K);
+
+    kir_val p0 = kir_mul(K, idx[j->nb + 1], kir_idx(K, j->nc / nr)); /* the unit's first panel */
+    kir_val bb = kir_mul(K, b_batch(c, j, bidx), kir_idx(K, j->np * j->kk * nr));
+    kir_val kb = kir_loop_begin(K, z, kir_idx(K, j->kk), kir_idx(K, kcap));
+    kir_val kc = j->kk > kcap ? min_idx(K, kir_binary(K, KIR_SUB, kir_idx(K, j->kk), kb), kcap) : kir_idx(K, kcap);
+    /* A's rows [i0, i0 + rows) x [kb, kb + kc) into ap, rows past M clamped (computed, never stored) */
+    kir_val q = kir_loop_begin(K, z, nblk, one);
+    kir_val r = kir_loop_begin(K, z, kir_idx(K, mr), one);
+    kir_val i = kir_add(K, kir_add(K, i0, kir_mul(K, q, kir_idx(K, mr))), r);
+    if (j->m % mr) i = min_idx(K, i, j->m - 1);
+    kir_val kk = kir_loop_begin(K, z, kc, one);
+    kir_val at = kir_add(K, kir_add(K, kir_mul(K, q, kir_idx(K, kcap * mr)), kir_mul(K, kk, kir_idx(K, mr))), r);
+    kir_store(K, ap, at, load_a(c, j, bidx, i, kir_add(K, kb, kk)));
+    kir_loop_end(K);
+    kir_loop_end(K);
+    kir_loop_end(K);
+
+    /* full row blocks, then (in the unit that has it) the last M % MR rows with
+     * a microkernel of that many rows, not a full block of clamped repeats */
+    int64_t tail = j->m % mr;
+    kir_val nfull = j->m % mcap ? kir_binary(K, KIR_DIV, rows, kir_idx(K, mr)) : kir_idx(K, j->mb);
+    mm_panel pn = {.ap = ap, .acc = acc, .ld = ld, .kcap = kcap, .kb = kb, .kc = kc, .p0 = p0, .bb = bb};
+    pn.p = kir_loop_begin(K, z, npan, one);
+    q = kir_loop_begin(K, z, nfull, one);
+    gemm_rows(c, j, &pn, q, mr);
+    kir_loop_end(K);
+    if (tail) {
+        kir_if_begin(K, kir_binary(K, KIR_LT, kir_mul(K, nfull, kir_idx(K, mr)), rows));
+        gemm_rows(c, j, &pn, nfull, tail);
+        kir_if_end(K);
+    }
+    kir_loop_end(K);
+    kir_loop_end(K);
+
+    row = kir_loop_begin(K, z, rows, one);
+    col = kir_loop_begin(K, z, cols, one);
+    kir_val v = kir_load(K, acc, kir_add(K, kir_mul(K, row, kir_idx(K, ld)), col));
+    store_c(c, j, bidx, kir_add(K, i0, row), kir_add(K, j0, col), v);
+    kir_loop_end(K);
+    kir_loop_end(K);
+}
+
+/* Whether the packed path takes this matmul: the C target, float32, B a
+ * matrix; a B not packed at compile time is packed per call (K x N copies),
+ * which pays where A has rows enough to reuse it (two row blocks), or where
+ * the blocked path would copy B anyway (transB). */
+static bool mm_packed_ok(const lower_ctx *c, const mm_job *j)
+{
+    if (c->target->wg_size != 1 || j->dt != SMELT_F32 || j->b_vec || j->m <= 0 || j->n <= 0 || j->kk <= 0) return false;
+    if (getenv("SMELT_NO_PACKED_GEMM")) return false;
+    return j->b_enc || j->tb || j->m >= 2 * mm_tiles_for(c->target->vector_width).mr;
+}
+
+static smelt_status mm_lower_packed(lower_ctx *c, mm_job *j)
+{
+    const ir_shape *out = j->out;
+    j->tl = mm_tiles_for(c->target->vector_width);
+    int64_t nr = j->tl.nr;
+    j->mr = j->m < j->tl.mr ? j->m : j->tl.mr;
+    j->np = (j->n + nr - 1) / nr;
+    int64_t rb = (j->m + j->mr - 1) / j->mr;
+    j->mb = rb < MM_MB ? rb : MM_MB;
+    int64_t batch = 1;
+    for (int d = 0; d < j->nb; d++) batch *= out->dim[d];
+    /* columns per unit: at most MM_NC_P, fewer (in whole panels) until there are
+     * MM_MIN_UNITS units, so small M still spreads over the threads by N */
+    int64_t npu = MM_NC_P / nr < j->np ? MM_NC_P / nr : j->np;
+    int64_t mbu = (rb + j->mb - 1) / j->mb;
+    while (npu > 1 && batch * mbu * ((j->np + npu - 1) / npu) < MM_MIN_UNITS) npu = (npu + 1) / 2;
+    j->nc = npu * nr;
+    if (!j->b_enc) {
+        const ir_shape *s = &ir_in(c->g, c->n, 1)->shape;
+        int nbb = j->gemm ? 0 : s->rank - 2;
+        ir_shape ps = {.rank = nbb + 3};
+        for (int d = 0; d < nbb; d++) ps.dim[d] = s->dim[d];
+        ps.dim[nbb] = j->np, ps.dim[nbb + 1] = j->kk, ps.dim[nbb + 2] = nr;
+        j->b_packed = lower_scratch(c, j->dt, ir_shape_numel(&ps));
+        if (j->b_packed < 0) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+        lower_parallel_for(c, &ps, 1, pack_panels_body, j);
+        if (!c->k) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    }
+    ir_shape units = {.rank = j->nb + 3};
+    for (int d = 0; d < j->nb; d++) units.dim[d] = out->dim[d];
+    units.dim[j->nb] = mbu;
+    units.dim[j->nb + 1] = (j->np + npu - 1) / npu;
+    units.dim[j->nb + 2] = 1;
+    lower_parallel_for(c, &units, 2 * j->mr * j->mb * j->nc * j->kk, mmp_body, j);
+    return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+}
+
 /* ---- contractions ------------------------------------------------------- */
+
+/* B's shape as the op sees it: [k, n] for a B packed into panels (ir.h). */
+static ir_shape logical_shape(const ir_tensor *b)
+{
+    if (b->enc.kind == IR_ENC_PANELS) return (ir_shape){.rank = 2, .dim = {b->enc.k, b->enc.n}};
+    return b->shape;
+}
 
 smelt_status infer_MatMul(ir_graph *g, int node)
 {
@@ -297,24 +542,25 @@ smelt_status infer_MatMul(ir_graph *g, int node)
     TRY(infer_need_dtype(n, a, "input", DT_ARITH));
     TRY(infer_need_same_dtype(n, a, b));
     char s1[160], s2[160];
-    if (a->shape.rank < 1 || b->shape.rank < 1)
+    ir_shape bl = logical_shape(b);
+    if (a->shape.rank < 1 || bl.rank < 1)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "operands must have rank >= 1, got %s and %s",
-                            infer_shp(&a->shape, s1), infer_shp(&b->shape, s2));
-    ir_shape sa = a->shape, sb = b->shape;
+                            infer_shp(&a->shape, s1), infer_shp(&bl, s2));
+    ir_shape sa = a->shape, sb = bl;
     if (sa.rank == 1) sa = (ir_shape){.rank = 2, .dim = {1, a->shape.dim[0]}};
-    if (sb.rank == 1) sb = (ir_shape){.rank = 2, .dim = {b->shape.dim[0], 1}};
+    if (sb.rank == 1) sb = (ir_shape){.rank = 2, .dim = {bl.dim[0], 1}};
     int64_t ka = sa.dim[sa.rank - 1], kb = sb.dim[sb.rank - 2];
     if (!infer_dim_eq(ka, kb))
         return ir_node_fail(n, SMELT_ERR_SHAPE, "inner dimensions differ: A %s has K=%lld, B %s has K=%lld",
-                            infer_shp(&a->shape, s1), (long long)ka, infer_shp(&b->shape, s2), (long long)kb);
+                            infer_shp(&a->shape, s1), (long long)ka, infer_shp(&bl, s2), (long long)kb);
     ir_shape ba = {.rank = sa.rank - 2}, bb = {.rank = sb.rank - 2}, out;
     memcpy(ba.dim, sa.dim, sizeof(int64_t) * (size_t)ba.rank);
     memcpy(bb.dim, sb.dim, sizeof(int64_t) * (size_t)bb.rank);
     if (!ir_shape_broadcast(&ba, &bb, &out))
         return ir_node_fail(n, SMELT_ERR_SHAPE, "batch dimensions of A %s and B %s do not broadcast",
-                            infer_shp(&a->shape, s1), infer_shp(&b->shape, s2));
+                            infer_shp(&a->shape, s1), infer_shp(&bl, s2));
     if (a->shape.rank > 1) out.dim[out.rank++] = sa.dim[sa.rank - 2];
-    if (b->shape.rank > 1) out.dim[out.rank++] = sb.dim[sb.rank - 1];
+    if (bl.rank > 1) out.dim[out.rank++] = sb.dim[sb.rank - 1];
     if (out.rank > IR_MAX_RANK) return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "result rank exceeds %d", IR_MAX_RANK);
     infer_put_out(g, n, 0, a->dtype, &out);
     return SMELT_OK;
@@ -330,15 +576,16 @@ smelt_status infer_Gemm(ir_graph *g, int node)
     TRY(infer_need_same_dtype(n, a, b));
     if (c) TRY(infer_need_same_dtype(n, a, c));
     char s1[160], s2[160];
-    if (a->shape.rank != 2 || b->shape.rank != 2)
+    ir_shape bl = logical_shape(b);
+    if (a->shape.rank != 2 || bl.rank != 2)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "A and B must be matrices, got %s and %s", infer_shp(&a->shape, s1),
-                            infer_shp(&b->shape, s2));
+                            infer_shp(&bl, s2));
     bool ta = ir_attr_int(n, "transA", 0) != 0, tb = ir_attr_int(n, "transB", 0) != 0;
     int64_t m = a->shape.dim[ta ? 1 : 0], ka = a->shape.dim[ta ? 0 : 1];
-    int64_t kb = b->shape.dim[tb ? 1 : 0], nn = b->shape.dim[tb ? 0 : 1];
+    int64_t kb = bl.dim[tb ? 1 : 0], nn = bl.dim[tb ? 0 : 1];
     if (!infer_dim_eq(ka, kb))
         return ir_node_fail(n, SMELT_ERR_SHAPE, "inner dimensions differ: A %s (transA=%d) has K=%lld, B %s (transB=%d) has K=%lld",
-                            infer_shp(&a->shape, s1), ta, (long long)ka, infer_shp(&b->shape, s2), tb, (long long)kb);
+                            infer_shp(&a->shape, s1), ta, (long long)ka, infer_shp(&bl, s2), tb, (long long)kb);
     ir_shape out = {.rank = 2, .dim = {m, nn}};
     if (c) {
         ir_shape bc;

@@ -15,6 +15,15 @@ smelt_status infer_Gemm(struct ir_graph *g, int node);
 smelt_status lower_MatMul(struct lower_ctx *c);
 smelt_status lower_Gemm(struct lower_ctx *c);
 
+/* The C target's GEMM tiles for a vector width (f32 lanes): a microkernel of
+ * MR x NR accumulators over KC-deep slices; B operands packed for it are
+ * [N/NR][K][NR] panels (ir.h's IR_ENC_PANELS). */
+typedef struct mm_tiles {
+    int lanes;      /* the row applies from this vector width up */
+    int mr, nr, kc;
+} mm_tiles;
+mm_tiles mm_tiles_for(int vector_width);
+
 smelt_status lower_gpu_MatMul(struct lower_ctx *c); /* GPU forms, in ops/gemm_gpu.c */
 smelt_status lower_gpu_Gemm(struct lower_ctx *c);
 

@@ -1,42 +1,19 @@
 /*
- * recurrent.c — RNN, GRU and LSTM: attributes, shape rule and lowering.
+ * recurrent.c — RNN, GRU and LSTM (and their packed forms, and
+ * DynamicQuantizeLSTM): attributes and shape rule; the kernels are in
+ * recurrent_lower.c.
  *
- * requires: a node of one of the three ops; for the lowering, shapes inferred
- *           by infer_Recurrent.
+ * requires: a node of one of those ops.
  * guarantees: the attributes are parsed once (rnn_parse) and checked against
  *             the input shapes with a diagnostic naming the node and the rule.
- *             The lowering is four kernels:
- *               1. WT[d][k][n] = W[d][n][k]        (input weights, transposed)
- *               2. RT[d][k][n] = R[d][n][k]        (recurrent weights, transposed)
- *               3. P[d][row][n] = bias[n] + sum_k X[row][k] * WT[d][k][n]
- *                  the input projection of every time step at once, a blocked
- *                  matrix product (MR rows of X per unit, unit-stride over n on
- *                  the CPU; a thread per (MR rows, n) on GPU targets)
- *               4. the recurrence: one workgroup per (direction, batch entry),
- *                  looping over time; per step gates[n] = P[row][n] +
- *                  sum_k H[k] * RT[k][n] (unit-stride over n, so it vectorizes
- *                  on the CPU and is spread over threads on a GPU), a barrier,
- *                  then the state update per hidden unit, which also stores Y.
- *             Steps at or past a batch entry's sequence length are skipped and
- *             their Y is zero; Y_h/Y_c hold the state after its last valid
- *             step (for the reverse direction, time runs from length-1 to 0),
- *             zero for an entry of length 0 (as onnxruntime does).
- *             Every output element is stored exactly once.
  */
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
 #include "ops/recurrent.h"
+#include "ops/recurrent_params.h"
 #include "ops/shape.h"
-#include "lower/lower.h"
-
-typedef enum rnn_cell { CELL_RNN, CELL_GRU, CELL_LSTM } rnn_cell;
-
-typedef enum rnn_act {
-    ACT_RELU, ACT_TANH, ACT_SIGMOID, ACT_AFFINE, ACT_LEAKYRELU, ACT_THRESHOLDEDRELU,
-    ACT_SCALEDTANH, ACT_HARDSIGMOID, ACT_ELU, ACT_SOFTSIGN, ACT_SOFTPLUS, ACT_COUNT
-} rnn_act;
 
 /* Which of alpha/beta each activation takes from activation_alpha/beta (in
  * order, skipping activations that take none), and their defaults. */
@@ -58,31 +35,6 @@ static const struct {
     [ACT_SOFTPLUS] = {"Softplus", false, false, 0, 0},
 };
 _Static_assert(sizeof act_info / sizeof act_info[0] == ACT_COUNT, "act_info needs a row per rnn_act");
-
-typedef struct rnn_fn {
-    rnn_act act;
-    float alpha, beta;
-} rnn_fn;
-
-/* Inputs and outputs by position (ONNX order). */
-enum { IN_X, IN_W, IN_R, IN_B, IN_LENS, IN_H0, IN_C0, IN_P };
-enum { OUT_Y, OUT_YH, OUT_YC };
-
-typedef struct rnn_params {
-    rnn_cell cell;
-    int gates;         /* G: 1, 3 or 4 blocks of H rows in W and R */
-    int n_fn;          /* activations per direction: 1, 2 or 3 */
-    int dirs;          /* 1 or 2 */
-    bool reverse[2];   /* per direction: time runs backwards */
-    int layout;        /* 0: [seq, batch, ...]; 1: [batch, seq, ...] */
-    bool has_clip;
-    float clip;
-    bool input_forget; /* LSTM: f = 1 - i */
-    bool lbr;          /* GRU linear_before_reset */
-    int64_t seq, batch, input, hidden;
-    rnn_fn fn[2][3];
-    smelt_dtype dt;
-} rnn_params;
 
 static smelt_status parse_activations(const ir_node *n, rnn_params *p)
 {
@@ -136,10 +88,54 @@ static smelt_status check_shape(const ir_node *n, const ir_tensor *t, const char
 }
 
 /* Attributes and sizes of node n, checked against its input shapes. */
-static smelt_status rnn_parse(const ir_graph *g, const ir_node *n, rnn_params *p)
+/* A scale [D] or [D, N] (per direction or per gate column) and its zero point, [D] or [D, N]
+ * too, of the quantized tensor's dtype. */
+static smelt_status check_qparams(const ir_graph *g, const ir_node *n, int scale, int zp, const ir_tensor *q,
+                                  int64_t D, int64_t N)
+{
+    const ir_tensor *t[2] = {ir_in(g, n, scale), ir_in(g, n, zp)};
+    int64_t want[2] = {D, N};
+    for (int i = 0; i < 2; i++) {
+        if (!t[i]) continue;
+        bool ok = t[i]->dtype == (i ? q->dtype : SMELT_F32) && (t[i]->shape.rank == 1 || t[i]->shape.rank == 2);
+        for (int d = 0; ok && d < t[i]->shape.rank; d++) ok = dim_ok(t[i]->shape.dim[d], want[d]);
+        if (!ok)
+            return ir_node_fail(n, SMELT_ERR_MODEL, "%s '%s' must be %s of shape [%lld] or [%lld, %lld]",
+                                i ? "zero point" : "scale", t[i]->name, infer_dtype_str(i ? q->dtype : SMELT_F32),
+                                (long long)D, (long long)D, (long long)N);
+    }
+    return SMELT_OK;
+}
+
+/* DynamicQuantizeLSTM's dtypes: uint8 X with a float32 scale and uint8 zero point (inputs 12,
+ * 13), 8-bit W and R, float32 for the rest. */
+static smelt_status check_quant_dtypes(const ir_graph *g, const ir_node *n)
+{
+    const ir_tensor *x = ir_in(g, n, IN_X), *xs = ir_in(g, n, IN_XS), *xz = ir_in(g, n, IN_XZ);
+    if (x->dtype != SMELT_U8 || !xs || !xz || xs->dtype != SMELT_F32 || xz->dtype != SMELT_U8)
+        return ir_node_fail(n, SMELT_ERR_MODEL, "X must be uint8 with a float32 scale and a uint8 zero point");
+    for (int i = IN_W; i <= IN_R; i++) {
+        const ir_tensor *t = ir_in(g, n, i);
+        if (t->dtype != SMELT_I8 && t->dtype != SMELT_U8)
+            return ir_node_fail(n, SMELT_ERR_MODEL, "input '%s' must be int8 or uint8", t->name);
+    }
+    static const int floats[] = {IN_B, IN_H0, IN_C0, IN_P};
+    for (int i = 0; i < 4; i++) {
+        const ir_tensor *t = ir_in(g, n, floats[i]);
+        if (t && t->dtype != SMELT_F32) return ir_node_fail(n, SMELT_ERR_MODEL, "input '%s' must be float32", t->name);
+    }
+    if (!ir_in(g, n, IN_WS) || !ir_in(g, n, IN_RS)) return ir_node_fail(n, SMELT_ERR_MODEL, "W_scale and R_scale are required");
+    return SMELT_OK;
+}
+
+smelt_status rnn_parse(const ir_graph *g, const ir_node *n, rnn_params *p)
 {
     memset(p, 0, sizeof *p);
-    p->cell = n->op == OP_LSTM ? CELL_LSTM : n->op == OP_GRU ? CELL_GRU : CELL_RNN;
+    p->quant = n->op == OP_DynamicQuantizeLSTM;
+    p->packed = p->quant || n->op == OP_PackedRNN || n->op == OP_PackedGRU || n->op == OP_PackedLSTM;
+    p->cell = n->op == OP_LSTM || n->op == OP_PackedLSTM || p->quant ? CELL_LSTM
+              : n->op == OP_GRU || n->op == OP_PackedGRU ? CELL_GRU
+                                                         : CELL_RNN;
     p->gates = p->cell == CELL_LSTM ? 4 : p->cell == CELL_GRU ? 3 : 1;
     p->n_fn = p->cell == CELL_LSTM ? 3 : p->cell == CELL_GRU ? 2 : 1;
     const char *dir = ir_attr_string(n, "direction", "forward");
@@ -170,9 +166,10 @@ static smelt_status rnn_parse(const ir_graph *g, const ir_node *n, rnn_params *p
     const ir_tensor *x = ir_in(g, n, IN_X), *w = ir_in(g, n, IN_W), *r = ir_in(g, n, IN_R);
     if (!x || !w || !r) return ir_node_fail(n, SMELT_ERR_MODEL, "inputs X, W and R are required");
     TRY(infer_check_dtypes(g, n));
-    TRY(infer_require_class(n, x, infer_is_float(x->dtype), "float"));
-    p->dt = x->dtype;
-    for (int i = IN_W; i < n->n_in; i++) {
+    if (p->quant) TRY(check_quant_dtypes(g, n));
+    else TRY(infer_require_class(n, x, infer_is_float(x->dtype), "float"));
+    p->dt = p->quant ? SMELT_F32 : x->dtype;
+    for (int i = IN_W; i < n->n_in && !p->quant; i++) {
         const ir_tensor *t = ir_in(g, n, i);
         if (!t || i == IN_LENS) continue;
         if (t->dtype != p->dt)
@@ -186,7 +183,7 @@ static smelt_status rnn_parse(const ir_graph *g, const ir_node *n, rnn_params *p
     p->seq = x->shape.dim[p->layout ? 1 : 0];
     p->batch = x->shape.dim[p->layout ? 0 : 1];
     p->input = x->shape.dim[2];
-    p->hidden = r->shape.dim[2];
+    p->hidden = r->shape.dim[p->packed ? 1 : 2];
     int64_t hs = ir_attr_int(n, "hidden_size", -1);
     if (hs >= 0 && !dim_ok(p->hidden, hs))
         return ir_node_fail(n, SMELT_ERR_SHAPE, "hidden_size %lld does not match R's last dim %lld", (long long)hs,
@@ -195,6 +192,13 @@ static smelt_status rnn_parse(const ir_graph *g, const ir_node *n, rnn_params *p
     int64_t D = p->dirs, H = p->hidden, N = p->gates * (H < 0 ? -1 : H), B = p->batch;
     int64_t ws[3] = {D, N, p->input}, rs[3] = {D, N, H}, bs[2] = {D, 2 * N}, ls[1] = {B}, ps[2] = {D, 3 * H};
     int64_t hs0[3] = {D, B, H}, hs1[3] = {B, D, H};
+    if (p->packed) { /* [D, K, N] */
+        ws[1] = p->input, ws[2] = N, rs[1] = H, rs[2] = N;
+    }
+    if (p->quant) {
+        TRY(check_qparams(g, n, IN_WS, IN_WZ, w, D, N));
+        TRY(check_qparams(g, n, IN_RS, IN_RZ, r, D, N));
+    }
     TRY(check_shape(n, w, "W", 3, ws));
     TRY(check_shape(n, r, "R", 3, rs));
     TRY(check_shape(n, ir_in(g, n, IN_B), "B", 2, bs));
@@ -225,489 +229,4 @@ smelt_status infer_Recurrent(ir_graph *g, int node)
     TRY(infer_set_out(g, n, OUT_Y, p.dt, &y));
     TRY(infer_set_out(g, n, OUT_YH, p.dt, &yh));
     return infer_set_out(g, n, OUT_YC, p.dt, &yh);
-}
-
-/* ---- lowering ------------------------------------------------------------ */
-
-static kir_val bin(kir_kernel *K, kir_op op, kir_val a, kir_val b) { return kir_binary(K, op, a, b); }
-static kir_val fc(kir_kernel *K, smelt_dtype dt, double v) { return kir_const_f(K, dt, v); }
-
-static kir_val activate(kir_kernel *K, smelt_dtype dt, const rnn_fn *f, kir_val x)
-{
-    kir_val zero = fc(K, dt, 0), one = fc(K, dt, 1), a = fc(K, dt, f->alpha), b = fc(K, dt, f->beta);
-    switch (f->act) {
-    case ACT_RELU: return bin(K, KIR_MAX, x, zero);
-    case ACT_TANH: return kir_unary(K, KIR_TANH, x);
-    case ACT_SIGMOID: return bin(K, KIR_DIV, one, bin(K, KIR_ADD, one, kir_unary(K, KIR_EXP, kir_unary(K, KIR_NEG, x))));
-    case ACT_AFFINE: return bin(K, KIR_ADD, bin(K, KIR_MUL, a, x), b);
-    case ACT_LEAKYRELU: return kir_select(K, bin(K, KIR_GE, x, zero), x, bin(K, KIR_MUL, a, x));
-    case ACT_THRESHOLDEDRELU: return kir_select(K, bin(K, KIR_GT, x, a), x, zero);
-    case ACT_SCALEDTANH: return bin(K, KIR_MUL, a, kir_unary(K, KIR_TANH, bin(K, KIR_MUL, b, x)));
-    case ACT_HARDSIGMOID: return bin(K, KIR_MAX, zero, bin(K, KIR_MIN, one, bin(K, KIR_ADD, bin(K, KIR_MUL, a, x), b)));
-    case ACT_ELU:
-        return kir_select(K, bin(K, KIR_GE, x, zero), x, bin(K, KIR_MUL, a, bin(K, KIR_SUB, kir_unary(K, KIR_EXP, x), one)));
-    case ACT_SOFTSIGN: return bin(K, KIR_DIV, x, bin(K, KIR_ADD, one, kir_unary(K, KIR_ABS, x)));
-    case ACT_SOFTPLUS: return kir_unary(K, KIR_LOG, bin(K, KIR_ADD, one, kir_unary(K, KIR_EXP, x)));
-    case ACT_COUNT: break;
-    }
-    return x;
-}
-
-/* Rows of X per projection unit: each WT element loaded feeds MR products. */
-#define RNN_MR 4
-/* Rows of RT per pass over the gates in the recurrence: 8 ran the bench LSTM
- * (hidden 128, 1 thread, a loaded 2-core host) 15-30% slower than 4. */
-#define RNN_KU 4
-/* Workgroup memory the CPU recurrence may keep on its stack. */
-#define RNN_CPU_STACK_BYTES (64 * 1024)
-
-typedef struct rnn_job {
-    rnn_params p;
-    int64_t n;         /* G * H */
-    int64_t rows;      /* seq * batch, in X's own order */
-    int64_t rows_pad;  /* rows rounded up to RNN_MR */
-    int wt, rt, proj;  /* scratch: WT, RT, P */
-    int state;         /* scratch for the recurrence's vectors, or -1: workgroup memory */
-} rnn_job;
-
-/* ---- kernels 1, 2: transposed weights ---- */
-
-typedef struct pack_job {
-    int in, scratch;
-    int64_t n, k;
-} pack_job;
-
-/* Visits the packed [D, K, N] order: stores run unit-stride and the
- * transposed reads are left to lower_parallel_for's tiles. */
-static void pack_body(lower_ctx *c, const kir_val *idx, void *user)
-{
-    const pack_job *j = user;
-    kir_kernel *K = c->k;
-    kir_val src[3] = {idx[0], idx[2], idx[1]};
-    kir_val at = kir_add(K, kir_mul(K, kir_add(K, kir_mul(K, idx[0], kir_idx(K, j->k)), idx[1]), kir_idx(K, j->n)), idx[2]);
-    lower_scratch_store(c, j->scratch, at, lower_load(c, j->in, src));
-}
-
-/* ---- kernel 3: the input projection ---- */
-
-/* Projection bias of gate row n of direction d: Wb + Rb, except GRU's hidden
- * gate, whose Rb joins the recurrent part (it is scaled by r there when
- * linear_before_reset). */
-static kir_val proj_bias(lower_ctx *c, const rnn_job *j, kir_val d, kir_val nn)
-{
-    kir_kernel *K = c->k;
-    if (!ir_in(c->g, c->n, IN_B)) return fc(K, j->p.dt, 0);
-    kir_val wi[2] = {d, nn}, ri[2] = {d, kir_add(K, nn, kir_idx(K, j->n))};
-    kir_val wb = lower_load(c, IN_B, wi), rb = lower_load(c, IN_B, ri);
-    if (j->p.cell != CELL_GRU) return bin(K, KIR_ADD, wb, rb);
-    kir_val is_h = bin(K, KIR_GE, nn, kir_idx(K, 2 * j->p.hidden));
-    return kir_select(K, is_h, wb, bin(K, KIR_ADD, wb, rb));
-}
-
-/* Element [i][k] of X seen as [rows, input], rows in X's own order; rows past
- * the last (final block) read the last row, into P's padding. */
-static kir_val x_row_load(lower_ctx *c, const rnn_job *j, kir_val i, kir_val k)
-{
-    kir_kernel *K = c->k;
-    const ir_shape *xs = &ir_in(c->g, c->n, IN_X)->shape;
-    ir_shape rs = {.rank = 2, .dim = {xs->dim[0], xs->dim[1]}};
-    if (j->rows % RNN_MR) i = bin(K, KIR_MIN, i, kir_idx(K, j->rows - 1));
-    kir_val xi[3];
-    lower_unravel(K, &rs, i, xi);
-    xi[2] = k;
-    return lower_load(c, IN_X, xi);
-}
-
-/* CPU: one unit is MR rows of P; the k-loop is outside, the loop over n
- * inside runs unit-stride and vectorizes. */
-static void proj_body(lower_ctx *c, const kir_val *idx, void *user)
-{
-    const rnn_job *j = user;
-    kir_kernel *K = c->k;
-    kir_val d = idx[0], i0 = kir_mul(K, idx[1], kir_idx(K, RNN_MR)), one = kir_idx(K, 1);
-    kir_val base = kir_mul(K, kir_add(K, kir_mul(K, d, kir_idx(K, j->rows_pad)), i0), kir_idx(K, j->n));
-    kir_val rowbase[RNN_MR];
-    for (int q = 0; q < RNN_MR; q++) rowbase[q] = kir_add(K, base, kir_idx(K, q * j->n));
-    kir_val nn = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, j->n), one);
-    kir_val bias = proj_bias(c, j, d, nn);
-    for (int q = 0; q < RNN_MR; q++) lower_scratch_store(c, j->proj, kir_add(K, rowbase[q], nn), bias);
-    kir_loop_end(K);
-
-    if (j->p.input == 0) return;
-    kir_val k = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, j->p.input), one);
-    kir_val a[RNN_MR];
-    for (int q = 0; q < RNN_MR; q++) a[q] = x_row_load(c, j, kir_add(K, i0, kir_idx(K, q)), k);
-    kir_val wrow = kir_mul(K, kir_add(K, kir_mul(K, d, kir_idx(K, j->p.input)), k), kir_idx(K, j->n));
-    nn = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, j->n), one);
-    kir_val w = lower_scratch_load(c, j->wt, kir_add(K, wrow, nn));
-    for (int q = 0; q < RNN_MR; q++) {
-        kir_val at = kir_add(K, rowbase[q], nn);
-        kir_val s = lower_scratch_load(c, j->proj, at);
-        lower_scratch_store(c, j->proj, at, bin(K, KIR_ADD, s, bin(K, KIR_MUL, a[q], w)));
-    }
-    kir_loop_end(K);
-    kir_loop_end(K);
-}
-
-/* GPU: one thread per (MR rows, n): MR sums in registers, reads of WT
- * coalesced over the threads' n, X's elements the same for every thread. */
-static void proj_col_body(lower_ctx *c, const kir_val *idx, void *user)
-{
-    const rnn_job *j = user;
-    kir_kernel *K = c->k;
-    kir_val d = idx[0], i0 = kir_mul(K, idx[1], kir_idx(K, RNN_MR)), nn = idx[2];
-    kir_val bias = proj_bias(c, j, d, nn);
-    int acc[RNN_MR];
-    for (int q = 0; q < RNN_MR; q++) acc[q] = kir_var_new(K, j->p.dt, bias);
-    if (j->p.input > 0) {
-        kir_val k = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, j->p.input), kir_idx(K, 1));
-        kir_val wrow = kir_mul(K, kir_add(K, kir_mul(K, d, kir_idx(K, j->p.input)), k), kir_idx(K, j->n));
-        kir_val w = lower_scratch_load(c, j->wt, kir_add(K, wrow, nn));
-        for (int q = 0; q < RNN_MR; q++) {
-            kir_val a = x_row_load(c, j, kir_add(K, i0, kir_idx(K, q)), k);
-            kir_var_set(K, acc[q], bin(K, KIR_ADD, kir_var_get(K, acc[q]), bin(K, KIR_MUL, a, w)));
-        }
-        kir_loop_end(K);
-    }
-    kir_val base = kir_mul(K, kir_add(K, kir_mul(K, d, kir_idx(K, j->rows_pad)), i0), kir_idx(K, j->n));
-    for (int q = 0; q < RNN_MR; q++)
-        lower_scratch_store(c, j->proj, kir_add(K, base, kir_add(K, kir_idx(K, q * j->n), nn)), kir_var_get(K, acc[q]));
-}
-
-/* ---- kernel 4: the recurrence ---- */
-
-/* A vector of the recurrence's state: workgroup memory, or a slice of the
- * state scratch at `base`. */
-typedef struct rvec {
-    int smem, scratch;
-    kir_val base;
-} rvec;
-
-typedef struct rstate {
-    const rnn_job *j;
-    kir_val d, b, len;         /* this workgroup's direction and batch entry; its length */
-    kir_val dirrev;            /* bool: this direction runs backwards in time */
-    kir_val valid;             /* masked time loop: whether step t is inside len (else 0) */
-    rvec h, cst, gates, rh;
-} rstate;
-
-static kir_val rv_load(lower_ctx *c, const rvec *v, kir_val i)
-{
-    if (v->smem >= 0) return kir_load(c->k, v->smem, i);
-    return lower_scratch_load(c, v->scratch, kir_add(c->k, v->base, i));
-}
-
-static void rv_store(lower_ctx *c, const rvec *v, kir_val i, kir_val x)
-{
-    if (v->smem >= 0) kir_store(c->k, v->smem, i, x);
-    else lower_scratch_store(c, v->scratch, kir_add(c->k, v->base, i), x);
-}
-
-static kir_val clipped(kir_kernel *K, const rnn_params *p, kir_val x)
-{
-    if (!p->has_clip) return x;
-    return bin(K, KIR_MIN, bin(K, KIR_MAX, x, fc(K, p->dt, -p->clip)), fc(K, p->dt, p->clip));
-}
-
-/* f_i(clip(x)) for activation i of direction d (a uniform value: both
- * directions' functions are built and the direction picks one). */
-static kir_val act_dir(kir_kernel *K, const rstate *s, int i, kir_val x)
-{
-    const rnn_params *p = &s->j->p;
-    x = clipped(K, p, x);
-    kir_val f0 = activate(K, p->dt, &p->fn[0][i], x);
-    if (p->dirs == 1 || !memcmp(&p->fn[0][i], &p->fn[1][i], sizeof p->fn[0][i])) return f0;
-    return kir_select(K, bin(K, KIR_EQ, s->d, kir_idx(K, 0)), f0, activate(K, p->dt, &p->fn[1][i], x));
-}
-
-/* Index of an output or initial-state element [d][b][j] in the layout. */
-static void state_index(const rstate *s, kir_val j, kir_val *idx)
-{
-    bool l1 = s->j->p.layout != 0;
-    idx[0] = l1 ? s->b : s->d;
-    idx[1] = l1 ? s->d : s->b;
-    idx[2] = j;
-}
-
-static void y_index(const rstate *s, kir_val t, kir_val j, kir_val *idx)
-{
-    if (s->j->p.layout) {
-        idx[0] = s->b, idx[1] = t, idx[2] = s->d, idx[3] = j;
-    } else {
-        idx[0] = t, idx[1] = s->d, idx[2] = s->b, idx[3] = j;
-    }
-}
-
-static bool has_out(const lower_ctx *c, int o) { return o < c->n->n_out && c->n->out[o] >= 0; }
-
-/* gates[n] += sum_k v[k] * RT[d][k][n] for n in [n0, n1): k unrolled by
- * RNN_KU so each gates element is loaded and stored once per RNN_KU rows of RT. */
-static void gemv(lower_ctx *c, const rstate *s, const rvec *v, int64_t n0, int64_t n1)
-{
-    kir_kernel *K = c->k;
-    const rnn_job *j = s->j;
-    int64_t H = j->p.hidden, main = H - H % RNN_KU;
-    kir_val rbase = kir_mul(K, s->d, kir_idx(K, H * j->n));
-    for (int pass = 0; pass < 2; pass++) {
-        int64_t lo = pass ? main : 0, hi = pass ? H : main, step = pass ? 1 : RNN_KU;
-        if (lo >= hi) continue;
-        kir_val k = kir_loop_begin(K, kir_idx(K, lo), kir_idx(K, hi), kir_idx(K, step));
-        kir_val hv[RNN_KU], row[RNN_KU];
-        for (int u = 0; u < step; u++) {
-            kir_val ku = kir_add(K, k, kir_idx(K, u));
-            hv[u] = rv_load(c, v, ku);
-            row[u] = kir_add(K, rbase, kir_mul(K, ku, kir_idx(K, j->n)));
-        }
-        kir_val nn = kir_loop_begin_parallel(K, kir_idx(K, n0), kir_idx(K, n1));
-        kir_val acc = rv_load(c, &s->gates, nn);
-        for (int u = 0; u < step; u++)
-            acc = bin(K, KIR_ADD, acc, bin(K, KIR_MUL, hv[u], lower_scratch_load(c, j->rt, kir_add(K, row[u], nn))));
-        rv_store(c, &s->gates, nn, acc);
-        kir_loop_end(K);
-        kir_loop_end(K);
-    }
-}
-
-static kir_val load_in(lower_ctx *c, int in, kir_val a, kir_val b)
-{
-    kir_val idx[2] = {a, b};
-    return lower_load(c, in, idx);
-}
-
-/* The state update of hidden unit jj at time tt: returns the new h (and
- * stores the new c for LSTM). gates holds the recurrent sums (plus P's row for
- * the gates that take it). */
-static kir_val cell_update(lower_ctx *c, const rstate *s, kir_val prow, kir_val jj)
-{
-    kir_kernel *K = c->k;
-    const rnn_job *j = s->j;
-    const rnn_params *p = &j->p;
-    smelt_dtype dt = p->dt;
-    kir_val H = kir_idx(K, p->hidden), one = fc(K, dt, 1);
-    if (p->cell == CELL_RNN) return act_dir(K, s, 0, rv_load(c, &s->gates, jj));
-    if (p->cell == CELL_GRU) {
-        kir_val hprev = rv_load(c, &s->h, jj);
-        kir_val z = act_dir(K, s, 0, rv_load(c, &s->gates, jj));
-        kir_val hpart = rv_load(c, &s->gates, kir_add(K, jj, kir_mul(K, H, kir_idx(K, 2))));
-        if (p->lbr) hpart = bin(K, KIR_MUL, act_dir(K, s, 0, rv_load(c, &s->gates, kir_add(K, jj, H))), hpart);
-        kir_val px = lower_scratch_load(c, j->proj, kir_add(K, prow, kir_add(K, jj, kir_idx(K, 2 * p->hidden))));
-        kir_val hh = act_dir(K, s, 1, bin(K, KIR_ADD, px, hpart));
-        return bin(K, KIR_ADD, bin(K, KIR_MUL, bin(K, KIR_SUB, one, z), hh), bin(K, KIR_MUL, z, hprev));
-    }
-    /* LSTM: gate blocks i, o, f, c; peepholes i, o, f. */
-    bool peep = ir_in(c->g, c->n, IN_P) != NULL;
-    kir_val cprev = rv_load(c, &s->cst, jj);
-    kir_val gi = rv_load(c, &s->gates, jj), go = rv_load(c, &s->gates, kir_add(K, jj, H));
-    kir_val gf = rv_load(c, &s->gates, kir_add(K, jj, kir_idx(K, 2 * p->hidden)));
-    kir_val gc = rv_load(c, &s->gates, kir_add(K, jj, kir_idx(K, 3 * p->hidden)));
-    if (peep) {
-        gi = bin(K, KIR_ADD, gi, bin(K, KIR_MUL, load_in(c, IN_P, s->d, jj), cprev));
-        gf = bin(K, KIR_ADD, gf, bin(K, KIR_MUL, load_in(c, IN_P, s->d, kir_add(K, jj, kir_idx(K, 2 * p->hidden))), cprev));
-    }
-    kir_val i = act_dir(K, s, 0, gi);
-    kir_val f = p->input_forget ? bin(K, KIR_SUB, one, i) : act_dir(K, s, 0, gf);
-    kir_val cc = act_dir(K, s, 1, gc);
-    kir_val cnew = bin(K, KIR_ADD, bin(K, KIR_MUL, f, cprev), bin(K, KIR_MUL, i, cc));
-    if (peep) go = bin(K, KIR_ADD, go, bin(K, KIR_MUL, load_in(c, IN_P, s->d, kir_add(K, jj, H)), cnew));
-    kir_val o = act_dir(K, s, 0, go);
-    rv_store(c, &s->cst, jj, s->valid ? kir_select(K, s->valid, cnew, cprev) : cnew);
-    /* h(C) takes C unclipped: clip bounds the gates' inputs only. */
-    const rnn_fn *h0 = &p->fn[0][2], *h1 = &p->fn[p->dirs - 1][2];
-    kir_val hc = activate(K, dt, h0, cnew);
-    if (memcmp(h0, h1, sizeof *h0)) hc = kir_select(K, bin(K, KIR_EQ, s->d, kir_idx(K, 0)), hc, activate(K, dt, h1, cnew));
-    return bin(K, KIR_MUL, o, hc);
-}
-
-static kir_val init_state(lower_ctx *c, const rstate *s, int in, kir_val jj)
-{
-    if (!ir_in(c->g, c->n, in)) return fc(c->k, s->j->p.dt, 0);
-    kir_val idx[3];
-    state_index(s, jj, idx);
-    return lower_load(c, in, idx);
-}
-
-static rvec rv_new(kir_kernel *K, const rnn_job *j, int64_t numel, int64_t *offset, kir_val wg, int64_t per_wg)
-{
-    rvec v = {-1, j->state, 0};
-    if (j->state < 0) {
-        v.smem = kir_smem_add(K, j->p.dt, numel);
-    } else {
-        v.base = kir_add(K, kir_mul(K, wg, kir_idx(K, per_wg)), kir_idx(K, *offset));
-        *offset += numel;
-    }
-    return v;
-}
-
-/* Elements of state per workgroup: h, c, gates, and r (.) h. */
-static int64_t state_numel(const rnn_job *j) { return 3 * j->p.hidden + j->n; }
-
-static smelt_status lower_recurrence(lower_ctx *c, rnn_job *j)
-{
-    const rnn_params *p = &j->p;
-    int64_t H = p->hidden, N = j->n, S = p->seq;
-    kir_kernel *K = lower_kernel_begin(c, p->dirs * p->batch);
-    if (!K) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
-    if (c->target->wg_size > 1) K->wg_size = c->target->wg_size;
-    kir_val wg = kir_wg(K), zero = kir_idx(K, 0), one = kir_idx(K, 1);
-    rstate s = {.j = j};
-    s.d = p->dirs == 1 ? zero : bin(K, KIR_DIV, wg, kir_idx(K, p->batch));
-    s.b = p->dirs == 1 ? wg : bin(K, KIR_MOD, wg, kir_idx(K, p->batch));
-    int64_t off = 0, per = state_numel(j);
-    s.h = rv_new(K, j, H, &off, wg, per);
-    s.cst = rv_new(K, j, H, &off, wg, per);
-    s.gates = rv_new(K, j, N, &off, wg, per);
-    s.rh = rv_new(K, j, H, &off, wg, per);
-    if (p->dirs == 2) s.dirrev = bin(K, KIR_EQ, s.d, one);
-    else s.dirrev = kir_const_i(K, SMELT_BOOL, p->reverse[0]);
-    s.len = kir_idx(K, S);
-    if (ir_in(c->g, c->n, IN_LENS)) {
-        kir_val l = kir_cast(K, SMELT_I64, lower_load(c, IN_LENS, &s.b));
-        s.len = bin(K, KIR_MIN, bin(K, KIR_MAX, l, zero), kir_idx(K, S));
-    }
-
-    kir_val jj = kir_loop_begin_parallel(K, zero, kir_idx(K, H));
-    rv_store(c, &s.h, jj, init_state(c, &s, IN_H0, jj));
-    if (p->cell == CELL_LSTM) rv_store(c, &s.cst, jj, init_state(c, &s, IN_C0, jj));
-    kir_loop_end(K);
-    kir_barrier(K);
-
-    /* Time runs over the entry's own length: no step sits under a condition,
-     * so every barrier is in straight-line code of the time loop. */
-    /* On the CPU time runs over the entry's own length. With threads per
-     * workgroup it runs over the whole sequence, steps past the length
-     * computing but not committing, so no barrier sits under a data-dependent
-     * trip count or condition (under either, PoCL's results for GRU's four
-     * barriers a step went wrong from the second step on; LSTM's two did not). */
-    bool masked = K->wg_size > 1 && ir_in(c->g, c->n, IN_LENS);
-    kir_val t = kir_loop_begin(K, zero, masked ? kir_idx(K, S) : s.len, one);
-    kir_val tt = t;
-    if (p->dirs == 2 || p->reverse[0]) {
-        kir_val back = bin(K, KIR_SUB, bin(K, KIR_SUB, s.len, one), t);
-        tt = p->dirs == 2 ? kir_select(K, s.dirrev, back, t) : back;
-    }
-    if (masked) {
-        s.valid = bin(K, KIR_LT, t, s.len);
-        tt = bin(K, KIR_MAX, tt, zero);
-    }
-    kir_val xrow = p->layout ? kir_add(K, kir_mul(K, s.b, kir_idx(K, S)), tt) : kir_add(K, kir_mul(K, tt, kir_idx(K, p->batch)), s.b);
-    kir_val prow = kir_mul(K, kir_add(K, kir_mul(K, s.d, kir_idx(K, j->rows_pad)), xrow), kir_idx(K, N));
-    /* gates = P's row (GRU's hidden gate: its recurrent bias only), then + H.R^T */
-    int64_t n_first = p->cell == CELL_GRU ? 2 * H : N;
-    kir_val nn = kir_loop_begin_parallel(K, zero, kir_idx(K, N));
-    kir_val px = lower_scratch_load(c, j->proj, kir_add(K, prow, nn));
-    if (p->cell == CELL_GRU) {
-        kir_val rb = fc(K, p->dt, 0);
-        if (ir_in(c->g, c->n, IN_B)) rb = load_in(c, IN_B, s.d, kir_add(K, nn, kir_idx(K, N)));
-        px = kir_select(K, bin(K, KIR_LT, nn, kir_idx(K, n_first)), px, rb);
-    }
-    rv_store(c, &s.gates, nn, px);
-    kir_loop_end(K);
-    if (p->cell == CELL_GRU && !p->lbr) {
-        gemv(c, &s, &s.h, 0, n_first);
-        kir_barrier(K);
-        jj = kir_loop_begin_parallel(K, zero, kir_idx(K, H));
-        kir_val r = act_dir(K, &s, 0, rv_load(c, &s.gates, kir_add(K, jj, kir_idx(K, H))));
-        rv_store(c, &s.rh, jj, bin(K, KIR_MUL, r, rv_load(c, &s.h, jj)));
-        kir_loop_end(K);
-        kir_barrier(K);
-        gemv(c, &s, &s.rh, n_first, N);
-    } else {
-        gemv(c, &s, &s.h, 0, N);
-    }
-    kir_barrier(K);
-    jj = kir_loop_begin_parallel(K, zero, kir_idx(K, H));
-    kir_val h = cell_update(c, &s, prow, jj);
-    rv_store(c, &s.h, jj, masked ? kir_select(K, s.valid, h, rv_load(c, &s.h, jj)) : h);
-    if (has_out(c, OUT_Y)) {
-        kir_val yi[4];
-        y_index(&s, tt, jj, yi);
-        if (masked) kir_if_begin(K, s.valid);
-        lower_store(c, OUT_Y, yi, h);
-        if (masked) kir_if_end(K);
-    }
-    kir_loop_end(K);
-    kir_barrier(K);
-    kir_loop_end(K);
-
-    if (has_out(c, OUT_Y) && ir_in(c->g, c->n, IN_LENS)) {
-        t = kir_loop_begin(K, s.len, kir_idx(K, S), one);
-        jj = kir_loop_begin_parallel(K, zero, kir_idx(K, H));
-        kir_val yi[4];
-        y_index(&s, t, jj, yi);
-        lower_store(c, OUT_Y, yi, fc(K, p->dt, 0));
-        kir_loop_end(K);
-        kir_loop_end(K);
-    }
-    if (has_out(c, OUT_YH) || (p->cell == CELL_LSTM && has_out(c, OUT_YC))) {
-        jj = kir_loop_begin_parallel(K, zero, kir_idx(K, H));
-        kir_val si[3];
-        state_index(&s, jj, si);
-        kir_val hl = rv_load(c, &s.h, jj), cl = p->cell == CELL_LSTM ? rv_load(c, &s.cst, jj) : 0;
-        if (ir_in(c->g, c->n, IN_LENS)) { /* as onnxruntime: an empty sequence ends in zero states */
-            kir_val empty = bin(K, KIR_EQ, s.len, zero), z = fc(K, p->dt, 0);
-            hl = kir_select(K, empty, z, hl);
-            if (cl) cl = kir_select(K, empty, z, cl);
-        }
-        if (has_out(c, OUT_YH)) lower_store(c, OUT_YH, si, hl);
-        if (cl && has_out(c, OUT_YC)) lower_store(c, OUT_YC, si, cl);
-        kir_loop_end(K);
-    }
-    return SMELT_OK;
-}
-
-static smelt_status no_mem(lower_ctx *c) { return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory"); }
-
-/* a * b * c, false on int64 overflow. */
-static bool mul3(int64_t a, int64_t b, int64_t c, int64_t *out)
-{
-    return !__builtin_mul_overflow(a, b, out) && !__builtin_mul_overflow(*out, c, out);
-}
-
-smelt_status lower_Recurrent(lower_ctx *c)
-{
-    rnn_job j = {.state = -1};
-    TRY(rnn_parse(c->g, c->n, &j.p));
-    const rnn_params *p = &j.p;
-    int64_t D = p->dirs, H = p->hidden, I = p->input, wt_n, rt_n, proj_n, state_n;
-    /* The scratch sizes; Y's size is checked only where Y is an output. */
-    bool ok = mul3(p->gates, H, 1, &j.n) && mul3(p->seq, p->batch, 1, &j.rows) && j.rows <= INT64_MAX - RNN_MR;
-    j.rows_pad = ok ? (j.rows + RNN_MR - 1) / RNN_MR * RNN_MR : 0;
-    ok = ok && mul3(D, I, j.n, &wt_n) && mul3(D, H, j.n, &rt_n) && mul3(D, j.rows_pad > 0 ? j.rows_pad : 1, j.n, &proj_n) &&
-         mul3(D, p->batch, 1, &state_n) && mul3(state_n, 4, H + j.n, &state_n) && state_n <= INT64_MAX / 8;
-    if (!ok) return ir_node_fail(c->n, SMELT_ERR_SHAPE, "the sizes (seq, batch, input, hidden) overflow int64");
-    if (p->batch == 0 || H == 0) return SMELT_OK;
-    if (j.rows > 0 && I > 0) {
-        j.wt = lower_scratch(c, p->dt, wt_n);
-        if (j.wt < 0) return no_mem(c);
-        pack_job pw = {IN_W, j.wt, j.n, I};
-        ir_shape ws = {.rank = 3, .dim = {D, I, j.n}};
-        lower_parallel_for(c, &ws, 1, pack_body, &pw);
-        if (!c->k) return no_mem(c);
-    }
-    j.rt = lower_scratch(c, p->dt, rt_n);
-    j.proj = lower_scratch(c, p->dt, proj_n);
-    if (j.rt < 0 || j.proj < 0) return no_mem(c);
-    pack_job pr = {IN_R, j.rt, j.n, H};
-    ir_shape rs = {.rank = 3, .dim = {D, H, j.n}};
-    lower_parallel_for(c, &rs, 1, pack_body, &pr);
-    if (!c->k) return no_mem(c);
-    if (j.rows > 0) {
-        int64_t per_unit = RNN_MR * (2 * I + 1);
-        if (c->target->wg_size > 1) {
-            ir_shape cols = {.rank = 3, .dim = {D, j.rows_pad / RNN_MR, j.n}};
-            lower_parallel_for(c, &cols, per_unit, proj_col_body, &j);
-        } else {
-            ir_shape units = {.rank = 3, .dim = {D, j.rows_pad / RNN_MR, 1}};
-            lower_parallel_for(c, &units, per_unit * j.n, proj_body, &j);
-        }
-        if (!c->k) return no_mem(c);
-    }
-    int64_t bytes = state_numel(&j) * (int64_t)smelt_dtype_size(p->dt);
-    int64_t limit = c->target->wg_size > 1 ? c->target->smem_limit : RNN_CPU_STACK_BYTES;
-    if (bytes > limit) {
-        j.state = lower_scratch(c, p->dt, D * p->batch * state_numel(&j));
-        if (j.state < 0) return no_mem(c);
-    }
-    TRY(lower_recurrence(c, &j));
-    return c->k ? SMELT_OK : no_mem(c);
 }

@@ -92,9 +92,10 @@ static bool loads_match_store(const kir_kernel *k, int r, int st)
     kir_val idx = k->stmts[st].idx;
     for (kir_val v = 1; v < k->n_vals; v++) {
         const kir_value *x = &k->vals[v];
-        if (x->op != KIR_LOAD || x->buf != r) continue;
+        /* def < 0: a load the Kernel-IR cleanup removed (a duplicate CSE merged, or dead) */
+        if (x->op != KIR_LOAD || x->buf != r || x->def < 0) continue;
         int budget = 4096;
-        if (x->def < 0 || x->def >= st || !same_expr(k, x->a, idx, &budget)) return false;
+        if (x->def >= st || !same_expr(k, x->a, idx, &budget)) return false;
         for (int i = x->def + 1; i < st; i++)
             if (is_structural(k->stmts[i].kind)) return false;
     }

@@ -597,7 +597,12 @@ static smelt_status emit_body(emitter *e)
             sb_puts(sb, conv ? ");\n" : ";\n");
             break;
         case KS_LOOP_BEGIN: {
-            int end = s->stream && e->d->host_simd ? emit_put_stream(e, i, ind) : -1;
+            int end = s->gemm && e->d->host_simd ? emit_put_gemm(e, i, ind) : -1;
+            if (end >= 0) {
+                i = end;
+                break;
+            }
+            end = s->stream && e->d->host_simd ? emit_put_stream(e, i, ind) : -1;
             if (end >= 0) {
                 i = end;
                 streamed = true;
@@ -748,6 +753,7 @@ smelt_status emit_program(kir_kernel *const *kernels, int n, emit_lang lang, loc
               s == LOCALS_REUSE ? "reuse" : "hybrid");
     sb_puts(&sb, dialects[lang].prelude);
     emit_put_prelude(&sb, &dialects[lang], body.s ? body.s : "");
+    if (dialects[lang].host_simd) emit_put_gemm_helpers(&sb, body.s ? body.s : "");
     sb_puts(&sb, body.s ? body.s : "");
     if (body.oom) sb.oom = 1;
     sb_free(&body);

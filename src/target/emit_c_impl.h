@@ -80,6 +80,11 @@ extern const char emit_vec_helpers[];   /* exp, neg, abs on __m512, for programs
 void emit_put_prelude(strbuf *sb, const dialect *d, const char *body);
 /* Stream loop i as one smelt_stream_f32 call: its LOOP_END, or -1 (nothing emitted). */
 int emit_put_stream(emitter *e, int i, int ind);
+/* emit_c_gemm.c: gemm loop i (kir.h, "Microkernel loops") as one call of a
+ * register-blocked helper: its LOOP_END, or -1 (nothing emitted); and the
+ * helpers `body` calls, with what they need. */
+int emit_put_gemm(emitter *e, int i, int ind);
+void emit_put_gemm_helpers(strbuf *sb, const char *body);
 /* Loop i as a vector loop (see emit_c_simd.c): its LOOP_END, or -1. */
 int emit_vec_loop(const kir_kernel *k, int i);
 /* Loop i's vector form and the `#else` before its scalar form (emit_c.c writes

@@ -30,7 +30,9 @@ Cases:
     q_contrib_*         hand-built com.microsoft ops: QGemm (float and quantized output),
                         MatMulIntegerToFloat, DynamicQuantizeMatMul, Gelu, BiasGelu, FastGelu,
                         SkipLayerNormalization (all four outputs), FusedConv, QLinearAdd,
-                        QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool
+                        QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool,
+                        Attention (mask_index, unidirectional, qkv_hidden_sizes, attention_bias),
+                        DynamicQuantizeLSTM (bidirectional with states and peepholes; per-column)
 
 Prints one line per case written (or skipped, with the reason).
 """
@@ -404,6 +406,50 @@ def contrib_cases(rng):
     cases.append(("q_contrib_qlinear_ops", m,
                   [{"a": rand_q(rng, U8, [2, 5, 6, 7]), "b": rand_q(rng, U8, [5, 1, 7]),
                     "all": np.arange(256, dtype=np.uint8), "l": rand_q(rng, I8, [3, 50])} for _ in range(2)]))
+    # Attention: key-padding mask_index [B, T] (0 masks); unidirectional with scale, unequal V hidden
+    # size (qkv_hidden_sizes) and an additive attention_bias.
+    bsz, sq, hin = 2, 5, 12
+    inits = [tensor("aw", (rng.standard_normal([hin, 48]) * 0.3).astype(np.float32)),
+             tensor("ab", (rng.standard_normal(48) * 0.1).astype(np.float32)),
+             tensor("aw2", (rng.standard_normal([hin, 40]) * 0.3).astype(np.float32)),
+             tensor("ab2", (rng.standard_normal(40) * 0.1).astype(np.float32))]
+    n = [mk("Attention", ["ax", "aw", "ab", "amask"], ["att"], name="att_mask", num_heads=4),
+         mk("Attention", ["ax", "aw2", "ab2", "", "", "abias"], ["att2"], name="att_causal", num_heads=2,
+            unidirectional=1, scale=0.3, qkv_hidden_sizes=[16, 16, 8])]
+    ins = [vi("ax", F32, [bsz, sq, hin]), vi("amask", I32, [bsz, sq]), vi("abias", F32, [1, 2, sq, sq])]
+    m = make_model("ms_attention", n, ins, [vi("att", F32, None), vi("att2", F32, None)], inits, ms=True)
+    cases.append(("q_contrib_attention", m,
+                  [{"ax": rng.standard_normal([bsz, sq, hin]).astype(np.float32),
+                    "amask": np.array([[1, 1, 1, 1, 1], [1, 1, 0, 1, 0]] if k == 0 else [[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]],
+                                      np.int32),
+                    "abias": rng.standard_normal([1, 2, sq, sq]).astype(np.float32)} for k in range(2)]))
+
+    # DynamicQuantizeLSTM: bidirectional, int8 weights with per-direction scales, initial states and
+    # peepholes; a forward one with uint8 weights and per-column scales and zero points. |w - 0| stays
+    # below 64 for int8 (see the docstring: onnxruntime's int16 pair sums then cannot saturate).
+    seq, batch, inp, hid = 5, 1, 7, 6
+    n4 = 4 * hid
+    inits = [tensor("w", rand_q(rng, I8, [2, inp, n4], -63, 63)), tensor("r", rand_q(rng, I8, [2, hid, n4], -63, 63)),
+             tensor("b", (rng.standard_normal([2, 2 * n4]) * 0.3).astype(np.float32)),
+             tensor("ws", np.array([0.011, 0.013], np.float32)), tensor("wzp", np.array([0, 0], np.int8)),
+             tensor("rs", np.array([0.017, 0.009], np.float32)), tensor("rzp", np.array([0, 0], np.int8)),
+             tensor("p", (rng.standard_normal([2, 3 * hid]) * 0.2).astype(np.float32)),
+             tensor("w1", rand_q(rng, U8, [1, inp, n4], 0, 127)), tensor("r1", rand_q(rng, U8, [1, hid, n4], 0, 127)),
+             tensor("ws1", (rng.random([1, n4]) * 0.02 + 0.005).astype(np.float32)),
+             tensor("wzp1", np.array([64], np.uint8)),
+             tensor("rs1", (rng.random([1, n4]) * 0.02 + 0.005).astype(np.float32)),
+             tensor("rzp1", np.array([70], np.uint8))]
+    n = [mk("DynamicQuantizeLSTM", ["x", "w", "r", "b", "", "h0", "c0", "p", "ws", "wzp", "rs", "rzp"],
+            ["y", "yh", "yc"], name="dqlstm_bi", hidden_size=hid, direction="bidirectional"),
+         mk("DynamicQuantizeLSTM", ["x", "w1", "r1", "", "", "", "", "", "ws1", "wzp1", "rs1", "rzp1"],
+            ["y1"], name="dqlstm_fw", hidden_size=hid)]
+    ins = [vi("x", F32, [seq, batch, inp]), vi("h0", F32, [2, batch, hid]), vi("c0", F32, [2, batch, hid])]
+    outs = [vi(o, F32, None) for o in ("y", "yh", "yc", "y1")]
+    m = make_model("dqlstm", n, ins, outs, inits, ms=True)
+    cases.append(("q_contrib_dynamicquantizelstm", m,
+                  [{"x": rng.standard_normal([seq, batch, inp]).astype(np.float32),
+                    "h0": (rng.standard_normal([2, batch, hid]) * 0.5).astype(np.float32),
+                    "c0": (rng.standard_normal([2, batch, hid]) * 0.5).astype(np.float32)} for _ in range(2)]))
     return cases
 
 

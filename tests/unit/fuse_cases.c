@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -152,9 +153,17 @@ smelt_program *compile(ir_graph *g, int no_fuse)
     smelt_options_init(&opt);
     opt.threads = 2;
     opt.no_fuse = no_fuse;
-    struct smelt_model model = {g};
+    struct smelt_model model = {.g = g};
     smelt_program *p = NULL;
     smelt_status st = smelt_program_compile(&model, &opt, 0, NULL, &p);
+    /* The program reads its model's packed weights (api/program.h): they stay,
+     * reachable, for the rest of the run, as this model ends here. */
+    static packed_weight *kept;
+    for (packed_weight *w = atomic_load(&model.packed), *next; w; w = next) {
+        next = w->next;
+        w->next = kept;
+        kept = w;
+    }
     if (st) fprintf(stderr, "  compile (no_fuse=%d): %s\n", no_fuse, smelt_last_error());
     CHECK(st == SMELT_OK);
     return p;

@@ -1,7 +1,7 @@
 /*
  * test_lower_forms.c — lowering details checked on compiled programs: small
  * constant powers multiplied out, constant Gemm operands transposed at compile
- * time, and the special forms (flat and row convolutions, vector-lane row
+ * time (Gemm operands, recurrent weights), and the special forms (flat and row convolutions, vector-lane row
  * reductions, the pool row form) against direct references.
  */
 #include <stdarg.h>
@@ -468,4 +468,62 @@ TEST(pool_row_form_matches_a_direct_reference)
         smelt_program_free(p);
         ir_graph_free(g);
     }
+}
+
+/* An LSTM's constant W and R are stored in the packed [D, K, 4H] order at compile time: the node
+ * becomes PackedLSTM reading the transposed copies, its program has no transposing kernels (two
+ * fewer than with W and R given as inputs), and both compute the same Y. */
+TEST(recurrent_constant_weights_are_packed_once)
+{
+    enum { S = 3, B = 2, I = 5, H = 4 };
+    float out[2][S * 2 * B * H];
+    int kernels[2] = {0, 0};
+    for (int const_w = 1; const_w >= 0; const_w--) {
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", shp(3, S, B, I));
+        int w = constant(g, "w", shp(3, 2, 4 * H, I), 0.4f, 0.0f), r = constant(g, "r", shp(3, 2, 4 * H, H), 0.3f, 0.1f);
+        float wd[2 * 4 * H * I], rd[2 * 4 * H * H];
+        memcpy(wd, g->tensors[w].data, sizeof wd);
+        memcpy(rd, g->tensors[r].data, sizeof rd);
+        if (!const_w) { /* the same values, as graph inputs */
+            w = input(g, "wi", shp(3, 2, 4 * H, I));
+            r = input(g, "ri", shp(3, 2, 4 * H, H));
+        }
+        int y = op(g, "lstm", OP_LSTM, 3, (const int[]){x, w, r});
+        ir_node_attr_add(g, node_named(g, "lstm"),
+                         &(ir_attr){.name = "direction", .type = IR_ATTR_STRING, .s = "bidirectional", .tensor = -1});
+        int ins[3] = {x, w, r};
+        ir_graph_set_io(g, const_w ? 1 : 3, ins, 1, &y);
+        ir_graph *h = ir_graph_clone(g);
+        CHECK(h && graph_infer(h, lower_eval_node) == SMELT_OK && graph_fold_gemm_transpose(h) == SMELT_OK);
+        const ir_node *n = &h->nodes[node_named(h, "lstm")];
+        CHECK_EQ_INT(n->op == OP_PackedLSTM, const_w);
+        if (const_w) {
+            const ir_tensor *wt = &h->tensors[n->in[1]];
+            CHECK(wt->shape.rank == 3 && wt->shape.dim[1] == I && wt->shape.dim[2] == 4 * H);
+            for (int d = 0; d < 2; d++)
+                for (int k = 0; k < I; k++)
+                    for (int j = 0; j < 4 * H; j++)
+                        CHECK(((const float *)wt->data)[(d * I + k) * 4 * H + j] == wd[(d * 4 * H + j) * I + k]);
+        }
+        ir_graph_free(h);
+        smelt_program *p = compile(g, 0);
+        CHECK(p != NULL);
+        if (p) {
+            float xd[S * B * I];
+            for (int i = 0; i < S * B * I; i++) xd[i] = (float)(i % 9) * 0.25f - 1.0f;
+            smelt_tensor in[3] = {{.name = "x", .dtype = SMELT_F32, .rank = 3, .shape = {S, B, I}, .data = xd},
+                                  {.name = "wi", .dtype = SMELT_F32, .rank = 3, .shape = {2, 4 * H, I}, .data = wd},
+                                  {.name = "ri", .dtype = SMELT_F32, .rank = 3, .shape = {2, 4 * H, H}, .data = rd}};
+            CHECK(smelt_program_run(p, const_w ? 1 : 3, in) == SMELT_OK);
+            smelt_tensor o;
+            CHECK(smelt_program_output(p, 0, &o) == SMELT_OK);
+            memcpy(out[const_w], o.data, sizeof out[0]);
+            kernels[const_w] = p->lp.n_kernels;
+            smelt_program_free(p);
+        }
+        ir_graph_free(g);
+    }
+    CHECK_EQ_INT(kernels[1], kernels[0] - 2);
+    for (int i = 0; i < S * 2 * B * H; i++) CHECK_NEAR(out[1][i], out[0][i], 1e-6);
 }

@@ -633,6 +633,21 @@ TEST(onnx_import_rejects_unknown_op)
     check_error(&b, SMELT_ERR_UNSUPPORTED, "node 'n1' (FooBar): unsupported op type 'FooBar'", NULL);
 }
 
+/* smelt's internal ops (packed recurrent forms, the table op behind com.microsoft
+ * DynamicQuantizeLSTM) are not ONNX ops: a model naming one in the default domain is refused. */
+TEST(onnx_import_rejects_internal_ops)
+{
+    static const char *const ops[] = {"PackedLSTM", "PackedGRU", "PackedRNN", "DynamicQuantizeLSTM"};
+    for (int i = 0; i < 4; i++) {
+        mb b;
+        mb_init(&b, 13);
+        mb_input(&b, "x", SMELT_F32, 1, D3);
+        node_new(&b.g, ops[i], "n1", "x,x,x", "y");
+        mb_output(&b, "y");
+        check_error(&b, SMELT_ERR_UNSUPPORTED, "node 'n1'", "not an ONNX op");
+    }
+}
+
 TEST(onnx_import_rejects_foreign_domain)
 {
     mb b;

@@ -1,0 +1,90 @@
+/*
+ * pack_weights.c — a matmul's constant B packed once, at compile time, into
+ * the panels the C target's microkernels read (ir.h, IR_ENC_PANELS).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/passes.h"
+
+static void pack(const float *from, float *to, int64_t k, int64_t n, int64_t nr, bool trans)
+{
+    int64_t np = (n + nr - 1) / nr;
+    for (int64_t p = 0; p < np; p++)
+        for (int64_t kk = 0; kk < k; kk++)
+            for (int64_t j = 0; j < nr; j++) {
+                int64_t col = p * nr + j;
+                to[(p * k + kk) * nr + j] = col >= n ? 0.0f : trans ? from[col * k + kk] : from[kk * n + col];
+            }
+}
+
+/* A packed copy of t (row-major [k, n], or [n, k] when `trans`) with the
+ * encoding set, its data the cache's (made once) or g's; -1 on OOM. */
+static int packed_const(ir_graph *g, int t, bool trans, int64_t nr, const char *name, const graph_pack_cache *cache)
+{
+    const ir_tensor *src = &g->tensors[t];
+    int64_t k = src->shape.dim[trans ? 1 : 0], n = src->shape.dim[trans ? 0 : 1], np = (n + nr - 1) / nr;
+    ir_shape s = {.rank = 3, .dim = {np, k, nr}};
+    int nt = ir_tensor_add(g, name, src->dtype, &s);
+    if (nt < 0) return -1;
+    src = &g->tensors[t]; /* again: adding tensors may move the array */
+    const void *from = src->data;
+    ir_tensor *x = &g->tensors[nt];
+    x->data = cache ? cache->find(cache->user, from, nr, trans) : NULL;
+    if (!x->data && cache) {
+        size_t bytes = (size_t)ir_tensor_numel(x) * sizeof(float);
+        float *d = malloc(bytes);
+        if (!d) return -1;
+        pack(from, d, k, n, nr, trans);
+        if (!(x->data = cache->keep(cache->user, from, nr, trans, d, bytes))) return -1;
+    } else if (!x->data) {
+        if (!ir_tensor_alloc_data(g, nt)) return -1;
+        pack(from, x->data, k, n, nr, trans);
+    }
+    x->enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = k, .n = n, .nr = nr};
+    return nt;
+}
+
+smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache *cache)
+{
+    int *done = NULL; /* per tensor: its packed copy + 1 (two nodes sharing a weight share the copy) */
+    int n_done = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (n->dead || (n->op != OP_MatMul && n->op != OP_Gemm) || n->n_in < 2 || n->in[1] < 0) continue;
+        const ir_tensor *b = &g->tensors[n->in[1]], *a = ir_in(g, n, 0);
+        bool trans = n->op == OP_Gemm && ir_attr_int(n, "transB", 0) != 0;
+        if (!b->data || b->enc.kind != IR_ENC_NONE || b->dtype != SMELT_F32 || b->shape.rank != 2 || !a || a->data ||
+            ir_tensor_numel(b) == 0)
+            continue;
+        int t = n->in[1];
+        if (t >= n_done) {
+            int *d = realloc(done, sizeof(int) * (size_t)g->n_tensors);
+            if (!d) goto nomem;
+            memset(d + n_done, 0, sizeof(int) * (size_t)(g->n_tensors - n_done));
+            done = d, n_done = g->n_tensors;
+        }
+        /* a weight read transposed by one node and not by another gets two copies */
+        int nt = done[t] > 0 && g->tensors[done[t] - 1].enc.k == b->shape.dim[trans ? 1 : 0] ? done[t] - 1 : -1;
+        if (nt < 0) {
+            char name[256];
+            snprintf(name, sizeof name, "%s/packed%lld", b->name, (long long)nr);
+            if ((nt = packed_const(g, t, trans, nr, name, cache)) < 0) goto nomem;
+            done[t] = nt + 1;
+        }
+        ir_node *w = &g->nodes[i];
+        int *ins = arena_memdup(&g->arena, w->in, sizeof(int) * (size_t)w->n_in);
+        if (!ins) goto nomem;
+        ins[1] = nt;
+        w->in = ins;
+        if (trans)
+            for (int at = 0; at < w->n_attr; at++)
+                if (!strcmp(w->attr[at].name, "transB")) w->attr[at].i = 0;
+    }
+    free(done);
+    return ir_verify(g);
+nomem:
+    free(done);
+    return diag_fail(SMELT_ERR_NOMEM, "out of memory packing a matmul weight");
+}

@@ -1,0 +1,249 @@
+/*
+ * emit_c_gemm.c — the C emitter's microkernels: a gemm loop (kir.h,
+ * "Microkernel loops") as one call of a register-blocked MR x NR helper, and
+ * the helpers themselves, written per (MR, NR) for the programs that call them.
+ *
+ * Why a helper and not the vector loops of emit_c_simd.c: the microkernel's
+ * point is MR x NR accumulators that stay in registers across the whole k
+ * range, MR broadcasts and NR/W vector loads per k. Kernel IR has no vector
+ * values, and the C compiler does not keep an accumulator block of workgroup
+ * memory in registers, so the emitter writes the block itself, in GCC/clang
+ * vector types sized for AVX-512 or AVX2+FMA (guarded by the compiler's
+ * target macros) and as plain loops for any other CPU. Only the C dialect for this host uses it;
+ * the interpreter and other targets run the loop as written.
+ *
+ * requires: a kernel that passes kir_verify; the C dialect (host_simd).
+ * guarantees: the helper computes the loop's sum with each multiply-add
+ *             contracted into an FMA where the CPU has one (kir.h allows it).
+ */
+#include "target/emit_c_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define GEMM_MAX_TERMS 8
+
+/* An index as a sum of terms defined before the loop (coef * value; value 0:
+ * the constant coef), plus multiples of the loop values. */
+typedef struct gemm_index {
+    int n;
+    kir_val val[GEMM_MAX_TERMS];
+    int64_t coef[GEMM_MAX_TERMS];
+} gemm_index;
+
+typedef struct gemm_match {
+    int end;             /* the gemm loop's LOOP_END */
+    int mr, nr;
+    kir_val kc;
+    int acc, a, b;       /* buffers */
+    gemm_index ca, aa, ba;
+    int64_t cr, ar, ak, bk;
+} gemm_match;
+
+static bool is_loopvar(const kir_val *lv, kir_val v) { return v && (v == lv[0] || v == lv[1] || v == lv[2]); }
+
+/* Splits v (times coef) into terms defined before statement `first`; the
+ * loop values lv contribute nothing (their strides come from kir_stride). */
+static bool split_index(const kir_kernel *k, kir_val v, int64_t coef, int first, const kir_val *lv, gemm_index *x)
+{
+    const kir_value *p = &k->vals[v];
+    if (is_loopvar(lv, v)) return true;
+    if (p->op == KIR_CONST || p->def < first) {
+        if (p->type != SMELT_I64 || x->n == GEMM_MAX_TERMS) return false;
+        x->val[x->n] = p->op == KIR_CONST ? 0 : v;
+        x->coef[x->n++] = p->op == KIR_CONST ? coef * p->imm.i : coef;
+        return true;
+    }
+    switch (p->op) {
+    case KIR_ADD: return split_index(k, p->a, coef, first, lv, x) && split_index(k, p->b, coef, first, lv, x);
+    case KIR_SUB: return split_index(k, p->a, coef, first, lv, x) && split_index(k, p->b, -coef, first, lv, x);
+    case KIR_MUL:
+        if (kir_is_const(k, p->b)) return split_index(k, p->a, coef * k->vals[p->b].imm.i, first, lv, x);
+        if (kir_is_const(k, p->a)) return split_index(k, p->b, coef * k->vals[p->a].imm.i, first, lv, x);
+        return false;
+    default: return false;
+    }
+}
+
+/* Stride of index v along loop value lv (0 when absent: MR is 1). */
+static int64_t stride(const kir_kernel *k, kir_val v, kir_val lv) { return lv ? kir_stride(k, v, lv) : 0; }
+
+/* A constant loop [0, n) with step 1: n, else 0. */
+static int64_t const_trip(const kir_kernel *k, const kir_stmt *s)
+{
+    if (!kir_is_const(k, s->lo) || !kir_is_const(k, s->hi) || !kir_is_const(k, s->step)) return 0;
+    if (k->vals[s->lo].imm.i != 0 || k->vals[s->step].imm.i != 1) return 0;
+    return k->vals[s->hi].imm.i;
+}
+
+/* Loop i as the gemm loop kir.h describes: fills *m; false for any other body. */
+static bool match_gemm(const kir_kernel *k, int i, gemm_match *m)
+{
+    const kir_stmt *s = &k->stmts[i];
+    if (!s->gemm || !kir_is_const(k, s->lo) || k->vals[s->lo].imm.i != 0 || !kir_is_const(k, s->step) ||
+        k->vals[s->step].imm.i != 1)
+        return false;
+    int loops[2], n_loops = 0, store = -1, j = i + 1;
+    for (; j < k->n_stmts && k->stmts[j].kind != KS_LOOP_END; j++) {
+        const kir_stmt *t = &k->stmts[j];
+        if (t->kind == KS_LOOP_BEGIN && n_loops < 2 && store < 0) loops[n_loops++] = j;
+        else if (t->kind == KS_STORE && store < 0 && n_loops > 0) store = j;
+        else if (t->kind != KS_DEF) return false;
+    }
+    /* the inner loops' ends, then the gemm loop's, with nothing in between */
+    for (int e = 0; e < n_loops; e++, j++)
+        if (j >= k->n_stmts || k->stmts[j].kind != KS_LOOP_END) return false;
+    if (store < 0 || j >= k->n_stmts || k->stmts[j].kind != KS_LOOP_END) return false;
+    kir_val lv[3] = {s->val, n_loops == 2 ? k->stmts[loops[0]].val : 0, k->stmts[loops[n_loops - 1]].val};
+    *m = (gemm_match){.end = j, .mr = 1, .kc = s->hi};
+    int64_t nr = const_trip(k, &k->stmts[loops[n_loops - 1]]), mr = n_loops == 2 ? const_trip(k, &k->stmts[loops[0]]) : 1;
+    if (nr < 1 || nr > 64 || mr < 1 || mr > 16) return false;
+    m->mr = (int)mr, m->nr = (int)nr;
+
+    const kir_stmt *st = &k->stmts[store];
+    const kir_value *sum = &k->vals[st->val];
+    if (sum->op != KIR_ADD || sum->type != SMELT_F32) return false;
+    const kir_value *old = &k->vals[sum->a], *prod = &k->vals[sum->b];
+    if (old->op != KIR_LOAD) old = &k->vals[sum->b], prod = &k->vals[sum->a];
+    if (old->op != KIR_LOAD || old->buf != st->buf || old->a != st->idx || prod->op != KIR_MUL) return false;
+    const kir_value *la = &k->vals[prod->a], *lb = &k->vals[prod->b];
+    if (la->op != KIR_LOAD || lb->op != KIR_LOAD) return false;
+    if (stride(k, la->a, lv[2]) != 0) { /* A is the operand that does not move with j */
+        const kir_value *t = la;
+        la = lb, lb = t;
+    }
+    m->acc = st->buf, m->a = la->buf, m->b = lb->buf;
+    const kir_buffer *bc = &k->bufs[m->acc];
+    if (!bc->workgroup || bc->type != SMELT_F32 || k->bufs[m->a].type != SMELT_F32 || k->bufs[m->b].type != SMELT_F32 ||
+        m->a == m->acc || m->b == m->acc)
+        return false;
+    if (!split_index(k, st->idx, 1, i, lv, &m->ca) || !split_index(k, la->a, 1, i, lv, &m->aa) ||
+        !split_index(k, lb->a, 1, i, lv, &m->ba))
+        return false;
+    /* strides: acc moves with r and j only, A with r and k, B with k and j */
+    m->cr = stride(k, st->idx, lv[1]);
+    m->ar = stride(k, la->a, lv[1]), m->ak = stride(k, la->a, lv[0]);
+    m->bk = stride(k, lb->a, lv[0]);
+    if (stride(k, st->idx, lv[2]) != 1 || stride(k, st->idx, lv[0]) != 0 || stride(k, la->a, lv[2]) != 0 ||
+        stride(k, lb->a, lv[2]) != 1 || stride(k, lb->a, lv[1]) != 0)
+        return false;
+    return m->cr != KIR_STRIDE_UNKNOWN && m->ar != KIR_STRIDE_UNKNOWN && m->ak != KIR_STRIDE_UNKNOWN &&
+           m->bk != KIR_STRIDE_UNKNOWN;
+}
+
+static void put_index(emitter *e, const gemm_index *x)
+{
+    int64_t c = 0;
+    int put = 0;
+    for (int t = 0; t < x->n; t++) {
+        if (!x->val[t]) {
+            c += x->coef[t];
+            continue;
+        }
+        if (put++) sb_puts(e->sb, " + ");
+        if (x->coef[t] != 1) sb_printf(e->sb, "%lld * ", (long long)x->coef[t]);
+        emit_put_val(e, x->val[t]);
+    }
+    if (c || !put) sb_printf(e->sb, "%s%lld", put ? " + " : "", (long long)c);
+}
+
+int emit_put_gemm(emitter *e, int i, int ind)
+{
+    gemm_match m;
+    if (!match_gemm(e->k, i, &m)) return -1;
+    sb_indent(e->sb, ind);
+    sb_printf(e->sb, "smelt_gemm_f32_%dx%d(&b%d[", m.mr, m.nr, m.acc);
+    put_index(e, &m.ca);
+    sb_printf(e->sb, "], %lld, &b%d[", (long long)m.cr, m.a);
+    put_index(e, &m.aa);
+    sb_printf(e->sb, "], %lld, %lld, &b%d[", (long long)m.ar, (long long)m.ak, m.b);
+    put_index(e, &m.ba);
+    sb_printf(e->sb, "], %lld, ", (long long)m.bk);
+    emit_put_val(e, m.kc);
+    sb_puts(e->sb, ");\n");
+    return m.end;
+}
+
+/* The register block for one vector width: `w` lanes (NR a multiple of w),
+ * in GCC/clang vector types (smelt_v<w>, unaligned) rather than intrinsics:
+ * <immintrin.h> alone took longer to compile than a whole model's kernels
+ * (1.5 s of 1.7 on this VM), and x * b + c contracts to an FMA (the
+ * helpers' fp-contract setting). */
+static void put_vector_block(strbuf *sb, int mr, int nr, int w)
+{
+    int nv = nr / w;
+    for (int r = 0; r < mr; r++)
+        for (int v = 0; v < nv; v++)
+            sb_printf(sb, "    smelt_v%d c%d_%d = *(const smelt_v%d *)(c + %d * cr + %d);\n", w, r, v, w, r, v * w);
+    sb_puts(sb, "    for (int64_t k = 0; k < kc; k++) {\n        const float *bp = b + k * bk, *ap = a + k * ak;\n");
+    for (int v = 0; v < nv; v++) sb_printf(sb, "        smelt_v%d b%d = *(const smelt_v%d *)(bp + %d);\n", w, v, w, v * w);
+    for (int r = 0; r < mr; r++) {
+        sb_printf(sb, "        { float s = ap[%d * ar]; smelt_v%d x = {s", r, w);
+        for (int l = 1; l < w; l++) sb_puts(sb, ", s");
+        sb_puts(sb, "};");
+        for (int v = 0; v < nv; v++) sb_printf(sb, " c%d_%d = x * b%d + c%d_%d;", r, v, v, r, v);
+        sb_puts(sb, " }\n");
+    }
+    sb_puts(sb, "    }\n");
+    for (int r = 0; r < mr; r++)
+        for (int v = 0; v < nv; v++) sb_printf(sb, "    *(smelt_v%d *)(c + %d * cr + %d) = c%d_%d;\n", w, r, v * w, r, v);
+}
+
+/* smelt_gemm_f32_<mr>x<nr>: c[r*cr + j] += sum over k of a[r*ar + k*ak] * b[k*bk + j]. */
+static void put_helper(strbuf *sb, int mr, int nr)
+{
+    sb_printf(sb,
+              "static inline void smelt_gemm_f32_%dx%d(float *restrict c, int64_t cr, const float *restrict a, int64_t ar,\n"
+              "    int64_t ak, const float *restrict b, int64_t bk, int64_t kc)\n{\n",
+              mr, nr);
+    sb_puts(sb, "#if defined(__clang__)\n#pragma clang fp contract(fast)\n#endif\n");
+    if (nr % 16 == 0 && mr * (nr / 16) + nr / 16 < 31) {
+        sb_puts(sb, "#if defined(__GNUC__) && defined(__AVX512F__)\n");
+        put_vector_block(sb, mr, nr, 16);
+        sb_puts(sb, "#elif defined(__GNUC__) && defined(__AVX2__) && defined(__FMA__)\n");
+    } else {
+        sb_puts(sb, "#if defined(__GNUC__) && defined(__AVX2__) && defined(__FMA__)\n");
+    }
+    if (nr % 8 == 0 && mr * (nr / 8) + nr / 8 < 16)
+        put_vector_block(sb, mr, nr, 8);
+    else
+        sb_printf(sb, "    smelt_gemm_f32_loops(c, cr, a, ar, ak, b, bk, kc, %d, %d);\n", mr, nr);
+    sb_puts(sb, "#else\n");
+    sb_printf(sb, "    smelt_gemm_f32_loops(c, cr, a, ar, ak, b, bk, kc, %d, %d);\n", mr, nr);
+    sb_puts(sb, "#endif\n}\n");
+}
+
+/* The plain form, for CPUs without the vector forms (and blocks too large for
+ * their registers). */
+static const char gemm_loops[] =
+    "static inline void smelt_gemm_f32_loops(float *restrict c, int64_t cr, const float *restrict a, int64_t ar,\n"
+    "    int64_t ak, const float *restrict b, int64_t bk, int64_t kc, int mr, int nr)\n"
+    "{\n"
+    "    for (int64_t k = 0; k < kc; k++)\n"
+    "        for (int r = 0; r < mr; r++)\n"
+    "            for (int j = 0; j < nr; j++) c[r * cr + j] += a[r * ar + k * ak] * b[k * bk + j];\n"
+    "}\n";
+
+void emit_put_gemm_helpers(strbuf *sb, const char *body)
+{
+    static const char tok[] = "smelt_gemm_f32_";
+    int seen[64][2], n = 0;
+    for (const char *p = body; (p = strstr(p, tok)); p += sizeof tok - 1) {
+        int mr, nr;
+        if (sscanf(p + sizeof tok - 1, "%dx%d(", &mr, &nr) != 2) continue;
+        bool dup = false;
+        for (int i = 0; i < n; i++) dup |= seen[i][0] == mr && seen[i][1] == nr;
+        if (dup || n == 64) continue;
+        seen[n][0] = mr, seen[n][1] = nr;
+        n++;
+    }
+    if (!n) return;
+    sb_puts(sb, "\n#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC push_options\n"
+                "#pragma GCC optimize(\"fp-contract=fast\")\n#endif\n"
+                "#if defined(__GNUC__)\n"
+                "typedef float smelt_v16 __attribute__((vector_size(64), aligned(4)));\n"
+                "typedef float smelt_v8 __attribute__((vector_size(32), aligned(4)));\n#endif\n");
+    sb_puts(sb, gemm_loops);
+    for (int i = 0; i < n; i++) put_helper(sb, seen[i][0], seen[i][1]);
+    sb_puts(sb, "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC pop_options\n#endif\n");
+}

@@ -1,0 +1,267 @@
+/*
+ * test_gemm_packed.c — the C target's packed GEMM: constant B packed into
+ * panels at compile time (graph_pack_weights), and MatMul / Gemm through the
+ * microkernel path on odd sizes (N not a multiple of NR, K = 1, M = 1, K
+ * past one KC slice, batched MatMul with broadcast, B packed per call),
+ * against a double reference.
+ */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/program.h"
+#include "graph/passes.h"
+#include "ops/matmul.h"
+#include "test.h"
+#include "fuse_cases.h"
+
+/* The packed copy holds B's columns in panels of nr, the tail zero, with the
+ * encoding set; a transB Gemm's weight is packed transposed and the flag cleared;
+ * a weight two MatMuls share is packed once. */
+TEST(gemm_pack_weights_lays_out_panels)
+{
+    for (int trans = 0; trans < 2; trans++) {
+        ir_graph *g = ir_graph_new();
+        int64_t k = 3, n = 37, nr = 16;
+        int x = input(g, "x", shp(2, 4, 3));
+        int b = constant(g, "b", trans ? shp(2, n, k) : shp(2, k, n), 1.0f, 0.0f);
+        int y = trans ? op(g, "mm", OP_Gemm, 2, (const int[]){x, b}) : op2(g, "mm", OP_MatMul, x, b);
+        if (trans) attr_int(g, node_named(g, "mm"), "transB", 1);
+        int y2 = trans ? y : op2(g, "mm2", OP_MatMul, x, b);
+        int outs[2] = {y, y2};
+        ir_graph_set_io(g, 1, &x, trans ? 1 : 2, outs);
+        CHECK(graph_infer(g, lower_eval_node) == SMELT_OK);
+        CHECK(graph_pack_weights(g, nr, NULL) == SMELT_OK);
+        const ir_node *nd = &g->nodes[node_named(g, "mm")];
+        const ir_tensor *p = &g->tensors[nd->in[1]];
+        CHECK(nd->in[1] != b && p->enc.kind == IR_ENC_PANELS && p->enc.k == k && p->enc.n == n && p->enc.nr == nr);
+        CHECK(p->shape.rank == 3 && p->shape.dim[0] == 3 && p->shape.dim[1] == k && p->shape.dim[2] == nr);
+        CHECK_EQ_INT(ir_attr_int(nd, "transB", 0), 0);
+        if (!trans) CHECK_EQ_INT(g->nodes[node_named(g, "mm2")].in[1], nd->in[1]);
+        /* shape inference reads the packed operand by its logical [k, n] */
+        CHECK(graph_infer(g, lower_eval_node) == SMELT_OK);
+        CHECK(g->tensors[y].shape.rank == 2 && g->tensors[y].shape.dim[0] == 4 && g->tensors[y].shape.dim[1] == n);
+        nd = &g->nodes[node_named(g, "mm")];
+        const float *src = g->tensors[b].data, *pk = p->data;
+        for (int64_t q = 0; q < 3; q++)
+            for (int64_t kk = 0; kk < k; kk++)
+                for (int64_t j = 0; j < nr; j++) {
+                    int64_t col = q * nr + j;
+                    float want = col >= n ? 0.0f : trans ? src[col * k + kk] : src[kk * n + col];
+                    CHECK(pk[(q * k + kk) * nr + j] == want);
+                }
+        ir_graph_free(g);
+    }
+}
+
+/* Two programs of one model (other input shapes) read one packed copy of a
+ * weight, made once: the model keeps it, not each program. */
+TEST(gemm_packed_weight_is_shared_by_programs)
+{
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(2, -1, 24));
+    g->tensors[x].dim_param[0] = "batch";
+    int b = constant(g, "b", shp(2, 24, 40), 0.5f, 0.0f);
+    int y = op2(g, "mm", OP_MatMul, x, b);
+    ir_graph_set_io(g, 1, &x, 1, &y);
+    struct smelt_model model = {.g = g};
+    smelt_options opt;
+    smelt_options_init(&opt);
+    opt.threads = 1;
+    smelt_program *p[2] = {NULL, NULL};
+    const void *data[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {3 + 20 * i, 24}};
+        CHECK(smelt_program_compile(&model, &opt, 1, &in, &p[i]) == SMELT_OK);
+        if (!p[i]) continue;
+        const ir_node *n = &p[i]->g->nodes[node_named(p[i]->g, "mm")];
+        CHECK(p[i]->g->tensors[n->in[1]].enc.kind == IR_ENC_PANELS);
+        data[i] = p[i]->g->tensors[n->in[1]].data;
+    }
+    CHECK(data[0] && data[0] == data[1] && data[0] != g->tensors[b].data);
+    int kept = 0;
+    for (packed_weight *w = atomic_load(&model.packed); w; w = w->next) kept++;
+    CHECK_EQ_INT(kept, 1);
+    smelt_program_free(p[0]);
+    smelt_program_free(p[1]);
+    for (packed_weight *w = atomic_load(&model.packed), *next; w; w = next) { /* what smelt_model_free does */
+        next = w->next;
+        free(w->data);
+        free(w);
+    }
+    ir_graph_free(g);
+}
+
+/* p's kernels run by the interpreter (every load and store bounds-checked, the
+ * gemm loops as written) with input 0 = x (and input 1 = b when given): the
+ * first output's data (caller frees), or NULL when a kernel fails. */
+static float *interpret(const smelt_program *p, const float *x, const float *b, int out)
+{
+    int nt = p->g->n_tensors + 64;
+    void **mem = calloc((size_t)nt, sizeof(void *));
+    bool ok = mem != NULL;
+    for (int i = 0; ok && i < p->lp.n_kernels; i++) {
+        const kir_kernel *k = p->lp.kernels[i];
+        void *bufs[64] = {0};
+        for (int q = 0; q < k->n_bufs && q < 64; q++) {
+            const kir_buffer *kb = &k->bufs[q];
+            int t = kb->tensor;
+            if (kb->workgroup || t < 0 || t >= nt) continue;
+            if (t < p->g->n_tensors && p->g->tensors[t].data) bufs[q] = p->g->tensors[t].data;
+            else if (t == p->g->inputs[0]) bufs[q] = (void *)x;
+            else if (b && p->g->n_inputs > 1 && t == p->g->inputs[1]) bufs[q] = (void *)b;
+            else {
+                if (!mem[t]) mem[t] = calloc((size_t)kb->numel + 1, (size_t)kir_buffer_elem_bytes(kb));
+                bufs[q] = mem[t];
+            }
+        }
+        ok = kir_interpret(k, bufs) == SMELT_OK;
+    }
+    float *r = ok ? mem[out] : NULL;
+    for (int t = 0; mem && t < nt; t++)
+        if (t != out || !ok) free(mem[t]);
+    free(mem);
+    return r;
+}
+
+typedef struct mm_case {
+    int ra, rb;                    /* ranks of A and B */
+    int64_t a[4], b[4];            /* their shapes */
+    bool const_b, bias_relu;       /* B a constant; + bias then Relu fused */
+} mm_case;
+
+/* Element [..., i, k] of a batched operand of rank r (batch dims broadcast
+ * against the result's `ob` batch dims `od`). */
+static double at(const float *x, int r, const int64_t *s, int nb, const int64_t *bi, int64_t i, int64_t k)
+{
+    int64_t lin = 0;
+    for (int d = 0; d < r - 2; d++) {
+        int od = d + nb - (r - 2);
+        lin = lin * s[d] + (s[d] == 1 ? 0 : bi[od]);
+    }
+    return x[(lin * s[r - 2] + i) * s[r - 1] + k];
+}
+
+TEST(gemm_packed_matmul_matches_a_reference_on_odd_sizes)
+{
+    static const mm_case cases[] = {
+        {2, 2, {1, 5}, {5, 37}, true, false},            /* M = 1, N past a panel */
+        {2, 2, {7, 1}, {1, 20}, true, true},             /* K = 1 */
+        {2, 2, {13, 9}, {9, 37}, true, true},            /* odd everything */
+        {2, 2, {50, 300}, {300, 33}, true, true},        /* K past one KC slice, M tail */
+        {4, 3, {2, 3, 13, 9}, {3, 9, 21}, false, false}, /* batched, B per call, broadcast */
+        {2, 3, {13, 9}, {2, 9, 21}, false, true},        /* A broadcast over B's batch */
+        {3, 2, {2, 20, 17}, {17, 40}, true, false},      /* batched A, constant B */
+        {2, 2, {128, 70}, {70, 300}, true, true},        /* units of full blocks beside the one with the tail */
+    };
+    for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
+        const mm_case *mc = &cases[c];
+        ir_graph *g = ir_graph_new();
+        ir_shape sa = {.rank = mc->ra}, sb = {.rank = mc->rb};
+        memcpy(sa.dim, mc->a, sizeof mc->a);
+        memcpy(sb.dim, mc->b, sizeof mc->b);
+        int x = input(g, "x", sa);
+        int b = mc->const_b ? constant(g, "b", sb, 0.5f, 0.125f) : input(g, "b", sb);
+        int y = op2(g, "mm", OP_MatMul, x, b);
+        int64_t n = sb.dim[sb.rank - 1], k = sa.dim[sa.rank - 1], m = sa.dim[sa.rank - 2];
+        int bias = constant(g, "c", shp(1, n), 0.25f, -0.1f);
+        if (mc->bias_relu) y = op1(g, "relu", OP_Relu, op2(g, "bias", OP_Add, y, bias));
+        int ins[2] = {x, b};
+        ir_graph_set_io(g, mc->const_b ? 1 : 2, ins, 1, &y);
+        smelt_program *p = compile(g, 0);
+        if (!p) {
+            ir_graph_free(g);
+            continue;
+        }
+        /* the microkernel runs it (a B packed per call: where A has two row blocks) */
+        bool packed = mc->const_b || m >= 2 * mm_tiles_for(p->target.vector_width).mr;
+        CHECK(p->source && (strstr(p->source, "smelt_gemm_f32_") != NULL) == packed);
+        int64_t na = ir_shape_numel(&sa), nbn = ir_shape_numel(&sb);
+        float *xd = malloc(sizeof(float) * (size_t)na), *bd = malloc(sizeof(float) * (size_t)nbn);
+        for (int64_t i = 0; i < na; i++) xd[i] = (float)((i * 13 + 5) % 17 - 8) / 8.0f;
+        for (int64_t i = 0; i < nbn; i++) bd[i] = (float)((i * 5 + 1) % 9 - 4) / 4.0f;
+        const float *bv = mc->const_b ? g->tensors[b].data : bd;
+        smelt_tensor in[2] = {{.name = "x", .dtype = SMELT_F32, .rank = sa.rank}, {.name = "b", .dtype = SMELT_F32, .rank = sb.rank}};
+        memcpy(in[0].shape, sa.dim, sizeof sa.dim);
+        memcpy(in[1].shape, sb.dim, sizeof sb.dim);
+        in[0].data = xd, in[1].data = bd;
+        CHECK(smelt_program_run(p, mc->const_b ? 1 : 2, in) == SMELT_OK);
+        smelt_tensor out;
+        CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+        int nb = out.rank - 2;
+        int64_t batch = 1, bi[4] = {0};
+        for (int d = 0; d < nb; d++) batch *= out.shape[d];
+        int bad = 0;
+        for (int64_t q = 0; q < batch; q++) {
+            for (int d = nb - 1, r = (int)q; d >= 0; d--) bi[d] = r % out.shape[d], r /= (int)out.shape[d];
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < n; j++) {
+                    double want = 0;
+                    for (int64_t kk = 0; kk < k; kk++)
+                        want += at(xd, sa.rank, sa.dim, nb, bi, i, kk) * at(bv, sb.rank, sb.dim, nb, bi, kk, j);
+                    if (mc->bias_relu) want = fmax(0.0, want + ((const float *)g->tensors[bias].data)[j]);
+                    double got = ((const float *)out.data)[(q * m + i) * n + j];
+                    if (fabs(got - want) > 1e-4 * (1 + fabs(want)) && bad++ < 3)
+                        fprintf(stderr, "  case %d [%lld][%lld][%lld]: %.7g, want %.7g\n", c, (long long)q, (long long)i,
+                                (long long)j, got, want);
+                }
+        }
+        CHECK_EQ_INT(bad, 0);
+        /* the same kernels interpreted: in bounds, and the same sums up to rounding */
+        float *iy = interpret(p, xd, bd, p->g->outputs[0]);
+        CHECK(iy != NULL);
+        for (int64_t i = 0; iy && i < smelt_tensor_numel(&out); i++)
+            if (fabs(iy[i] - ((const float *)out.data)[i]) > 1e-4 * (1 + fabs(iy[i])) && bad++ < 3)
+                fprintf(stderr, "  case %d [%lld]: interpreted %.7g, compiled %.7g\n", c, (long long)i, iy[i],
+                        ((const float *)out.data)[i]);
+        CHECK_EQ_INT(bad, 0);
+        free(iy);
+        free(xd), free(bd);
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
+
+/* Gemm with transB on a model input (packed per call), alpha, beta and a
+ * row of C; and the same with transA. */
+TEST(gemm_packed_gemm_transposes_and_scales)
+{
+    for (int ta = 0; ta < 2; ta++) {
+        int64_t m = 14, k = 19, n = 23;
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", ta ? shp(2, k, m) : shp(2, m, k)), b = input(g, "b", shp(2, n, k));
+        int cc = constant(g, "c", shp(1, n), 0.5f, 0.25f);
+        int y = op(g, "gemm", OP_Gemm, 3, (const int[]){x, b, cc});
+        int nd = node_named(g, "gemm");
+        attr_int(g, nd, "transB", 1);
+        attr_int(g, nd, "transA", ta);
+        ir_attr al = {.name = "alpha", .type = IR_ATTR_FLOAT, .f = 0.5f}, be = {.name = "beta", .type = IR_ATTR_FLOAT, .f = 2.0f};
+        CHECK(ir_node_attr_add(g, nd, &al) && ir_node_attr_add(g, nd, &be));
+        int ins[2] = {x, b};
+        ir_graph_set_io(g, 2, ins, 1, &y);
+        smelt_program *p = compile(g, 0);
+        if (p) {
+            CHECK(strstr(p->source, "smelt_gemm_f32_") != NULL);
+            float xd[14 * 19], bd[23 * 19];
+            for (int i = 0; i < 14 * 19; i++) xd[i] = (float)((i * 7) % 11 - 5) / 4.0f;
+            for (int i = 0; i < 23 * 19; i++) bd[i] = (float)((i * 3) % 13 - 6) / 5.0f;
+            smelt_tensor in[2] = {{.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {ta ? k : m, ta ? m : k}, .data = xd},
+                                  {.name = "b", .dtype = SMELT_F32, .rank = 2, .shape = {n, k}, .data = bd}};
+            CHECK(smelt_program_run(p, 2, in) == SMELT_OK);
+            smelt_tensor out;
+            CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+            const float *cv = g->tensors[cc].data;
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < n; j++) {
+                    double want = 0;
+                    for (int64_t kk = 0; kk < k; kk++) want += (double)xd[ta ? kk * m + i : i * k + kk] * bd[j * k + kk];
+                    CHECK_NEAR(((const float *)out.data)[i * n + j], 0.5 * want + 2.0 * cv[j], 1e-4);
+                }
+        }
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
