@@ -2,6 +2,8 @@
 # Every test of smelt, after the build (`make test` runs the build, then this). Stages:
 #   layout       scripts/check-layout.sh: no src/ file includes a header of a later stage (1 test)
 #   unit         build/unit_tests                       (its `unit: N passed, M failed` counts)
+#   fixtures     tests/fixtures/fuse/*.txt: a small graph in text form each, compiled with
+#                --emit regions and diffed against the expected output in the file (one test each)
 #   unit-asan    the unit tests built and run under ASan + UBSan in build-asan/
 #   tsan         tests/tsan/concurrent.c under ThreadSanitizer in build-tsan/: 4 threads compile
 #                and run one model at once (own programs, one compile cache); one test
@@ -92,6 +94,20 @@ if [ -x "$build/unit_tests" ]; then
     run_unit "$build/unit_tests"
 else
     bad "$build/unit_tests not built"
+fi
+stage_end
+
+# ---- fusion fixtures --------------------------------------------------------------------------
+# tests/fixtures/fuse/*.txt: a small graph each and its expected `--emit regions` (one test each).
+stage_start fixtures
+if scripts/venv.sh > /dev/null; then
+    out="$(timeout 600 "$py" tests/fixtures/fuse/run.py --smelt "$smelt" --out "$build/fixtures/fuse" 2>&1)"; rc=$?
+    printf '%s\n' "$out" | tail -n 80
+    counts="$(printf '%s\n' "$out" | sed -n 's/^fixtures: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p')"
+    if [ -n "$counts" ]; then ok "${counts% *}"; s_failed=$((s_failed + ${counts#* }))
+    else bad "tests/fixtures/fuse/run.py exited $rc without a summary line"; fi
+else
+    bad "scripts/venv.sh failed"
 fi
 stage_end
 

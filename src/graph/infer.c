@@ -105,6 +105,7 @@ static smelt_status infer_all(ir_graph *g, graph_eval_fn eval)
                                     "(a constant, or a graph input whose value is given when compiling)",
                                     k, g->tensors[n->in[k]].name);
         if (!oi->infer) return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "op is not implemented yet");
+        TRY(ir_node_parse_params(g, i));
         TRY(oi->infer(g, i));
         n = &g->nodes[i];
         TRY(check_sizes(g, n));

@@ -217,6 +217,26 @@ fail:
     return NULL;
 }
 
+smelt_status ir_node_parse_params(ir_graph *g, int node)
+{
+    const op_params_info *pi = &op_params[g->nodes[node].op];
+    g->nodes[node].params = NULL;
+    if (!pi->parse) return SMELT_OK;
+    void *p = arena_alloc(&g->arena, pi->size);
+    if (!p) return ir_node_fail(&g->nodes[node], SMELT_ERR_NOMEM, "out of memory");
+    memset(p, 0, pi->size);
+    TRY(pi->parse(g, &g->nodes[node], p));
+    g->nodes[node].params = p;
+    return SMELT_OK;
+}
+
+smelt_status ir_node_params(ir_graph *g, int node, const void **params)
+{
+    if (!g->nodes[node].params) TRY(ir_node_parse_params(g, node));
+    *params = g->nodes[node].params;
+    return *params ? SMELT_OK : ir_node_fail(&g->nodes[node], SMELT_ERR_INTERNAL, "the op has no params struct");
+}
+
 ir_graph *ir_graph_clone(const ir_graph *g) { return clone_graph(g, false); }
 ir_graph *ir_graph_clone_sharing_data(const ir_graph *g) { return clone_graph(g, true); }
 

@@ -98,6 +98,7 @@ typedef struct ir_node {
     int n_attr;
     ir_attr *attr;
     bool dead;            /* removed by a pass; compacted by ir_graph_compact */
+    const void *params;   /* its attributes parsed (ir/ops.h op_params), or NULL */
 } ir_node;
 
 typedef struct ir_graph {
@@ -136,6 +137,11 @@ int ir_node_add(ir_graph *g, const char *name, op_id op, int n_in, const int *in
                 int n_out, const int *out);
 /* Append a copy of `a` (name/strings/arrays copied) to node n. 0 on OOM. */
 int ir_node_attr_add(ir_graph *g, int n, const ir_attr *a);
+/* Parse node n's attributes into its params struct (op_params; in g's arena),
+ * replacing any parsed before; NULL params for an op without one. */
+smelt_status ir_node_parse_params(ir_graph *g, int n);
+/* Node n's params, parsed now if they were not (a shape rule run on its own). */
+smelt_status ir_node_params(ir_graph *g, int n, const void **params);
 /* Record graph inputs/outputs (copied). 0 on OOM. */
 int ir_graph_set_io(ir_graph *g, int n_in, const int *in, int n_out, const int *out);
 /* Drop dead nodes and unreferenced tensors, renumbering everything. */

@@ -66,6 +66,7 @@ typedef kir_val (*op_scalar_fn)(struct kir_kernel *k, const struct ir_node *n, c
 typedef kir_val (*op_elem_fn)(struct lower_ctx *c, int out, const kir_val *idx);
 typedef smelt_status (*op_lower_fn)(struct lower_ctx *c);
 typedef bool (*op_insert_fn)(const struct ir_graph *g, const struct ir_node *n, int input, int64_t *offset);
+typedef smelt_status (*op_parse_fn)(const struct ir_graph *g, const struct ir_node *n, void *params);
 
 #define OP_NONE 0
 
@@ -265,6 +266,19 @@ extern const op_info op_table[OP_COUNT];
 /* The op's workgroup-cooperative lowering, used instead of `lower` on targets
  * with wg_size > 1 (NULL: the op has none). */
 extern const op_lower_fn op_gpu_lower[OP_COUNT];
+
+/* Per-node parameters: an op may parse its attributes once, with their
+ * defaults and checks, into a params struct of its family (ops/<family>.h).
+ * op_params[op] names the parser and the struct's size (ops/op_table.c);
+ * graph_infer runs it before the shape rule, on every run so that a pass that
+ * edits attributes is seen, and keeps the result in ir_node.params, which the
+ * shape rule and the lowering read. An op without an entry (parse NULL) has
+ * no params struct and reads its attributes by name. */
+typedef struct op_params_info {
+    op_parse_fn parse;
+    size_t size;
+} op_params_info;
+extern const op_params_info op_params[OP_COUNT];
 
 /* The op named `op_type` in the default ONNX domain, or OP_INVALID. */
 op_id op_lookup(const char *op_type);

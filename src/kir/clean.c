@@ -343,6 +343,116 @@ smelt_status kir_clean_one_trip(kir_kernel *k)
     return r < 0 ? nomem(k) : SMELT_OK;
 }
 
+/* ---- loop-invariant code motion ----------------------------------------- */
+
+/* Whether computing x may fault or be undefined for operands the loop would
+ * never have used: a load (its index may lie outside the buffer when the loop
+ * runs no iteration), integer division and remainder, shifts, conversions. */
+static bool may_trap(const kir_kernel *k, const kir_value *x)
+{
+    switch (x->op) {
+    case KIR_LOAD: case KIR_SHL: case KIR_SHR: case KIR_CAST: return true;
+    case KIR_DIV: case KIR_MOD:
+        if (kir_is_float(x->type)) return false;
+        return !kir_is_const(k, x->b) || k->vals[x->b].imm.i == 0 || k->vals[x->b].imm.i == -1;
+    default: return false;
+    }
+}
+
+/* Whether loop statement b runs its body at least once. */
+static bool runs(const kir_kernel *k, const kir_stmt *b)
+{
+    if (!kir_is_const(k, b->lo) || !kir_is_const(k, b->hi) || !kir_is_const(k, b->step)) return false;
+    return k->vals[b->step].imm.i > 0 && k->vals[b->lo].imm.i < k->vals[b->hi].imm.i;
+}
+
+/* Whether DEF of x may move from inside the block opened at statement b
+ * (closed at `end`) to just before it. */
+static bool may_leave(const kir_kernel *k, int b, int end, const kir_value *x)
+{
+    const kir_stmt *s = &k->stmts[b];
+    if (s->kind != KS_LOOP_BEGIN || s->stream) return false; /* not out of ifs, nor stream copies */
+    if (x->op == KIR_VARGET) return false;
+    if (may_trap(k, x) && !runs(k, s)) return false;
+    if (x->op != KIR_LOAD) return true;
+    for (int j = b + 1; j < end; j++) { /* the loop must not change what the load reads */
+        const kir_stmt *t = &k->stmts[j];
+        if (t->kind == KS_BARRIER || (t->kind == KS_STORE && t->buf == x->buf)) return false;
+    }
+    return true;
+}
+
+typedef struct licm_key {
+    int anchor, self, index;
+} licm_key;
+
+static int licm_cmp(const void *pa, const void *pb)
+{
+    const licm_key *a = pa, *b = pb;
+    if (a->anchor != b->anchor) return a->anchor < b->anchor ? -1 : 1;
+    if (a->self != b->self) return a->self - b->self;
+    return (a->index > b->index) - (a->index < b->index);
+}
+
+smelt_status kir_clean_licm(kir_kernel *k)
+{
+    int n = k->n_stmts;
+    int *level = calloc((size_t)k->n_vals + 1, sizeof(int)); /* nesting depth a value is available at */
+    int *open = malloc(sizeof(int) * ((size_t)n + 1));       /* statement opening each enclosing block */
+    int *end = malloc(sizeof(int) * ((size_t)n + 1));        /* per block opener: its closing statement */
+    licm_key *key = malloc(sizeof(licm_key) * ((size_t)n + 1));
+    kir_stmt *copy = malloc(sizeof(kir_stmt) * ((size_t)n + 1));
+    if (!level || !open || !end || !key || !copy) {
+        free(level), free(open), free(end), free(key), free(copy);
+        return nomem(k);
+    }
+    int depth = 0;
+    for (int i = 0; i < n; i++) {
+        kir_stmt_kind kd = k->stmts[i].kind;
+        if (kd == KS_LOOP_BEGIN || kd == KS_IF_BEGIN) open[depth++] = i;
+        else if (kd == KS_LOOP_END || kd == KS_IF_END) end[open[--depth]] = i;
+    }
+    bool moved = false;
+    for (int i = 0; i < n; i++) {
+        const kir_stmt *s = &k->stmts[i];
+        key[i] = (licm_key){i, 1, i};
+        switch (s->kind) {
+        case KS_LOOP_BEGIN:
+        case KS_IF_BEGIN:
+            open[depth++] = i;
+            if (s->kind == KS_LOOP_BEGIN) level[s->val] = depth;
+            break;
+        case KS_LOOP_END:
+        case KS_IF_END: depth--; break;
+        case KS_DEF: {
+            const kir_value *x = &k->vals[s->val];
+            kir_val ops[3] = {x->a, x->b, x->c};
+            int t = 0, ar = x->op == KIR_LOAD ? 1 : kir_op_arity(x->op);
+            for (int j = 0; j < ar; j++)
+                if (level[ops[j]] > t) t = level[ops[j]];
+            int to = depth; /* out of the blocks at depths to..depth-1 of open[], innermost first */
+            while (to > t && may_leave(k, open[to - 1], end[open[to - 1]], x)) to--;
+            level[s->val] = to;
+            if (to < depth) {
+                key[i] = (licm_key){open[to], 0, i};
+                moved = true;
+            }
+            break;
+        }
+        default: break;
+        }
+    }
+    if (moved) {
+        qsort(key, (size_t)n, sizeof *key, licm_cmp);
+        memcpy(copy, k->stmts, sizeof(kir_stmt) * (size_t)n);
+        for (int i = 0; i < n; i++) k->stmts[i] = copy[key[i].index];
+        for (int i = 0; i < n; i++)
+            if (k->stmts[i].kind == KS_DEF || k->stmts[i].kind == KS_LOOP_BEGIN) k->vals[k->stmts[i].val].def = i;
+    }
+    free(level), free(open), free(end), free(key), free(copy);
+    return SMELT_OK;
+}
+
 /* ---- the order ---------------------------------------------------------- */
 
 typedef smelt_status (*clean_pass)(kir_kernel *k);
@@ -353,6 +463,7 @@ static const struct {
 } passes[] = {
     {"one-trip", kir_clean_one_trip}, /* first: the constants it makes let cse merge more */
     {"cse", kir_clean_cse},           /* leaves the duplicates dead */
+    {"licm", kir_clean_licm},         /* after cse: one copy of each invariant to move */
     {"dead", kir_clean_dead},         /* last: removes what the others left unused */
 };
 

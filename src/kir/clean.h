@@ -36,6 +36,16 @@ smelt_status kir_clean_one_trip(kir_kernel *k);
  * duplicates for kir_clean_dead. */
 smelt_status kir_clean_cse(kir_kernel *k);
 
+/* requires: kir_verify(k) passes.
+ * guarantees: a value that does not depend on a loop's induction value (nor
+ * on a variable) is defined before the loop, not in it, when that is safe:
+ * only out of loops (never out of an if, nor a stream loop); a load only when
+ * the loop neither stores to its buffer nor holds a barrier; a load, integer
+ * division or remainder, shift or conversion only out of a loop with constant
+ * bounds that runs at least once. Statements only move: none is added or
+ * dropped, and the relative order of the moved ones is kept. */
+smelt_status kir_clean_licm(kir_kernel *k);
+
 /* The passes in order; `k` is left verified. */
 smelt_status kir_clean(kir_kernel *k);
 

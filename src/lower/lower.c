@@ -65,23 +65,11 @@ static int ensure_slots(lower_ctx *c)
     return 1;
 }
 
-/* "Conv 'conv1' + Relu 'relu1'": the region's materialized nodes. */
-static void kernel_comment(const lower_ctx *c, char *buf, size_t cap)
-{
-    const fuse_region *r = c->st->region;
-    size_t len = (size_t)snprintf(buf, cap, "%s '%s'", op_get(c->n->op)->name, c->n->name);
-    for (int i = 0; r && i < r->n_nodes && len < cap; i++) {
-        const ir_node *n = &c->g->nodes[r->nodes[i]];
-        if (n == c->n) continue;
-        len += (size_t)snprintf(buf + len, cap - len, " + %s", op_get(n->op)->name);
-    }
-}
-
 kir_kernel *lower_kernel_begin(lower_ctx *c, int64_t n_workgroups)
 {
     lower_program *p = c->st->p;
-    char comment[256];
-    kernel_comment(c, comment, sizeof comment);
+    char comment[320];
+    lower_kernel_comment(c->g, c->st->region, c->n, comment, sizeof comment);
     kir_kernel *k = kir_kernel_new(p->arena, p->n_kernels, n_workgroups, comment);
     if (!k || !ensure_slots(c)) return NULL;
     if (p->n_kernels == p->cap_kernels) {

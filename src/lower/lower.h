@@ -35,6 +35,12 @@ typedef struct lower_ctx {
     const target_info *target;
 } lower_ctx;
 
+/* A kernel's comment (comment.c): region r (NULL: node `root` alone) as one
+ * expression, e.g. "y[1,64,8,8] = relu(conv(x, w0, w1)): 3x3 stride 1 pad 1,
+ * 64 to 64 channels (node 'conv1')", into buf (truncated to cap). */
+struct fuse_region;
+void lower_kernel_comment(const ir_graph *g, const struct fuse_region *r, const ir_node *root, char *buf, size_t cap);
+
 /* Start a new kernel with `n_workgroups` workgroups; becomes c->k. */
 kir_kernel *lower_kernel_begin(lower_ctx *c, int64_t n_workgroups);
 

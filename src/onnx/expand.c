@@ -4,37 +4,48 @@
 #include <stdio.h>
 #include <string.h>
 
-/* name, its expansion, inputs min..max, outputs min..max (the op's schema) */
+/* domain, name, its expansion, inputs min..max, outputs min..max (the op's
+ * schema), and for ops that left the standard the default-domain opset from
+ * which they are unknown (0: none). */
 static const expand_rule expansions[] = {
-    {"", "DynamicQuantizeLinear", expand_DynamicQuantizeLinear, 1, 1, 3, 3},
-    {"", "MatMulInteger", expand_MatMulInteger, 2, 4, 1, 1},
-    {"", "ConvInteger", expand_ConvInteger, 2, 4, 1, 1},
-    {"", "QLinearMatMul", expand_QLinearMatMul, 8, 8, 1, 1},
-    {"", "QLinearConv", expand_QLinearConv, 8, 9, 1, 1},
-    {"com.microsoft", "DynamicQuantizeMatMul", expand_DynamicQuantizeMatMul, 3, 5, 1, 1},
-    {"com.microsoft", "MatMulIntegerToFloat", expand_MatMulIntegerToFloat, 4, 7, 1, 1},
-    {"com.microsoft", "QGemm", expand_QGemm, 6, 9, 1, 1},
-    {"com.microsoft", "Gelu", expand_Gelu, 1, 1, 1, 1},
-    {"com.microsoft", "BiasGelu", expand_BiasGelu, 2, 2, 1, 1},
-    {"com.microsoft", "FastGelu", expand_FastGelu, 1, 2, 1, 1},
-    {"com.microsoft", "SkipLayerNormalization", expand_SkipLayerNormalization, 3, 5, 1, 4},
-    {"com.microsoft", "FusedConv", expand_FusedConv, 2, 4, 1, 1},
-    {"com.microsoft", "Attention", expand_MsAttention, 2, 7, 1, 2},
-    {"com.microsoft", "DynamicQuantizeLSTM", expand_DynamicQuantizeLSTM, 3, 12, 0, 3},
-    {"com.microsoft", "QuantizeLinear", expand_QuantizeLinear, 2, 3, 1, 1},
-    {"com.microsoft", "DequantizeLinear", expand_QuantizeLinear, 2, 3, 1, 1},
-    {"com.microsoft", "QLinearAdd", expand_QLinearBinary, 7, 8, 1, 1},
-    {"com.microsoft", "QLinearMul", expand_QLinearBinary, 7, 8, 1, 1},
-    {"com.microsoft", "QLinearSigmoid", expand_QLinearUnary, 4, 5, 1, 1},
-    {"com.microsoft", "QLinearLeakyRelu", expand_QLinearUnary, 4, 5, 1, 1},
-    {"com.microsoft", "QLinearGlobalAveragePool", expand_QLinearGlobalAveragePool, 4, 5, 1, 1},
+    {"", "DynamicQuantizeLinear", expand_DynamicQuantizeLinear, 1, 1, 3, 3, 0},
+    {"", "MatMulInteger", expand_MatMulInteger, 2, 4, 1, 1, 0},
+    {"", "ConvInteger", expand_ConvInteger, 2, 4, 1, 1, 0},
+    {"", "QLinearMatMul", expand_QLinearMatMul, 8, 8, 1, 1, 0},
+    {"", "QLinearConv", expand_QLinearConv, 8, 9, 1, 1, 0},
+    {"com.microsoft", "DynamicQuantizeMatMul", expand_DynamicQuantizeMatMul, 3, 5, 1, 1, 0},
+    {"com.microsoft", "MatMulIntegerToFloat", expand_MatMulIntegerToFloat, 4, 7, 1, 1, 0},
+    {"com.microsoft", "QGemm", expand_QGemm, 6, 9, 1, 1, 0},
+    {"com.microsoft", "Gelu", expand_Gelu, 1, 1, 1, 1, 0},
+    {"com.microsoft", "BiasGelu", expand_BiasGelu, 2, 2, 1, 1, 0},
+    {"com.microsoft", "FastGelu", expand_FastGelu, 1, 2, 1, 1, 0},
+    {"com.microsoft", "SkipLayerNormalization", expand_SkipLayerNormalization, 3, 5, 1, 4, 0},
+    {"com.microsoft", "FusedConv", expand_FusedConv, 2, 4, 1, 1, 0},
+    {"com.microsoft", "Attention", expand_MsAttention, 2, 7, 1, 2, 0},
+    {"com.microsoft", "DynamicQuantizeLSTM", expand_DynamicQuantizeLSTM, 3, 12, 0, 3, 0},
+    {"com.microsoft", "QuantizeLinear", expand_QuantizeLinear, 2, 3, 1, 1, 0},
+    {"com.microsoft", "DequantizeLinear", expand_QuantizeLinear, 2, 3, 1, 1, 0},
+    {"com.microsoft", "QLinearAdd", expand_QLinearBinary, 7, 8, 1, 1, 0},
+    {"com.microsoft", "QLinearMul", expand_QLinearBinary, 7, 8, 1, 1, 0},
+    {"com.microsoft", "QLinearSigmoid", expand_QLinearUnary, 4, 5, 1, 1, 0},
+    {"com.microsoft", "QLinearLeakyRelu", expand_QLinearUnary, 4, 5, 1, 1, 0},
+    {"com.microsoft", "QLinearGlobalAveragePool", expand_QLinearGlobalAveragePool, 4, 5, 1, 1, 0},
+    /* experimental ops of opsets 1..9 (onnx/upgrade.c) */
+    {"", "ImageScaler", expand_ImageScaler, 1, 1, 1, 1, 10},
+    {"", "Affine", expand_Affine, 1, 1, 1, 1, 10},
+    {"", "ScaledTanh", expand_ScaledTanh, 1, 1, 1, 1, 10},
+    {"", "ParametricSoftplus", expand_ParametricSoftplus, 1, 1, 1, 1, 10},
+    {"", "Crop", expand_Crop, 1, 1, 1, 1, 10},
 };
 
-const expand_rule *expand_find(const char *domain, const char *op)
+const expand_rule *expand_find(const char *domain, const char *op, int opset)
 {
     if (strcmp(domain, "ai.onnx") == 0) domain = "";
-    for (size_t i = 0; i < sizeof expansions / sizeof expansions[0]; i++)
-        if (strcmp(expansions[i].domain, domain) == 0 && strcmp(expansions[i].op, op) == 0) return &expansions[i];
+    for (size_t i = 0; i < sizeof expansions / sizeof expansions[0]; i++) {
+        const expand_rule *r = &expansions[i];
+        if (strcmp(r->domain, domain) == 0 && strcmp(r->op, op) == 0)
+            return r->before_opset && opset >= r->before_opset ? NULL : r;
+    }
     return NULL;
 }
 

@@ -43,10 +43,12 @@ typedef struct expand_rule {
     const char *domain, *op;
     expand_fn fn;
     int min_in, max_in, min_out, max_out;
+    int before_opset; /* > 0: unknown from this default-domain opset on (ops dropped from the standard) */
 } expand_rule;
 
-/* The expansion of op `op` of `domain` ("" or "ai.onnx" for ONNX's), or NULL. */
-const expand_rule *expand_find(const char *domain, const char *op);
+/* The expansion of op `op` of `domain` ("" or "ai.onnx" for ONNX's) for a
+ * node written for default-domain `opset`, or NULL. */
+const expand_rule *expand_find(const char *domain, const char *op, int opset);
 /* Expand x->n by r after checking its input and output counts against the op's. */
 smelt_status expand_node(const expand_rule *r, expand_ctx *x);
 
@@ -109,6 +111,12 @@ int ex_requantize_acc(expand_ctx *x, int acc, int scale, int y_zp, int out);
 smelt_status ex_fail(expand_ctx *x, smelt_status st, const char *fmt, ...) DIAG_PRINTF(3, 4);
 
 /* The expansions, by family. */
+/* Experimental ops of opsets 1..9 (upgrade.c). */
+smelt_status expand_ImageScaler(expand_ctx *x);
+smelt_status expand_Affine(expand_ctx *x);
+smelt_status expand_ScaledTanh(expand_ctx *x);
+smelt_status expand_ParametricSoftplus(expand_ctx *x);
+smelt_status expand_Crop(expand_ctx *x);
 smelt_status expand_DynamicQuantizeLinear(expand_ctx *x);
 smelt_status expand_MatMulInteger(expand_ctx *x);
 smelt_status expand_ConvInteger(expand_ctx *x);

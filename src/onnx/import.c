@@ -12,52 +12,14 @@
 
 #include "core/hash.h"
 #include "onnx/expand.h"
+#include "onnx/importer.h"
 #include "onnx/onnx.pb-c.h"
 
 #define FUNCTION_DEPTH_MAX 16
 #define MESSAGE_DEPTH_MAX 100
 #define INLINED_NODES_MAX (1 << 20)
-#define OMITTED (-2) /* scope value of a function input the call site left out */
 /* FunctionProto fields newer than the onnx.proto we compile against. */
 #define FUNCTION_FIELD_ATTRIBUTE_PROTO 11
-
-/* An attribute as a node sees it: its own name, the value after resolving
- * ref_attr_name against the enclosing function call. */
-typedef struct rattr {
-    const char *name;
-    const Onnx__AttributeProto *a;
-} rattr;
-
-typedef struct importer {
-    ir_graph *g;
-    const Onnx__ModelProto *m;
-    const char *base_dir;
-    strmap names; /* every tensor name in use, so inlined tensors get fresh ones */
-    int n_inlined; /* nodes taken from function bodies, bounded against blow-up */
-} importer;
-
-/* Names visible to the nodes of the main graph, of one inlined call or of a
- * subgraph (If/Loop/Scan), whose names not defined in it come from `parent`. */
-typedef struct scope scope;
-struct scope {
-    strmap map;               /* name → tensor, or OMITTED */
-    const char *prefix;       /* "" in the main graph, "call/" inside a call */
-    int depth;
-    int opset;                /* default-domain opset the nodes were written for */
-    const Onnx__FunctionProto *fn; /* NULL in the main graph */
-    const int *out_bound;     /* fn->output[k] → the call site's tensor, or -1 */
-    const rattr *call_attr;   /* the call site's attributes */
-    int n_call_attr;
-    Onnx__AttributeProto **defaults; /* fn's attribute_proto */
-    int n_defaults;
-    scope *parent;            /* a subgraph's enclosing scope, else NULL */
-    ir_graph *g;              /* a subgraph's own graph (NULL: the importer's) */
-    strmap *names;            /* its tensor names */
-    int *caps, *cap_in;       /* outer-scope values read: parent's tensor, and this graph's input */
-    int n_caps;
-};
-
-static const char *str(const char *s) { return s ? s : ""; }
 
 static bool is_default_domain(const char *d) { return !*str(d) || strcmp(d, "ai.onnx") == 0; }
 
@@ -73,13 +35,13 @@ static smelt_status node_fail(const char *node, const char *op, smelt_status st,
     return diag_fail(st, "node '%s' (%s): %s", node, op, msg);
 }
 
-static smelt_status oom(void) { return diag_fail(SMELT_ERR_NOMEM, "out of memory importing the model"); }
+smelt_status import_oom(void) { return diag_fail(SMELT_ERR_NOMEM, "out of memory importing the model"); }
 
 /* ---- tensors ------------------------------------------------------------- */
 
 /* A fresh tensor named `name`; with `uniquify`, "#2", "#3"... is appended when
  * the name is taken. Returns the index or -1 (out of memory). */
-static int tensor_new(importer *im, const char *name, bool uniquify)
+int import_tensor_new(importer *im, const char *name, bool uniquify)
 {
     char *buf = NULL;
     if (uniquify && *name && strmap_get(&im->names, name) != -1) {
@@ -99,10 +61,10 @@ static int tensor_new(importer *im, const char *name, bool uniquify)
 }
 
 /* tensor_new for upgrade.c: a uniquified name. */
-static int tensor_new_unique(void *im, const char *name) { return tensor_new(im, name, true); }
+static int tensor_new_unique(void *im, const char *name) { return import_tensor_new(im, name, true); }
 
 /* Decode `tp` into tensor t (dtype, shape and data). */
-static smelt_status tensor_decode(importer *im, int t, const Onnx__TensorProto *tp, const char *what)
+smelt_status import_tensor_decode(importer *im, int t, const Onnx__TensorProto *tp, const char *what)
 {
     smelt_dtype dt;
     ir_shape shape;
@@ -111,7 +73,7 @@ static smelt_status tensor_decode(importer *im, int t, const Onnx__TensorProto *
     ir_tensor *x = &im->g->tensors[t];
     x->dtype = dt;
     x->shape = shape;
-    if (!ir_tensor_alloc_data(im->g, t)) return oom();
+    if (!ir_tensor_alloc_data(im->g, t)) return import_oom();
     return onnx_tensor_fill(tp, im->base_dir, what, dt, numel, x->data, (size_t)bytes);
 }
 
@@ -121,22 +83,20 @@ static smelt_status tensor_set_const(importer *im, int t, smelt_dtype dt, int ra
     ir_tensor *x = &im->g->tensors[t];
     x->dtype = dt;
     x->shape = (ir_shape){.rank = rank, .dim = {(int64_t)n}};
-    if (!ir_tensor_alloc_data(im->g, t)) return oom();
+    if (!ir_tensor_alloc_data(im->g, t)) return import_oom();
     if (n) memcpy(x->data, vals, n * smelt_dtype_size(dt));
     return SMELT_OK;
 }
 
 /* ---- scopes -------------------------------------------------------------- */
 
-static smelt_status scope_bind(scope *sc, const char *name, int t)
+smelt_status import_scope_bind(scope *sc, const char *name, int t)
 {
-    return strmap_put(&sc->map, name, t) ? SMELT_OK : oom();
+    return strmap_put(&sc->map, name, t) ? SMELT_OK : import_oom();
 }
 
-static smelt_status subgraph_lookup(importer *im, scope *sc, const char *name, int *v);
-
 /* The tensor a node input names: -1 for "" or an omitted function input. */
-static smelt_status input_resolve(importer *im, scope *sc, const char *node, const char *op, const char *name, int *t)
+smelt_status import_input_resolve(importer *im, scope *sc, const char *node, const char *op, const char *name, int *t)
 {
     *t = -1;
     if (!*str(name)) return SMELT_OK;
@@ -153,8 +113,8 @@ static smelt_status input_resolve(importer *im, scope *sc, const char *node, con
 static smelt_status output_define(importer *im, scope *sc, const char *node, const char *op, const char *name, int *t)
 {
     if (!*str(name)) {
-        *t = tensor_new(im, "", false);
-        return *t < 0 ? oom() : SMELT_OK;
+        *t = import_tensor_new(im, "", false);
+        return *t < 0 ? import_oom() : SMELT_OK;
     }
     if (strmap_get(&sc->map, name) != -1)
         return node_fail(node, op, SMELT_ERR_MODEL, "output '%s' is already defined", name);
@@ -164,13 +124,13 @@ static smelt_status output_define(importer *im, scope *sc, const char *node, con
     if (*t < 0) {
         size_t cap = strlen(sc->prefix) + strlen(name) + 1;
         char *full = malloc(cap);
-        if (!full) return oom();
+        if (!full) return import_oom();
         snprintf(full, cap, "%s%s", sc->prefix, name);
-        *t = tensor_new(im, full, sc->fn != NULL);
+        *t = import_tensor_new(im, full, sc->fn != NULL);
         free(full);
-        if (*t < 0) return oom();
+        if (*t < 0) return import_oom();
     }
-    return scope_bind(sc, name, *t);
+    return import_scope_bind(sc, name, *t);
 }
 
 /* ---- attributes ---------------------------------------------------------- */
@@ -201,7 +161,7 @@ static smelt_status attrs_resolve(scope *sc, const Onnx__NodeProto *np, const ch
 {
     *n = 0;
     *out = malloc(sizeof(rattr) * (np->n_attribute + 1));
-    if (!*out) return oom();
+    if (!*out) return import_oom();
     for (size_t i = 0; i < np->n_attribute; i++) {
         const Onnx__AttributeProto *a = np->attribute[i];
         const char *ref = str(a->ref_attr_name);
@@ -221,15 +181,6 @@ static smelt_status attrs_resolve(scope *sc, const Onnx__NodeProto *np, const ch
     return SMELT_OK;
 }
 
-static smelt_status subgraph_import(importer *im, scope *outer, const char *node, const Onnx__GraphProto *gp,
-                                    ir_graph **out, int **caps, int *n_caps);
-
-/* `caps` (NULL where the op takes no subgraph) collects the outer-scope values
- * a GRAPH attribute reads; they follow the node's `base` inputs. */
-typedef struct capture_list {
-    int *t, n, base;
-} capture_list;
-
 static smelt_status attr_convert(importer *im, scope *sc, const char *node, const char *op, const rattr *r,
                                  ir_attr *d, capture_list *caps)
 {
@@ -245,7 +196,7 @@ static smelt_status attr_convert(importer *im, scope *sc, const char *node, cons
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: d->type = IR_ATTR_INT; d->i = a->i; break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
         d->type = IR_ATTR_STRING;
-        if (!(d->s = bytes_str(ar, a->s))) return oom();
+        if (!(d->s = bytes_str(ar, a->s))) return import_oom();
         break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
         d->type = IR_ATTR_FLOATS;
@@ -260,50 +211,26 @@ static smelt_status attr_convert(importer *im, scope *sc, const char *node, cons
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
         d->type = IR_ATTR_STRINGS;
         d->n = (int)a->n_strings;
-        if (!(d->strings = arena_alloc(ar, sizeof(char *) * (a->n_strings + 1)))) return oom();
+        if (!(d->strings = arena_alloc(ar, sizeof(char *) * (a->n_strings + 1)))) return import_oom();
         for (size_t i = 0; i < a->n_strings; i++)
-            if (!(d->strings[i] = bytes_str(ar, a->strings[i]))) return oom();
+            if (!(d->strings[i] = bytes_str(ar, a->strings[i]))) return import_oom();
         break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
         if (!a->t) return node_fail(node, op, SMELT_ERR_MODEL, "attribute '%s' has no tensor", r->name);
         char what[512];
         snprintf(what, sizeof what, "%s/%s", node, r->name);
-        int t = tensor_new(im, what, true);
-        if (t < 0) return oom();
+        int t = import_tensor_new(im, what, true);
+        if (t < 0) return import_oom();
         snprintf(what, sizeof what, "node '%s' (%s): attribute '%s'", node, op, r->name);
-        TRY(tensor_decode(im, t, a->t, what));
+        TRY(import_tensor_decode(im, t, a->t, what));
         d->type = IR_ATTR_TENSOR;
         d->tensor = t;
         break;
     }
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH: {
-        if (!caps || !a->g) {
-            d->type = IR_ATTR_OTHER;
-            break;
-        }
-        ir_graph *sub = NULL;
-        int *outer = NULL, n = 0;
-        TRY(subgraph_import(im, sc, node, a->g, &sub, &outer, &n));
-        int *grown = realloc(caps->t, sizeof(int) * (size_t)(caps->n + n + 1));
-        d->cap = arena_alloc(ar, sizeof(int) * (size_t)(n + 1));
-        if (!grown || !d->cap || !ir_graph_adopt(im->g, sub)) {
-            if (grown) caps->t = grown;
-            free(outer);
-            return oom();
-        }
-        caps->t = grown;
-        for (int k = 0; k < n; k++) { /* one implicit input per outer value, shared by the node's subgraphs */
-            int j = 0;
-            while (j < caps->n && caps->t[j] != outer[k]) j++;
-            if (j == caps->n) caps->t[caps->n++] = outer[k];
-            d->cap[k] = caps->base + j;
-        }
-        free(outer);
-        d->type = IR_ATTR_GRAPH;
-        d->graph = sub;
-        d->n_cap = n;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
+        if (caps && a->g) TRY(subgraph_attr_import(im, sc, node, a->g, d, caps));
+        else d->type = IR_ATTR_OTHER;
         break;
-    }
     default: d->type = IR_ATTR_OTHER; break;
     }
     /* An int where a float is expected is read as that float (ir_attr_float). */
@@ -315,8 +242,6 @@ static smelt_status attr_convert(importer *im, scope *sc, const char *node, cons
 }
 
 /* ---- nodes --------------------------------------------------------------- */
-
-static smelt_status node_import(importer *im, scope *sc, const Onnx__NodeProto *np);
 
 /* A Constant node becomes the constant tensor it names; no node is added. */
 static smelt_status constant_import(importer *im, scope *sc, const Onnx__NodeProto *np, const char *node,
@@ -335,7 +260,7 @@ static smelt_status constant_import(importer *im, scope *sc, const Onnx__NodePro
     if (strcmp(an, "value") == 0 && a->t) {
         char what[512];
         snprintf(what, sizeof what, "node '%s' (Constant): attribute 'value'", node);
-        return tensor_decode(im, t, a->t, what);
+        return import_tensor_decode(im, t, a->t, what);
     }
     if (strcmp(an, "value_float") == 0 && a->has_f) return tensor_set_const(im, t, SMELT_F32, 0, 1, &a->f);
     if (strcmp(an, "value_int") == 0 && a->has_i) return tensor_set_const(im, t, SMELT_I64, 0, 1, &a->i);
@@ -372,7 +297,7 @@ static smelt_status function_defaults(const Onnx__FunctionProto *fn, const char 
 {
     const ProtobufCMessage *base = &fn->base;
     sc->defaults = calloc(base->n_unknown_fields + 1, sizeof *sc->defaults);
-    if (!sc->defaults) return oom();
+    if (!sc->defaults) return import_oom();
     for (unsigned i = 0; i < base->n_unknown_fields; i++) {
         const ProtobufCMessageUnknownField *u = &base->unknown_fields[i];
         if (u->tag != FUNCTION_FIELD_ATTRIBUTE_PROTO || u->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED) continue;
@@ -428,7 +353,7 @@ static smelt_status function_inline(importer *im, scope *outer, const Onnx__Node
     size_t plen = strlen(node) + 2; /* node already carries the outer prefix */
     char *prefix = malloc(plen);
     int *bound = malloc(sizeof(int) * (fn->n_output + 1));
-    smelt_status st = prefix && bound ? SMELT_OK : oom();
+    smelt_status st = prefix && bound ? SMELT_OK : import_oom();
     if (!st) {
         snprintf(prefix, plen, "%s/", node);
         sc.prefix = prefix;
@@ -437,14 +362,14 @@ static smelt_status function_inline(importer *im, scope *outer, const Onnx__Node
     }
     for (size_t i = 0; !st && i < fn->n_input; i++) {
         int t = -1;
-        if (i < np->n_input) st = input_resolve(im, outer, node, op, np->input[i], &t);
-        if (!st) st = scope_bind(&sc, str(fn->input[i]), t < 0 ? OMITTED : t);
+        if (i < np->n_input) st = import_input_resolve(im, outer, node, op, np->input[i], &t);
+        if (!st) st = import_scope_bind(&sc, str(fn->input[i]), t < 0 ? OMITTED : t);
     }
     for (size_t k = 0; !st && k < fn->n_output; k++) {
         bound[k] = -1;
         if (k < np->n_output && *str(np->output[k])) st = output_define(im, outer, node, op, np->output[k], &bound[k]);
     }
-    for (size_t i = 0; !st && i < fn->n_node; i++) st = node_import(im, &sc, fn->node[i]);
+    for (size_t i = 0; !st && i < fn->n_node; i++) st = import_node(im, &sc, fn->node[i]);
     /* An output the body never computes may name a function input or another output. */
     for (size_t k = 0; !st && k < fn->n_output; k++) {
         const ir_tensor *x = bound[k] >= 0 ? &im->g->tensors[bound[k]] : NULL;
@@ -457,7 +382,7 @@ static smelt_status function_inline(importer *im, scope *outer, const Onnx__Node
         }
         char name[600];
         snprintf(name, sizeof name, "%sIdentity_%d", prefix, im->g->n_nodes);
-        if (ir_node_add(im->g, name, OP_Identity, 1, &src, 1, &bound[k]) < 0) st = oom();
+        if (ir_node_add(im->g, name, OP_Identity, 1, &src, 1, &bound[k]) < 0) st = import_oom();
     }
     for (int i = 0; i < sc.n_defaults; i++) onnx__attribute_proto__free_unpacked(sc.defaults[i], NULL);
     free(sc.defaults);
@@ -476,20 +401,20 @@ static smelt_status op_node_import(importer *im, scope *sc, const Onnx__NodeProt
     /* Subgraphs first: the outer-scope values they read become implicit inputs. */
     capture_list caps = {.base = (int)np->n_input};
     ir_attr *at = malloc(sizeof(ir_attr) * ((size_t)n_attr + 1));
-    smelt_status st = at ? SMELT_OK : oom();
+    smelt_status st = at ? SMELT_OK : import_oom();
     capture_list *cp = op_get(op)->flags & OPF_CONTROL ? &caps : NULL; /* other ops keep graphs as OTHER */
     for (int i = 0; !st && i < n_attr; i++) st = attr_convert(im, sc, node, opn, &attr[i], &at[i], cp);
     int *in = st ? NULL : malloc(sizeof(int) * (np->n_input + (size_t)caps.n + np->n_output + 1));
-    if (!st && !in) st = oom();
+    if (!st && !in) st = import_oom();
     int *out = in ? in + np->n_input + caps.n : NULL;
-    for (size_t i = 0; !st && i < np->n_input; i++) st = input_resolve(im, sc, node, opn, np->input[i], &in[i]);
+    for (size_t i = 0; !st && i < np->n_input; i++) st = import_input_resolve(im, sc, node, opn, np->input[i], &in[i]);
     for (int i = 0; !st && i < caps.n; i++) in[np->n_input + (size_t)i] = caps.t[i];
     for (size_t i = 0; !st && i < np->n_output; i++) st = output_define(im, sc, node, opn, np->output[i], &out[i]);
     int n = -1;
     if (!st && (n = ir_node_add(im->g, node, op, (int)np->n_input + caps.n, in, (int)np->n_output, out)) < 0)
-        st = oom();
+        st = import_oom();
     for (int i = 0; !st && i < n_attr; i++)
-        if (!ir_node_attr_add(im->g, n, &at[i])) st = oom();
+        if (!ir_node_attr_add(im->g, n, &at[i])) st = import_oom();
     free(at);
     free(caps.t);
     if (!st && sc->opset < ONNX_OPSET_NATIVE) {
@@ -512,9 +437,9 @@ static smelt_status detached_node_import(importer *im, scope *sc, const Onnx__No
         return node_fail(node, opn, SMELT_ERR_MODEL, "too many inputs or outputs");
     int *in = malloc(sizeof(int) * (np->n_input + np->n_output + 1));
     ir_attr *at = malloc(sizeof(ir_attr) * ((size_t)n_attr + 1));
-    smelt_status st = in && at ? SMELT_OK : oom();
+    smelt_status st = in && at ? SMELT_OK : import_oom();
     int *out = in ? in + np->n_input : NULL;
-    for (size_t i = 0; !st && i < np->n_input; i++) st = input_resolve(im, sc, node, opn, np->input[i], &in[i]);
+    for (size_t i = 0; !st && i < np->n_input; i++) st = import_input_resolve(im, sc, node, opn, np->input[i], &in[i]);
     for (size_t i = 0; !st && i < np->n_output; i++) st = output_define(im, sc, node, opn, np->output[i], &out[i]);
     for (int i = 0; !st && i < n_attr; i++) st = attr_convert(im, sc, node, opn, &attr[i], &at[i], NULL);
     if (!st) {
@@ -527,15 +452,7 @@ static smelt_status detached_node_import(importer *im, scope *sc, const Onnx__No
     return st;
 }
 
-/* An experimental op of opsets 1..9 (onnx/upgrade.c). */
-static smelt_status experimental_expand(importer *im, ir_node *n, const char *opn, const void *rule)
-{
-    (void)rule;
-    onnx_upgrade_ctx cx = {.importer = im, .tensor_new = tensor_new_unique};
-    return onnx_experimental_expand(&cx, im->g, n->name, opn, n->n_in, n->in, n->n_out, n->out, n->n_attr, n->attr);
-}
-
-static int expand_tensor_new(void *im, const char *name) { return tensor_new(im, name, true); }
+static int expand_tensor_new(void *im, const char *name) { return import_tensor_new(im, name, true); }
 
 /* An op replaced by a composition of table ops (onnx/expand.h: quantized and
  * com.microsoft ops). */
@@ -544,12 +461,6 @@ static smelt_status rule_expand(importer *im, ir_node *n, const char *opn, const
     const expand_rule *r = rule;
     expand_ctx x = {.g = im->g, .n = n, .op = opn, .domain = r->domain, .tensor_new = expand_tensor_new, .user = im};
     return expand_node(r, &x);
-}
-
-static smelt_status experimental_import(importer *im, scope *sc, const Onnx__NodeProto *np, const char *node,
-                                        const rattr *attr, int n_attr)
-{
-    return detached_node_import(im, sc, np, node, attr, n_attr, experimental_expand, NULL);
 }
 
 static smelt_status expanded_node_import(importer *im, scope *sc, const Onnx__NodeProto *np, const char *node,
@@ -566,7 +477,7 @@ static smelt_status node_dispatch(importer *im, scope *sc, const Onnx__NodeProto
     const char *op = str(np->op_type), *domain = str(np->domain);
     const Onnx__FunctionProto *fn = function_find(im->m, domain, op);
     if (fn) return function_inline(im, sc, np, node, fn, attr, n_attr);
-    const expand_rule *ex = expand_find(domain, op);
+    const expand_rule *ex = expand_find(domain, op, sc->opset);
     if (ex && !im->g->opset)
         return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "the model imports no opset of the default ONNX domain");
     if (ex) return expanded_node_import(im, sc, np, node, ex, attr, n_attr);
@@ -577,22 +488,20 @@ static smelt_status node_dispatch(importer *im, scope *sc, const Onnx__NodeProto
         return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "the model imports no opset of the default ONNX domain");
     if (strcmp(op, "Constant") == 0) return constant_import(im, sc, np, node, attr, n_attr);
     op_id id = op_lookup(op);
-    if (id == OP_INVALID && sc->opset < 10 && onnx_experimental_known(op))
-        return experimental_import(im, sc, np, node, attr, n_attr);
     if (id == OP_INVALID) return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "unsupported op type '%s'", op);
     if (op_table[id].flags & OPF_INTERNAL)
         return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "unsupported op type '%s' (smelt's own form of an op, not an ONNX op)", op);
     return op_node_import(im, sc, np, node, id, attr, n_attr);
 }
 
-static smelt_status node_import(importer *im, scope *sc, const Onnx__NodeProto *np)
+smelt_status import_node(importer *im, scope *sc, const Onnx__NodeProto *np)
 {
     const char *op = str(np->op_type);
     if (sc->fn && ++im->n_inlined > INLINED_NODES_MAX)
         return diag_fail(SMELT_ERR_UNSUPPORTED, "inlining functions yields more than %d nodes", INLINED_NODES_MAX);
     size_t cap = strlen(sc->prefix) + strlen(str(np->name)) + strlen(op) + 24;
     char *node = malloc(cap);
-    if (!node) return oom();
+    if (!node) return import_oom();
     if (*str(np->name)) snprintf(node, cap, "%s%s", sc->prefix, np->name);
     else snprintf(node, cap, "%s%s_%d", sc->prefix, op, im->g->n_nodes);
     rattr *attr = NULL;
@@ -636,7 +545,7 @@ static smelt_status input_type(importer *im, int t, const Onnx__ValueInfoProto *
         if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
             if (d->dim_value >= 0) x->shape.dim[i] = d->dim_value;
         } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && *str(d->dim_param)) {
-            if (!(x->dim_param[i] = arena_strdup(&im->g->arena, d->dim_param))) return oom();
+            if (!(x->dim_param[i] = arena_strdup(&im->g->arena, d->dim_param))) return import_oom();
         }
     }
     return SMELT_OK;
@@ -649,7 +558,7 @@ static smelt_status graph_import(importer *im, scope *sc)
     /* Reserve the main graph's names so inlined tensors never take one. */
     for (size_t i = 0; i < gp->n_node; i++)
         for (size_t k = 0; k < gp->node[i]->n_output; k++)
-            if (*str(gp->node[i]->output[k]) && !strmap_put(&im->names, gp->node[i]->output[k], 0)) return oom();
+            if (*str(gp->node[i]->output[k]) && !strmap_put(&im->names, gp->node[i]->output[k], 0)) return import_oom();
     if (gp->n_sparse_initializer)
         return diag_fail(SMELT_ERR_UNSUPPORTED, "sparse initializer '%s' is not supported",
                          str(gp->sparse_initializer[0]->values ? gp->sparse_initializer[0]->values->name : NULL));
@@ -660,13 +569,13 @@ static smelt_status graph_import(importer *im, scope *sc)
         snprintf(what, sizeof what, "initializer '%s'", name);
         if (!*name) return diag_fail(SMELT_ERR_MODEL, "initializer %zu has no name", i);
         if (strmap_get(&sc->map, name) != -1) return diag_fail(SMELT_ERR_MODEL, "%s is defined twice", what);
-        int t = tensor_new(im, name, false);
-        if (t < 0) return oom();
-        TRY(scope_bind(sc, name, t));
-        TRY(tensor_decode(im, t, tp, what));
+        int t = import_tensor_new(im, name, false);
+        if (t < 0) return import_oom();
+        TRY(import_scope_bind(sc, name, t));
+        TRY(import_tensor_decode(im, t, tp, what));
     }
     int *ins = malloc(sizeof(int) * (gp->n_input + gp->n_output + 1));
-    if (!ins) return oom();
+    if (!ins) return import_oom();
     int *outs = ins + gp->n_input, n_in = 0;
     smelt_status st = SMELT_OK;
     for (size_t i = 0; !st && i < gp->n_input; i++) {
@@ -675,128 +584,18 @@ static smelt_status graph_import(importer *im, scope *sc)
         if (c >= 0 && g->tensors[c].data) continue; /* an initializer: a constant, not an input */
         if (!*name) st = diag_fail(SMELT_ERR_MODEL, "graph input %zu has no name", i);
         else if (c >= 0) st = diag_fail(SMELT_ERR_MODEL, "graph input '%s' is declared twice", name);
-        else if ((ins[n_in] = tensor_new(im, name, false)) < 0) st = oom();
-        else if (!(st = scope_bind(sc, name, ins[n_in]))) st = input_type(im, ins[n_in++], gp->input[i], "input");
+        else if ((ins[n_in] = import_tensor_new(im, name, false)) < 0) st = import_oom();
+        else if (!(st = import_scope_bind(sc, name, ins[n_in]))) st = input_type(im, ins[n_in++], gp->input[i], "input");
     }
-    for (size_t i = 0; !st && i < gp->n_node; i++) st = node_import(im, sc, gp->node[i]);
+    for (size_t i = 0; !st && i < gp->n_node; i++) st = import_node(im, sc, gp->node[i]);
     for (size_t i = 0; !st && i < gp->n_output; i++) {
         const char *name = str(gp->output[i]->name);
         outs[i] = strmap_get(&sc->map, name);
         if (outs[i] < 0) st = diag_fail(SMELT_ERR_MODEL, "graph output '%s' is not computed by any node", name);
         else if (gp->output[i]->type) st = input_type(im, -1, gp->output[i], "output");
     }
-    if (!st && !ir_graph_set_io(g, n_in, ins, (int)gp->n_output, outs)) st = oom();
+    if (!st && !ir_graph_set_io(g, n_in, ins, (int)gp->n_output, outs)) st = import_oom();
     free(ins);
-    return st;
-}
-
-/* ---- subgraphs (If, Loop, Scan) ------------------------------------------ */
-
-static ir_graph *scope_graph(importer *im, const scope *sc) { return sc->g ? sc->g : im->g; }
-
-/* A name a subgraph reads but does not define: the enclosing scopes' value,
- * captured as a new input of the subgraph (and, through the caller, an
- * implicit input of the control-flow node). *v = -1 when no scope has it. */
-static smelt_status subgraph_lookup(importer *im, scope *sc, const char *name, int *v)
-{
-    scope *p = sc->parent;
-    int o = strmap_get(&p->map, name);
-    if (o == -1 && p->parent) TRY(subgraph_lookup(im, p, name, &o));
-    *v = o;
-    if (o == -1) return SMELT_OK;
-    if (o != OMITTED) {
-        const ir_tensor x = scope_graph(im, p)->tensors[o];
-        ir_graph *g = scope_graph(im, sc);
-        int *caps = realloc(sc->caps, sizeof(int) * (size_t)(sc->n_caps + 1));
-        if (caps) sc->caps = caps;
-        int *cap_in = caps ? realloc(sc->cap_in, sizeof(int) * (size_t)(sc->n_caps + 1)) : NULL;
-        if (cap_in) sc->cap_in = cap_in;
-        if (!caps || !cap_in || (*v = ir_tensor_add(g, name, x.dtype, &x.shape)) < 0) return oom();
-        sc->caps[sc->n_caps] = o;
-        sc->cap_in[sc->n_caps++] = *v;
-    }
-    return scope_bind(sc, name, *v);
-}
-
-/* A GraphProto attribute → its own ir_graph: inputs are the formal inputs,
- * then the outer-scope values it reads (*caps: their tensors in `outer`). */
-static smelt_status subgraph_body(importer *im, scope *ss, const char *node, const Onnx__GraphProto *gp)
-{
-    ir_graph *g = im->g;
-    for (size_t i = 0; i < gp->n_node; i++)
-        for (size_t k = 0; k < gp->node[i]->n_output; k++)
-            if (*str(gp->node[i]->output[k]) && !strmap_put(&im->names, gp->node[i]->output[k], 0)) return oom();
-    if (gp->n_sparse_initializer)
-        return diag_fail(SMELT_ERR_UNSUPPORTED, "node '%s': a subgraph's sparse initializer is not supported", node);
-    for (size_t i = 0; i < gp->n_initializer; i++) {
-        const char *name = str(gp->initializer[i]->name);
-        char what[512];
-        snprintf(what, sizeof what, "node '%s': subgraph initializer '%s'", node, name);
-        int t = tensor_new(im, name, true);
-        if (t < 0) return oom();
-        TRY(scope_bind(ss, name, t));
-        TRY(tensor_decode(im, t, gp->initializer[i], what));
-    }
-    int n_formal = 0;
-    int *ins = malloc(sizeof(int) * (gp->n_input + 1));
-    int *outs = malloc(sizeof(int) * (gp->n_output + 1));
-    smelt_status st = ins && outs ? SMELT_OK : oom();
-    for (size_t i = 0; !st && i < gp->n_input; i++) {
-        const char *name = str(gp->input[i]->name);
-        const Onnx__TypeProto *tp = gp->input[i]->type;
-        if ((ins[n_formal] = tensor_new(im, name, true)) < 0) st = oom();
-        else st = scope_bind(ss, name, ins[n_formal]);
-        if (!st && tp && tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
-            st = diag_fail(SMELT_ERR_UNSUPPORTED, "node '%s': subgraph input '%s' is not a tensor (sequences and "
-                           "optionals are not supported)", node, name);
-        if (!st && tp && tp->tensor_type && tp->tensor_type->has_elem_type)
-            g->tensors[ins[n_formal]].dtype = (smelt_dtype)tp->tensor_type->elem_type;
-        n_formal++;
-    }
-    for (size_t i = 0; !st && i < gp->n_node; i++) st = node_import(im, ss, gp->node[i]);
-    for (size_t i = 0; !st && i < gp->n_output; i++) {
-        st = input_resolve(im, ss, node, "subgraph", gp->output[i]->name, &outs[i]);
-        if (!st && outs[i] < 0)
-            st = diag_fail(SMELT_ERR_MODEL, "node '%s': subgraph output '%s' is not computed", node, str(gp->output[i]->name));
-    }
-    int *all = st ? NULL : malloc(sizeof(int) * ((size_t)n_formal + (size_t)ss->n_caps + 1));
-    if (!st && !all) st = oom();
-    if (!st) {
-        memcpy(all, ins, sizeof(int) * (size_t)n_formal);
-        if (ss->n_caps) memcpy(all + n_formal, ss->cap_in, sizeof(int) * (size_t)ss->n_caps);
-        if (!ir_graph_set_io(g, n_formal + ss->n_caps, all, (int)gp->n_output, outs)) st = oom();
-    }
-    free(all);
-    free(ins);
-    free(outs);
-    return st;
-}
-
-static smelt_status subgraph_import(importer *im, scope *outer, const char *node, const Onnx__GraphProto *gp,
-                                    ir_graph **out, int **caps, int *n_caps)
-{
-    *out = ir_graph_new();
-    if (!*out) return oom();
-    ir_graph *saved_g = im->g;
-    strmap saved_names = im->names;
-    (*out)->opset = saved_g->opset;
-    im->g = *out;
-    strmap_init(&im->names);
-    scope ss = {.prefix = "", .depth = outer->depth, .opset = outer->opset, .parent = outer, .g = *out};
-    strmap_init(&ss.map);
-    smelt_status st = subgraph_body(im, &ss, node, gp);
-    strmap_free(&ss.map);
-    strmap_free(&im->names);
-    im->names = saved_names;
-    im->g = saved_g;
-    free(ss.cap_in);
-    *caps = ss.caps;
-    *n_caps = ss.n_caps;
-    if (st) {
-        ir_graph_free(*out);
-        free(ss.caps);
-        *caps = NULL;
-    }
     return st;
 }
 
@@ -855,7 +654,7 @@ smelt_status onnx_load_memory(const void *data, size_t size, const char *base_di
     scope sc = {.prefix = ""};
     strmap_init(&im.names);
     strmap_init(&sc.map);
-    smelt_status st = im.g ? SMELT_OK : oom();
+    smelt_status st = im.g ? SMELT_OK : import_oom();
     int opset = 0;
     if (!st && !m->graph) st = diag_fail(SMELT_ERR_MODEL, "the model has no graph");
     if (!st) st = opsets_check(m->n_opset_import, m->opset_import, "the model", &opset);
@@ -887,7 +686,7 @@ smelt_status onnx_load_file(const char *path, ir_graph **out)
     char *buf = NULL, *dir = NULL;
     smelt_status st = SMELT_OK;
     if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) st = diag_fail(SMELT_ERR_IO, "'%s' is not a regular file", path);
-    else if (!(buf = malloc((size_t)sb.st_size + 1)) || !(dir = strdup(path))) st = oom();
+    else if (!(buf = malloc((size_t)sb.st_size + 1)) || !(dir = strdup(path))) st = import_oom();
     else if (fread(buf, 1, (size_t)sb.st_size, f) != (size_t)sb.st_size)
         st = diag_fail(SMELT_ERR_IO, "reading '%s' failed", path);
     fclose(f);

@@ -171,15 +171,4 @@ typedef struct onnx_upgrade_ctx {
  * folds at compile time). Errors name the node, the rule and the opset. */
 smelt_status onnx_upgrade_node(const onnx_upgrade_ctx *cx, ir_graph *g, int node, int opset);
 
-/* Whether `op_type` is an experimental op of opsets 1..9 (dropped at 10) that
- * smelt expands: ImageScaler, Crop, Affine, ScaledTanh, ParametricSoftplus. */
-bool onnx_experimental_known(const char *op_type);
-
-/* Add nodes of the op table computing experimental op `op_type` of node
- * `node` from its resolved tensors and converted attributes; the last one
- * writes out[0]. Attributes are required where onnxruntime requires them. */
-smelt_status onnx_experimental_expand(const onnx_upgrade_ctx *cx, ir_graph *g, const char *node, const char *op_type,
-                                      int n_in, const int *in, int n_out, const int *out, int n_attr,
-                                      const ir_attr *attr);
-
 #endif

@@ -11,13 +11,23 @@
  *
  * Also here: the experimental ops of opsets 1..9 that onnxruntime still runs
  * (ImageScaler, Crop, Affine, ScaledTanh, ParametricSoftplus), expanded into
- * ops of the table.
+ * ops of the table: rows of onnx/expand.c's table, whose form and walker they
+ * share with the quantized and com.microsoft compositions.
+ *
+ * The upgrade rows below are a table of their own on purpose: a row rewrites
+ * the node in place (it keeps its op, outputs and most attributes, and gains
+ * helper nodes before it), is keyed by op id and the opset that changed the
+ * schema, and several rows may apply to one node in order; an expansion
+ * replaces a node that is not in the op table, keyed by domain and name, and
+ * exactly one applies. Forcing both into one row type would give every row
+ * fields only half of them read.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "onnx/expand.h"
 #include "onnx/onnx.h"
 
 typedef struct upgrade {
@@ -406,151 +416,83 @@ smelt_status onnx_upgrade_node(const onnx_upgrade_ctx *cx, ir_graph *g, int node
 
 /* ---- experimental ops of opsets 1..9 --------------------------------------- */
 
-/* What an expansion sees: the node's name, tensors and attributes. */
-typedef struct expansion {
-    const onnx_upgrade_ctx *cx;
-    ir_graph *g;
-    const char *node, *op;
-    const int *in, *out;
-    int n_in, n_out;
-    const ir_attr *attr;
-    int n_attr;
-} expansion;
+/* These are rows of onnx/expand.c's table (before_opset 10): a node replaced
+ * by table ops, built with expand.h's builders like the quantized and
+ * com.microsoft compositions. */
 
-static const ir_attr *exp_attr(const expansion *e, const char *name, ir_attr_type type)
+static smelt_status exp_fail(expand_ctx *x, const char *rule)
 {
-    for (int i = 0; i < e->n_attr; i++)
-        if (strcmp(e->attr[i].name, name) == 0 && e->attr[i].type == type) return &e->attr[i];
-    return NULL;
+    return ex_fail(x, SMELT_ERR_MODEL, "%s (an experimental op of opsets 1..9)", rule);
 }
 
-static smelt_status exp_fail(const expansion *e, smelt_status st, const char *rule)
+static const ir_attr *exp_attr(const expand_ctx *x, const char *name, ir_attr_type type)
 {
-    return diag_fail(st, "node '%s' (%s): %s (an experimental op of opsets 1..9)", e->node, e->op, rule);
+    const ir_attr *a = ir_attr_find(x->n, name);
+    return a && a->type == type ? a : NULL;
 }
 
-static smelt_status exp_oom(const expansion *e) { return exp_fail(e, SMELT_ERR_NOMEM, "out of memory expanding the node"); }
-
-/* A constant float32 tensor of rank 0 (n == 1 and !dims) or of shape dims. */
-static int exp_const_f32(const expansion *e, const char *what, int rank, const int64_t *dims, int n, const float *vals)
+/* y = a * x + bias, with scalars or (ImageScaler) a bias per channel. */
+static smelt_status exp_scale_shift(expand_ctx *x, float a, int bias)
 {
-    char name[512];
-    snprintf(name, sizeof name, "%s/%s", e->node, what);
-    int t = e->cx->tensor_new(e->cx->importer, name);
-    if (t < 0) return -1;
-    ir_tensor *x = &e->g->tensors[t];
-    x->dtype = SMELT_F32;
-    x->shape.rank = rank;
-    for (int i = 0; i < rank; i++) x->shape.dim[i] = dims[i];
-    if (!ir_tensor_alloc_data(e->g, t)) return -1;
-    memcpy(x->data, vals, sizeof(float) * (size_t)n);
-    return t;
-}
-
-/* A node "<node>/<what>" of `op`; its output is `out`, or a fresh tensor when
- * out < 0. Returns the output or -1 (out of memory). */
-static int exp_node(const expansion *e, const char *what, op_id op, int a, int b, int out, int n_attr,
-                    const ir_attr *attr)
-{
-    char name[512];
-    snprintf(name, sizeof name, "%s/%s", e->node, what);
-    if (out < 0 && (out = e->cx->tensor_new(e->cx->importer, name)) < 0) return -1;
-    int in[2] = {a, b};
-    int n = ir_node_add(e->g, name, op, b < 0 ? 1 : 2, in, 1, &out);
-    for (int i = 0; n >= 0 && i < n_attr; i++)
-        if (!ir_node_attr_add(e->g, n, &attr[i])) n = -1;
-    return n < 0 ? -1 : out;
-}
-
-/* y = a * x + b, with scalars or (ImageScaler) a bias per channel. */
-static smelt_status exp_scale_shift(const expansion *e, int x, float a, int bias, int y)
-{
-    int ta = exp_const_f32(e, "scale", 0, NULL, 1, &a);
-    int m = ta < 0 ? -1 : exp_node(e, "mul", OP_Mul, x, ta, -1, 0, NULL);
-    return m < 0 || exp_node(e, "add", OP_Add, m, bias, y, 0, NULL) < 0 ? exp_oom(e) : SMELT_OK;
+    if (ex_in(x, 0) < 0) return exp_fail(x, "input 'input' is required");
+    int in[2] = {ex_binary(x, OP_Mul, ex_in(x, 0), ex_const_f32(x, a)), bias};
+    ex_node(x, OP_Add, ex_out(x, 0), 2, in);
+    return x->st;
 }
 
 /* ImageScaler: y = scale * x + bias[c] for NCHW x. */
-static smelt_status expand_ImageScaler(const expansion *e)
+smelt_status expand_ImageScaler(expand_ctx *x)
 {
-    const ir_attr *bias = exp_attr(e, "bias", IR_ATTR_FLOATS), *scale = exp_attr(e, "scale", IR_ATTR_FLOAT);
-    if (!bias) return exp_fail(e, SMELT_ERR_MODEL, "attribute 'bias' (floats, one per channel) is required");
-    int64_t dims[3] = {bias->n, 1, 1};
-    int tb = exp_const_f32(e, "bias", 3, dims, bias->n, bias->floats);
-    return tb < 0 ? exp_oom(e) : exp_scale_shift(e, e->in[0], scale ? scale->f : 1.0f, tb, e->out[0]);
+    const ir_attr *bias = exp_attr(x, "bias", IR_ATTR_FLOATS), *scale = exp_attr(x, "scale", IR_ATTR_FLOAT);
+    if (!bias) return exp_fail(x, "attribute 'bias' (floats, one per channel) is required");
+    ir_shape s = {.rank = 3, .dim = {bias->n, 1, 1}};
+    int tb = ex_const(x, SMELT_F32, &s, bias->floats);
+    return exp_scale_shift(x, scale ? scale->f : 1.0f, tb);
 }
 
 /* Affine: y = alpha * x + beta. */
-static smelt_status expand_Affine(const expansion *e)
+smelt_status expand_Affine(expand_ctx *x)
 {
-    const ir_attr *alpha = exp_attr(e, "alpha", IR_ATTR_FLOAT), *beta = exp_attr(e, "beta", IR_ATTR_FLOAT);
-    float b = beta ? beta->f : 0.0f;
-    int tb = exp_const_f32(e, "beta", 0, NULL, 1, &b);
-    return tb < 0 ? exp_oom(e) : exp_scale_shift(e, e->in[0], alpha ? alpha->f : 1.0f, tb, e->out[0]);
+    const ir_attr *alpha = exp_attr(x, "alpha", IR_ATTR_FLOAT), *beta = exp_attr(x, "beta", IR_ATTR_FLOAT);
+    return exp_scale_shift(x, alpha ? alpha->f : 1.0f, ex_const_f32(x, beta ? beta->f : 0.0f));
 }
 
 /* ScaledTanh: alpha * tanh(beta * x); ParametricSoftplus: alpha * softplus(beta * x). */
-static smelt_status expand_alpha_f_beta(const expansion *e, op_id f)
+static smelt_status expand_alpha_f_beta(expand_ctx *x, op_id f)
 {
-    const ir_attr *alpha = exp_attr(e, "alpha", IR_ATTR_FLOAT), *beta = exp_attr(e, "beta", IR_ATTR_FLOAT);
-    if (!alpha || !beta) return exp_fail(e, SMELT_ERR_MODEL, "float attributes 'alpha' and 'beta' are required");
-    int ta = exp_const_f32(e, "alpha", 0, NULL, 1, &alpha->f), tb = exp_const_f32(e, "beta", 0, NULL, 1, &beta->f);
-    int bx = ta < 0 || tb < 0 ? -1 : exp_node(e, "beta_x", OP_Mul, e->in[0], tb, -1, 0, NULL);
-    int fx = bx < 0 ? -1 : exp_node(e, f == OP_Tanh ? "tanh" : "softplus", f, bx, -1, -1, 0, NULL);
-    return fx < 0 || exp_node(e, "mul", OP_Mul, fx, ta, e->out[0], 0, NULL) < 0 ? exp_oom(e) : SMELT_OK;
+    const ir_attr *alpha = exp_attr(x, "alpha", IR_ATTR_FLOAT), *beta = exp_attr(x, "beta", IR_ATTR_FLOAT);
+    if (!alpha || !beta) return exp_fail(x, "float attributes 'alpha' and 'beta' are required");
+    if (ex_in(x, 0) < 0) return exp_fail(x, "input 'input' is required");
+    int fx = ex_unary(x, f, ex_binary(x, OP_Mul, ex_in(x, 0), ex_const_f32(x, beta->f)));
+    int in[2] = {fx, ex_const_f32(x, alpha->f)};
+    ex_node(x, OP_Mul, ex_out(x, 0), 2, in);
+    return x->st;
 }
 
-static smelt_status expand_ScaledTanh(const expansion *e) { return expand_alpha_f_beta(e, OP_Tanh); }
-static smelt_status expand_ParametricSoftplus(const expansion *e) { return expand_alpha_f_beta(e, OP_Softplus); }
+smelt_status expand_ScaledTanh(expand_ctx *x) { return expand_alpha_f_beta(x, OP_Tanh); }
+smelt_status expand_ParametricSoftplus(expand_ctx *x) { return expand_alpha_f_beta(x, OP_Softplus); }
 
 /* Crop of NCHW x: border [left, top, right, bottom]; with scale [h, w] the
  * output is h x w from (top, left), else what the border leaves. A Slice in
  * its opset-7 form (attributes; an end of INT64_MAX runs to the dim's end). */
-static smelt_status expand_Crop(const expansion *e)
+smelt_status expand_Crop(expand_ctx *x)
 {
-    const ir_attr *border = exp_attr(e, "border", IR_ATTR_INTS), *scale = exp_attr(e, "scale", IR_ATTR_INTS);
-    if (!border || border->n != 4) return exp_fail(e, SMELT_ERR_MODEL, "attribute 'border' must hold 4 ints");
-    if (scale && scale->n != 2) return exp_fail(e, SMELT_ERR_MODEL, "attribute 'scale' must hold 2 ints");
+    const ir_attr *border = exp_attr(x, "border", IR_ATTR_INTS), *scale = exp_attr(x, "scale", IR_ATTR_INTS);
+    if (!border || border->n != 4) return exp_fail(x, "attribute 'border' must hold 4 ints");
+    if (scale && scale->n != 2) return exp_fail(x, "attribute 'scale' must hold 2 ints");
+    if (ex_in(x, 0) < 0) return exp_fail(x, "input 'input' is required");
     const int64_t *b = border->ints;
     for (int i = 0; i < 4; i++)
-        if (b[i] < 0) return exp_fail(e, SMELT_ERR_MODEL, "attribute 'border' must not be negative");
+        if (b[i] < 0) return exp_fail(x, "attribute 'border' must not be negative");
     int64_t starts[2] = {b[1], b[0]}, ends[2], axes[2] = {2, 3};
     for (int i = 0; i < 2; i++) {
         int64_t cut = b[3 - i]; /* bottom, right */
         ends[i] = scale ? starts[i] + scale->ints[i] : cut ? -cut : INT64_MAX;
     }
-    ir_attr a[3] = {{.name = "starts", .type = IR_ATTR_INTS, .n = 2, .ints = starts, .tensor = -1},
-                    {.name = "ends", .type = IR_ATTR_INTS, .n = 2, .ints = ends, .tensor = -1},
-                    {.name = "axes", .type = IR_ATTR_INTS, .n = 2, .ints = axes, .tensor = -1}};
-    return exp_node(e, "slice", OP_Slice, e->in[0], -1, e->out[0], 3, a) < 0 ? exp_oom(e) : SMELT_OK;
-}
-
-static const struct {
-    const char *op;
-    smelt_status (*fn)(const expansion *e);
-} experimental[] = {
-    {"ImageScaler", expand_ImageScaler},
-    {"Affine", expand_Affine},
-    {"ScaledTanh", expand_ScaledTanh},
-    {"ParametricSoftplus", expand_ParametricSoftplus},
-    {"Crop", expand_Crop},
-};
-
-bool onnx_experimental_known(const char *op_type)
-{
-    for (size_t i = 0; i < sizeof experimental / sizeof experimental[0]; i++)
-        if (strcmp(experimental[i].op, op_type) == 0) return true;
-    return false;
-}
-
-smelt_status onnx_experimental_expand(const onnx_upgrade_ctx *cx, ir_graph *g, const char *node, const char *op_type,
-                                      int n_in, const int *in, int n_out, const int *out, int n_attr,
-                                      const ir_attr *attr)
-{
-    expansion e = {cx, g, node, op_type, in, out, n_in, n_out, attr, n_attr};
-    if (n_in != 1 || in[0] < 0 || n_out != 1 || out[0] < 0)
-        return exp_fail(&e, SMELT_ERR_MODEL, "takes one input and one output");
-    for (size_t i = 0; i < sizeof experimental / sizeof experimental[0]; i++)
-        if (strcmp(experimental[i].op, op_type) == 0) return experimental[i].fn(&e);
-    return exp_fail(&e, SMELT_ERR_UNSUPPORTED, "unknown experimental op");
+    int in = ex_in(x, 0);
+    ex_node(x, OP_Slice, ex_out(x, 0), 1, &in);
+    ex_attr_copy(x, &(ir_attr){.name = "starts", .type = IR_ATTR_INTS, .n = 2, .ints = starts, .tensor = -1});
+    ex_attr_copy(x, &(ir_attr){.name = "ends", .type = IR_ATTR_INTS, .n = 2, .ints = ends, .tensor = -1});
+    ex_attr_copy(x, &(ir_attr){.name = "axes", .type = IR_ATTR_INTS, .n = 2, .ints = axes, .tensor = -1});
+    return x->st;
 }

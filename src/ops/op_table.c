@@ -45,3 +45,10 @@ const op_lower_fn op_gpu_lower[OP_COUNT] = {
     [OP_LayerNormalization] = lower_gpu_LayerNormalization,
     [OP_MatMul] = lower_gpu_MatMul, [OP_Gemm] = lower_gpu_Gemm, [OP_Conv] = lower_gpu_Conv,
 };
+
+/* Ops whose attributes are parsed once into a params struct (ir/ops.h). */
+const op_params_info op_params[OP_COUNT] = {
+    [OP_TopK] = {parse_TopK, sizeof(topk_params)},
+    [OP_CumSum] = {parse_scan, sizeof(scan_params)},
+    [OP_CumProd] = {parse_scan, sizeof(scan_params)},
+};

@@ -68,7 +68,9 @@ smelt_status infer_TopK(ir_graph *g, int node)
     TRY(infer_check_dtypes(g, n));
     TRY(infer_require_class(n, x, x->dtype != SMELT_BOOL, "numeric"));
     int axis;
-    TRY(infer_norm_axis(n, ir_attr_int(n, "axis", -1), x->shape.rank, "axis", &axis));
+    const void *p;
+    TRY(ir_node_params(g, node, &p));
+    TRY(infer_norm_axis(n, ((const topk_params *)p)->axis, x->shape.rank, "axis", &axis));
     int64_t k;
     if (kt) {
         TRY(infer_need_int(n, kt));
@@ -84,6 +86,31 @@ smelt_status infer_TopK(ir_graph *g, int node)
     out.dim[axis] = k;
     TRY(infer_set_out(g, n, 0, x->dtype, &out));
     return infer_set_out(g, n, 1, SMELT_I64, &out);
+}
+
+/* ---- attributes, parsed once (ir/ops.h op_params) ------------------------ */
+
+smelt_status parse_TopK(const ir_graph *g, const ir_node *n, void *params)
+{
+    (void)g;
+    *(topk_params *)params = (topk_params){.axis = ir_attr_int(n, "axis", -1), .largest = ir_attr_int(n, "largest", 1) != 0};
+    return SMELT_OK;
+}
+
+smelt_status parse_scan(const ir_graph *g, const ir_node *n, void *params)
+{
+    (void)g;
+    *(scan_params *)params = (scan_params){.exclusive = ir_attr_int(n, "exclusive", 0) != 0,
+                                           .reverse = ir_attr_int(n, "reverse", 0) != 0};
+    return SMELT_OK;
+}
+
+static const void *params_of(const lower_ctx *c) { return c->n->params; }
+
+/* A node lowered without having been through shape inference (a bug). */
+static smelt_status params_missing(const lower_ctx *c)
+{
+    return ir_node_fail(c->n, SMELT_ERR_INTERNAL, "its attributes were not parsed before lowering");
 }
 
 static kir_val bin(kir_kernel *K, kir_op op, kir_val a, kir_val b) { return kir_binary(K, op, a, b); }
@@ -123,8 +150,9 @@ smelt_status lower_CumProd(lower_ctx *c)
     const ir_tensor *x = ir_in(c->g, c->n, 0);
     int r = x->shape.rank;
     int64_t ax = ir_const_int(ir_in(c->g, c->n, 1), 0);
-    cp_job j = {(int)(ax < 0 ? ax + r : ax), 0, ir_attr_int(c->n, "exclusive", 0) != 0,
-                ir_attr_int(c->n, "reverse", 0) != 0, x->dtype};
+    const scan_params *p = params_of(c);
+    if (!p) return params_missing(c);
+    cp_job j = {(int)(ax < 0 ? ax + r : ax), 0, p->exclusive, p->reverse, x->dtype};
     j.len = x->shape.dim[j.axis];
     if (ir_tensor_numel(x) == 0) return SMELT_OK;
     ir_shape rows = x->shape;
@@ -184,8 +212,9 @@ smelt_status lower_TopK(lower_ctx *c)
     const ir_tensor *x = ir_in(c->g, c->n, 0);
     const ir_shape *os = &c->g->tensors[c->n->out[0]].shape;
     int r = x->shape.rank;
-    int64_t a = ir_attr_int(c->n, "axis", -1);
-    topk_job j = {(int)(a < 0 ? a + r : a), 0, 0, ir_attr_int(c->n, "largest", 1) != 0, x->dtype};
+    const topk_params *p = params_of(c);
+    if (!p) return params_missing(c);
+    topk_job j = {(int)(p->axis < 0 ? p->axis + r : p->axis), 0, 0, p->largest, x->dtype};
     j.n = x->shape.dim[j.axis];
     j.k = os->dim[j.axis];
     if (ir_shape_numel(os) == 0) return SMELT_OK;
@@ -225,8 +254,9 @@ smelt_status lower_CumSum(lower_ctx *c)
     const ir_tensor *x = ir_in(c->g, c->n, 0), *a = ir_in(c->g, c->n, 1);
     int r = x->shape.rank;
     int64_t ax = ir_const_int(a, 0);
-    cs_job j = {(int)(ax < 0 ? ax + r : ax), 0, ir_attr_int(c->n, "exclusive", 0) != 0,
-                ir_attr_int(c->n, "reverse", 0) != 0, x->dtype};
+    const scan_params *p = params_of(c);
+    if (!p) return params_missing(c);
+    cs_job j = {(int)(ax < 0 ? ax + r : ax), 0, p->exclusive, p->reverse, x->dtype};
     j.len = x->shape.dim[j.axis];
     if (ir_tensor_numel(x) == 0) return SMELT_OK;
     ir_shape rows = x->shape;

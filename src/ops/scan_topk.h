@@ -10,6 +10,20 @@
 
 #include "lower/lower.h"
 
+/* TopK's attributes, parsed once (ir/ops.h op_params): axis as written
+ * (negative counts from the end; the shape rule checks it), largest. */
+typedef struct topk_params {
+    int64_t axis;
+    bool largest;
+} topk_params;
+smelt_status parse_TopK(const struct ir_graph *g, const struct ir_node *n, void *params);
+
+/* CumSum's and CumProd's attributes. */
+typedef struct scan_params {
+    bool exclusive, reverse;
+} scan_params;
+smelt_status parse_scan(const struct ir_graph *g, const struct ir_node *n, void *params);
+
 smelt_status infer_CumSum(struct ir_graph *g, int node);
 smelt_status lower_CumSum(struct lower_ctx *c);
 smelt_status infer_CumProd(struct ir_graph *g, int node);

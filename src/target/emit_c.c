@@ -207,12 +207,12 @@ static void put_pattern(emitter *e, const char *fmt, const kir_value *x)
     }
 }
 
-/* Comment text from the model: only [A-Za-z0-9_ .,:'+-()=] survives, so no
- * model string can close the comment or form a trigraph or line splice. */
+/* Comment text: only [A-Za-z0-9_ .,:'+-*()=[]] survives ('/' does not), so
+ * no model string can close the comment or form a trigraph or line splice. */
 static void put_comment(strbuf *sb, const char *s)
 {
-    static const char ok[] = "_ .,:'+-()=";
-    char buf[161];
+    static const char ok[] = "_ .,:'+-*()=[]";
+    char buf[321];
     size_t n = 0;
     for (; s && *s && n < sizeof buf - 1; s++) {
         unsigned char c = (unsigned char)*s;

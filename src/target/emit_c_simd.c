@@ -11,6 +11,8 @@
  */
 #include "target/emit_c_impl.h"
 
+#include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Stream loops' copies (kir.h, "Streaming"), for C programs that have one:
@@ -427,15 +429,31 @@ bool emit_ilv_loop(const kir_kernel *k, const int *alias, int i, ilv_loop *l)
     return n > 0;
 }
 
+/* Whether identifier `id` occurs as a whole token in s[0..n). */
+static bool ident_in(const char *s, size_t n, const char *id)
+{
+    size_t m = strlen(id);
+    for (size_t p = 0; p + m <= n; p++) {
+        if (memcmp(s + p, id, m)) continue;
+        bool before = p > 0 && (isalnum((unsigned char)s[p - 1]) || s[p - 1] == '_');
+        bool after = p + m < n && (isalnum((unsigned char)s[p + m]) || s[p + m] == '_');
+        if (!before && !after) return true;
+    }
+    return false;
+}
+
 /* `copies` copies of loop i's body, statement by statement. */
 static smelt_status put_ilv_body(emitter *e, int i, const ilv_loop *l, int copies, int ind)
 {
     const kir_kernel *k = e->k;
     strbuf *sb = e->sb;
+    /* The lane loop's value is 0 in the scalar statements; declared only when one reads it. */
+    char lane[24];
+    snprintf(lane, sizeof lane, "i%d", e->loop_depth[k->stmts[l->lane].val]);
+    size_t decl = sb->len;
     sb_indent(sb, ind);
-    sb_printf(sb, "const int64_t i%d = 0; /* lane 0 of 16 */\n", e->loop_depth[k->stmts[l->lane].val]);
-    sb_indent(sb, ind);
-    sb_printf(sb, "(void)i%d;\n", e->loop_depth[k->stmts[l->lane].val]);
+    sb_printf(sb, "const int64_t %s = 0; /* lane 0 of 16 */\n", lane);
+    size_t body = sb->len;
     for (int j = i + 1; j < l->end; j++) {
         const kir_stmt *t = &k->stmts[j];
         if (j == l->lane || j == l->lane_end || j == l->row_store) continue;
@@ -457,6 +475,10 @@ static smelt_status put_ilv_body(emitter *e, int i, const ilv_loop *l, int copie
         }
         e->copy = -1;
         if (j == l->stream) j = l->copy_out.end;
+    }
+    if (!sb->oom && sb->s && !ident_in(sb->s + body, sb->len - body, lane)) {
+        memmove(sb->s + decl, sb->s + body, sb->len - body + 1);
+        sb->len -= body - decl;
     }
     return SMELT_OK;
 }

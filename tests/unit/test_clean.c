@@ -205,3 +205,98 @@ TEST(clean_one_trip_loops)
     CHECK_EQ_INT(count_kind(g, KS_LOOP_BEGIN), 1);
     arena_free(&a);
 }
+
+/* Blocks open at the statement defining v (0: the kernel's top level). */
+static int def_depth(const kir_kernel *k, kir_val v)
+{
+    int d = 0;
+    for (int i = 0; i < k->vals[v].def; i++) {
+        kir_stmt_kind kd = k->stmts[i].kind;
+        d += (kd == KS_LOOP_BEGIN || kd == KS_IF_BEGIN) - (kd == KS_LOOP_END || kd == KS_IF_END);
+    }
+    return d;
+}
+
+/* out[wg*12 + r*4 + j] = in[...] * scale[r] + bias[wg]: r*4 and scale[r] do
+ * not depend on j, wg*12 and bias[wg] on neither loop. */
+TEST(clean_licm_hoists_invariants)
+{
+    arena a;
+    arena_init(&a);
+    kir_kernel *k = kir_kernel_new(&a, 7, 2, "licm");
+    int in = kir_buffer_add(k, SMELT_F32, 24, 0, true, false);
+    int scale = kir_buffer_add(k, SMELT_F32, 3, 1, true, false);
+    int bias = kir_buffer_add(k, SMELT_F32, 2, 2, true, false);
+    int out = kir_buffer_add(k, SMELT_F32, 24, 3, false, true);
+    kir_val r = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, 3), kir_idx(k, 1));
+    kir_val j = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, 4), kir_idx(k, 1));
+    kir_val base = kir_mul(k, kir_wg(k), kir_idx(k, 12));
+    kir_val row = kir_mul(k, r, kir_idx(k, 4));
+    kir_val i = kir_add(k, kir_add(k, base, row), j);
+    kir_val s = kir_load(k, scale, r);
+    kir_val b = kir_load(k, bias, kir_wg(k));
+    kir_val y = kir_binary(k, KIR_ADD, kir_binary(k, KIR_MUL, kir_load(k, in, i), s), b);
+    kir_store(k, out, i, y);
+    kir_loop_end(k);
+    kir_loop_end(k);
+    CHECK_EQ_INT(def_depth(k, row), 2);
+    float xin[24], xs[3] = {0.5f, -2, 3}, xb[2] = {1, -1}, before[24], after[24];
+    for (int t = 0; t < 24; t++) xin[t] = (float)t * 0.75f - 4;
+    void *b0[] = {xin, xs, xb, before}, *b1[] = {xin, xs, xb, after};
+    CHECK_EQ_INT(kir_interpret(k, b0), SMELT_OK);
+    CHECK_EQ_INT(kir_clean(k), SMELT_OK);
+    CHECK_EQ_INT(def_depth(k, base), 0);
+    CHECK_EQ_INT(def_depth(k, b), 0);
+    CHECK_EQ_INT(def_depth(k, row), 1);
+    CHECK_EQ_INT(def_depth(k, s), 1);
+    CHECK_EQ_INT(def_depth(k, i), 2);
+    CHECK_EQ_INT(kir_interpret(k, b1), SMELT_OK);
+    CHECK(!memcmp(before, after, sizeof before));
+    arena_free(&a);
+}
+
+/* What must stay in its loop: a load of a buffer the loop stores to, a load
+ * in a loop that may run no iteration, an integer division by a value that
+ * may be 0 there, and anything inside an if. Index arithmetic still moves. */
+TEST(clean_licm_keeps_unsafe_work)
+{
+    arena a;
+    arena_init(&a);
+    kir_kernel *k = kir_kernel_new(&a, 8, 1, "licm unsafe");
+    int acc = kir_buffer_add(k, SMELT_F32, 2, 0, true, true);
+    int in = kir_buffer_add(k, SMELT_F32, 8, 1, true, false);
+    int n = kir_buffer_add(k, SMELT_I64, 2, 2, true, false);
+    int out = kir_buffer_add(k, SMELT_I64, 1, 3, false, true);
+    kir_val j = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, 4), kir_idx(k, 1));
+    kir_val sum = kir_load(k, acc, kir_idx(k, 1)); /* read-modify-write of acc[1] */
+    kir_store(k, acc, kir_idx(k, 1), kir_binary(k, KIR_ADD, sum, kir_load(k, in, j)));
+    kir_if_begin(k, kir_binary(k, KIR_LT, j, kir_idx(k, 2)));
+    kir_val inside = kir_load(k, in, kir_idx(k, 7));
+    kir_store(k, acc, kir_idx(k, 0), inside);
+    kir_if_end(k);
+    kir_loop_end(k);
+    kir_val cnt = kir_load(k, n, kir_idx(k, 0));
+    kir_val den = kir_load(k, n, kir_idx(k, 1));
+    kir_val q = kir_loop_begin(k, kir_idx(k, 0), cnt, kir_idx(k, 1)); /* may run 0 times */
+    kir_val far = kir_load(k, in, kir_mul(k, den, kir_idx(k, 2)));
+    kir_val quot = kir_binary(k, KIR_DIV, cnt, den);
+    kir_val twice = kir_mul(k, den, kir_idx(k, 3));
+    kir_store(k, out, kir_idx(k, 0), kir_binary(k, KIR_ADD, kir_binary(k, KIR_ADD, quot, twice),
+                                                  kir_binary(k, KIR_ADD, q, kir_cast(k, SMELT_I64, far))));
+    kir_loop_end(k);
+    CHECK_EQ_INT(kir_verify(k), SMELT_OK);
+    float xacc[2] = {0, 0.5f}, xin[8] = {1, 2, 3, 4, 5, 6, 7, 8}, yacc[2] = {0, 0.5f};
+    int64_t xn[2] = {3, 1}, before = 0, after = 0;
+    void *b0[] = {xacc, xin, xn, &before}, *b1[] = {yacc, xin, xn, &after};
+    CHECK_EQ_INT(kir_interpret(k, b0), SMELT_OK);
+    CHECK_EQ_INT(kir_clean(k), SMELT_OK);
+    CHECK_EQ_INT(def_depth(k, sum), 1);
+    CHECK_EQ_INT(def_depth(k, inside), 2);
+    CHECK_EQ_INT(def_depth(k, far), 1);
+    CHECK_EQ_INT(def_depth(k, quot), 1);
+    CHECK_EQ_INT(def_depth(k, twice), 0); /* pure arithmetic: moves even out of a loop that may not run */
+    CHECK_EQ_INT(kir_interpret(k, b1), SMELT_OK);
+    CHECK(!memcmp(xacc, yacc, sizeof xacc));
+    CHECK_EQ_INT(before, after);
+    arena_free(&a);
+}

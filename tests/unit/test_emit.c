@@ -437,7 +437,7 @@ TEST(emit_comment_is_sanitized)
     arena_init(&a);
     kir_kernel *k = k_elementwise(&a, 0, "Conv 'c1' */ system(\"rm -rf\"); /*\n#include <evil.h>\\");
     char *src = emit_one(k, LOCALS_REUSE);
-    CHECK_STR_HAS(src, "/* k0: Conv 'c1' __ system(_rm -rf_)_ ____include _evil.h__ */\n");
+    CHECK_STR_HAS(src, "/* k0: Conv 'c1' *_ system(_rm -rf_)_ _*__include _evil.h__ */\n");
     CHECK(!strstr(src, "\"rm"));
     CHECK(!strstr(src, "#include"));
     CHECK_EQ_INT(count_of(src, "*/"), 1);
