@@ -18,9 +18,10 @@ it), so the compiler, not the exporter, has to fold it. Models:
     gpt               decoder block, seq 128, hidden 256, 4 heads, pre-LN, causal mask (Where),
                       FFN 1024 with tanh-GELU
     elementwise_chain Transpose then 8 elementwise ops on a 4096x4096 float32 tensor
-    elementwise_dag   30 elementwise ops on two 64x256x256 float32 inputs: values with 2-3 consumers,
-                      three Transposes (of an input and of two shared values), two graph outputs
-                      (the first also read by the ops after it)
+    elementwise_dag   30 elementwise ops (2 of them Sigmoid and Tanh, the rest arithmetic) on two
+                      64x256x256 float32 inputs: values with 2-3 consumers, three Transposes (of an
+                      input and of two shared values), two graph outputs (the first also read by
+                      the ops after it)
 """
 import os
 import shutil
@@ -206,7 +207,7 @@ def elementwise_dag():
     tr = lambda v: op("Transpose", [v], perm=[0, 2, 1])
     a = op("Mul", ["x", "x2"])             # read by c, d and a Transpose
     s = op("Add", ["x", "x2"])             # read by d and f
-    c = op("Tanh", [a])                    # read by e and the last op
+    c = op("Abs", [a])                     # read by e and the last op
     d = op("Sub", [a, s])                  # read by e and a Transpose
     e = op("Mul", [c, d])
     f = op("Sigmoid", [s])
@@ -218,15 +219,15 @@ def elementwise_dag():
     m1 = op("Mul", [m0, tr(a)])
     m = op("Sub", [g, m1])
     n = op("Relu", [m])                    # read by o, p and v
-    o = op("Sqrt", [op("Add", [n, k(1.0)])])
+    o = op("Add", [op("Mul", [n, k(0.25)]), k(1.0)])
     p = op("Mul", [n, "x2"])
     q = op("Div", [p, o])
     r = op("Add", [q, tr(d)])
-    t = op("Erf", [r])
-    u = op("Exp", [op("Neg", [op("Abs", [t])])])
+    t = op("Min", [r, k(4.0)])
+    u = op("Neg", [op("Abs", [t])])
     y1 = op("Mul", [u, k(0.5)], out="y1")  # a graph output, read by v and z
     v = op("Add", [y1, n])
-    w = op("Sigmoid", [v])
+    w = op("Tanh", [v])
     z = op("Mul", [w, y1])
     op("Sub", [z, c], out="y")
     graph = helper.make_graph(b.nodes, "elementwise_dag",

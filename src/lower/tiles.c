@@ -96,10 +96,31 @@ static bool reads_transposed(const kir_kernel *k, kir_val i, kir_val j)
 #define LOWER_CACHE_LINE 64
 #define LOWER_MAX_STAGED 4
 
+/* Loads of pass B that read transposed, the copies for how many (buffer,
+ * address) pairs they hold at most: a DAG reads one source transposed in
+ * several places (a Transpose of an input, and of values computed from it),
+ * the same elements, and those loads share one copy. */
+#define LOWER_MAX_STAGED_LOADS 64
+
 typedef struct staged_load {
-    kir_val load;       /* the transposed load of pass B */
+    kir_val load;       /* the (first) transposed load of pass B of this buffer and address */
     int tile;           /* its copy in workgroup memory */
 } staged_load;
+
+/* Whether index values a and b are the same expression (built twice). */
+static bool same_index_expr(const kir_kernel *k, kir_val a, kir_val b, int depth)
+{
+    if (a == b) return true;
+    if (!a || !b || depth > 32) return false;
+    const kir_value *x = &k->vals[a], *y = &k->vals[b];
+    if (x->op != y->op || x->type != y->type) return false;
+    if (x->op == KIR_CONST) return kir_is_float(x->type) ? x->imm.f == y->imm.f : x->imm.i == y->imm.i;
+    if (x->op == KIR_WG) return true;
+    if (x->op == KIR_LOAD || x->op == KIR_VARGET || x->op == KIR_LOOPVAR || x->op == KIR_LID) return false;
+    int n = kir_op_arity(x->op);
+    return (n < 1 || same_index_expr(k, x->a, y->a, depth + 1)) && (n < 2 || same_index_expr(k, x->b, y->b, depth + 1)) &&
+           (n < 3 || same_index_expr(k, x->c, y->c, depth + 1));
+}
 
 /* Value v of pass B, rebuilt in pass A: pass B's loop values (from[]) become
  * pass A's (to[]), values defined before pass B (statement < first) are
@@ -226,7 +247,9 @@ static bool parallel_tiles_staged(lower_ctx *c, const ir_shape *shape, int out)
     if (k->oom) return false;
 
     staged_load st[LOWER_MAX_STAGED];
-    int n = 0;
+    kir_val loads[LOWER_MAX_STAGED_LOADS];
+    int copy_of[LOWER_MAX_STAGED_LOADS];
+    int n = 0, n_loads = 0;
     int64_t smem = 0;
     int in_if = 0; /* a load under an if may be out of range where the if is false: not staged */
     for (int s = body; s < end_b; s++) {
@@ -236,9 +259,18 @@ static bool parallel_tiles_staged(lower_ctx *c, const ir_shape *shape, int out)
         kir_val a = k->vals[ks->val].a;
         int64_t sj = kir_stride(k, a, b.q);
         if (sj == 0 || sj == 1 || kir_stride(k, a, b.row) != 1) continue;
-        smem += t.th * t.tw * (int64_t)smelt_dtype_size(k->vals[ks->val].type);
-        if (n == LOWER_MAX_STAGED || (c->target->smem_limit > 0 && smem > c->target->smem_limit)) return false;
-        st[n++] = (staged_load){.load = ks->val, .tile = kir_smem_add(k, k->vals[ks->val].type, t.th * t.tw)};
+        if (n_loads == LOWER_MAX_STAGED_LOADS) return false;
+        int m = 0;
+        while (m < n && !(k->vals[st[m].load].buf == k->vals[ks->val].buf && k->vals[st[m].load].type == k->vals[ks->val].type &&
+                          same_index_expr(k, k->vals[st[m].load].a, a, 0)))
+            m++;
+        if (m == n) {
+            smem += t.th * t.tw * (int64_t)smelt_dtype_size(k->vals[ks->val].type);
+            if (n == LOWER_MAX_STAGED || (c->target->smem_limit > 0 && smem > c->target->smem_limit)) return false;
+            st[n++] = (staged_load){.load = ks->val, .tile = kir_smem_add(k, k->vals[ks->val].type, t.th * t.tw)};
+        }
+        loads[n_loads] = ks->val;
+        copy_of[n_loads++] = m;
     }
     if (!n) return false;
     const kir_val from[3] = {b.row, b.jp, b.q};
@@ -279,9 +311,9 @@ static bool parallel_tiles_staged(lower_ctx *c, const ir_shape *shape, int out)
     }
     for (int i = 0; i < 3; i++) kir_loop_end(k);
     /* pass B's transposed loads read the copies */
-    for (int i = 0; i < n; i++) {
-        k->vals[st[i].load].buf = st[i].tile;
-        k->vals[st[i].load].a = at;
+    for (int i = 0; i < n_loads; i++) {
+        k->vals[loads[i]].buf = st[copy_of[i]].tile;
+        k->vals[loads[i]].a = at;
     }
     int end = k->n_stmts;
     kir_loop_end(k); /* the loop over column tiles */
