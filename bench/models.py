@@ -199,10 +199,11 @@ def elementwise_chain():
     return b.model("elementwise_chain", [4096, 4096], [4096, 4096])
 
 
-def elementwise_dag():
-    """An elementwise DAG that is one kernel only when shared values stay in registers."""
+def elementwise_dag(shape=(64, 256, 256)):
+    """An elementwise DAG that is one kernel only when shared values stay in registers
+    (tests/models/build_models.py builds it smaller, with two input sets)."""
     b = Builder(17)
-    shape = [64, 256, 256]
+    shape = list(shape)
     op, k = b.op, lambda v: b.const(np.float32(v))
     tr = lambda v: op("Transpose", [v], perm=[0, 2, 1])
     a = op("Mul", ["x", "x2"])             # read by c, d and a Transpose
@@ -229,7 +230,7 @@ def elementwise_dag():
     v = op("Add", [y1, n])
     w = op("Tanh", [v])
     z = op("Mul", [w, y1])
-    op("Sub", [z, c], out="y")
+    op("Mul", [z, c], out="y")
     graph = helper.make_graph(b.nodes, "elementwise_dag",
                               [helper.make_tensor_value_info(nm, F32, shape) for nm in ("x", "x2")],
                               [helper.make_tensor_value_info(nm, F32, shape) for nm in ("y1", "y")], b.inits)
