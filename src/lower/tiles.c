@@ -179,43 +179,47 @@ static kir_val panel_width(kir_kernel *k, const tile_grid *t, kir_val jp, int64_
     return kir_binary(k, KIR_MIN, kir_idx(k, p), kir_binary(k, KIR_SUB, t->j1, jp));
 }
 
-/* Pass B's store, when its output is large (TargetInfo.stream_min_bytes):
- * the panel's p elements go to a row in workgroup memory and a stream loop
+/* Pass B's stores, when their outputs are large (TargetInfo.stream_min_bytes):
+ * each store's p elements go to a row in workgroup memory and a stream loop
  * copies the row out (kir.h, "Streaming"), which a C target writes with
  * non-temporal stores. A write-once output larger than the cache then costs
  * no read for ownership: on the 4096x4096 transpose chain, ~5% at one thread
- * and ~15% at two. Taken where pass B has one store, outside any if, stepping
- * 1 along the panel, and panels are whole (w % p == 0): each copy is one
+ * and ~15% at two; a region with several outputs (fuse.h "shared") saves it
+ * on each. Taken where pass B's stores are all outside any if, stepping 1
+ * along the panel, and panels are whole (w % p == 0): each copy is one
  * vector. Called with the panel loop just closed, inside the panels' loop. */
+#define LOWER_MAX_STREAMED 8
+
 static void stream_panel_store(lower_ctx *c, kir_kernel *k, int body, int end_b, int first, const panel_loops *b,
                                int64_t w, int64_t p)
 {
     int64_t min = c->target->stream_min_bytes;
     if (min <= 0 || w % p) return;
-    int st = -1, in_if = 0;
+    int st[LOWER_MAX_STREAMED], n = 0, in_if = 0;
     for (int s = body; s < end_b; s++) {
         const kir_stmt *ks = &k->stmts[s];
         in_if += ks->kind == KS_IF_BEGIN ? 1 : ks->kind == KS_IF_END ? -1 : 0;
         if (ks->kind != KS_STORE || k->bufs[ks->buf].workgroup) continue;
-        if (st >= 0 || in_if) return;
-        st = s;
+        if (n == LOWER_MAX_STREAMED || in_if) return;
+        int dst = ks->buf;
+        if (k->bufs[dst].type != SMELT_F32 || k->bufs[dst].numel < min / 4 || kir_stride(k, ks->idx, b->q) != 1) return;
+        st[n++] = s;
     }
-    if (st < 0) return;
-    int dst = k->stmts[st].buf;
-    if (k->bufs[dst].type != SMELT_F32 || k->bufs[dst].numel < min / 4 ||
-        kir_stride(k, k->stmts[st].idx, b->q) != 1)
-        return;
     const kir_val from[3] = {b->row, b->jp, b->q}, to[3] = {b->row, b->jp, kir_idx(k, 0)};
-    kir_val base = rebuild(k, k->stmts[st].idx, first, from, to, 0);
-    if (!base) return;
-    int row = kir_smem_add(k, SMELT_F32, p);
-    k->stmts[st].buf = row;
-    k->stmts[st].idx = b->q;
-    kir_val q = kir_loop_begin_stream(k, p);
-    kir_val v = kir_load(k, row, q);
-    kir_val at = kir_add(k, base, q);
-    kir_store(k, dst, at, v);
-    kir_loop_end(k);
+    kir_val base[LOWER_MAX_STREAMED];
+    for (int i = 0; i < n; i++) /* every store's row start first: none is redirected unless all are */
+        if (!(base[i] = rebuild(k, k->stmts[st[i]].idx, first, from, to, 0))) return;
+    for (int i = 0; i < n; i++) {
+        int dst = k->stmts[st[i]].buf;
+        int row = kir_smem_add(k, SMELT_F32, p);
+        k->stmts[st[i]].buf = row;
+        k->stmts[st[i]].idx = b->q;
+        kir_val q = kir_loop_begin_stream(k, p);
+        kir_val v = kir_load(k, row, q);
+        kir_val at = kir_add(k, base[i], q);
+        kir_store(k, dst, at, v);
+        kir_loop_end(k);
+    }
 }
 
 static bool parallel_tiles_staged(lower_ctx *c, const ir_shape *shape, int out)
