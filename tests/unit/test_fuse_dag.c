@@ -164,7 +164,7 @@ TEST(fuse_repeated_transposed_reads_share_one_tile)
     /* x is read transposed through five Transposes (five loads before cleanup) */
     int t = y;
     for (int i = 0; i < 5; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "tr%d", i);
         int tr = op1(g, name, OP_Transpose, x);
         snprintf(name, sizeof name, "op%d", i);
