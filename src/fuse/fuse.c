@@ -410,8 +410,13 @@ decide:
     }
     /* Side outputs (shared): inline tensors their reading region also stores. */
     for (int t = 0; t < g->n_tensors && !st; t++)
-        if (p->stored_by[t] >= 0 && !record_store(g, p, &p->regions[region_index[p->stored_by[t]]], t))
-            st = diag_fail(SMELT_ERR_NOMEM, "out of memory forming regions");
+        if (p->stored_by[t] >= 0) {
+            /* its producer may be read by nothing in the region (a sibling output): a member all the same */
+            fuse_region *r = &p->regions[region_index[p->stored_by[t]]];
+            int q = p->inline_of[t];
+            if (!push(&r->nodes, &r->n_nodes, q) || !collect_reads(g, p, r, q) || !record_store(g, p, r, t))
+                st = diag_fail(SMELT_ERR_NOMEM, "out of memory forming regions");
+        }
     for (int r = 0; r < p->n_regions; r++) qsort(p->regions[r].nodes, (size_t)p->regions[r].n_nodes, sizeof(int), cmp_int);
     free(region_index);
 out:

@@ -46,9 +46,13 @@
  *              another index map (a Transpose) needs other elements of t than
  *              the iteration's: B recomputes them there when
  *              fuse_recompute_pays (the cost rule, below) and otherwise A
- *              stays a region of its own and t is stored. Neither A nor B may
- *              hold row reductions, and both roots use the generic
- *              elementwise lowering.
+ *              stays a region of its own and t is stored. A graph output
+ *              that nothing reads is merged the same way into the first
+ *              later such region over its shape (of the next 16) that
+ *              evaluates a node of its inline cone or reads a tensor it
+ *              reads: sibling outputs of a shared value become one loop.
+ *              Neither A nor B may hold row reductions, and both roots use
+ *              the generic elementwise lowering.
  *
  *   insert     An op that places inputs unchanged into a larger output (the
  *              table's `insert` column: Concat, constant Pad) and must be

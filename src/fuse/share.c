@@ -33,6 +33,8 @@ typedef struct share_state {
     int *home;           /* per node: the root of the one region evaluating it; -2 several, -1 none */
     int *seen;
     unsigned char *flag; /* per node: AT_ID | OFF_ID in the region aligned last */
+    unsigned char *cone; /* per node: in the inline cone being compared (sibling) */
+    unsigned char *read; /* per tensor: read from memory by that cone */
 } share_state;
 
 static void home_mark(share_state *s, int node, int root)
@@ -57,6 +59,13 @@ static void homes(share_state *s)
     }
     for (int i = 0; i < s->g->n_nodes; i++)
         if (s->p->role[i] != FUSE_INLINE) home_mark(s, i, s->region_root[i]);
+    /* a side output nothing reads is evaluated where it is stored */
+    for (int t = 0; t < s->g->n_tensors; t++) {
+        int q = s->p->inline_of[t], root = s->p->stored_by[t];
+        if (q < 0 || root < 0) continue;
+        s->home[q] = s->home[q] == -1 || s->home[q] == root ? root : -2;
+        home_mark(s, q, root);
+    }
 }
 
 /* Cone cost and inline depth of every node, after a role changed (fuse.c's rule). */
@@ -93,6 +102,8 @@ static void align(share_state *s, int root)
     memset(s->flag, 0, (size_t)s->g->n_nodes);
     for (int i = 0; i < s->g->n_nodes; i++)
         if (p->role[i] != FUSE_INLINE && s->region_root[i] == root) s->flag[i] = AT_ID;
+    for (int t = 0; t < s->g->n_tensors; t++) /* side outputs are evaluated at the root's index */
+        if (p->stored_by[t] == root && p->inline_of[t] >= 0) s->flag[p->inline_of[t]] |= AT_ID;
     for (int i = s->g->n_nodes - 1; i >= 0; i--) { /* consumers come after their producers */
         if (!s->flag[i]) continue;
         const ir_node *n = &s->g->nodes[i];
@@ -133,7 +144,55 @@ static bool cone_ready(const share_state *s, int node, int root)
     return true;
 }
 
-/* Merge the region of root `a` into the region reading its output, if the rule allows. */
+static void cone_mark(share_state *s, int node)
+{
+    const ir_node *n = &s->g->nodes[node];
+    for (int k = 0; k < n->n_in; k++) {
+        int t = n->in[k];
+        if (t < 0) continue;
+        int q = s->p->inline_of[t];
+        if (q < 0) {
+            s->read[t] = 1;
+        } else if (!s->cone[q]) {
+            s->cone[q] = 1;
+            cone_mark(s, q);
+        }
+    }
+}
+
+/* How many later regions a graph output that nothing reads looks at for a sibling. */
+#define SHARE_SIBLING_SCAN 16
+
+/* For a graph output nobody reads (root a): the first later elementwise
+ * region over its shape that evaluates a node of a's inline cone or reads a
+ * tensor a reads, so that one loop computes what both share once (and reads
+ * it once); -1 when there is none. */
+static int sibling(share_state *s, int a)
+{
+    const ir_graph *g = s->g;
+    const ir_shape *shape = &g->tensors[g->nodes[a].out[0]].shape;
+    memset(s->cone, 0, (size_t)g->n_nodes);
+    memset(s->read, 0, (size_t)g->n_tensors);
+    cone_mark(s, a);
+    int scanned = 0;
+    for (int b = a + 1; b < g->n_nodes && scanned < SHARE_SIBLING_SCAN; b++) {
+        if (!elementwise_root(g, s->p, b) || !ir_shape_eq(shape, &g->tensors[g->nodes[b].out[0]].shape)) continue;
+        scanned++;
+        align(s, b);
+        for (int i = 0; i < g->n_nodes; i++) {
+            if (!s->flag[i]) continue;
+            if (s->cone[i]) return b;
+            const ir_node *n = &g->nodes[i];
+            for (int k = 0; k < n->n_in; k++)
+                if (n->in[k] >= 0 && s->p->inline_of[n->in[k]] < 0 && s->read[n->in[k]] && !g->tensors[n->in[k]].data)
+                    return b;
+        }
+    }
+    return -1;
+}
+
+/* Merge the region of root `a` into the region reading its output (or, for
+ * an output nobody reads, into a sibling region), if the rule allows. */
 static bool try_merge(share_state *s, int a)
 {
     const ir_graph *g = s->g;
@@ -141,8 +200,10 @@ static bool try_merge(share_state *s, int a)
     if (!elementwise_root(g, p, a)) return false;
     int t = g->nodes[a].out[0];
     const ir_tensor *x = &g->tensors[t];
-    if (x->data || p->epilogue_of[t] >= 0 || p->insert_into[t] >= 0 || s->u->start[t] == s->u->start[t + 1]) return false;
-    int b = -1;
+    if (x->data || p->epilogue_of[t] >= 0 || p->insert_into[t] >= 0) return false;
+    bool unread = s->u->start[t] == s->u->start[t + 1];
+    if (unread && !x->is_output) return false;
+    int b = unread ? sibling(s, a) : -1;
     for (int j = s->u->start[t]; j < s->u->start[t + 1]; j++) {
         int h = s->home[s->u->cons[j]];
         if (h < 0 || (b >= 0 && h != b)) return false;
@@ -178,11 +239,13 @@ static bool try_merge(share_state *s, int a)
 
 bool fuse_share(const ir_graph *g, const uses *u, fuse_plan *p, int *region_root, int *cost, int *depth)
 {
-    share_state s = {g, u, p, region_root, cost, depth, NULL, NULL, NULL};
+    share_state s = {g, u, p, region_root, cost, depth, NULL, NULL, NULL, NULL, NULL};
     s.home = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
     s.seen = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
     s.flag = malloc((size_t)g->n_nodes + 1);
-    bool ok = s.home && s.seen && s.flag;
+    s.cone = malloc((size_t)g->n_nodes + 1);
+    s.read = malloc((size_t)g->n_tensors + 1);
+    bool ok = s.home && s.seen && s.flag && s.cone && s.read;
     if (ok) {
         homes(&s);
         /* Latest roots first: a region merged into its reader makes the
@@ -195,5 +258,7 @@ bool fuse_share(const ir_graph *g, const uses *u, fuse_plan *p, int *region_root
     free(s.home);
     free(s.seen);
     free(s.flag);
+    free(s.cone);
+    free(s.read);
     return ok;
 }

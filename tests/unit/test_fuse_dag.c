@@ -83,6 +83,40 @@ TEST(fuse_region_writes_two_outputs_from_one_loop)
     check_case(g, plan_two_outputs, 1, 1, 1e-6);
 }
 
+/* ---- two outputs nobody reads that share a costly value: one loop -------------------------- */
+
+static void plan_siblings(const ir_graph *g, const fuse_plan *fp)
+{
+    /* add1 is merged into add2's region (they share c4's cone), and then c4,
+     * whose readers are all there: c4 is computed once, both adds stored. */
+    CHECK(region_is(g, fp, "add2", "c1:i c2:i c3:i c4:i add1:i add2:r", "x y", "add2 add1"));
+}
+
+TEST(fuse_sibling_outputs_sharing_a_value_are_one_region)
+{
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(2, 6, 10)), y = input(g, "y", shp(2, 6, 10));
+    int t = op1(g, "c4", OP_Cos, op1(g, "c3", OP_Sin, op1(g, "c2", OP_Neg, op1(g, "c1", OP_Exp, x))));
+    int outs[] = {op2(g, "add1", OP_Add, t, x), op2(g, "add2", OP_Add, y, t)};
+    int ins[] = {x, y};
+    ir_graph_set_io(g, 2, ins, 2, outs);
+    smelt_program *p = compile(g, 0);
+    CHECK(p && count_op(p, KIR_EXP) == 1 && count_op(p, KIR_SIN) == 1);
+    smelt_program_free(p);
+    check_case(g, plan_siblings, 1, 1, 1e-6);
+}
+
+/* Outputs with nothing in common stay separate kernels. */
+TEST(fuse_unrelated_outputs_stay_apart)
+{
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(2, 6, 10)), y = input(g, "y", shp(2, 6, 10));
+    int outs[] = {op1(g, "ex", OP_Exp, x), op1(g, "ey", OP_Exp, y)};
+    int ins[] = {x, y};
+    ir_graph_set_io(g, 2, ins, 2, outs);
+    check_case(g, plan_any, 2, 2, 1e-6);
+}
+
 /* ---- read through a Transpose: recompute when cheap, store when not ------------------------ */
 
 /* v = a chain of `ops` elementwise ops on x; out = v + Transpose(v). */

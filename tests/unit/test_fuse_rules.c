@@ -42,6 +42,10 @@ TEST(fuse_eight_op_chain_with_broadcast_constants_is_one_kernel)
 
 /* ---- 3. several consumers: cheap producers are recomputed, costly ones stored ------------- */
 
+/* The two adds are regions over different shapes (add2 broadcasts over a
+ * leading dim), so neither is merged into the other (fuse.h "shared";
+ * test_fuse_dag.c has them over one shape). */
+
 static void plan_cheap_shared(const ir_graph *g, const fuse_plan *fp)
 {
     /* exp costs 1 <= FUSE_RECOMPUTE_MAX: both adds recompute it. */
@@ -52,7 +56,7 @@ static void plan_cheap_shared(const ir_graph *g, const fuse_plan *fp)
 TEST(fuse_cheap_producer_with_two_consumers_is_recomputed)
 {
     ir_graph *g = ir_graph_new();
-    int x = input(g, "x", shp(2, 6, 10)), y = input(g, "y", shp(2, 6, 10));
+    int x = input(g, "x", shp(2, 6, 10)), y = input(g, "y", shp(3, 2, 6, 10));
     int t = op1(g, "exp", OP_Exp, x);
     int outs[] = {op2(g, "add1", OP_Add, t, x), op2(g, "add2", OP_Add, y, t)};
     int ins[] = {x, y};
@@ -72,7 +76,7 @@ static void plan_costly_shared(const ir_graph *g, const fuse_plan *fp)
 TEST(fuse_costly_chain_with_two_consumers_is_materialized)
 {
     ir_graph *g = ir_graph_new();
-    int x = input(g, "x", shp(2, 6, 10)), y = input(g, "y", shp(2, 6, 10));
+    int x = input(g, "x", shp(2, 6, 10)), y = input(g, "y", shp(3, 2, 6, 10));
     int t = op1(g, "c4", OP_Cos, op1(g, "c3", OP_Sin, op1(g, "c2", OP_Neg, op1(g, "c1", OP_Exp, x))));
     int outs[] = {op2(g, "add1", OP_Add, t, x), op2(g, "add2", OP_Add, y, t)};
     int ins[] = {x, y};
