@@ -18,6 +18,10 @@ it), so the compiler, not the exporter, has to fold it. Models:
     gpt               decoder block, seq 128, hidden 256, 4 heads, pre-LN, causal mask (Where),
                       FFN 1024 with tanh-GELU
     elementwise_chain Transpose then 8 elementwise ops on a 4096x4096 float32 tensor
+    elementwise_dag   30 elementwise ops (2 of them Sigmoid and Tanh, the rest arithmetic) on two
+                      64x256x256 float32 inputs: values with 2-3 consumers, three Transposes (of an
+                      input and of two shared values), two graph outputs (the first also read by
+                      the ops after it)
 """
 import os
 import shutil
@@ -195,8 +199,50 @@ def elementwise_chain():
     return b.model("elementwise_chain", [4096, 4096], [4096, 4096])
 
 
+def elementwise_dag(shape=(64, 256, 256)):
+    """An elementwise DAG that is one kernel only when shared values stay in registers
+    (tests/models/build_models.py builds it smaller, with two input sets)."""
+    b = Builder(17)
+    shape = list(shape)
+    op, k = b.op, lambda v: b.const(np.float32(v))
+    tr = lambda v: op("Transpose", [v], perm=[0, 2, 1])
+    a = op("Mul", ["x", "x2"])             # read by c, d and a Transpose
+    s = op("Add", ["x", "x2"])             # read by d and f
+    c = op("Abs", [a])                     # read by e and the last op
+    d = op("Sub", [a, s])                  # read by e and a Transpose
+    e = op("Mul", [c, d])
+    f = op("Sigmoid", [s])
+    g = op("Add", [e, f])                  # read by h, j and m
+    h = op("Mul", [g, k(0.5)])
+    i = op("Add", [h, tr("x")])
+    j = op("Abs", [g])
+    m0 = op("Max", [i, j])
+    m1 = op("Mul", [m0, tr(a)])
+    m = op("Sub", [g, m1])
+    n = op("Relu", [m])                    # read by o, p and v
+    o = op("Add", [op("Mul", [n, k(0.25)]), k(1.0)])
+    p = op("Mul", [n, "x2"])
+    q = op("Div", [p, o])
+    r = op("Add", [q, tr(d)])
+    t = op("Min", [r, k(4.0)])
+    u = op("Neg", [op("Abs", [t])])
+    y1 = op("Mul", [u, k(0.5)], out="y1")  # a graph output, read by v and z
+    v = op("Add", [y1, n])
+    w = op("Tanh", [v])
+    z = op("Mul", [w, y1])
+    op("Mul", [z, c], out="y")
+    graph = helper.make_graph(b.nodes, "elementwise_dag",
+                              [helper.make_tensor_value_info(nm, F32, shape) for nm in ("x", "x2")],
+                              [helper.make_tensor_value_info(nm, F32, shape) for nm in ("y1", "y")], b.inits)
+    mdl = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="smelt bench/models.py")
+    mdl.ir_version = 8
+    onnx.checker.check_model(mdl, full_check=True)
+    return mdl, {nm: b.rng.standard_normal(shape).astype(np.float32) for nm in ("x", "x2")}
+
+
 MODELS = (("mlp", mlp), ("resnet", resnet), ("mobilenet", mobilenet),
-          ("transformer", transformer), ("gpt", gpt), ("elementwise_chain", elementwise_chain))
+          ("transformer", transformer), ("gpt", gpt), ("elementwise_chain", elementwise_chain),
+          ("elementwise_dag", elementwise_dag))
 
 
 def write_case(out_dir, name, model, inputs):

@@ -13,8 +13,9 @@ For every model:
   3. for each thread count T, in R interleaved rounds (--rounds, default 5): `smelt bench DIR
      --threads T --runs N` (median/min/max, peak RSS, cold and cached compile), then onnxruntime
      in this process (one InferenceSession with intra_op_num_threads=T, 2 warm-up runs, then N
-     timed runs per round, same input); for elementwise_chain also `smelt --no-fuse` and a plain
-     memcpy of the same bytes (bench/memcpy.c) in the same rounds. A cell is the median of the
+     timed runs per round, same input); for elementwise_chain and elementwise_dag also `smelt --no-fuse`
+     and a plain memcpy moving the same bytes as reading each input and writing each output once
+     (bench/memcpy.c) in the same rounds. A cell is the median of the
      rounds' medians (min and max over all runs); smelt/ort is the median of the rounds' ratios,
      so a burst of load on this machine moves one round, not one side of a ratio.
      onnxruntime's peak RSS and its RSS growth during runs come from a child process
@@ -187,7 +188,8 @@ def main():
         ref_sess = ort_session(mpath, max(threads))
         ref = {o.name: v for o, v in zip(ref_sess.get_outputs(), ref_sess.run(None, feeds))}
         del ref_sess
-        variants = [("", [])] + ([(" --no-fuse", ["--no-fuse"])] if name == "elementwise_chain" else [])
+        memory_bound = name in ("elementwise_chain", "elementwise_dag")
+        variants = [("", [])] + ([(" --no-fuse", ["--no-fuse"])] if memory_bound else [])
         info = smelt_info(smelt, mpath)
         mem_rows.append((name, info))
         good = {}
@@ -196,7 +198,10 @@ def main():
             good[label] = (ok, err)
             print(f"bench: {name}{label}: {'ok' if ok else 'WRONG'} (max abs error {err:.2g}) {why}",
                   file=sys.stderr, flush=True)
-        nbytes = int(np.prod(feeds["x"].shape)) * 4 if name == "elementwise_chain" else 0
+        # memcpy's n bytes read n and write n: the same traffic as reading every input once
+        # and writing every output once (elementwise_dag: 2 inputs + 2 outputs of 16 MiB)
+        moved = sum(v.nbytes for v in feeds.values()) + sum(v.nbytes for v in ref.values())
+        nbytes = moved // 2 if memory_bound else 0
         copy = nbytes and os.path.exists(a.memcpy)
         pending = {label: [] for label, _ in variants + [("memcpy", [])]}  # rows, label by label
         for t in threads:

@@ -6,13 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Consumers of every tensor, as a compressed list: cons[start[t] .. start[t+1]). */
-typedef struct uses {
-    int *start;
-    int *cons;
-} uses;
+#include "fuse/uses.h"
 
-static bool uses_build(const ir_graph *g, uses *u)
+bool uses_build(const ir_graph *g, uses *u)
 {
     u->start = calloc((size_t)g->n_tensors + 2, sizeof(int));
     int total = 0;
@@ -34,7 +30,7 @@ static bool uses_build(const ir_graph *g, uses *u)
     return true;
 }
 
-static void uses_free(uses *u)
+void uses_free(uses *u)
 {
     free(u->start);
     free(u->cons);
@@ -44,7 +40,7 @@ static bool is_elementwise_kind(op_kind k) { return k == OPK_ELEMENTWISE || k ==
 
 /* Arithmetic a node adds per element: index-only ops (views, transposes,
  * slices, pads, gathers) cost nothing beyond address computation. */
-static int node_cost(const ir_node *n)
+int fuse_node_cost(const ir_node *n)
 {
     const op_info *oi = op_get(n->op);
     /* A row reduction is computed once per row, before the row's elements. */
@@ -329,16 +325,17 @@ smelt_status fuse_build(const ir_graph *g, const fuse_options *opt, fuse_plan *p
     p->inline_of = malloc(sizeof(int) * ((size_t)g->n_tensors + 1));
     p->epilogue_of = malloc(sizeof(int) * ((size_t)g->n_tensors + 1));
     p->insert_into = malloc(sizeof(int) * ((size_t)g->n_tensors + 1));
+    p->stored_by = malloc(sizeof(int) * ((size_t)g->n_tensors + 1));
     p->regions = calloc((size_t)g->n_nodes + 1, sizeof(fuse_region));
     p->n_tensors = g->n_tensors;
     char *banned = calloc((size_t)g->n_nodes + 1, 1);
     smelt_status st = SMELT_OK;
-    if (!banned || !cost || !depth || !region_root || !p->role || !p->inline_of || !p->epilogue_of || !p->insert_into || !p->regions || !uses_build(g, &u)) {
+    if (!banned || !cost || !depth || !region_root || !p->role || !p->inline_of || !p->epilogue_of || !p->insert_into || !p->stored_by || !p->regions || !uses_build(g, &u)) {
         st = diag_fail(SMELT_ERR_NOMEM, "out of memory forming regions");
         goto out;
     }
 decide:
-    for (int t = 0; t < g->n_tensors; t++) p->inline_of[t] = p->epilogue_of[t] = p->insert_into[t] = -1;
+    for (int t = 0; t < g->n_tensors; t++) p->inline_of[t] = p->epilogue_of[t] = p->insert_into[t] = p->stored_by[t] = -1;
     /* One pass in graph order, so each decision sees its inputs' roles and a
      * node's cone cost includes its inlined inputs. Epilogue is tried first:
      * finishing a root's region saves a store and a load, while inlining into
@@ -349,7 +346,7 @@ decide:
         region_root[i] = i;
         p->role[i] = FUSE_ROOT;
         if (opt->no_fuse) continue;
-        cost[i] = node_cost(n);
+        cost[i] = fuse_node_cost(n);
         /* A row reduction's inputs are paid once per row, not per element. */
         for (int k = 0; k < n->n_in && oi->kind != OPK_REDUCTION; k++)
             if (n->in[k] >= 0 && p->inline_of[n->in[k]] >= 0) cost[i] += cost[p->inline_of[n->in[k]]];
@@ -382,6 +379,10 @@ decide:
      * say), it is materialized instead and the decisions are made again. */
     if (ban_misplaced_rows(g, p, banned)) goto decide;
     if (!opt->no_fuse) choose_inserts(g, &u, p);
+    if (!opt->no_fuse && !fuse_share(g, &u, p, region_root, cost, depth)) {
+        st = diag_fail(SMELT_ERR_NOMEM, "out of memory forming regions");
+        goto out;
+    }
 
     /* Regions: one per root, members gathered from the roles. */
     int *region_index = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
@@ -409,6 +410,15 @@ decide:
                 st = diag_fail(SMELT_ERR_NOMEM, "out of memory forming regions");
         }
     }
+    /* Side outputs (shared): inline tensors their reading region also stores. */
+    for (int t = 0; t < g->n_tensors && !st; t++)
+        if (p->stored_by[t] >= 0) {
+            /* its producer may be read by nothing in the region (a sibling output): a member all the same */
+            fuse_region *r = &p->regions[region_index[p->stored_by[t]]];
+            int q = p->inline_of[t];
+            if (!push(&r->nodes, &r->n_nodes, q) || !collect_reads(g, p, r, q) || !record_store(g, p, r, t))
+                st = diag_fail(SMELT_ERR_NOMEM, "out of memory forming regions");
+        }
     for (int r = 0; r < p->n_regions; r++) qsort(p->regions[r].nodes, (size_t)p->regions[r].n_nodes, sizeof(int), cmp_int);
     free(region_index);
 out:
@@ -434,6 +444,7 @@ void fuse_free(fuse_plan *p)
     free(p->inline_of);
     free(p->epilogue_of);
     free(p->insert_into);
+    free(p->stored_by);
     memset(p, 0, sizeof *p);
 }
 
@@ -464,7 +475,10 @@ void fuse_dump(const ir_graph *g, const fuse_plan *p, FILE *f)
                 op_kind_name(op_get(root->op)->kind), ir_shape_str(&space->shape, sb, sizeof sb));
         for (int i = 0; i < x->n_nodes; i++) {
             const ir_node *n = &g->nodes[x->nodes[i]];
-            fprintf(f, "  %-8s %s '%s'\n", role_name(p->role[x->nodes[i]]), op_get(n->op)->name, n->name);
+            bool stored = false; /* an inline node whose output this region also writes (a side output) */
+            for (int o = 0; o < n->n_out; o++) stored |= n->out[o] >= 0 && p->stored_by[n->out[o]] == x->root;
+            fprintf(f, "  %-8s %s '%s'%s\n", role_name(p->role[x->nodes[i]]), op_get(n->op)->name, n->name,
+                    stored ? " (stored: an output of this region)" : "");
         }
         fprintf(f, "  reads: ");
         dump_tensor_list(g, x->reads, x->n_reads, f);

@@ -35,6 +35,25 @@
  *              one kernel. A root that is not an elementwise iteration over
  *              the row shape cannot host them: they are materialized there.
  *
+ *   shared     An elementwise region A (root P, output t) whose every consumer
+ *              lies in one other elementwise region B over t's shape is
+ *              merged into B (share.c): P becomes inline there, so a value
+ *              with several consumers in B is computed once per element and
+ *              kept in a register (lowering memoizes an inlined element per
+ *              index), and where t is a graph output B also stores it: B is
+ *              then a region with several outputs, all written from the same
+ *              loop at the same index. A consumer in B that reads t through
+ *              another index map (a Transpose) needs other elements of t than
+ *              the iteration's: B recomputes them there when
+ *              fuse_recompute_pays (the cost rule, below) and otherwise A
+ *              stays a region of its own and t is stored. A graph output
+ *              that nothing reads is merged the same way into the first
+ *              later such region over its shape (of the next 16) that
+ *              evaluates a node of its inline cone or reads a tensor it
+ *              reads: sibling outputs of a shared value become one loop.
+ *              Neither A nor B may hold row reductions, and both roots use
+ *              the generic elementwise lowering.
+ *
  *   insert     An op that places inputs unchanged into a larger output (the
  *              table's `insert` column: Concat, constant Pad) and must be
  *              materialized: each input's producer region writes straight
@@ -71,6 +90,16 @@
 #include "ir/ir.h"
 
 #define FUSE_RECOMPUTE_MAX 2
+/* Recompute versus store (share.c), per element of a value t read through an
+ * index map other than its region's own: recomputing t repeats the `ops`
+ * arithmetic ops of its inline cone; storing t in a region of its own costs
+ * a store and a load of t's element (2 x its bytes) and a dispatch.
+ * Recompute while ops <= FUSE_RECOMPUTE_OPS_PER_BYTE x those bytes: a core
+ * here streams ~3 bytes per cycle from memory and retires ~2 vector ops of
+ * 16 lanes per cycle (~10 lane ops per byte); an op is counted 1 whatever it
+ * is, and exp or erf is ~15 vector ops, hence 2 rather than 10. For float32
+ * that is 16 ops. */
+#define FUSE_RECOMPUTE_OPS_PER_BYTE 2
 /* The longest chain of inlined producers a region may hold: the walks over
  * an inline cone (here, and lower_load's inline evaluation) recurse once per
  * link, so this bounds their depth whatever the model (a chain of 30,000
@@ -111,6 +140,7 @@ typedef struct fuse_plan {
     int *inline_of;   /* per tensor: producing node when computed inline, else -1 */
     int *epilogue_of; /* per tensor: the epilogue node applied when it is stored, else -1 */
     int *insert_into; /* per tensor: the insert node whose output block it is written into, else -1 */
+    int *stored_by;   /* per tensor: an inline tensor the region of this root also stores (shared), else -1 */
     int n_tensors;
 } fuse_plan;
 
@@ -129,6 +159,10 @@ typedef struct fuse_options {
 bool fuse_insert(const ir_graph *g, const ir_node *n, int i, int64_t *offset);
 /* Whether n's inserted inputs leave output elements to fill (a Pad's border). */
 bool fuse_insert_fills(const ir_graph *g, const ir_node *n);
+
+/* The cost rule of "shared": whether repeating `ops` arithmetic ops per
+ * element costs less than storing and loading an element of `elem_bytes`. */
+bool fuse_recompute_pays(int ops, int elem_bytes);
 
 smelt_status fuse_build(const ir_graph *g, const fuse_options *opt, fuse_plan *out);
 void fuse_free(fuse_plan *p);

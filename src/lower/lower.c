@@ -230,6 +230,28 @@ kir_val lower_load_bcast(lower_ctx *c, int i, int rank, const kir_val *idx)
     return lower_load(c, i, in_idx);
 }
 
+/* A region with several outputs (fuse.h "shared"): each inline tensor it
+ * also stores has the root's shape, so its element at the root's index idx
+ * is stored next to the root's; the root's own computation has memoized it
+ * where it reads it at that index. */
+static void store_side_outputs(lower_ctx *c, const kir_val *idx)
+{
+    const fuse_region *r = c->st->region;
+    for (int i = 0; i < r->n_nodes; i++) {
+        const ir_node *n = &c->g->nodes[r->nodes[i]];
+        for (int o = 0; o < n->n_out; o++) {
+            int t = n->out[o];
+            if (t < 0 || c->st->fp->stored_by[t] != r->root) continue;
+            const ir_tensor *x = &c->g->tensors[t];
+            kir_val v = load_inline(c, t, idx);
+            int b = buffer_for(c, t, x->dtype, ir_tensor_numel(x), true);
+            kir_val at = lower_linear(c->k, &x->shape, idx);
+            kir_note_access(c->k, b, at, x->shape.rank, x->shape.dim, idx);
+            kir_store(c->k, b, at, v);
+        }
+    }
+}
+
 /* A loop, not a recursion: a chain of epilogues (or inserts) is as long as the
  * model makes it. */
 void lower_store(lower_ctx *c, int o, const kir_val *idx_in, kir_val v)
@@ -239,6 +261,7 @@ void lower_store(lower_ctx *c, int o, const kir_val *idx_in, kir_val v)
     kir_val idx[IR_MAX_RANK];
     int rank = c->g->tensors[c->n->out[o]].shape.rank;
     if (rank) memcpy(idx, idx_in, sizeof(kir_val) * (size_t)rank);
+    if (fp && c->st->region && c->n == &c->g->nodes[c->st->region->root]) store_side_outputs(c, idx);
     for (;;) {
         int t = c->n->out[o];
         const ir_tensor *x = &c->g->tensors[t];

@@ -96,10 +96,31 @@ static bool reads_transposed(const kir_kernel *k, kir_val i, kir_val j)
 #define LOWER_CACHE_LINE 64
 #define LOWER_MAX_STAGED 4
 
+/* Loads of pass B that read transposed, the copies for how many (buffer,
+ * address) pairs they hold at most: a DAG reads one source transposed in
+ * several places (a Transpose of an input, and of values computed from it),
+ * the same elements, and those loads share one copy. */
+#define LOWER_MAX_STAGED_LOADS 64
+
 typedef struct staged_load {
-    kir_val load;       /* the transposed load of pass B */
+    kir_val load;       /* the (first) transposed load of pass B of this buffer and address */
     int tile;           /* its copy in workgroup memory */
 } staged_load;
+
+/* Whether index values a and b are the same expression (built twice). */
+static bool same_index_expr(const kir_kernel *k, kir_val a, kir_val b, int depth)
+{
+    if (a == b) return true;
+    if (!a || !b || depth > 32) return false;
+    const kir_value *x = &k->vals[a], *y = &k->vals[b];
+    if (x->op != y->op || x->type != y->type) return false;
+    if (x->op == KIR_CONST) return kir_is_float(x->type) ? x->imm.f == y->imm.f : x->imm.i == y->imm.i;
+    if (x->op == KIR_WG) return true;
+    if (x->op == KIR_LOAD || x->op == KIR_VARGET || x->op == KIR_LOOPVAR || x->op == KIR_LID) return false;
+    int n = kir_op_arity(x->op);
+    return (n < 1 || same_index_expr(k, x->a, y->a, depth + 1)) && (n < 2 || same_index_expr(k, x->b, y->b, depth + 1)) &&
+           (n < 3 || same_index_expr(k, x->c, y->c, depth + 1));
+}
 
 /* Value v of pass B, rebuilt in pass A: pass B's loop values (from[]) become
  * pass A's (to[]), values defined before pass B (statement < first) are
@@ -158,43 +179,47 @@ static kir_val panel_width(kir_kernel *k, const tile_grid *t, kir_val jp, int64_
     return kir_binary(k, KIR_MIN, kir_idx(k, p), kir_binary(k, KIR_SUB, t->j1, jp));
 }
 
-/* Pass B's store, when its output is large (TargetInfo.stream_min_bytes):
- * the panel's p elements go to a row in workgroup memory and a stream loop
+/* Pass B's stores, when their outputs are large (TargetInfo.stream_min_bytes):
+ * each store's p elements go to a row in workgroup memory and a stream loop
  * copies the row out (kir.h, "Streaming"), which a C target writes with
  * non-temporal stores. A write-once output larger than the cache then costs
  * no read for ownership: on the 4096x4096 transpose chain, ~5% at one thread
- * and ~15% at two. Taken where pass B has one store, outside any if, stepping
- * 1 along the panel, and panels are whole (w % p == 0): each copy is one
+ * and ~15% at two; a region with several outputs (fuse.h "shared") saves it
+ * on each. Taken where pass B's stores are all outside any if, stepping 1
+ * along the panel, and panels are whole (w % p == 0): each copy is one
  * vector. Called with the panel loop just closed, inside the panels' loop. */
+#define LOWER_MAX_STREAMED 8
+
 static void stream_panel_store(lower_ctx *c, kir_kernel *k, int body, int end_b, int first, const panel_loops *b,
                                int64_t w, int64_t p)
 {
     int64_t min = c->target->stream_min_bytes;
     if (min <= 0 || w % p) return;
-    int st = -1, in_if = 0;
+    int st[LOWER_MAX_STREAMED], n = 0, in_if = 0;
     for (int s = body; s < end_b; s++) {
         const kir_stmt *ks = &k->stmts[s];
         in_if += ks->kind == KS_IF_BEGIN ? 1 : ks->kind == KS_IF_END ? -1 : 0;
         if (ks->kind != KS_STORE || k->bufs[ks->buf].workgroup) continue;
-        if (st >= 0 || in_if) return;
-        st = s;
+        if (n == LOWER_MAX_STREAMED || in_if) return;
+        int dst = ks->buf;
+        if (k->bufs[dst].type != SMELT_F32 || k->bufs[dst].numel < min / 4 || kir_stride(k, ks->idx, b->q) != 1) return;
+        st[n++] = s;
     }
-    if (st < 0) return;
-    int dst = k->stmts[st].buf;
-    if (k->bufs[dst].type != SMELT_F32 || k->bufs[dst].numel < min / 4 ||
-        kir_stride(k, k->stmts[st].idx, b->q) != 1)
-        return;
     const kir_val from[3] = {b->row, b->jp, b->q}, to[3] = {b->row, b->jp, kir_idx(k, 0)};
-    kir_val base = rebuild(k, k->stmts[st].idx, first, from, to, 0);
-    if (!base) return;
-    int row = kir_smem_add(k, SMELT_F32, p);
-    k->stmts[st].buf = row;
-    k->stmts[st].idx = b->q;
-    kir_val q = kir_loop_begin_stream(k, p);
-    kir_val v = kir_load(k, row, q);
-    kir_val at = kir_add(k, base, q);
-    kir_store(k, dst, at, v);
-    kir_loop_end(k);
+    kir_val base[LOWER_MAX_STREAMED];
+    for (int i = 0; i < n; i++) /* every store's row start first: none is redirected unless all are */
+        if (!(base[i] = rebuild(k, k->stmts[st[i]].idx, first, from, to, 0))) return;
+    for (int i = 0; i < n; i++) {
+        int dst = k->stmts[st[i]].buf;
+        int row = kir_smem_add(k, SMELT_F32, p);
+        k->stmts[st[i]].buf = row;
+        k->stmts[st[i]].idx = b->q;
+        kir_val q = kir_loop_begin_stream(k, p);
+        kir_val v = kir_load(k, row, q);
+        kir_val at = kir_add(k, base[i], q);
+        kir_store(k, dst, at, v);
+        kir_loop_end(k);
+    }
 }
 
 static bool parallel_tiles_staged(lower_ctx *c, const ir_shape *shape, int out)
@@ -226,7 +251,9 @@ static bool parallel_tiles_staged(lower_ctx *c, const ir_shape *shape, int out)
     if (k->oom) return false;
 
     staged_load st[LOWER_MAX_STAGED];
-    int n = 0;
+    kir_val loads[LOWER_MAX_STAGED_LOADS];
+    int copy_of[LOWER_MAX_STAGED_LOADS];
+    int n = 0, n_loads = 0;
     int64_t smem = 0;
     int in_if = 0; /* a load under an if may be out of range where the if is false: not staged */
     for (int s = body; s < end_b; s++) {
@@ -236,9 +263,18 @@ static bool parallel_tiles_staged(lower_ctx *c, const ir_shape *shape, int out)
         kir_val a = k->vals[ks->val].a;
         int64_t sj = kir_stride(k, a, b.q);
         if (sj == 0 || sj == 1 || kir_stride(k, a, b.row) != 1) continue;
-        smem += t.th * t.tw * (int64_t)smelt_dtype_size(k->vals[ks->val].type);
-        if (n == LOWER_MAX_STAGED || (c->target->smem_limit > 0 && smem > c->target->smem_limit)) return false;
-        st[n++] = (staged_load){.load = ks->val, .tile = kir_smem_add(k, k->vals[ks->val].type, t.th * t.tw)};
+        if (n_loads == LOWER_MAX_STAGED_LOADS) return false;
+        int m = 0;
+        while (m < n && !(k->vals[st[m].load].buf == k->vals[ks->val].buf && k->vals[st[m].load].type == k->vals[ks->val].type &&
+                          same_index_expr(k, k->vals[st[m].load].a, a, 0)))
+            m++;
+        if (m == n) {
+            smem += t.th * t.tw * (int64_t)smelt_dtype_size(k->vals[ks->val].type);
+            if (n == LOWER_MAX_STAGED || (c->target->smem_limit > 0 && smem > c->target->smem_limit)) return false;
+            st[n++] = (staged_load){.load = ks->val, .tile = kir_smem_add(k, k->vals[ks->val].type, t.th * t.tw)};
+        }
+        loads[n_loads] = ks->val;
+        copy_of[n_loads++] = m;
     }
     if (!n) return false;
     const kir_val from[3] = {b.row, b.jp, b.q};
@@ -279,9 +315,9 @@ static bool parallel_tiles_staged(lower_ctx *c, const ir_shape *shape, int out)
     }
     for (int i = 0; i < 3; i++) kir_loop_end(k);
     /* pass B's transposed loads read the copies */
-    for (int i = 0; i < n; i++) {
-        k->vals[st[i].load].buf = st[i].tile;
-        k->vals[st[i].load].a = at;
+    for (int i = 0; i < n_loads; i++) {
+        k->vals[loads[i]].buf = st[copy_of[i]].tile;
+        k->vals[loads[i]].a = at;
     }
     int end = k->n_stmts;
     kir_loop_end(k); /* the loop over column tiles */

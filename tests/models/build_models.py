@@ -15,6 +15,8 @@ the reference outputs come from onnxruntime. Models:
                  Div, Softmax), residual Add, LayerNorm decomposed (ReduceMean, Sub, Pow,
                  Sqrt, Div), feed-forward with GELU written with Erf (opset 17)
     ffn_gelu     LayerNormalization, MatMul+Add, Gelu (opset 20), MatMul+Add, residual Add
+    elementwise_dag  bench/models.py's DAG of 30 elementwise ops at 2x136x136: values with 2-3
+                 consumers, three Transposes, two outputs (one kernel with two outputs)
     torch_*      real architectures exported with torch.onnx (tests/models/torch_export.py:
                  tiny, resnet18, mobilenet_v2, bert, gpt, and torch's stock
                  TransformerEncoderLayer as `encoder`) when torch is importable here or by
@@ -182,6 +184,14 @@ def ffn_gelu():
     return m, {"x": x}
 
 
+def elementwise_dag():
+    """bench/models.py's DAG (shared values, three Transposes, two outputs: one kernel) at
+    2x136x136, wide enough for its transposed reads to be staged through tiles."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    from models import elementwise_dag as build
+    return build((2, 136, 136))
+
+
 def torch_python():
     """An interpreter that can import torch: this one, else Debian's (python3-torch)."""
     for py in (sys.executable, "/usr/bin/python3"):
@@ -253,7 +263,7 @@ def main():
                               os.path.join(ROOT, "build", "models"))
     os.makedirs(out_dir, exist_ok=True)
     for name, make in (("mlp", mlp), ("cnn", cnn), ("attention", attention),
-                       ("ffn_gelu", ffn_gelu)):
+                       ("ffn_gelu", ffn_gelu), ("elementwise_dag", elementwise_dag)):
         write_case(out_dir, name, *make())
     for name in TORCH_MODELS:
         t = torch_model(out_dir, name)

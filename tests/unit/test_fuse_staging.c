@@ -162,6 +162,32 @@ TEST(fuse_large_staged_outputs_are_streamed)
     unsetenv("SMELT_STREAM_MIN_BYTES");
 }
 
+/* A region with two outputs (fuse.h "shared") streams each of them. */
+static void plan_two_streamed(const ir_graph *g, const fuse_plan *fp)
+{
+    CHECK(region_is(g, fp, "mul", "transpose:i sigmoid:i mul:r", "x", "mul sigmoid"));
+}
+
+TEST(fuse_staged_region_streams_each_output)
+{
+    setenv("SMELT_VECTOR_WIDTH", "8", 1);
+    setenv("SMELT_STREAM_MIN_BYTES", "1", 1);
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(3, 2, 144, 150));
+    int t = op1(g, "transpose", OP_Transpose, x);
+    attr_ints(g, node_named(g, "transpose"), "perm", 3, (const int64_t[]){0, 2, 1});
+    int s = op1(g, "sigmoid", OP_Sigmoid, t);
+    int outs[] = {s, op2(g, "mul", OP_Mul, s, s)};
+    ir_graph_set_io(g, 1, &x, 2, outs);
+    smelt_program *p = compile(g, 0);
+    bool in_source = false;
+    CHECK(p && stream_loops(p, &in_source) == 2);
+    smelt_program_free(p);
+    check_case(g, plan_two_streamed, 1, 1, 1e-6);
+    unsetenv("SMELT_VECTOR_WIDTH");
+    unsetenv("SMELT_STREAM_MIN_BYTES");
+}
+
 /* ---- barriers from ranges -------------------------------------------------------------- */
 
 /* Kernels with a barrier before them (plan/barriers.c). */
@@ -209,7 +235,7 @@ TEST(fuse_barriers_only_where_memory_meets)
     ir_graph *g = ir_graph_new();
     int x = input(g, "x", shp(2, 40, 30));
     int a = op1(g, "exp", OP_Exp, x);   /* an output, so stored */
-    int b = op1(g, "tanh", OP_Tanh, a); /* reads a: waits */
+    int b = op1(g, "softmax", OP_Softmax, a); /* reads a (not an elementwise loop: a stays stored): waits */
     int c = op1(g, "sigmoid", OP_Sigmoid, x); /* reads x only, writes its own: joins b's batch */
     int outs[3] = {a, b, c};
     ir_graph_set_io(g, 1, &x, 3, outs);

@@ -1,0 +1,213 @@
+/*
+ * test_fuse_dag.c — fusion over DAGs (fuse.h "shared"): a value with several
+ * consumers in one iteration space computed once in one kernel, regions with
+ * several outputs, and the recompute-versus-store rule on both of its sides.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "api/program.h"
+#include "fuse/fuse.h"
+#include "test.h"
+#include "fuse_cases.h"
+
+/* Statements of the program's kernels computing op `op` (after cleanup). */
+static int count_op(const smelt_program *p, kir_op op)
+{
+    int n = 0;
+    for (int i = 0; i < p->lp.n_kernels; i++) {
+        const kir_kernel *k = p->lp.kernels[i];
+        for (int s = 0; s < k->n_stmts; s++)
+            if (k->stmts[s].kind == KS_DEF && k->vals[k->stmts[s].val].op == op) n++;
+    }
+    return n;
+}
+
+TEST(fuse_recompute_rule_pins_its_bound)
+{
+    int f32 = 4, f16 = 2;
+    CHECK(fuse_recompute_pays(0, f32));
+    CHECK(fuse_recompute_pays(FUSE_RECOMPUTE_OPS_PER_BYTE * 2 * f32, f32));
+    CHECK(!fuse_recompute_pays(FUSE_RECOMPUTE_OPS_PER_BYTE * 2 * f32 + 1, f32));
+    CHECK(!fuse_recompute_pays(FUSE_RECOMPUTE_OPS_PER_BYTE * 2 * f32, f16)); /* fewer bytes saved */
+}
+
+/* ---- a costly value read twice at the same index: one kernel, computed once ---------------- */
+
+static void plan_shared_once(const ir_graph *g, const fuse_plan *fp)
+{
+    /* v costs 3 > FUSE_RECOMPUTE_MAX, so each consumer region used to read it
+     * from memory; both consumers are in out's region, at out's index. */
+    CHECK(region_is(g, fp, "out", "t1:i t2:i v:i a:i b:i out:r", "x y", "out"));
+}
+
+TEST(fuse_shared_value_in_one_space_is_computed_once)
+{
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(2, 6, 10)), y = input(g, "y", shp(2, 6, 10));
+    int v = op1(g, "v", OP_Exp, op1(g, "t2", OP_Sin, op1(g, "t1", OP_Tanh, x)));
+    int out = op2(g, "out", OP_Sub, op2(g, "a", OP_Add, v, x), op2(g, "b", OP_Mul, v, y));
+    int ins[] = {x, y};
+    ir_graph_set_io(g, 2, ins, 1, &out);
+    smelt_program *p = compile(g, 0);
+    CHECK(p && count_op(p, KIR_EXP) == 1 && count_op(p, KIR_TANH) == 1); /* once per element */
+    smelt_program_free(p);
+    check_case(g, plan_shared_once, 1, 1, 1e-6);
+}
+
+/* ---- two graph outputs from one loop ------------------------------------------------------- */
+
+static void plan_two_outputs(const ir_graph *g, const fuse_plan *fp)
+{
+    /* y1 (an output) is read by z and y2; n (shared, not an output) by y1 and z. */
+    CHECK(region_is(g, fp, "y2", "n1:i n:i y1:i z:i y2:r", "x", "y2 y1"));
+}
+
+TEST(fuse_region_writes_two_outputs_from_one_loop)
+{
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(2, 40, 50));
+    int n = op1(g, "n", OP_Sigmoid, op1(g, "n1", OP_Cos, x));
+    int y1 = op2(g, "y1", OP_Mul, n, n);
+    int z = op2(g, "z", OP_Add, y1, n);
+    int y2 = op2(g, "y2", OP_Sub, z, y1);
+    int outs[] = {y1, y2};
+    ir_graph_set_io(g, 1, &x, 2, outs);
+    smelt_program *p = compile(g, 0);
+    CHECK(p && count_op(p, KIR_COS) == 1);
+    int stores = 0;
+    for (int s = 0; p && s < p->lp.kernels[0]->n_stmts; s++) stores += p->lp.kernels[0]->stmts[s].kind == KS_STORE;
+    CHECK_EQ_INT(stores, 2);
+    smelt_program_free(p);
+    check_case(g, plan_two_outputs, 1, 1, 1e-6);
+}
+
+/* ---- two outputs nobody reads that share a costly value: one loop -------------------------- */
+
+static void plan_siblings(const ir_graph *g, const fuse_plan *fp)
+{
+    /* add1 is merged into add2's region (they share c4's cone), and then c4,
+     * whose readers are all there: c4 is computed once, both adds stored. */
+    CHECK(region_is(g, fp, "add2", "c1:i c2:i c3:i c4:i add1:i add2:r", "x y", "add2 add1"));
+}
+
+TEST(fuse_sibling_outputs_sharing_a_value_are_one_region)
+{
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(2, 6, 10)), y = input(g, "y", shp(2, 6, 10));
+    int t = op1(g, "c4", OP_Cos, op1(g, "c3", OP_Sin, op1(g, "c2", OP_Neg, op1(g, "c1", OP_Exp, x))));
+    int outs[] = {op2(g, "add1", OP_Add, t, x), op2(g, "add2", OP_Add, y, t)};
+    int ins[] = {x, y};
+    ir_graph_set_io(g, 2, ins, 2, outs);
+    smelt_program *p = compile(g, 0);
+    CHECK(p && count_op(p, KIR_EXP) == 1 && count_op(p, KIR_SIN) == 1);
+    smelt_program_free(p);
+    check_case(g, plan_siblings, 1, 1, 1e-6);
+}
+
+/* Outputs with nothing in common stay separate kernels. */
+TEST(fuse_unrelated_outputs_stay_apart)
+{
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(2, 6, 10)), y = input(g, "y", shp(2, 6, 10));
+    int outs[] = {op1(g, "ex", OP_Exp, x), op1(g, "ey", OP_Exp, y)};
+    int ins[] = {x, y};
+    ir_graph_set_io(g, 2, ins, 2, outs);
+    check_case(g, plan_any, 2, 2, 1e-6);
+}
+
+/* ---- read through a Transpose: recompute when cheap, store when not ------------------------ */
+
+/* v = a chain of `ops` elementwise ops on x; out = v + Transpose(v). */
+static ir_graph *transposed_shared(int ops)
+{
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(3, 2, 12, 12));
+    int v = x;
+    for (int i = 0; i < ops; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "%s%d", i + 1 == ops ? "v" : "c", i);
+        v = op1(g, i + 1 == ops ? "v" : name, i % 2 ? OP_Cos : OP_Tanh, v);
+    }
+    int t = op1(g, "tr", OP_Transpose, v);
+    attr_ints(g, node_named(g, "tr"), "perm", 3, (const int64_t[]){0, 2, 1});
+    int out = op2(g, "out", OP_Add, v, t);
+    ir_graph_set_io(g, 1, &x, 1, &out);
+    return g;
+}
+
+static void plan_recomputed(const ir_graph *g, const fuse_plan *fp)
+{
+    CHECK(role_of(g, fp, "v") == FUSE_INLINE && role_of(g, fp, "tr") == FUSE_INLINE);
+    CHECK(region_rooted(g, fp, "out") != NULL);
+}
+
+static void plan_stored(const ir_graph *g, const fuse_plan *fp)
+{
+    CHECK(role_of(g, fp, "v") == FUSE_ROOT);
+    CHECK(region_is(g, fp, "out", "tr:i out:r", "v", "out"));
+}
+
+TEST(fuse_transposed_read_of_a_cheap_shared_value_recomputes_it)
+{
+    int ops = FUSE_RECOMPUTE_OPS_PER_BYTE * 2 * 4; /* float32: the most ops the rule recomputes */
+    ir_graph *g = transposed_shared(ops);
+    smelt_program *p = compile(g, 0);
+    /* at the output's index and at the transposed one: each op twice */
+    CHECK(p && count_op(p, KIR_TANH) + count_op(p, KIR_COS) == 2 * ops);
+    smelt_program_free(p);
+    check_case(g, plan_recomputed, 1, 1, 1e-5);
+}
+
+TEST(fuse_transposed_read_of_a_costly_shared_value_stores_it)
+{
+    int ops = FUSE_RECOMPUTE_OPS_PER_BYTE * 2 * 4 + 1;
+    ir_graph *g = transposed_shared(ops);
+    smelt_program *p = compile(g, 0);
+    CHECK(p && count_op(p, KIR_TANH) + count_op(p, KIR_COS) == ops); /* computed once, stored */
+    smelt_program_free(p);
+    check_case(g, plan_stored, 2, 2, 1e-5);
+}
+
+/* ---- a reader that is not an elementwise loop keeps its operand in memory ----------------- */
+
+static void plan_reduction_reader(const ir_graph *g, const fuse_plan *fp)
+{
+    CHECK(role_of(g, fp, "v") == FUSE_ROOT);
+}
+
+TEST(fuse_shared_value_read_by_a_row_reduction_stays_stored)
+{
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(2, 6, 10));
+    int v = op1(g, "v", OP_Exp, op1(g, "t2", OP_Sin, op1(g, "t1", OP_Tanh, x)));
+    int s = op1(g, "sum", OP_ReduceSum, v);
+    attr_ints(g, node_named(g, "sum"), "axes", 1, (const int64_t[]){-1});
+    int out = op2(g, "out", OP_Div, v, s);
+    ir_graph_set_io(g, 1, &x, 1, &out);
+    check_case(g, plan_reduction_reader, 2, 2, 1e-6);
+}
+
+/* ---- one source read transposed by several inline paths: one staged copy ------------------- */
+
+TEST(fuse_repeated_transposed_reads_share_one_tile)
+{
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(2, 140, 130)), y = input(g, "y", shp(2, 130, 140));
+    /* x is read transposed through five Transposes (five loads before cleanup) */
+    int t = y;
+    for (int i = 0; i < 5; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "tr%d", i);
+        int tr = op1(g, name, OP_Transpose, x);
+        snprintf(name, sizeof name, "op%d", i);
+        t = op2(g, name, i % 2 ? OP_Mul : OP_Add, t, tr);
+    }
+    int ins[] = {x, y};
+    ir_graph_set_io(g, 2, ins, 1, &t);
+    smelt_program *p = compile(g, 0);
+    CHECK(p && workgroup_tiles(p) == 1);
+    smelt_program_free(p);
+    check_case(g, plan_any, 1, 1, 1e-5);
+}
