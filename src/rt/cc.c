@@ -46,7 +46,7 @@ enum { CC_N_FLAGS = sizeof cc_flags / sizeof cc_flags[0], CC_OPT_SLOT = CC_N_NAT
 
 /* Flag i, with $SMELT_CC_OPT (-O1, -O2, -O3 or -Os) in the optimisation level's
  * slot: a knob to measure what the level costs in compile and run time
- * (scripts/compile_time.sh). The flag used is part of the cache key. */
+ * (scripts/compile_time.py). The flag used is part of the cache key. */
 static const char *cc_flag(int i)
 {
     if (i == CC_OPT_SLOT) {
