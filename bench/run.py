@@ -106,8 +106,11 @@ def run(cmd, timeout=600):
     return r.stdout
 
 
-def smelt_info(smelt, model_path):
-    text = run([smelt, "info", model_path])
+def smelt_info(smelt, model_path, feeds):
+    """`smelt info` at the test input's shapes (a model with symbolic dims needs them)."""
+    shapes = [x for n, a in feeds.items() if a.ndim
+              for x in ("--shape", f"{n}={'x'.join(str(d) for d in a.shape)}")]
+    text = run([smelt, "info", model_path] + shapes)
     num = lambda key: int(re.search(rf"^{key}:\s+(\d+)", text, re.M).group(1))  # noqa: E731
     return {"weights": num("weights"), "arena": num("arena"), "lower_bound": num("lower bound"),
             "unplanned": num("unplanned"), "kernels": num("kernels")}
@@ -211,7 +214,7 @@ def bench_model(e, a, smelt, threads, iree):
     ref = {o.name: v for o, v in zip(ref_sess.get_outputs(), ref_sess.run(None, feeds))}
     del ref_sess
     variants = [("", [])] + e["variants"]
-    info = smelt_info(smelt, mpath)
+    info = smelt_info(smelt, mpath, feeds)
     good = {}
     for label, extra in variants:
         ok, err, why = check(smelt, d, ref, extra, e["rtol"], e["atol"])
