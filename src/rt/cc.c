@@ -42,7 +42,20 @@ enum { CC_N_NATIVE = 1 };
 static const char *const cc_flags[] = {
     CC_NATIVE_FLAGS, "-O3", "-fPIC", "-shared", "-std=c11", "-fno-math-errno", "-fno-trapping-math",
 };
-enum { CC_N_FLAGS = sizeof cc_flags / sizeof cc_flags[0] };
+enum { CC_N_FLAGS = sizeof cc_flags / sizeof cc_flags[0], CC_OPT_SLOT = CC_N_NATIVE };
+
+/* Flag i, with $SMELT_CC_OPT (-O1, -O2, -O3 or -Os) in the optimisation level's
+ * slot: a knob to measure what the level costs in compile and run time
+ * (scripts/compile_time.py). The flag used is part of the cache key. */
+static const char *cc_flag(int i)
+{
+    if (i == CC_OPT_SLOT) {
+        const char *env = getenv("SMELT_CC_OPT");
+        if (env && (!strcmp(env, "-O1") || !strcmp(env, "-O2") || !strcmp(env, "-O3") || !strcmp(env, "-Os")))
+            return env;
+    }
+    return cc_flags[i];
+}
 
 #define CC_MAX_ARGS 32
 #define CC_OUTPUT_CAP (16 * 1024)
@@ -83,9 +96,9 @@ static smelt_status cc_cmd_parse(cc_cmd *c)
     return SMELT_OK;
 }
 
-/* Run argv with stdout and stderr captured into out (NUL-terminated, truncated
- * to cap; the rest is drained so the child never blocks on a full pipe). */
-static smelt_status run_captured(char *const argv[], char *out, size_t cap, int *exit_code)
+/* Start argv with stdout and stderr into a close-on-exec pipe; *fd_out is its
+ * read end. cc_collect reads it and reaps the child. */
+static smelt_status cc_spawn(char *const argv[], pid_t *pid_out, int *fd_out)
 {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0)
@@ -95,8 +108,7 @@ static smelt_status run_captured(char *const argv[], char *out, size_t cap, int 
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
     posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-    pid_t pid;
-    int err = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    int err = posix_spawnp(pid_out, argv[0], &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     close(fds[1]);
     if (err != 0) {
@@ -105,25 +117,41 @@ static smelt_status run_captured(char *const argv[], char *out, size_t cap, int 
                          "cannot run the C compiler '%s' (set SMELT_CC to a working one): %s",
                          argv[0], strerror(err));
     }
+    *fd_out = fds[0];
+    return SMELT_OK;
+}
+
+/* The child's output into out (NUL-terminated, truncated to cap; the rest is
+ * drained so the child never blocks on a full pipe) and its exit status. */
+static smelt_status cc_collect(const char *what, pid_t pid, int fd, char *out, size_t cap, int *exit_code)
+{
     size_t len = 0;
     char drain[4096];
     for (;;) {
         char *dst = len + 1 < cap ? out + len : drain;
         size_t room = len + 1 < cap ? cap - 1 - len : sizeof drain;
-        ssize_t n = read(fds[0], dst, room);
+        ssize_t n = read(fd, dst, room);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         if (dst != drain) len += (size_t)n;
     }
     out[len] = 0;
-    close(fds[0]);
+    close(fd);
     int wst;
     while (waitpid(pid, &wst, 0) < 0)
         if (errno != EINTR)
-            return diag_fail(SMELT_ERR_DEVICE, "waiting for '%s' failed: %s", argv[0],
-                             strerror(errno));
+            return diag_fail(SMELT_ERR_DEVICE, "waiting for '%s' failed: %s", what, strerror(errno));
     *exit_code = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
     return SMELT_OK;
+}
+
+/* Run argv with stdout and stderr captured into out. */
+static smelt_status run_captured(char *const argv[], char *out, size_t cap, int *exit_code)
+{
+    pid_t pid;
+    int fd;
+    TRY(cc_spawn(argv, &pid, &fd));
+    return cc_collect(argv[0], pid, fd, out, cap, exit_code);
 }
 
 /* What we learn about a compiler command once per process: its identity (the
@@ -242,7 +270,7 @@ static smelt_status compile(cc_cmd *c, cc_info *info, const char *c_path, const 
         int n = 0;
         for (int i = 0; i < c->argc; i++) argv[n++] = c->argv[i];
         for (int i = 0; i < CC_N_FLAGS; i++)
-            if (i >= CC_N_NATIVE || info->native_ok) argv[n++] = (char *)cc_flags[i];
+            if (i >= CC_N_NATIVE || info->native_ok) argv[n++] = (char *)cc_flag(i);
         argv[n++] = "-o";
         argv[n++] = (char *)so_path;
         argv[n++] = (char *)c_path;
@@ -253,6 +281,167 @@ static smelt_status compile(cc_cmd *c, cc_info *info, const char *c_path, const 
         info->native_ok = 0;
         cc_info_forget_native(info->cmd);
     }
+}
+
+/* ---- several translation units, compiled at once ---------------------------
+ * A program's source is one prelude (the dialect's helpers) followed by its
+ * kernels, each starting at a line "/" "* k<digits>" (target/emit_c.c). The
+ * system compiler spends its time in the kernels and is single-threaded, so a
+ * large source is cut at kernel boundaries into as many units as there are
+ * online CPUs, each unit the prelude plus its share of the kernels (balanced
+ * by bytes, largest first), compiled with -c concurrently and linked into the
+ * one shared object. The object's cache key stays that of the whole source.
+ * Sources under CC_SPLIT_MIN_BYTES are not worth the extra link. */
+#define CC_SPLIT_MIN_BYTES (64 * 1024)
+#define CC_MAX_UNITS 16
+
+/* How many units to compile source in: $SMELT_CC_JOBS (1..16) or the online
+ * CPUs, at most one per kernel; 1 for small sources. */
+static int cc_jobs(size_t len, int n_kernels)
+{
+    const char *env = getenv("SMELT_CC_JOBS");
+    long jobs = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    if (jobs < 1 || len < CC_SPLIT_MIN_BYTES) jobs = 1;
+    if (jobs > CC_MAX_UNITS) jobs = CC_MAX_UNITS;
+    if (jobs > n_kernels) jobs = n_kernels;
+    return (int)jobs;
+}
+
+static bool kernel_line(const char *p) { return !strncmp(p, "/* k", 4) && p[4] >= '0' && p[4] <= '9'; }
+
+/* Offsets of the kernels' first lines in source (at most cap); returns how many. */
+static int kernel_starts(const char *source, size_t *starts, int cap)
+{
+    int n = 0;
+    for (const char *p = source; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (kernel_line(p)) {
+            if (n == cap) return -1;
+            starts[n++] = (size_t)(p - source);
+        }
+    return n;
+}
+
+typedef struct cc_unit {
+    char c[CC_PATH_CAP + 64], o[CC_PATH_CAP + 64];
+    size_t bytes;
+    pid_t pid;
+    int fd;
+} cc_unit;
+
+/* Compile source as `jobs` units into so_path; *code is 0 on success, else
+ * the first failing exit status (the caller then compiles the whole source
+ * once, for a message that names the kept file and its lines). */
+static smelt_status compile_split(cc_cmd *c, const cc_info *info, const char *dir, const char *key,
+                                  const char *source, const size_t *starts, int n_k, int jobs,
+                                  const char *so_path, char *text, size_t cap, int *code)
+{
+    size_t len = strlen(source), pre = starts[0];
+    cc_unit *u = calloc((size_t)jobs, sizeof *u);
+    int *owner = malloc(sizeof(int) * (size_t)n_k), *order = malloc(sizeof(int) * (size_t)n_k);
+    char *buf = malloc(len + 1);
+    smelt_status st = SMELT_OK;
+    int made = 0, spawned = 0;
+    *code = 0;
+    if (!u || !owner || !order || !buf) {
+        st = diag_fail(SMELT_ERR_NOMEM, "out of memory compiling kernels");
+        goto out;
+    }
+    /* largest kernels first, each to the unit with the fewest bytes so far */
+#define KBYTES(i) (((i) + 1 < n_k ? starts[(i) + 1] : len) - starts[i])
+    for (int i = 0; i < n_k; i++) order[i] = i;
+    for (int i = 1; i < n_k; i++)
+        for (int j = i; j > 0 && KBYTES(order[j]) > KBYTES(order[j - 1]); j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    for (int i = 0; i < n_k; i++) {
+        int best = 0;
+        for (int j = 1; j < jobs; j++)
+            if (u[j].bytes < u[best].bytes) best = j;
+        owner[order[i]] = best;
+        u[best].bytes += KBYTES(order[i]);
+    }
+    for (int j = 0; j < jobs; j++) {
+        size_t at = pre;
+        memcpy(buf, source, pre);
+        for (int i = 0; i < n_k; i++)
+            if (owner[i] == j) {
+                memcpy(buf + at, source + starts[i], KBYTES(i));
+                at += KBYTES(i);
+            }
+        buf[at] = 0;
+#undef KBYTES
+        snprintf(u[j].c, sizeof u[j].c, "%s/%s-u%d-XXXXXX.c", dir, key, j);
+        int fd = mkstemps(u[j].c, 2);
+        if (fd < 0) {
+            st = diag_fail(SMELT_ERR_IO, "cannot create a file in '%s': %s", dir, strerror(errno));
+            goto out;
+        }
+        made++;
+        snprintf(u[j].o, sizeof u[j].o, "%.*so", (int)strlen(u[j].c) - 1, u[j].c);
+        if ((st = write_file(fd, u[j].c, buf))) goto out;
+    }
+    for (int j = 0; j < jobs; j++) {
+        char *argv[CC_MAX_ARGS + CC_N_FLAGS + 6];
+        int n = 0;
+        for (int i = 0; i < c->argc; i++) argv[n++] = c->argv[i];
+        for (int i = 0; i < CC_N_FLAGS; i++)
+            if (i >= CC_N_NATIVE || info->native_ok) argv[n++] = (char *)cc_flag(i);
+        argv[n++] = "-c";
+        argv[n++] = "-o";
+        argv[n++] = u[j].o;
+        argv[n++] = u[j].c;
+        argv[n] = NULL;
+        if ((st = cc_spawn(argv, &u[j].pid, &u[j].fd))) break;
+        spawned++;
+    }
+    for (int j = 0; j < spawned; j++) { /* reap every child, even after a failure */
+        int cj = 0;
+        smelt_status sj = cc_collect(c->argv[0], u[j].pid, u[j].fd, text, cap, &cj);
+        if (!st) st = sj;
+        if (!*code) *code = cj;
+    }
+    if (st || *code) goto out;
+    {
+        char *argv[CC_MAX_ARGS + CC_N_FLAGS + CC_MAX_UNITS + 5];
+        int n = 0;
+        for (int i = 0; i < c->argc; i++) argv[n++] = c->argv[i];
+        for (int i = 0; i < CC_N_FLAGS; i++)
+            if (i >= CC_N_NATIVE || info->native_ok) argv[n++] = (char *)cc_flag(i);
+        argv[n++] = "-o";
+        argv[n++] = (char *)so_path;
+        for (int j = 0; j < jobs; j++) argv[n++] = u[j].o;
+        argv[n++] = "-lm";
+        argv[n] = NULL;
+        st = run_captured(argv, text, cap, code);
+    }
+out:
+    for (int j = 0; j < made; j++) {
+        unlink(u[j].c);
+        unlink(u[j].o);
+    }
+    free(u);
+    free(owner);
+    free(order);
+    free(buf);
+    return st;
+}
+
+/* Compile source (kept at c_path) into so_path: in units at once where it is
+ * large, else (or when that fails, for the whole file's message) in one. */
+static smelt_status compile_source(cc_cmd *c, cc_info *info, const char *dir, const char *key, const char *source,
+                                   const char *c_path, const char *so_path, char *text, size_t cap, int *code)
+{
+    size_t starts[1024];
+    int n_k = kernel_starts(source, starts, 1024);
+    int jobs = n_k > 1 ? cc_jobs(strlen(source), n_k) : 1;
+    if (jobs > 1) {
+        smelt_status st = compile_split(c, info, dir, key, source, starts, n_k, jobs, so_path, text, cap, code);
+        if (!st && *code == 0) return SMELT_OK;
+        diag_clear();
+    }
+    return compile(c, info, c_path, so_path, text, cap, code);
 }
 
 int rt_cc_vector_width(void)
@@ -298,7 +487,7 @@ smelt_status rt_cc_load(const char *source, rt_so **out, bool *cached)
         size_t len = strlen(source);
         h[k] = hash_bytes(h[k], &len, sizeof len);
         h[k] = hash_str(h[k], source);
-        for (int i = 0; i < CC_N_FLAGS; i++) h[k] = hash_str(h[k], cc_flags[i]);
+        for (int i = 0; i < CC_N_FLAGS; i++) h[k] = hash_str(h[k], cc_flag(i));
         h[k] = hash_str(h[k], info.cmd);
         h[k] = hash_str(h[k], info.ident);
         h[k] = hash_bytes(h[k], &uid, sizeof uid);
@@ -365,7 +554,7 @@ smelt_status rt_cc_load(const char *source, rt_so **out, bool *cached)
         return diag_fail(SMELT_ERR_NOMEM, "out of memory compiling kernels");
     }
     int code = 0;
-    st = compile(&c, &info, c_path, tmp_so, text, CC_OUTPUT_CAP, &code);
+    st = compile_source(&c, &info, dir, key, source, c_path, tmp_so, text, CC_OUTPUT_CAP, &code);
     if (!st && code != 0) {
         st = diag_fail(SMELT_ERR_COMPILE, "C compiler '%s' failed (exit %d) on generated source %s:\n%s",
                        info.cmd, code, c_path, first_lines(text));

@@ -188,6 +188,76 @@ TEST(rt_cc_retries_without_march_native)
     cache_end(&c);
 }
 
+/* A source of n_k kernels behind a prelude helper they all call, padded with
+ * comments past the size rt/cc.c splits at; bad_k >= 0 breaks that kernel. */
+static char *split_source(int n_k, int bad_k)
+{
+    size_t cap = 1 << 20, len = 0;
+    char *s = malloc(cap);
+    if (!s) return NULL;
+    len += (size_t)snprintf(s + len, cap - len, "/* generated */\n#include <stdint.h>\n"
+                                                "static inline int64_t twice(int64_t x) { return 2 * x; }\n");
+    for (int k = 0; k < n_k; k++) {
+        len += (size_t)snprintf(s + len, cap - len, "\n/* k%d: test kernel */\n/*", k);
+        for (int i = 0; i < 9000 + 500 * k; i++) s[len++] = '.';
+        len += (size_t)snprintf(s + len, cap - len, "*/\nvoid smelt_k%d(int64_t wg, void *const *bufs)\n"
+                                                    "{ ((int64_t *)bufs[0])[wg] = twice(wg) + %d%s; }\n",
+                                k, k, k == bad_k ? " oops" : "");
+    }
+    return s;
+}
+
+TEST(rt_cc_compiles_large_sources_in_units_at_once)
+{
+    test_cache c;
+    cache_begin(&c);
+    write_wrapper(&c, 0);
+    setenv("SMELT_CC_JOBS", "3", 1);
+    char *src = split_source(8, -1);
+    CHECK(src != NULL && strlen(src) > 64 * 1024);
+    rt_so *so = NULL;
+    CHECK_EQ_INT(rt_cc_load(src, &so, NULL), SMELT_OK);
+    CHECK_EQ_INT(count_calls(&c), 5); /* --version, three units, the link */
+    CHECK_EQ_INT(count_files(c.dir, ".so"), 1);
+    CHECK_EQ_INT(count_files(c.dir, ".c"), 1); /* the units are gone, the whole source kept */
+    CHECK_EQ_INT(count_files(c.dir, ".o"), 0);
+    for (int k = 0; so && k < 8; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "smelt_k%d", k);
+        rt_kernel_fn fn = (rt_kernel_fn)rt_so_sym(so, name);
+        CHECK(fn != NULL);
+        int64_t v[4] = {0};
+        void *bufs[1] = {v};
+        if (fn) fn(3, bufs);
+        CHECK_EQ_INT(v[3], 6 + k);
+    }
+    rt_so_close(so);
+    free(src);
+
+    /* One unit's error: the whole source is compiled once more, so the message
+     * names the kept file and its lines. */
+    src = split_source(8, 5);
+    so = NULL;
+    CHECK_EQ_INT(rt_cc_load(src, &so, NULL), SMELT_ERR_COMPILE);
+    CHECK(so == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "oops");
+    CHECK_STR_HAS(smelt_last_error(), c.dir);
+    CHECK_EQ_INT(count_files(c.dir, ".o"), 0);
+    free(src);
+
+    /* SMELT_CC_JOBS=1: one compile of the whole source. */
+    setenv("SMELT_CC_JOBS", "1", 1);
+    src = split_source(7, -1);
+    int before = count_calls(&c);
+    CHECK_EQ_INT(rt_cc_load(src, &so, NULL), SMELT_OK);
+    CHECK_EQ_INT(count_calls(&c), before + 1);
+    CHECK(so && rt_so_sym(so, "smelt_k6"));
+    rt_so_close(so);
+    free(src);
+    unsetenv("SMELT_CC_JOBS");
+    cache_end(&c);
+}
+
 TEST(rt_cache_dir_follows_the_environment)
 {
     char buf[256];
