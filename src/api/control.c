@@ -100,7 +100,6 @@ void program_control_free(smelt_program *p)
     free(p->bind_tensor);
     free(p->dyn_set);
     free(p->run_shape);
-    free(p->bounce);
     p->children = NULL;
 }
 
@@ -133,14 +132,14 @@ static smelt_status dev_copy(smelt_program *p, rt_arg dst, rt_arg src, size_t by
         memmove((char *)(uintptr_t)dst.mem + dst.offset, (const char *)(uintptr_t)src.mem + src.offset, bytes);
         return SMELT_OK;
     }
-    if (bytes > p->bounce_bytes) {
-        void *b = realloc(p->bounce, bytes);
+    if (bytes > p->staging_bytes) {
+        void *b = realloc(p->staging, bytes);
         if (!b) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
-        p->bounce = b;
-        p->bounce_bytes = bytes;
+        p->staging = b;
+        p->staging_bytes = bytes;
     }
-    TRY(to_host(p, src, p->bounce, bytes));
-    return from_host(p, dst, p->bounce, bytes);
+    TRY(to_host(p, src, p->staging, bytes));
+    return from_host(p, dst, p->staging, bytes);
 }
 
 static size_t tensor_bytes(const ir_tensor *t) { return (size_t)ir_tensor_numel(t) * smelt_dtype_size(t->dtype); }

@@ -178,6 +178,7 @@ static smelt_status link_program(smelt_program *p)
             return diag_fail(SMELT_ERR_NOMEM, "out of memory");
     }
     if (staging > 0 && !(p->staging = malloc((size_t)staging))) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+    p->staging_bytes = (size_t)staging;
     for (int d = 0; d < nd; d++) {
         rt_device *dev = p->dev[d];
         const rt_device_ops *ops = dev->ops;

@@ -106,7 +106,9 @@ struct smelt_program {
     rt_arg *slot_mem;      /* [device * n_slots + slot]: its memory on that device during a run */
     void **slot_ptr;       /* per plan slot: its bytes as the host sees them (inputs, constants, outputs) */
     void **host_copy;      /* per plan slot: host memory copies download it into, or NULL */
-    void *staging;         /* host bytes a copy between two devices passes through */
+    void *staging;         /* host bytes a copy between two devices passes through (and a control
+                            * command's device-to-device copy, which grows it: api/control.c) */
+    size_t staging_bytes;
     rt_arg *buf_table;     /* all dispatches' buffer tables, back to back (cmds.args order) */
     double *prof_ms;       /* per kernel, while profiling is on; else NULL */
     int64_t *prof_calls;
@@ -123,8 +125,6 @@ struct smelt_program {
     int64_t *grow_cap;     /* its bytes */
     void **grow_host;      /* on a device without host memory: its bytes brought back after the loop */
     int64_t max_iters;     /* a run-time loop running longer fails (smelt_options.max_loop_iterations) */
-    void *bounce;          /* host memory for device-to-device copies, grown once to the largest */
-    size_t bounce_bytes;
 };
 
 /* api/control.c: compile the child programs the if/loop commands name (at
