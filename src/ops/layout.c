@@ -262,18 +262,26 @@ smelt_status infer_Trilu(ir_graph *g, int node)
     return SMELT_OK;
 }
 
+/* Reshape's and Expand's input 1, `shape`: its values (at most IR_MAX_RANK of them). */
+static smelt_status read_target_shape(ir_graph *g, const ir_node *n, int64_t *want, int *cnt)
+{
+    smelt_status st;
+    *cnt = infer_read_int_input(g, n, 1, "shape", want, MAX_LIST, &st);
+    if (*cnt < 0) return st ? st : ir_node_fail(n, SMELT_ERR_MODEL, "input 'shape' is required");
+    if (*cnt > IR_MAX_RANK)
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "target rank %d exceeds the maximum %d", *cnt, IR_MAX_RANK);
+    return SMELT_OK;
+}
+
 smelt_status infer_Reshape(ir_graph *g, int node)
 {
     char b1[160], b2[160];
     const ir_node *n = &g->nodes[node];
     TRY(infer_check_dtypes(g, n));
     const ir_tensor *x = ir_in(g, n, 0);
-    smelt_status st;
     int64_t want[MAX_LIST];
-    int cnt = infer_read_int_input(g, n, 1, "shape", want, MAX_LIST, &st);
-    if (cnt < 0) return st ? st : ir_node_fail(n, SMELT_ERR_MODEL, "input 'shape' is required");
-    if (cnt > IR_MAX_RANK)
-        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "target rank %d exceeds the maximum %d", cnt, IR_MAX_RANK);
+    int cnt;
+    TRY(read_target_shape(g, n, want, &cnt));
     if (!infer_shape_known(&x->shape))
         return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "shape %s of input '%s' is not known at compile time",
                             infer_shp(&x->shape, b1), x->name);
@@ -424,12 +432,9 @@ smelt_status infer_Expand(ir_graph *g, int node)
     const ir_node *n = &g->nodes[node];
     TRY(infer_check_dtypes(g, n));
     const ir_tensor *x = ir_in(g, n, 0);
-    smelt_status st;
     int64_t want[MAX_LIST];
-    int cnt = infer_read_int_input(g, n, 1, "shape", want, MAX_LIST, &st);
-    if (cnt < 0) return st ? st : ir_node_fail(n, SMELT_ERR_MODEL, "input 'shape' is required");
-    if (cnt > IR_MAX_RANK)
-        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "target rank %d exceeds the maximum %d", cnt, IR_MAX_RANK);
+    int cnt;
+    TRY(read_target_shape(g, n, want, &cnt));
     ir_shape t = {.rank = cnt}, s;
     for (int i = 0; i < cnt; i++) {
         if (want[i] < 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "invalid target dimension %lld", (long long)want[i]);
