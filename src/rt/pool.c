@@ -13,6 +13,15 @@
  * returns once every worker has checked in, so no worker can still be reading
  * the job when the next run replaces it. Idle workers spin briefly on `gen`
  * (runs often come back to back) and then sleep on `wake`.
+ *
+ * Waking the workers costs microseconds when they spin and tens of them when
+ * they sleep (a futex wake and a trip through the scheduler, more on a loaded
+ * machine). A run worth less than that is faster on the caller alone, so the
+ * pool learns what each kernel costs: every thread times the workgroups it
+ * runs, the caller adds them up after the run into a small table keyed by the
+ * kernel's function, and a run whose predicted serial time
+ * is under POOL_INLINE_NS runs inline. A kernel not yet timed is spread: a
+ * wrong guess that way costs one wake, the other way a lost speed-up.
  */
 #include "rt/rt.h"
 
@@ -20,6 +29,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #define POOL_MAX_THREADS 1024
@@ -27,6 +37,23 @@
 /* Chunks per thread: enough to balance uneven workgroups, few enough that the
  * shared counter stays cold for many tiny ones. */
 #define POOL_CHUNKS_PER_THREAD 8
+/* Runs predicted to take less than this on one thread run inline: about twice
+ * a wake of sleeping workers, so inlining costs at most half of it. */
+#define POOL_INLINE_NS 20000.0
+/* Kernels timed, direct-mapped by function address (a collision forgets the
+ * older one: it is timed again, spread). */
+#define POOL_COSTS 256
+#define POOL_RETIME 64
+
+/* What the threads spent on one job of a run (summed over them). */
+typedef struct run_time {
+    _Atomic int64_t ns, wgs;
+} run_time;
+
+typedef struct pool_cost {
+    rt_kernel_fn fn;
+    double ns_per_wg; /* running mean, the latest sample weighted 1/4 */
+} pool_cost;
 
 struct rt_pool {
     int n_threads; /* workers + the calling thread */
@@ -38,9 +65,52 @@ struct rt_pool {
     _Atomic int pending; /* workers yet to check in for the current run */
     /* The current run, written under mu before gen is bumped. */
     const rt_job *jobs;  /* with workgroups; they sum to n_wg */
+    run_time *times;     /* per job */
     int64_t n_wg, chunk; /* workgroups of all jobs */
     _Atomic int64_t next;
+    /* Read and written by the calling thread only (runs are serialized). */
+    pool_cost costs[POOL_COSTS];
+    uint64_t inline_runs, spread_runs;
 };
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static pool_cost *cost_slot(rt_pool *p, rt_kernel_fn fn)
+{
+    uintptr_t h = (uintptr_t)(void *)fn;
+    h ^= h >> 17;
+    h *= (uintptr_t)0x9E3779B97F4A7C15u;
+    return &p->costs[(h >> 24) % POOL_COSTS];
+}
+
+static void cost_note(rt_pool *p, rt_kernel_fn fn, int64_t n_wg, double ns)
+{
+    if (n_wg <= 0) return;
+    pool_cost *c = cost_slot(p, fn);
+    double x = ns / (double)n_wg;
+    if (c->fn != fn) *c = (pool_cost){fn, x};
+    else c->ns_per_wg = 0.75 * c->ns_per_wg + 0.25 * x;
+}
+
+/* Whether every job has been timed and together they are worth less than a
+ * wake. */
+static bool cheap_run(rt_pool *p, const rt_job *jobs, int n_jobs)
+{
+    double ns = 0;
+    for (int j = 0; j < n_jobs; j++) {
+        if (jobs[j].n_workgroups <= 0) continue;
+        const pool_cost *c = cost_slot(p, jobs[j].fn);
+        if (c->fn != jobs[j].fn) return false;
+        ns += c->ns_per_wg * (double)jobs[j].n_workgroups;
+        if (ns >= POOL_INLINE_NS) return false;
+    }
+    return true;
+}
 
 /* Spin step i: a pause, and every 64th step a yield, so that a spinning
  * thread hands its core to one that has work when threads outnumber cores. */
@@ -57,25 +127,29 @@ static inline void cpu_relax(int i)
 #endif
 }
 
-/* Workgroups [lo, hi) of the run, numbered job after job. */
-static void run_range(const rt_job *jobs, int64_t lo, int64_t hi)
+/* Workgroups [lo, hi) of the run, numbered job after job; each job's share
+ * timed into its run_time. */
+static void run_range(run_time *times, const rt_job *jobs, int64_t lo, int64_t hi)
 {
     int j = 0;
     int64_t base = 0;
     while (lo < hi) {
         while (lo >= base + jobs[j].n_workgroups) base += jobs[j++].n_workgroups;
         int64_t end = base + jobs[j].n_workgroups < hi ? base + jobs[j].n_workgroups : hi;
+        double t0 = now_ns();
         for (int64_t wg = lo; wg < end; wg++) jobs[j].fn(wg - base, jobs[j].bufs);
+        atomic_fetch_add_explicit(&times[j].ns, (int64_t)(now_ns() - t0), memory_order_relaxed);
+        atomic_fetch_add_explicit(&times[j].wgs, end - lo, memory_order_relaxed);
         lo = end;
     }
 }
 
-static void take_workgroups(rt_pool *p, const rt_job *jobs, int64_t n, int64_t chunk)
+static void take_workgroups(rt_pool *p, run_time *times, const rt_job *jobs, int64_t n, int64_t chunk)
 {
     for (;;) {
         int64_t lo = atomic_fetch_add_explicit(&p->next, chunk, memory_order_relaxed);
         if (lo >= n) return;
-        run_range(jobs, lo, lo + chunk < n ? lo + chunk : n);
+        run_range(times, jobs, lo, lo + chunk < n ? lo + chunk : n);
     }
 }
 
@@ -95,10 +169,11 @@ static void *worker_main(void *arg)
         }
         seen = atomic_load(&p->gen);
         const rt_job *jobs = p->jobs;
+        run_time *times = p->times;
         int64_t n = p->n_wg, chunk = p->chunk;
         pthread_mutex_unlock(&p->mu);
 
-        take_workgroups(p, jobs, n, chunk);
+        take_workgroups(p, times, jobs, n, chunk);
         if (atomic_fetch_sub(&p->pending, 1) == 1) {
             /* Signal under the mutex: the caller checks `pending` under it
              * before sleeping, so the wakeup cannot be lost. */
@@ -152,6 +227,8 @@ void rt_pool_free(rt_pool *p)
 
 int rt_pool_threads(const rt_pool *p) { return p ? p->n_threads : 1; }
 
+int64_t rt_pool_spread_runs(const rt_pool *p) { return p ? (int64_t)p->spread_runs : 0; }
+
 void rt_pool_run(rt_pool *p, rt_kernel_fn fn, int64_t n_workgroups, void *const *bufs)
 {
     rt_job job = {fn, bufs, n_workgroups};
@@ -168,20 +245,42 @@ void rt_pool_run_jobs(rt_pool *p, const rt_job *jobs, int n_jobs)
             for (int64_t wg = 0; wg < jobs[j].n_workgroups; wg++) jobs[j].fn(wg, jobs[j].bufs);
         return;
     }
+    if (cheap_run(p, jobs, n_jobs)) {
+        /* Inline. One run in POOL_RETIME is timed again, so that a kernel
+         * whose workgroups grew costly is spread again; not every run, as a
+         * clock read (~65 ns here) is a good part of a tiny kernel. */
+        bool timed = ++p->inline_runs % POOL_RETIME == 0;
+        for (int j = 0; j < n_jobs; j++) {
+            if (jobs[j].n_workgroups <= 0) continue;
+            double t0 = timed ? now_ns() : 0;
+            for (int64_t wg = 0; wg < jobs[j].n_workgroups; wg++) jobs[j].fn(wg, jobs[j].bufs);
+            if (timed) cost_note(p, jobs[j].fn, jobs[j].n_workgroups, now_ns() - t0);
+        }
+        return;
+    }
     /* run_range numbers only jobs with workgroups: drop the empty ones. */
     rt_job stack_jobs[16], *live = n_jobs <= 16 ? stack_jobs : malloc(sizeof *live * (size_t)n_jobs);
-    if (!live) { /* no memory for the list: one run per job */
+    run_time stack_times[16], *times = n_jobs <= 16 ? stack_times : calloc((size_t)n_jobs, sizeof *times);
+    if (!live || !times) { /* no memory for the lists: one run per job */
+        if (live != stack_jobs) free(live);
+        if (times != stack_times) free(times);
         for (int j = 0; j < n_jobs; j++) rt_pool_run_jobs(p, &jobs[j], 1);
         return;
     }
     int n_live = 0;
     for (int j = 0; j < n_jobs; j++)
-        if (jobs[j].n_workgroups > 0) live[n_live++] = jobs[j];
+        if (jobs[j].n_workgroups > 0) {
+            atomic_init(&times[n_live].ns, 0);
+            atomic_init(&times[n_live].wgs, 0);
+            live[n_live++] = jobs[j];
+        }
     int64_t chunk = n / ((int64_t)p->n_threads * POOL_CHUNKS_PER_THREAD);
     if (chunk < 1) chunk = 1;
 
+    p->spread_runs++;
     pthread_mutex_lock(&p->mu);
     p->jobs = live;
+    p->times = times;
     p->n_wg = n;
     p->chunk = chunk;
     atomic_store(&p->next, 0);
@@ -190,7 +289,7 @@ void rt_pool_run_jobs(rt_pool *p, const rt_job *jobs, int n_jobs)
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
 
-    take_workgroups(p, live, n, chunk);
+    take_workgroups(p, times, live, n, chunk);
 
     for (int i = 0; i < POOL_SPIN && atomic_load(&p->pending) > 0; i++) cpu_relax(i);
     if (atomic_load(&p->pending) > 0) {
@@ -198,5 +297,10 @@ void rt_pool_run_jobs(rt_pool *p, const rt_job *jobs, int n_jobs)
         while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done, &p->mu);
         pthread_mutex_unlock(&p->mu);
     }
+    /* Every worker has checked in: their times are all added. */
+    for (int j = 0; j < n_live; j++)
+        cost_note(p, live[j].fn, atomic_load_explicit(&times[j].wgs, memory_order_relaxed),
+                  (double)atomic_load_explicit(&times[j].ns, memory_order_relaxed));
     if (live != stack_jobs) free(live);
+    if (times != stack_times) free(times);
 }

@@ -97,8 +97,13 @@ typedef struct rt_pool rt_pool;
 rt_pool *rt_pool_new(int n_threads);
 void rt_pool_free(rt_pool *p);
 int rt_pool_threads(const rt_pool *p);
+/* How many runs have woken the workers (the others ran inline on the caller:
+ * one thread, one workgroup, or a kernel timed as cheaper than a wake). */
+int64_t rt_pool_spread_runs(const rt_pool *p);
 /* Workgroups are handed out dynamically in chunks, in no particular order.
- * With one thread or one workgroup, runs inline in the caller. Not reentrant:
+ * With one thread or one workgroup, or when the pool has timed the kernels
+ * and they are worth less than a wake of the workers, runs inline in the
+ * caller. Not reentrant:
  * callers serialize runs on one pool (fn must not call rt_pool_run on it). */
 void rt_pool_run(rt_pool *p, rt_kernel_fn fn, int64_t n_workgroups, void *const *bufs);
 /* Several kernels' workgroups in one run: the workgroups of all jobs are

@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/sha256.h"
@@ -382,6 +383,65 @@ TEST(rt_pool_runs_every_workgroup_of_every_job_once)
         CHECK_EQ_INT(bad, 0);
         rt_pool_free(p);
     }
+}
+
+/* Where workgroups ran: which thread ran each (0 the caller, 1 another), and
+ * in wait mode workgroup 0 waits (up to 2 s) until another thread has run one,
+ * which only a spread run can give it. */
+static pthread_t caller_thread;
+static _Atomic int ran_elsewhere;
+static _Atomic int wait_mode, waited_out;
+
+static void note_thread(int64_t wg, void *const *bufs)
+{
+    (void)bufs;
+    if (!pthread_equal(pthread_self(), caller_thread)) atomic_store(&ran_elsewhere, 1);
+    if (wg != 0 || !atomic_load(&wait_mode)) return;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        if (atomic_load(&ran_elsewhere)) return;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 2000000000L);
+    atomic_store(&waited_out, 1);
+}
+
+/* The same, under another address: a kernel the pool has not timed. */
+static void note_thread_untimed(int64_t wg, void *const *bufs) { note_thread(wg, bufs); }
+
+/* A run worth less than a wake of the workers stays on the caller (pool.c
+ * times each kernel); a kernel not yet timed, and one whose run grew costly,
+ * is spread over the threads. */
+TEST(rt_pool_runs_tiny_kernels_inline_and_spreads_costly_runs)
+{
+    caller_thread = pthread_self();
+    rt_pool *p = rt_pool_new(2);
+    CHECK(p != NULL);
+    if (!p) return;
+    /* not timed yet: spread, so the waiting workgroup sees the worker's */
+    atomic_store(&wait_mode, 1);
+    atomic_store(&ran_elsewhere, 0);
+    atomic_store(&waited_out, 0);
+    rt_pool_run(p, note_thread_untimed, 64, NULL);
+    CHECK(!atomic_load(&waited_out));
+    CHECK_EQ_INT(rt_pool_spread_runs(p), 1);
+    /* timed tiny: after its first run, 8 workgroups of nothing run inline */
+    atomic_store(&wait_mode, 0);
+    rt_pool_run(p, note_thread, 8, NULL);
+    atomic_store(&ran_elsewhere, 0);
+    int64_t spread = rt_pool_spread_runs(p);
+    for (int i = 0; i < 200; i++) rt_pool_run(p, note_thread, 8, NULL);
+    CHECK(!atomic_load(&ran_elsewhere));
+    CHECK_EQ_INT(rt_pool_spread_runs(p), spread);
+    /* the same kernel over 200000 workgroups is worth far more than a wake */
+    atomic_store(&wait_mode, 1);
+    atomic_store(&ran_elsewhere, 0);
+    rt_pool_run(p, note_thread, 200000, NULL);
+    CHECK(!atomic_load(&waited_out));
+    CHECK_EQ_INT(rt_pool_spread_runs(p), spread + 1);
+    CHECK(atomic_load(&ran_elsewhere));
+    atomic_store(&wait_mode, 0);
+    rt_pool_free(p);
 }
 
 /* ---- the compile cache trusts nothing it did not write --------------------------------------- */
