@@ -1,5 +1,6 @@
 #include "core/arena.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,38 @@ void *arena_alloc(arena *a, size_t size)
     a->bytes += size;
     memset(p, 0, size);
     return p;
+}
+
+void *arena_detached_alloc(size_t size)
+{
+    size_t cap = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    if (cap == 0) cap = ARENA_ALIGN;
+    if (cap < size) return NULL;
+    arena_block *b = block_new(cap);
+    if (!b) return NULL;
+    b->used = cap;
+    memset(b->data + size, 0, cap - size);
+    return b->data;
+}
+
+static arena_block *block_of(void *p) { return (arena_block *)((char *)p - offsetof(arena_block, data)); }
+
+void arena_detached_free(void *p)
+{
+    if (p) free(block_of(p));
+}
+
+void arena_adopt(arena *a, void *p)
+{
+    arena_block *b = block_of(p);
+    if (a->head) { /* behind the head, like a big arena_alloc, so the head's space stays in use */
+        b->next = a->head->next;
+        a->head->next = b;
+    } else {
+        b->next = NULL;
+        a->head = b;
+    }
+    a->bytes += b->used;
 }
 
 char *arena_strdup(arena *a, const char *s)

@@ -28,4 +28,13 @@ char *arena_strdup(arena *a, const char *s);
 /* Copy of `size` bytes. */
 void *arena_memdup(arena *a, const void *p, size_t size);
 
+/* A big buffer made before the arena that will keep it is known (the model
+ * loader's protobuf allocator, whose weight bytes become tensor data without
+ * a copy): 64-byte aligned, bytes past `size` up to the alignment zeroed, the
+ * rest not initialised. arena_adopt hands it to an arena (freed with it);
+ * arena_detached_free frees one never adopted. */
+void *arena_detached_alloc(size_t size);
+void arena_detached_free(void *p);
+void arena_adopt(arena *a, void *p);
+
 #endif

@@ -8,7 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/hash.h"
 #include "onnx/expand.h"
@@ -63,6 +67,72 @@ int import_tensor_new(importer *im, const char *name, bool uniquify)
 /* tensor_new for upgrade.c: a uniquified name. */
 static int tensor_new_unique(void *im, const char *name) { return import_tensor_new(im, name, true); }
 
+/* ---- unpacking without copying the weights twice ---------------------------------------------- */
+
+/* Allocations of at least this many bytes are detached arena blocks. */
+#define PB_BIG_BYTES ((size_t)64 * 1024)
+
+static int ptr_find(void *const *v, int n, const void *p)
+{
+    for (int i = n - 1; i >= 0; i--) /* the newest first: protobuf-c frees in reverse order of use */
+        if (v[i] == p) return i;
+    return -1;
+}
+
+static bool ptr_push(void ***v, int *n, int *cap, void *p)
+{
+    if (*n == *cap) {
+        int c = *cap ? 2 * *cap : 64;
+        void **nv = realloc(*v, sizeof *nv * (size_t)c);
+        if (!nv) return false;
+        *v = nv;
+        *cap = c;
+    }
+    (*v)[(*n)++] = p;
+    return true;
+}
+
+static void *pb_alloc(void *data, size_t size)
+{
+    pb_alloc_state *st = data;
+    if (size < PB_BIG_BYTES) return malloc(size);
+    void *p = arena_detached_alloc(size);
+    if (p && !ptr_push(&st->big, &st->n_big, &st->cap_big, p)) {
+        arena_detached_free(p);
+        p = NULL;
+    }
+    return p;
+}
+
+static void pb_free(void *data, void *p)
+{
+    pb_alloc_state *st = data;
+    int i;
+    if ((i = ptr_find(st->big, st->n_big, p)) >= 0) {
+        st->big[i] = st->big[--st->n_big];
+        arena_detached_free(p);
+    } else if (ptr_find(st->adopted, st->n_adopted, p) < 0) {
+        free(p);
+    }
+}
+
+/* t's data is `tp`'s raw_data block itself when protobuf-c got it from
+ * pb_alloc and no tensor has it yet (a tensor proto decoded twice, such as a
+ * Constant in a function called twice, is copied the second time). */
+static bool adopt_raw_data(importer *im, int t, const Onnx__TensorProto *tp, smelt_dtype dt, size_t bytes)
+{
+    pb_alloc_state *st = im->pb;
+    if (!st || dt == SMELT_BOOL || !tp->has_raw_data || tp->raw_data.len != bytes || bytes < PB_BIG_BYTES ||
+        (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL))
+        return false;
+    int i = ptr_find(st->big, st->n_big, tp->raw_data.data);
+    if (i < 0 || !ptr_push(&st->adopted, &st->n_adopted, &st->cap_adopted, tp->raw_data.data)) return false;
+    st->big[i] = st->big[--st->n_big];
+    arena_adopt(&im->g->arena, tp->raw_data.data);
+    im->g->tensors[t].data = tp->raw_data.data;
+    return true;
+}
+
 /* Decode `tp` into tensor t (dtype, shape and data). */
 smelt_status import_tensor_decode(importer *im, int t, const Onnx__TensorProto *tp, const char *what)
 {
@@ -73,6 +143,7 @@ smelt_status import_tensor_decode(importer *im, int t, const Onnx__TensorProto *
     ir_tensor *x = &im->g->tensors[t];
     x->dtype = dt;
     x->shape = shape;
+    if (adopt_raw_data(im, t, tp, dt, (size_t)bytes)) return SMELT_OK;
     if (!ir_tensor_alloc_data(im->g, t)) return import_oom();
     return onnx_tensor_fill(tp, im->base_dir, what, dt, numel, x->data, (size_t)bytes);
 }
@@ -648,9 +719,14 @@ smelt_status onnx_load_memory(const void *data, size_t size, const char *base_di
     if (!data && size) return diag_fail(SMELT_ERR_INVALID_ARG, "onnx_load_memory: data is NULL");
     if (!nesting_ok(data, size))
         return diag_fail(SMELT_ERR_MODEL, "model messages nest deeper than %d levels", MESSAGE_DEPTH_MAX);
-    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, size, data);
-    if (!m) return diag_fail(SMELT_ERR_MODEL, "not a valid ONNX model: the protobuf could not be parsed");
-    importer im = {.m = m, .base_dir = base_dir, .g = ir_graph_new()};
+    pb_alloc_state pb = {0};
+    ProtobufCAllocator alloc = {pb_alloc, pb_free, &pb};
+    Onnx__ModelProto *m = onnx__model_proto__unpack(&alloc, size, data);
+    if (!m) {
+        free(pb.big);
+        return diag_fail(SMELT_ERR_MODEL, "not a valid ONNX model: the protobuf could not be parsed");
+    }
+    importer im = {.m = m, .pb = &pb, .base_dir = base_dir, .g = ir_graph_new()};
     scope sc = {.prefix = ""};
     strmap_init(&im.names);
     strmap_init(&sc.map);
@@ -668,7 +744,9 @@ smelt_status onnx_load_memory(const void *data, size_t size, const char *base_di
     if (!st) st = ir_verify(im.g);
     strmap_free(&sc.map);
     strmap_free(&im.names);
-    onnx__model_proto__free_unpacked(m, NULL);
+    onnx__model_proto__free_unpacked(m, &alloc);
+    free(pb.big);
+    free(pb.adopted);
     if (st) {
         ir_graph_free(im.g);
         return st;
@@ -677,25 +755,47 @@ smelt_status onnx_load_memory(const void *data, size_t size, const char *base_di
     return SMELT_OK;
 }
 
+/* The file's bytes are mapped, not read: protobuf-c copies what it keeps
+ * (the weights into blocks the graph adopts), so a read would be one more
+ * pass over every byte and as many fresh pages. Where mapping fails (a file
+ * system without mmap) it is read. A file truncated by another process while
+ * it is being parsed is the one case this does not survive (SIGBUS), as with
+ * any mapped model. */
 smelt_status onnx_load_file(const char *path, ir_graph **out)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return diag_fail(SMELT_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return diag_fail(SMELT_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     struct stat sb;
     char *buf = NULL, *dir = NULL;
+    void *map = MAP_FAILED;
+    size_t size = 0;
     smelt_status st = SMELT_OK;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) st = diag_fail(SMELT_ERR_IO, "'%s' is not a regular file", path);
-    else if (!(buf = malloc((size_t)sb.st_size + 1)) || !(dir = strdup(path))) st = import_oom();
-    else if (fread(buf, 1, (size_t)sb.st_size, f) != (size_t)sb.st_size)
-        st = diag_fail(SMELT_ERR_IO, "reading '%s' failed", path);
-    fclose(f);
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        st = diag_fail(SMELT_ERR_IO, "'%s' is not a regular file", path);
+    } else if ((uint64_t)sb.st_size > SIZE_MAX - 1 || !(dir = strdup(path))) {
+        st = import_oom();
+    } else if ((size = (size_t)sb.st_size) > 0 &&
+               (map = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0)) == MAP_FAILED) {
+        ssize_t got = 0;
+        if (!(buf = malloc(size))) st = import_oom();
+        while (!st && (size_t)got < size) {
+            ssize_t r = read(fd, buf + got, size - (size_t)got);
+            if (r <= 0) break;
+            got += r;
+        }
+        if (!st && (size_t)got != size) st = diag_fail(SMELT_ERR_IO, "reading '%s' failed", path);
+    }
+    close(fd);
     if (!st) {
         char *slash = strrchr(dir, '/');
         if (slash == dir) slash[1] = 0;
         else if (slash) *slash = 0;
-        st = onnx_load_memory(buf, (size_t)sb.st_size, slash ? dir : ".", out);
+        static const char empty[1];
+        const void *data = map != MAP_FAILED ? map : buf ? (const void *)buf : (const void *)empty;
+        st = onnx_load_memory(data, size, slash ? dir : ".", out);
     }
+    if (map != MAP_FAILED) munmap(map, size);
     free(buf);
     free(dir);
     return st;

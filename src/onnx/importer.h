@@ -20,8 +20,19 @@ typedef struct rattr {
     const Onnx__AttributeProto *a;
 } rattr;
 
+/* protobuf-c's allocations while unpacking a model: big ones (weight bytes,
+ * mostly) are arena_detached_alloc blocks, so that a tensor's raw_data can
+ * become its data without a copy (import_tensor_decode adopts the block into
+ * the graph's arena). */
+typedef struct pb_alloc_state {
+    void **big;      /* detached blocks protobuf-c still owns */
+    void **adopted;  /* blocks an arena took: protobuf-c's free leaves them */
+    int n_big, cap_big, n_adopted, cap_adopted;
+} pb_alloc_state;
+
 typedef struct importer {
     ir_graph *g;
+    pb_alloc_state *pb; /* NULL: the message was unpacked by plain malloc */
     const Onnx__ModelProto *m;
     const char *base_dir;
     strmap names; /* every tensor name in use, so inlined tensors get fresh ones */
