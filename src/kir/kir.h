@@ -168,6 +168,8 @@ typedef struct kir_var {
 
 #define KIR_MAX_DEPTH 64
 
+#define KIR_CONST_CACHE 256
+
 typedef struct kir_kernel {
     arena *arena;         /* owner of all arrays below */
     int id;               /* index in the program: the emitted name is smelt_k<id> */
@@ -188,6 +190,7 @@ typedef struct kir_kernel {
     int depth;            /* open LOOP/IF blocks while building */
     int scope[KIR_MAX_DEPTH + 1]; /* statement that opened each open block */
     bool oom;             /* out of memory (or blocks nested deeper than KIR_MAX_DEPTH) */
+    int const_seen[KIR_CONST_CACHE]; /* a constant made before, by hash of type and bits (kir_const_*) */
 } kir_kernel;
 
 /* ---- building ----------------------------------------------------------- */
