@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define ARENA_ALIGN 64
 #define ARENA_BLOCK (64 * 1024)
@@ -70,12 +71,30 @@ void *arena_alloc(arena *a, size_t size)
     return p;
 }
 
+/* Detached blocks of a huge page or more start on one and ask for huge pages
+ * where the kernel hands them out on request: a model's weights then fault in
+ * 2 MiB at a time (11 000 faults of 4 KiB for ResNet-18's 46 MB otherwise),
+ * and the kernels reading them miss the TLB less. */
+#define ARENA_HUGE_PAGE ((size_t)2 << 20)
+
 void *arena_detached_alloc(size_t size)
 {
     size_t cap = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
     if (cap == 0) cap = ARENA_ALIGN;
-    if (cap < size) return NULL;
-    arena_block *b = block_new(cap);
+    if (cap < size || cap > SIZE_MAX - 2 * ARENA_HUGE_PAGE) return NULL;
+    arena_block *b;
+    if (cap >= ARENA_HUGE_PAGE) {
+        size_t total = (sizeof *b + cap + ARENA_HUGE_PAGE - 1) & ~(ARENA_HUGE_PAGE - 1);
+        if (!(b = aligned_alloc(ARENA_HUGE_PAGE, total))) return NULL;
+#ifdef MADV_HUGEPAGE
+        (void)madvise(b, total, MADV_HUGEPAGE);
+#endif
+        b->next = NULL;
+        b->cap = cap;
+        b->used = 0;
+    } else {
+        b = block_new(cap);
+    }
     if (!b) return NULL;
     b->used = cap;
     memset(b->data + size, 0, cap - size);
