@@ -10,6 +10,7 @@
  */
 #include "target/emit_c_impl.h"
 
+#include "core/hash.h"
 #include "mathf_src.h" /* generated from kir/mathf.inc by the Makefile */
 
 #include <stdlib.h>
@@ -77,6 +78,41 @@ static bool calls(const char *s, size_t len, const char *name)
     return false;
 }
 
+static bool ident_char(char c)
+{
+    return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* Mark the helpers the kernels call: what calls() says of each, in one pass
+ * over the kernels' text (every identifier followed by '(' looked up in a
+ * table of the helpers' names) rather than one search of all of it per
+ * helper, which was 7% of compiling ResNet-18's 560 KB of C to C. */
+static void mark_called(const char *body, helper_fn *fns, int n)
+{
+    enum { SLOTS = 4 * MAX_FNS }; /* a power of two, at most a quarter full */
+    int slot[SLOTS];
+    for (int i = 0; i < SLOTS; i++) slot[i] = -1;
+    for (int i = 0; i < n; i++) {
+        unsigned h = (unsigned)hash_bytes(HASH_SEED, fns[i].name, strlen(fns[i].name)) & (SLOTS - 1);
+        while (slot[h] >= 0) h = (h + 1) & (SLOTS - 1);
+        slot[h] = i;
+    }
+    for (const char *p = body; *p;) {
+        if (!ident_char(*p)) {
+            p++;
+            continue;
+        }
+        const char *q = p;
+        while (ident_char(*q)) q++;
+        if (*q == '(' && (size_t)(q - p) < sizeof fns[0].name)
+            for (unsigned h = (unsigned)hash_bytes(HASH_SEED, p, (size_t)(q - p)) & (SLOTS - 1); slot[h] >= 0; h = (h + 1) & (SLOTS - 1)) {
+                helper_fn *f = &fns[slot[h]];
+                if (!strncmp(f->name, p, (size_t)(q - p)) && !f->name[q - p]) f->used = true;
+            }
+        p = q;
+    }
+}
+
 /* The block's text with only its used functions, "static inline" replaced
  * by qual. */
 static void put_block(strbuf *sb, const char *text, const helper_fn *fns, int n, const char *qual)
@@ -122,7 +158,7 @@ void emit_put_prelude(strbuf *sb, const dialect *d, const char *body)
     int n = 0;
     for (int b = 0; b < N_BLOCKS; b++)
         if (blocks[b]) n = split_fns(blocks[b], fns, n);
-    for (int i = 0; i < n; i++) fns[i].used = calls(body, strlen(body), fns[i].name);
+    mark_called(body, fns, n);
     for (bool changed = true; changed;) { /* helpers that kept helpers call */
         changed = false;
         for (int i = 0; i < n; i++)
