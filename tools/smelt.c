@@ -400,17 +400,26 @@ static int cmd_run(cli *c)
 {
     smelt_model *m;
     smelt_program *p;
+    /* -v: the start-up in its parts (the compile's own stages are printed by it) */
+    double t0 = now_ms();
     if (smelt_model_load_file(c->path, &m)) return fail(c->path);
+    double t_load = now_ms() - t0;
     int rc = 0;
     if (!complete_inputs(c, m)) {
         smelt_model_free(m);
         return 2;
     }
+    t0 = now_ms();
     if (smelt_program_compile(m, &c->opt, c->n_inputs, c->inputs, &p)) {
         rc = fail(c->path);
     } else {
+        double t_compile = now_ms() - t0;
         if (!rc && c->output_dir) rc = check_output_files(p);
+        t0 = now_ms();
         if (!rc && smelt_program_run(p, c->n_inputs, c->inputs)) rc = fail("run");
+        if (!rc && c->opt.verbose)
+            fprintf(stderr, "smelt: model load %.1f ms, compile %.1f ms, first run %.1f ms\n", t_load, t_compile,
+                    now_ms() - t0);
         if (!rc && c->output_dir) mkdir(c->output_dir, 0777);
         for (int i = 0; !rc && i < smelt_program_output_count(p); i++) {
             smelt_tensor y;
