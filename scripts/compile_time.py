@@ -13,7 +13,8 @@ DIR (default build/bench/resnet18_224, written by `make bench`) is a model test 
            wall time moves with the load, the CPU time much less)
   cached   compile_cached_ms of the same `smelt bench` (a second compile in that process, the model already
            loaded: graph passes to a loaded program), and the wall time of a whole
-           `smelt run MODEL --input ...` process against the filled cache (load, compile, one run, write)
+           `smelt run MODEL --input ...` process against the filled cache (load, compile, one run, write),
+           with its parts as `smelt run -v` prints them (model load, compile, first run; medians)
   run      `smelt bench DIR --threads 1` median per -O level, in interleaved rounds (median of rounds)
 """
 import argparse
@@ -34,11 +35,13 @@ def child_cpu():
     return r.ru_utime + r.ru_stime
 
 
-def run(cmd, env=None):
+def run(cmd, env=None, stderr=None):
     c0, t0 = child_cpu(), time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
     if r.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+    if stderr is not None:
+        stderr.append(r.stderr)
     return r.stdout, time.perf_counter() - t0, child_cpu() - c0
 
 
@@ -70,8 +73,8 @@ def main():
         print(f"ours: smelt compile --emit c: {wall * 1e3:.0f} ms wall, {cpu:.2f} s CPU, "
               f"{os.path.getsize(f.name) / 1024:.0f} KB of C")
     print("| SMELT_CC_OPT | SMELT_CC_JOBS | cold compile ms (wall) | cold CPU s (smelt + cc) | "
-          "cached compile ms | cached process wall ms |")
-    print("|---|---|---|---|---|---|")
+          "cached compile ms | cached process wall ms | its model load / compile / first run ms |")
+    print("|---|---|---|---|---|---|---|")
     for opt in a.opt.split(","):
         for jobs in a.jobs.split(","):
             with tempfile.TemporaryDirectory(prefix="smelt-ct-") as cache:
@@ -79,18 +82,23 @@ def main():
                 # smelt bench compiles cold in an empty cache of its own, then again from it
                 out, _, cpu = run([smelt, "bench", a.dir, "--runs", "1", "--threads", "1"], env)
                 cold, cached = kv(out, "compile_cold_ms"), [kv(out, "compile_cached_ms")]
-                walls = []
+                walls, parts = [], []
                 ds = os.path.join(a.dir, "test_data_set_0")
                 inputs = [x for f in sorted(os.listdir(ds)) if f.startswith("input_")
                           for x in ("--input", f"{input_name(os.path.join(ds, f))}={os.path.join(ds, f)}")]
                 for i in range(6):
+                    err = []
                     with tempfile.TemporaryDirectory(prefix="smelt-ct-out-") as outd:
-                        _, wall2, _ = run([smelt, "run", os.path.join(a.dir, "model.onnx"), "--threads", "1",
-                                           "--output-dir", outd] + inputs, env)
+                        _, wall2, _ = run([smelt, "run", os.path.join(a.dir, "model.onnx"), "--threads", "1", "-v",
+                                           "--output-dir", outd] + inputs, env, err)
+                    m = re.search(r"model load ([0-9.]+) ms, compile ([0-9.]+) ms, first run ([0-9.]+) ms", err[0])
                     if i:  # the first fills the cache
                         walls.append(wall2 * 1e3)
+                        if m:
+                            parts.append([float(x) for x in m.groups()])
+            split = " / ".join(f"{statistics.median(p[k] for p in parts):.0f}" for k in range(3)) if parts else "-"
             print(f"| {opt} | {jobs} | {cold:.0f} | {cpu:.2f} | {statistics.median(cached):.1f} | "
-                  f"{statistics.median(walls):.0f} |", flush=True)
+                  f"{statistics.median(walls):.0f} | {split} |", flush=True)
     opts = a.opt.split(",")
     if len(opts) > 1:
         with tempfile.TemporaryDirectory(prefix="smelt-ct-") as cache:
