@@ -331,8 +331,8 @@ mm_tiles mm_tiles_for(int vector_width)
     return mm_tile_table[sizeof mm_tile_table / sizeof mm_tile_table[0] - 1];
 }
 
-#define MM_MB 8    /* row blocks per unit */
-#define MM_NC_P 256 /* columns per unit, at most */
+#define MM_MB 16   /* row blocks per unit, at most */
+#define MM_NC_P 512 /* columns per unit, at most */
 #define MM_MIN_UNITS 8
 
 /* The element B[k][col] (col < N) of the matmul's logical B, for batch index bidx. */
@@ -395,7 +395,7 @@ static void gemm_rows(lower_ctx *c, const mm_job *j, const mm_panel *pn, kir_val
     kir_val z = kir_idx(K, 0), one = kir_idx(K, 1);
     kir_val kk = kir_loop_begin_gemm(K, pn->kc);
     kir_val r = rows > 1 ? kir_loop_begin(K, z, kir_idx(K, rows), one) : z;
-    kir_val at = kir_add(K, kir_add(K, kir_mul(K, q, kir_idx(K, pn->kcap * mr)), kir_mul(K, kk, kir_idx(K, mr))), r);
+    kir_val at = kir_add(K, kir_add(K, kir_mul(K, q, kir_idx(K, pn->kcap * mr)), kir_mul(K, r, kir_idx(K, pn->kcap))), kk);
     kir_val a = kir_load(K, pn->ap, at);
     kir_val jj = kir_loop_begin(K, z, kir_idx(K, nr), one);
     kir_val bv;
@@ -445,7 +445,7 @@ static void mmp_body(lower_ctx *c, const kir_val *idx, void *user)
     kir_val i = kir_add(K, kir_add(K, i0, kir_mul(K, q, kir_idx(K, mr))), r);
     if (j->m % mr) i = min_idx(K, i, j->m - 1);
     kir_val kk = kir_loop_begin(K, z, kc, one);
-    kir_val at = kir_add(K, kir_add(K, kir_mul(K, q, kir_idx(K, kcap * mr)), kir_mul(K, kk, kir_idx(K, mr))), r);
+    kir_val at = kir_add(K, kir_add(K, kir_mul(K, q, kir_idx(K, kcap * mr)), kir_mul(K, r, kir_idx(K, kcap))), kk);
     kir_store(K, ap, at, load_a(c, j, bidx, i, kir_add(K, kb, kk)));
     kir_loop_end(K);
     kir_loop_end(K);
@@ -494,15 +494,21 @@ static smelt_status mm_lower_packed(lower_ctx *c, mm_job *j)
     int64_t nr = j->tl.nr;
     j->mr = j->m < j->tl.mr ? j->m : j->tl.mr;
     j->np = (j->n + nr - 1) / nr;
+    /* row blocks per unit: at most MM_MB, as even as whole blocks allow (M 128
+     * is 2 units of 11 blocks, not 16 + 6) */
     int64_t rb = (j->m + j->mr - 1) / j->mr;
-    j->mb = rb < MM_MB ? rb : MM_MB;
+    int64_t mbu = (rb + MM_MB - 1) / MM_MB;
+    j->mb = (rb + mbu - 1) / mbu;
+    mbu = (rb + j->mb - 1) / j->mb;
     int64_t batch = 1;
     for (int d = 0; d < j->nb; d++) batch *= out->dim[d];
     /* columns per unit: at most MM_NC_P, fewer (in whole panels) until there are
-     * MM_MIN_UNITS units, so small M still spreads over the threads by N */
+     * MM_MIN_UNITS units, so small M still spreads over the threads by N; then
+     * the same number of units with panels spread evenly */
     int64_t npu = MM_NC_P / nr < j->np ? MM_NC_P / nr : j->np;
-    int64_t mbu = (rb + j->mb - 1) / j->mb;
     while (npu > 1 && batch * mbu * ((j->np + npu - 1) / npu) < MM_MIN_UNITS) npu = (npu + 1) / 2;
+    int64_t ncu = (j->np + npu - 1) / npu;
+    npu = (j->np + ncu - 1) / ncu;
     j->nc = npu * nr;
     if (!j->b_enc) {
         const ir_shape *s = &ir_in(c->g, c->n, 1)->shape;
