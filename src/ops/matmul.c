@@ -331,9 +331,17 @@ mm_tiles mm_tiles_for(int vector_width)
     return mm_tile_table[sizeof mm_tile_table / sizeof mm_tile_table[0] - 1];
 }
 
-#define MM_MB 16   /* row blocks per unit, at most */
-#define MM_NC_P 512 /* columns per unit, at most */
-#define MM_MIN_UNITS 8
+/* Units (measured on the AVX2 host, 6 x 16 tiles, KC 256: L1 32 KiB, L2 512
+ * KiB a core): up to 24 row blocks (144 rows: M 128 is one unit, so each B
+ * panel slice, read once from L3, feeds 22 row blocks, where two units of 11
+ * ran 128 x 768 x 3072 5% and 128 x 3072 x 768 10% slower) by up to 512
+ * columns (A packed once per 512 columns: 256 cost 4-5% at 512^3), at least
+ * MM_MIN_UNITS of them (two per core of a 2-core host; 8 split the columns of
+ * 128 x 3072 x 768 into 64-wide units, 5% slower at 1 thread). Workgroup
+ * memory: 144 x 528 accumulators + 144 x 256 of A, 450 KiB of stack. */
+#define MM_MB 24
+#define MM_NC_P 512
+#define MM_MIN_UNITS 4
 
 /* The element B[k][col] (col < N) of the matmul's logical B, for batch index bidx. */
 static kir_val logical_b(lower_ctx *c, const mm_job *j, const kir_val *bidx, kir_val k, kir_val col)
@@ -494,8 +502,8 @@ static smelt_status mm_lower_packed(lower_ctx *c, mm_job *j)
     int64_t nr = j->tl.nr;
     j->mr = j->m < j->tl.mr ? j->m : j->tl.mr;
     j->np = (j->n + nr - 1) / nr;
-    /* row blocks per unit: at most MM_MB, as even as whole blocks allow (M 128
-     * is 2 units of 11 blocks, not 16 + 6) */
+    /* row blocks per unit: at most MM_MB, as even as whole blocks allow (M 512
+     * is 4 units of 22, 22, 22 and 20 blocks, not 3 x 24 + 14) */
     int64_t rb = (j->m + j->mr - 1) / j->mr;
     int64_t mbu = (rb + MM_MB - 1) / MM_MB;
     j->mb = (rb + mbu - 1) / mbu;
