@@ -512,10 +512,13 @@ static smelt_status mm_lower_packed(lower_ctx *c, mm_job *j)
     for (int d = 0; d < j->nb; d++) batch *= out->dim[d];
     /* columns per unit: at most MM_NC_P, fewer (in whole panels) until there are
      * MM_MIN_UNITS units, so small M still spreads over the threads by N; then
-     * the same number of units with panels spread evenly */
+     * panels spread evenly over the units */
     int64_t npu = MM_NC_P / nr < j->np ? MM_NC_P / nr : j->np;
     while (npu > 1 && batch * mbu * ((j->np + npu - 1) / npu) < MM_MIN_UNITS) npu = (npu + 1) / 2;
     int64_t ncu = (j->np + npu - 1) / npu;
+    /* an even number when they are few, so two cores get equal halves (a QKV
+     * projection's 2304 columns made 5 units: 3 on one core, 2 on the other) */
+    if (batch * mbu * ncu % 2 && batch * mbu * ncu < 4 * MM_MIN_UNITS && ncu < j->np) ncu++;
     npu = (j->np + ncu - 1) / ncu;
     j->nc = npu * nr;
     if (!j->b_enc) {
