@@ -307,8 +307,10 @@ smelt_status lower_Gemm(lower_ctx *c)
  * encoding), any other packed per call into scratch by a kernel of its own.
  * Each unit of work is an MC x NC block of the result (MC = MB row blocks of
  * MR). Over K in slices of KC: the unit's rows of A are packed into
- * workgroup memory as [MB][KC][MR] (through A's index map, so fused
- * producers and transA cost nothing extra), then for each NR panel and row
+ * workgroup memory as [MB][MR][KC] (through A's index map, so fused
+ * producers and transA cost nothing extra; each row contiguous, so the pack
+ * is a copy the compiler vectorizes and the microkernel's MR broadcasts read
+ * at constant offsets r*KC), then for each NR panel and row
  * block one gemm loop (kir.h, "Microkernel loops") adds the MR x NR product
  * into accumulators in workgroup memory; the C target runs it as a
  * register-blocked microkernel (target/emit_c_gemm.c). The epilogue stores
