@@ -307,8 +307,10 @@ smelt_status lower_Gemm(lower_ctx *c)
  * encoding), any other packed per call into scratch by a kernel of its own.
  * Each unit of work is an MC x NC block of the result (MC = MB row blocks of
  * MR). Over K in slices of KC: the unit's rows of A are packed into
- * workgroup memory as [MB][KC][MR] (through A's index map, so fused
- * producers and transA cost nothing extra), then for each NR panel and row
+ * workgroup memory as [MB][MR][KC] (through A's index map, so fused
+ * producers and transA cost nothing extra; each row contiguous, so the pack
+ * is a copy the compiler vectorizes and the microkernel's MR broadcasts read
+ * at constant offsets r*KC), then for each NR panel and row
  * block one gemm loop (kir.h, "Microkernel loops") adds the MR x NR product
  * into accumulators in workgroup memory; the C target runs it as a
  * register-blocked microkernel (target/emit_c_gemm.c). The epilogue stores
@@ -331,9 +333,17 @@ mm_tiles mm_tiles_for(int vector_width)
     return mm_tile_table[sizeof mm_tile_table / sizeof mm_tile_table[0] - 1];
 }
 
-#define MM_MB 8    /* row blocks per unit */
-#define MM_NC_P 256 /* columns per unit, at most */
-#define MM_MIN_UNITS 8
+/* Units (measured on the AVX2 host, 6 x 16 tiles, KC 256: L1 32 KiB, L2 512
+ * KiB a core): up to 24 row blocks (144 rows: M 128 is one unit, so each B
+ * panel slice, read once from L3, feeds 22 row blocks, where two units of 11
+ * ran 128 x 768 x 3072 5% and 128 x 3072 x 768 10% slower) by up to 512
+ * columns (A packed once per 512 columns: 256 cost 4-5% at 512^3), at least
+ * MM_MIN_UNITS of them (two per core of a 2-core host; 8 split the columns of
+ * 128 x 3072 x 768 into 64-wide units, 5% slower at 1 thread). Workgroup
+ * memory: 144 x 528 accumulators + 144 x 256 of A, 450 KiB of stack. */
+#define MM_MB 24
+#define MM_NC_P 512
+#define MM_MIN_UNITS 4
 
 /* The element B[k][col] (col < N) of the matmul's logical B, for batch index bidx. */
 static kir_val logical_b(lower_ctx *c, const mm_job *j, const kir_val *bidx, kir_val k, kir_val col)
@@ -395,7 +405,7 @@ static void gemm_rows(lower_ctx *c, const mm_job *j, const mm_panel *pn, kir_val
     kir_val z = kir_idx(K, 0), one = kir_idx(K, 1);
     kir_val kk = kir_loop_begin_gemm(K, pn->kc);
     kir_val r = rows > 1 ? kir_loop_begin(K, z, kir_idx(K, rows), one) : z;
-    kir_val at = kir_add(K, kir_add(K, kir_mul(K, q, kir_idx(K, pn->kcap * mr)), kir_mul(K, kk, kir_idx(K, mr))), r);
+    kir_val at = kir_add(K, kir_add(K, kir_mul(K, q, kir_idx(K, pn->kcap * mr)), kir_mul(K, r, kir_idx(K, pn->kcap))), kk);
     kir_val a = kir_load(K, pn->ap, at);
     kir_val jj = kir_loop_begin(K, z, kir_idx(K, nr), one);
     kir_val bv;
@@ -445,7 +455,7 @@ static void mmp_body(lower_ctx *c, const kir_val *idx, void *user)
     kir_val i = kir_add(K, kir_add(K, i0, kir_mul(K, q, kir_idx(K, mr))), r);
     if (j->m % mr) i = min_idx(K, i, j->m - 1);
     kir_val kk = kir_loop_begin(K, z, kc, one);
-    kir_val at = kir_add(K, kir_add(K, kir_mul(K, q, kir_idx(K, kcap * mr)), kir_mul(K, kk, kir_idx(K, mr))), r);
+    kir_val at = kir_add(K, kir_add(K, kir_mul(K, q, kir_idx(K, kcap * mr)), kir_mul(K, r, kir_idx(K, kcap))), kk);
     kir_store(K, ap, at, load_a(c, j, bidx, i, kir_add(K, kb, kk)));
     kir_loop_end(K);
     kir_loop_end(K);
@@ -494,15 +504,24 @@ static smelt_status mm_lower_packed(lower_ctx *c, mm_job *j)
     int64_t nr = j->tl.nr;
     j->mr = j->m < j->tl.mr ? j->m : j->tl.mr;
     j->np = (j->n + nr - 1) / nr;
+    /* row blocks per unit: at most MM_MB, as even as whole blocks allow (M 512
+     * is 4 units of 22, 22, 22 and 20 blocks, not 3 x 24 + 14) */
     int64_t rb = (j->m + j->mr - 1) / j->mr;
-    j->mb = rb < MM_MB ? rb : MM_MB;
+    int64_t mbu = (rb + MM_MB - 1) / MM_MB;
+    j->mb = (rb + mbu - 1) / mbu;
+    mbu = (rb + j->mb - 1) / j->mb;
     int64_t batch = 1;
     for (int d = 0; d < j->nb; d++) batch *= out->dim[d];
     /* columns per unit: at most MM_NC_P, fewer (in whole panels) until there are
-     * MM_MIN_UNITS units, so small M still spreads over the threads by N */
+     * MM_MIN_UNITS units, so small M still spreads over the threads by N; then
+     * panels spread evenly over the units */
     int64_t npu = MM_NC_P / nr < j->np ? MM_NC_P / nr : j->np;
-    int64_t mbu = (rb + j->mb - 1) / j->mb;
     while (npu > 1 && batch * mbu * ((j->np + npu - 1) / npu) < MM_MIN_UNITS) npu = (npu + 1) / 2;
+    int64_t ncu = (j->np + npu - 1) / npu;
+    /* an even number when they are few, so two cores get equal halves (a QKV
+     * projection's 2304 columns made 5 units: 3 on one core, 2 on the other) */
+    if (batch * mbu * ncu % 2 && batch * mbu * ncu < 4 * MM_MIN_UNITS && ncu < j->np) ncu++;
+    npu = (j->np + ncu - 1) / ncu;
     j->nc = npu * nr;
     if (!j->b_enc) {
         const ir_shape *s = &ir_in(c->g, c->n, 1)->shape;

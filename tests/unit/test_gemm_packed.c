@@ -156,6 +156,9 @@ TEST(gemm_packed_matmul_matches_a_reference_on_odd_sizes)
         {2, 3, {13, 9}, {2, 9, 21}, false, true},        /* A broadcast over B's batch */
         {3, 2, {2, 20, 17}, {17, 40}, true, false},      /* batched A, constant B */
         {2, 2, {128, 70}, {70, 300}, true, true},        /* units of full blocks beside the one with the tail */
+        {2, 2, {299, 270}, {270, 100}, true, true},      /* blocks and panels spread evenly over the units (17 +
+                                                            17 + 16 row blocks, 4 + 3 panels), K past a KC slice */
+        {2, 2, {7, 5}, {5, 2304}, true, false},          /* 5 column units made 6 (of 24 panels) for 2 cores */
     };
     for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
         const mm_case *mc = &cases[c];
