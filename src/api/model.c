@@ -114,6 +114,7 @@ void smelt_tensor_free(smelt_tensor *t)
 smelt_status smelt_program_get_stats(const smelt_program *p, smelt_program_stats *out)
 {
     if (!p || !out) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_get_stats: no program");
+    if (p->split) return program_split_stats(p, out);
     out->nodes = p->g->n_nodes;
     out->regions = p->fp.n_regions;
     out->kernels = p->lp.n_kernels;
@@ -236,6 +237,7 @@ smelt_status smelt_program_dump(const smelt_program *p, const char *what, char *
 {
     *text = NULL;
     if (!p || !what) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_dump: nothing to dump");
+    if (p->split) return program_split_dump(p, what, text);
     int need = dump_stage(what);
     if (need < 0) return diag_fail(SMELT_ERR_INVALID_ARG, "unknown dump '%s' (ir, regions, dot, kir, c, opencl, cuda, plan, info)", what);
     if (p->stage != SMELT_STAGE_ALL && (need == SMELT_STAGE_ALL || (int)p->stage < need))
