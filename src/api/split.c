@@ -279,8 +279,9 @@ static smelt_status compile_child(struct program_split *s, int c, const smelt_op
     if (st) {
         char why[512]; /* the message is rewritten below: keep a copy */
         snprintf(why, sizeof why, "%s", smelt_last_error());
-        return diag_fail(st, "split: compiling the share of %lld rows for %s (a constant shape in the model naming the batch, as a "
-                         "Reshape target, cannot be divided): %s", (long long)x->rows, x->spec, why);
+        return diag_fail(st, "split: compiling the share of %lld rows for %s%s: %s", (long long)x->rows, x->spec,
+                         st == SMELT_ERR_SHAPE ? " (a constant shape in the model naming the batch, as a Reshape target, cannot be divided)"
+                                               : "", why);
     }
     const ir_graph *full = s->ir->g, *part = x->prog->g;
     for (int i = 0; i < full->n_outputs; i++) {
