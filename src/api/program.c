@@ -100,6 +100,22 @@ static smelt_status lower_all(smelt_program *p, const place_policy *pol)
     return SMELT_OK;
 }
 
+/* The cost placement: the program lowered by fallback gives each region's
+ * work and the sub-ranges crossing (api/place_cost.c); lowered again with
+ * each region's chosen device first. */
+static smelt_status lower_by_cost(smelt_program *p, const place_policy *pol, const smelt_options *opt)
+{
+    place_policy by_cost = *pol;
+    int *assign = NULL;
+    TRY(program_cost_assign(p, opt, &assign));
+    by_cost.assign = assign;
+    lower_program_free(&p->lp);
+    free(p->kernel_device);
+    p->kernel_device = NULL;
+    for (int c = 0; c < PLACE_MAX_DEVICES; c++) p->cls[c].n_regions = 0;
+    return lower_all(p, &by_cost);
+}
+
 static int total_args(const plan_commands *c)
 {
     int n = 0;
@@ -360,6 +376,7 @@ static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, co
     TRY(fuse_all(p, opt));
     if (p->stage == SMELT_STAGE_REGIONS) return SMELT_OK;
     TRY(lower_all(p, pol));
+    if (pol->kind == PLACE_COST) TRY(lower_by_cost(p, pol, opt));
     if (p->stage == SMELT_STAGE_KIR) return SMELT_OK;
     TRY(plan_build(p->g, &p->lp, &p->plan)); /* before emitting: the emitter binds in-place buffers (plan.in_place_of) */
     TRY(plan_barriers(p->g, &p->fp, &p->lp, &p->plan));

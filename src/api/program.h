@@ -125,6 +125,7 @@ struct smelt_program {
     int64_t *grow_cap;     /* its bytes */
     void **grow_host;      /* on a device without host memory: its bytes brought back after the loop */
     int64_t max_iters;     /* a run-time loop running longer fails (smelt_options.max_loop_iterations) */
+    double cost_ms;        /* the cost placement: its estimate of one run (place/cost.h), else 0 */
     struct program_split *split; /* the split placement: child programs per share (api/split.c), else NULL */
 };
 
@@ -139,6 +140,9 @@ smelt_status program_compile_graph(smelt_program *p, const smelt_options *opt);
 smelt_status program_run_commands(smelt_program *p);
 smelt_status program_record_inputs(smelt_program *p, const ir_graph *model);
 
+/* api/place_cost.c: the cost placement's assignment (per region, in p's
+ * arena) for a program lowered once by fallback. */
+smelt_status program_cost_assign(smelt_program *p, const smelt_options *opt, int **assign);
 /* api/split.c: the split placement. A split program holds one child program
  * per device, each for its share of the batch; the public calls below
  * forward to these when p->split is set. */
