@@ -157,8 +157,8 @@ smelt_status program_split_profile(const smelt_program *p, int i, smelt_kernel_p
 smelt_status program_split_stats(const smelt_program *p, smelt_program_stats *out);
 smelt_status program_split_dump(const smelt_program *p, const char *what, char **text);
 void program_split_free(smelt_program *p);
-/* Rows per device: batch * weight / sum rounded by largest remainder, at
- * least one each when batch >= n. */
+/* Rows per device: batch * weight / sum rounded by largest remainder (a
+ * device may get none). */
 void split_shares(int64_t batch, int n, const double *weight, int64_t *share);
 
 #endif

@@ -26,8 +26,10 @@
  *             identity, same thread count) runs a zero input once to warm up
  *             and three times timed, and its rows per millisecond (the best
  *             of three) is the group's weight. Shares are B * w / sum(w)
- *             rounded by largest remainder, at least one row each
- *             (split_shares); a child whose share changed is compiled again.
+ *             rounded by largest remainder (split_shares); a child whose
+ *             share changed is compiled again, and a device whose share
+ *             rounds to no row is left idle (named by `smelt info`): PoCL's
+ *             CPU device, 40x slower than the C here, gets no row of 8.
  *   executables  A child is a complete program for one device and one share:
  *             devices of one target class with equal shares produce the same
  *             source and load one build (the compile cache: the second build
@@ -70,6 +72,7 @@ struct program_split {
     int n_model_inputs;
     double weight[PLACE_MAX_DEVICES];
     bool by_hand;
+    char idle[200];         /* devices whose share rounded to no row (not run) */
     int n_exe;
     void **out;             /* per output: the full tensor (NULL: a constant of ir) */
     /* the workers */
@@ -108,14 +111,6 @@ void split_shares(int64_t batch, int n, const double *weight, int64_t *share)
         frac[best] = -1;
         given++;
     }
-    for (int i = 0; i < n; i++) /* every device at least one row, taken from the largest share */
-        while (share[i] < 1 && batch >= n) {
-            int big = 0;
-            for (int j = 1; j < n; j++)
-                if (share[j] > share[big]) big = j;
-            share[big]--;
-            share[i]++;
-        }
 }
 
 /* ---- legality -------------------------------------------------------------- */
@@ -360,6 +355,28 @@ static void place_rows(struct program_split *s, const int64_t *share)
     }
 }
 
+/* Devices whose share rounds to no row are left idle: named, not run. */
+static void drop_idle(struct program_split *s)
+{
+    int n = 0;
+    for (int c = 0; c < s->n; c++) {
+        if (s->ch[c].rows > 0) {
+            if (n != c) {
+                s->ch[n] = s->ch[c];
+                s->weight[n] = s->weight[c];
+                memset(&s->ch[c], 0, sizeof s->ch[c]);
+            }
+            n++;
+            continue;
+        }
+        size_t len = strlen(s->idle);
+        snprintf(s->idle + len, sizeof s->idle - len, "%s%s (weight %.3g)", len ? ", " : "", s->ch[c].spec, s->weight[c]);
+        smelt_program_free(s->ch[c].prog);
+        memset(&s->ch[c], 0, sizeof s->ch[c]);
+    }
+    s->n = n;
+}
+
 static smelt_status split_build(smelt_program *p, struct program_split *s, const smelt_model *m, const smelt_options *opt,
                                 const place_policy *pol, int n_inputs, const smelt_tensor *inputs)
 {
@@ -400,9 +417,10 @@ static smelt_status split_build(smelt_program *p, struct program_split *s, const
     }
     split_shares(s->batch, s->n, s->weight, share);
     place_rows(s, share);
-    for (int c = 0; c < s->n; c++) TRY(compile_child(s, c, opt, threads, n_inputs, inputs));
-    count_executables(s);
+    for (int c = 0; c < s->n; c++)
+        if (s->ch[c].rows > 0) TRY(compile_child(s, c, opt, threads, n_inputs, inputs));
     if (!s->by_hand) {
+        count_executables(s);
         double group_speed[PLACE_MAX_DEVICES];
         for (int c = 0; c < s->n; c++) {
             int gr = s->ch[c].group;
@@ -415,11 +433,12 @@ static smelt_status split_build(smelt_program *p, struct program_split *s, const
         for (int c = 0; c < s->n; c++) {
             bool moved = share[c] != s->ch[c].rows;
             s->ch[c].rows = share[c];
-            if (moved) TRY(compile_child(s, c, opt, threads, n_inputs, inputs));
+            if (moved && share[c] > 0) TRY(compile_child(s, c, opt, threads, n_inputs, inputs));
         }
         place_rows(s, share);
-        count_executables(s);
     }
+    drop_idle(s);
+    count_executables(s);
     /* the full outputs */
     if (!(s->out = calloc((size_t)g->n_outputs + 1, sizeof(void *)))) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
     for (int i = 0; i < g->n_outputs; i++) {
@@ -626,6 +645,7 @@ static void dump_info(const smelt_program *p, FILE *f)
     fprintf(f, "placement:    split, batch %lld over %d devices, weights %s:", (long long)s->batch, s->n,
             s->by_hand ? "by hand" : "measured (rows per ms)");
     for (int c = 0; c < s->n; c++) fprintf(f, " %s %.3g", s->ch[c].spec, s->weight[c]);
+    if (s->idle[0]) fprintf(f, "; idle, their share rounds to no row: %s", s->idle);
     fprintf(f, "\ndevices: %d\n", s->n);
     int n_cls = 0;
     for (int c = 0; c < s->n; c++) {

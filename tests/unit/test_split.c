@@ -16,14 +16,14 @@ TEST(split_shares_follow_the_weights)
     CHECK(s[0] == 6 && s[1] == 2);
     split_shares(7, 2, (double[]){1, 1}, s); /* the remainder to the first of equals */
     CHECK(s[0] == 4 && s[1] == 3);
-    split_shares(8, 2, (double[]){100, 1}, s); /* every device keeps a row */
-    CHECK(s[0] == 7 && s[1] == 1);
+    split_shares(8, 2, (double[]){100, 1}, s); /* 7.92 and 0.08: the slow device gets none */
+    CHECK(s[0] == 8 && s[1] == 0);
     split_shares(10, 3, (double[]){1, 1, 1}, s);
     CHECK(s[0] == 4 && s[1] == 3 && s[2] == 3);
     split_shares(5, 3, (double[]){0.5, 0.3, 0.2}, s); /* 2.5, 1.5, 1: the largest remainder first */
     CHECK(s[0] == 3 && s[1] == 1 && s[2] == 1);
     split_shares(9, 2, (double[]){12.1, 0.4}, s);
-    CHECK(s[0] == 8 && s[1] == 1);
+    CHECK(s[0] == 9 && s[1] == 0);
 }
 
 /* x [B,64] -> MatMul w [64,8] -> Relu -> (Softmax on `axis` when axis >= -1) -> y */
@@ -106,6 +106,11 @@ TEST(split_equals_one_device_and_counts_executables)
     memset(two, 0, sizeof two);
     CHECK(run_split(&model, "cpu:0,cpu:1", "split:1:7", x, two, &n_exe));
     CHECK_EQ_INT(n_exe, 2);
+    for (int i = 0; i < 64; i++) CHECK_NEAR(two[i], one[i], 1e-5);
+    /* a share that rounds to no row leaves its device idle: one program, one executable */
+    memset(two, 0, sizeof two);
+    CHECK(run_split(&model, "cpu:0,cpu:1", "split:100:1", x, two, &n_exe));
+    CHECK_EQ_INT(n_exe, 1);
     for (int i = 0; i < 64; i++) CHECK_NEAR(two[i], one[i], 1e-5);
     /* measured: identical devices measure as one group, so equal shares */
     memset(two, 0, sizeof two);
