@@ -419,7 +419,7 @@ static smelt_status split_build(smelt_program *p, struct program_split *s, const
     place_rows(s, share);
     for (int c = 0; c < s->n; c++)
         if (s->ch[c].rows > 0) TRY(compile_child(s, c, opt, threads, n_inputs, inputs));
-    if (!s->by_hand) {
+    if (!s->by_hand && opt->stop_after == SMELT_STAGE_ALL) { /* a program stopped early runs nothing: equal shares */
         count_executables(s);
         double group_speed[PLACE_MAX_DEVICES];
         for (int c = 0; c < s->n; c++) {
@@ -642,6 +642,7 @@ static void dump_info(const smelt_program *p, FILE *f)
 {
     const struct program_split *s = p->split;
     static const char *const langs[] = {"c", "opencl", "cuda"};
+    if (s->ch[0].prog->stage != SMELT_STAGE_ALL) return; /* stopped early: the first share's dump only */
     fprintf(f, "placement:    split, batch %lld over %d devices, weights %s:", (long long)s->batch, s->n,
             s->by_hand ? "by hand" : "measured (rows per ms)");
     for (int c = 0; c < s->n; c++) fprintf(f, " %s %.3g", s->ch[c].spec, s->weight[c]);
