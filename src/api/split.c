@@ -37,9 +37,12 @@
  *             executables are the distinct (class, share) pairs, reported by
  *             `smelt info`.
  *   run       Inputs are sliced in place (a share's rows are contiguous in a
- *             row-major tensor: no copy), each child runs on its own thread,
- *             and writes its rows of every output into the full output
- *             buffers the program owns.
+ *             row-major tensor: no copy), each child runs on its own thread
+ *             (the caller's for one of them: a CUDA device's, whose context
+ *             is current on the thread that opened it; two CUDA devices in
+ *             one split would need rt/cuda.c to make its context current per
+ *             call — not tried: no GPU here), and writes its rows of every
+ *             output into the full output buffers the program owns.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -82,7 +85,8 @@ struct program_split {
     int generation, pending;
     bool quit;
     int run_n;
-    const smelt_tensor *run_in;
+    int caller;             /* the child the calling thread runs: a CUDA device's (its context is
+                             * current on the thread that opened it), else the first */
 };
 
 static double now_ms(void)
@@ -439,6 +443,8 @@ static smelt_status split_build(smelt_program *p, struct program_split *s, const
     }
     drop_idle(s);
     count_executables(s);
+    for (int c = s->n - 1; c >= 0; c--)
+        if (s->ch[c].prog->devs.dev[0].kind == PLACE_CUDA) s->caller = c;
     /* the full outputs */
     if (!(s->out = calloc((size_t)g->n_outputs + 1, sizeof(void *)))) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
     for (int i = 0; i < g->n_outputs; i++) {
@@ -531,7 +537,7 @@ static void *worker(void *arg)
     return NULL;
 }
 
-/* Threads for the children after the first (the caller runs that one). */
+/* Threads for the children but the caller's. */
 static smelt_status start_workers(struct program_split *s)
 {
     if (!s->sync_ready) {
@@ -539,8 +545,8 @@ static smelt_status start_workers(struct program_split *s)
         if (pthread_cond_init(&s->go, NULL) || pthread_cond_init(&s->done, NULL)) return diag_fail(SMELT_ERR_NOMEM, "split: no condition variable");
         s->sync_ready = true;
     }
-    for (int c = 1; c < s->n; c++) {
-        if (s->ch[c].started) continue;
+    for (int c = 0; c < s->n; c++) {
+        if (c == s->caller || s->ch[c].started) continue;
         worker_arg *w = malloc(sizeof *w);
         if (!w) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
         *w = (worker_arg){s, c};
@@ -562,13 +568,12 @@ smelt_status program_split_run(smelt_program *p, int n_inputs, const smelt_tenso
     for (int c = 0; c < s->n; c++) TRY(child_inputs(s, c, n_inputs, inputs));
     TRY(start_workers(s));
     s->run_n = n_inputs;
-    s->run_in = inputs;
     pthread_mutex_lock(&s->mu);
     s->pending = s->n - 1;
     s->generation++;
     pthread_cond_broadcast(&s->go);
     pthread_mutex_unlock(&s->mu);
-    run_child(s, 0);
+    run_child(s, s->caller);
     pthread_mutex_lock(&s->mu);
     while (s->pending > 0) pthread_cond_wait(&s->done, &s->mu);
     pthread_mutex_unlock(&s->mu);
