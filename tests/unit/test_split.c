@@ -1,6 +1,7 @@
 /* api/split.c: the split placement — the shares, the executables for equal
  * and unequal shares, outputs equal to one device's (and to the product
  * computed here), and the rules that refuse a model whose rows mix. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +49,18 @@ static ir_graph *mm_relu(int64_t batch, int axis)
     for (int n = 0; n < g->n_nodes; n++) g->tensors[g->nodes[n].out[0]].producer = n;
     ir_graph_set_io(g, 1, &x, 1, &y);
     return g;
+}
+
+/* The graph and the weights programs packed into the model's cache. */
+static void model_clear(struct smelt_model *m)
+{
+    for (packed_weight *w = atomic_load(&m->packed), *next; w; w = next) {
+        next = w->next;
+        free(w->data);
+        free(w);
+    }
+    atomic_store(&m->packed, NULL);
+    ir_graph_free(m->g);
 }
 
 /* Compiled for devices/place and run on x [8,64]: y [8,8] and the executables `smelt info` counts. */
@@ -117,22 +130,22 @@ TEST(split_equals_one_device_and_counts_executables)
     CHECK(run_split(&model, "cpu:0,cpu:1", "split", x, two, &n_exe));
     CHECK_EQ_INT(n_exe, 1);
     for (int i = 0; i < 64; i++) CHECK_NEAR(two[i], one[i], 1e-5);
-    ir_graph_free(model.g);
+    model_clear(&model);
     /* Softmax along the rows of each sample splits; along axis 0 (the batch) it does not. */
     model.g = mm_relu(8, 1);
     CHECK(run_split(&model, "cpu", NULL, x, one, &n_exe));
     CHECK(run_split(&model, "cpu:0,cpu:1", "split:1:1", x, two, &n_exe));
     for (int i = 0; i < 64; i++) CHECK_NEAR(two[i], one[i], 1e-5);
-    ir_graph_free(model.g);
+    model_clear(&model);
     model.g = mm_relu(8, 0);
     CHECK(!run_split(&model, "cpu:0,cpu:1", "split", x, two, &n_exe));
     CHECK_STR_HAS(smelt_last_error(), "soft");
     CHECK_STR_HAS(smelt_last_error(), "axis 0, the batch axis");
-    ir_graph_free(model.g);
+    model_clear(&model);
     /* batch 1 */
     model.g = mm_relu(1, -2);
     CHECK(!run_split(&model, "cpu:0,cpu:1", "split", x, two, &n_exe));
     CHECK_STR_HAS(smelt_last_error(), "the batch is 1");
     diag_clear();
-    ir_graph_free(model.g);
+    model_clear(&model);
 }
