@@ -184,8 +184,10 @@ typedef struct smelt_options {
                                   * with an error naming it; 0 = 2^31     */
     const char *placement;   /* which device runs each region when `devices` lists several:
                               * NULL or "fallback" (each on the first device that can run it),
-                              * or overrides "Conv=opencl:0,MatMul=opencl:1,*=cpu" by op type or
-                              * node name (the rest falls back) */
+                              * overrides "Conv=opencl:0,MatMul=opencl:1,*=cpu" by op type or
+                              * node name (the rest falls back), "split" (the batch divided across
+                              * the devices by measured speed; "split:3:1" by hand), or "cost"
+                              * (regions placed by estimated time) */
 } smelt_options;
 
 SMELT_API void smelt_options_init(smelt_options *opt);

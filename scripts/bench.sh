@@ -13,7 +13,8 @@
 # model slower than 100 ms), SMELT_BENCH_ROUNDS (interleaved rounds, default 5), SMELT_BENCH_THREADS
 # (default 1,2), SMELT_BENCH_ONLY (comma list of models; default all), SMELT_BENCH_IREE (0: no IREE
 # column; default 1: pip install iree-base-compiler/-runtime into $BUILD/iree-py once, skipped cleanly
-# where no wheel installs).
+# where no wheel installs), SMELT_BENCH_MULTIDEV (0: skip bench/multidev.py, the split and cost
+# placements; about a minute).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -51,4 +52,9 @@ echo "bench: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2
     --runs "${SMELT_BENCH_RUNS:-10}" --rounds "${SMELT_BENCH_ROUNDS:-5}" --threads "${SMELT_BENCH_THREADS:-1,2}" \
     ${SMELT_BENCH_ONLY:+--only "$SMELT_BENCH_ONLY"} --out "$build/bench/results.md"
 "$build/bench/gemm" "$build/bench" | tee "$build/bench/gemm.md"
+# Several devices (bench/multidev.py): split over cpu:0,cpu:1 against one cpu with 2 threads, cost
+# over cpu,opencl against either alone, cold compile with two identical devices against one.
+if [ "${SMELT_BENCH_MULTIDEV:-1}" != 0 ]; then
+    "$py" bench/multidev.py --smelt "$build/smelt" --models "$build/bench" --out "$build/bench/multidev.md"
+fi
 echo "bench: table written to $build/bench/results.md"

@@ -2,9 +2,10 @@
 # Several devices (issue 18), for scripts/test.sh's multidev stage: `smelt check` of the small
 # models of build/models (against onnxruntime's outputs, as single-device runs are) on device
 # mixes whose placements force copies between devices, the counts `smelt info` reports
-# (executables per target class, transfers), and the errors for a missing device, an unknown
-# policy and an override naming no listed device. Needs PoCL for the OpenCL mixes (skipped,
-# not failed, without it). Prints `multidev: N passed, M failed`; about 2 minutes on 2 cores.
+# (executables per target class, transfers), the split and cost placements on the same mixes,
+# and the errors for a missing device, an unknown policy, an override naming no listed device,
+# split on a batch-1 model or one whose Reshape names the batch, and malformed split weights. Needs PoCL for the OpenCL mixes (skipped,
+# not failed, without it). Prints `multidev: N passed, M failed`; about 3 minutes on 2 cores (the split and cost checks included).
 # Usage: scripts/multidev.sh [BUILD]
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -81,5 +82,45 @@ expect_error "unknown device" "device 'gpu' is not known" "$smelt" info "$cnn" -
 expect_error "unknown policy" "unknown placement 'fastest'" "$smelt" info "$cnn" --device cpu,cpu:1 --place fastest
 expect_error "override naming no device" "names no device of the list" "$smelt" info "$cnn" --device cpu,cpu:1 --place 'Conv=cpu:2'
 expect_error "override naming nothing" "no op type and no node" "$smelt" info "$cnn" --device cpu,cpu:1 --place 'Convv=cpu:1'
+
+# The split placement (api/split.c): the batch divided across the devices, outputs gathered; the
+# small models are batch 2, so each device gets one row (split:1:1 by hand where a measured PoCL
+# share would round to no row). attention's Reshape names the batch (2): refused, naming the node.
+# The cost placement (place/cost.h) on every mix.
+split_models=(mlp cnn ffn_gelu torch_tiny)
+split_mixes=("cpu:0,cpu:1|split" "cpu:0,cpu:1|cost")
+[ "$have_ocl" -eq 1 ] && split_mixes+=("cpu,opencl|split:1:1" "cpu,opencl|cost" "opencl,cpu|cost")
+for m in "${split_models[@]}"; do
+    for mix in "${split_mixes[@]}"; do
+        out="$(timeout 300 "$smelt" check "$build/models/$m" --device "${mix%%|*}" --place "${mix#*|}" 2>&1)"; rc=$?
+        if [ "$rc" -eq 0 ]; then pass; else fail "$m --device ${mix%%|*} --place ${mix#*|}: $out"; fi
+    done
+    if [ "$have_ocl" -eq 1 ]; then
+        for pl in split cost; do
+            out="$(POCL_DEVICES="pthread pthread" timeout 300 "$smelt" check "$build/models/$m" --device opencl:0,opencl:1 --place $pl 2>&1)"; rc=$?
+            if [ "$rc" -eq 0 ]; then pass; else fail "$m --place $pl on two PoCL devices: $out"; fi
+        done
+    fi
+done
+info="$("$smelt" info "$cnn" --device cpu:0,cpu:1 --place split 2>&1)"
+expect_line "split cpu:0,cpu:1 executables" '^executables: 1$' "$info"
+expect_line "split cpu:0,cpu:1 share" '^  class 0 \(c\): devices cpu:0 cpu:1; batch share 1;' "$info"
+info="$("$smelt" info examples/digits_mlp.onnx --shape x=4x64 --device cpu:0,cpu:1 --place split:3:1 2>&1)"
+expect_line "split 3:1 executables (a variant per share)" '^executables: 2$' "$info"
+expect_line "split 3:1 share 3" 'devices cpu:0; batch share 3;' "$info"
+if [ "$have_ocl" -eq 1 ]; then
+    info="$("$smelt" info "$cnn" --device cpu,opencl --place split:1:1 2>&1)"
+    expect_line "split cpu,opencl classes" '^target classes: 2$' "$info"
+    expect_line "split cpu,opencl executables" '^executables: 2$' "$info"
+    info="$(POCL_DEVICES="pthread pthread" "$smelt" info "$cnn" --device opencl:0,opencl:1 --place split 2>&1)"
+    expect_line "split two PoCL devices executables" '^executables: 1$' "$info"
+    info="$("$smelt" info "$cnn" --device opencl,cpu --place cost 2>&1)"
+    expect_line "cost opencl,cpu: all on the CPU here" '^arena opencl:0: 0 bytes, 0 dispatches$' "$info"
+    expect_line "cost estimate" '^cost estimate: [0-9.]+ ms per run' "$info"
+fi
+expect_error "split batch 1" "split: the batch is 1, fewer rows than the 2 devices" \
+    "$smelt" info examples/digits_mlp.onnx --shape x=1x64 --device cpu:0,cpu:1 --place split
+expect_error "split Reshape naming the batch" "node 'n13' \(Reshape\)" "$smelt" info "$build/models/attention" --device cpu:0,cpu:1 --place split
+expect_error "split weights" "one positive integer per device" "$smelt" info "$cnn" --device cpu:0,cpu:1 --place split:1
 echo "multidev: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

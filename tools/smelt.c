@@ -47,7 +47,7 @@ static int usage(void)
             "       smelt bench   MODEL.onnx|DIR [--runs N] [--profile] [--no-cold]\n"
             "       smelt compile MODEL.onnx|DIR --emit ir|regions|kir|c|opencl|cuda|plan [-o FILE]\n"
             "       smelt info    MODEL.onnx\n"
-            "options: --device LIST (cpu, cpu:N, opencl:N, cuda:N, comma-separated)  --place fallback|OP=DEVICE,NODE=DEVICE,*=DEVICE\n"
+            "options: --device LIST (cpu, cpu:N, opencl:N, cuda:N, comma-separated)  --place fallback|split|split:W0:W1..|cost|OP=DEVICE,NODE=DEVICE,*=DEVICE\n"
             "         --threads N  --locals reuse|hybrid  --no-fuse  --fuse-pad auto|never|always\n"
             "         --shape NAME=1x3x224x224  --max-memory SIZE (bytes, or e.g. 64MiB, 1MB)\n"
             "         --max-loop-iterations N  -v\n");

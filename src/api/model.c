@@ -114,6 +114,7 @@ void smelt_tensor_free(smelt_tensor *t)
 smelt_status smelt_program_get_stats(const smelt_program *p, smelt_program_stats *out)
 {
     if (!p || !out) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_get_stats: no program");
+    if (p->split) return program_split_stats(p, out);
     out->nodes = p->g->n_nodes;
     out->regions = p->fp.n_regions;
     out->kernels = p->lp.n_kernels;
@@ -203,6 +204,7 @@ static void dump_devices(const smelt_program *p, FILE *f)
         fprintf(f, "; %d regions, %d kernels\n", p->cls[c].n_regions, p->cls[c].n_kernels);
     }
     fprintf(f, "transfers: %d per run, %lld bytes\n", p->cmds.n_transfers, (long long)p->cmds.transfer_bytes);
+    if (p->cost_ms > 0) fprintf(f, "cost estimate: %.3f ms per run (table speeds, place/cost.h)\n", p->cost_ms);
     for (int d = 0; d < ds->n; d++)
         fprintf(f, "arena %s: %lld bytes, %d dispatches\n", ds->dev[d].spec, (long long)p->cmds.arena_bytes[d], p->cmds.dispatches[d]);
 }
@@ -236,6 +238,7 @@ smelt_status smelt_program_dump(const smelt_program *p, const char *what, char *
 {
     *text = NULL;
     if (!p || !what) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_dump: nothing to dump");
+    if (p->split) return program_split_dump(p, what, text);
     int need = dump_stage(what);
     if (need < 0) return diag_fail(SMELT_ERR_INVALID_ARG, "unknown dump '%s' (ir, regions, dot, kir, c, opencl, cuda, plan, info)", what);
     if (p->stage != SMELT_STAGE_ALL && (need == SMELT_STAGE_ALL || (int)p->stage < need))

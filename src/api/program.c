@@ -70,7 +70,7 @@ static smelt_status lower_all(smelt_program *p, const place_policy *pol)
         for (int i = 0; i < x->n_nodes && views; i++) views = plan_node_is_view(p->g, x->nodes[i]);
         if (views) continue;
         int cand[PLACE_MAX_DEVICES];
-        int n_cand = place_region_candidates(pol, &p->devs, p->g, x, cand);
+        int n_cand = place_region_candidates(pol, &p->devs, p->g, x, r, cand);
         int first = lp->n_kernels, first_scratch = lp->n_scratch;
         smelt_status st = SMELT_ERR_INTERNAL;
         for (int c = 0; c < n_cand; c++) {
@@ -98,6 +98,22 @@ static smelt_status lower_all(smelt_program *p, const place_policy *pol)
     }
     lp->target = &p->devs.dev[p->devs.class_first[0]].target;
     return SMELT_OK;
+}
+
+/* The cost placement: the program lowered by fallback gives each region's
+ * work and the sub-ranges crossing (api/place_cost.c); lowered again with
+ * each region's chosen device first. */
+static smelt_status lower_by_cost(smelt_program *p, const place_policy *pol, const smelt_options *opt)
+{
+    place_policy by_cost = *pol;
+    int *assign = NULL;
+    TRY(program_cost_assign(p, opt, &assign));
+    by_cost.assign = assign;
+    lower_program_free(&p->lp);
+    free(p->kernel_device);
+    p->kernel_device = NULL;
+    for (int c = 0; c < PLACE_MAX_DEVICES; c++) p->cls[c].n_regions = 0;
+    return lower_all(p, &by_cost);
 }
 
 static int total_args(const plan_commands *c)
@@ -312,6 +328,7 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     TRY(place_devices_parse(opt->devices, &p->devs));
     place_policy pol;
     TRY(place_policy_parse(opt->placement, &p->devs, &pol));
+    if (pol.kind == PLACE_SPLIT) return program_split_compile(p, m, opt, &pol, n_inputs, inputs);
     /* C is compiled here for this CPU (-march=native): its vectors are this host's. */
     for (int d = 0; d < p->devs.n; d++)
         if (p->devs.dev[d].kind == PLACE_CPU) {
@@ -359,6 +376,7 @@ static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, co
     TRY(fuse_all(p, opt));
     if (p->stage == SMELT_STAGE_REGIONS) return SMELT_OK;
     TRY(lower_all(p, pol));
+    if (pol->kind == PLACE_COST) TRY(lower_by_cost(p, pol, opt));
     if (p->stage == SMELT_STAGE_KIR) return SMELT_OK;
     TRY(plan_build(p->g, &p->lp, &p->plan)); /* before emitting: the emitter binds in-place buffers (plan.in_place_of) */
     TRY(plan_barriers(p->g, &p->fp, &p->lp, &p->plan));
@@ -417,6 +435,7 @@ smelt_status smelt_program_compile(const smelt_model *m, const smelt_options *op
 void smelt_program_free(smelt_program *p)
 {
     if (!p) return;
+    program_split_free(p);
     program_control_free(p); /* children first: they use p's device */
     size_t ns = (size_t)p->plan.n_slots;
     for (int d = 0; d < p->devs.n; d++) {
@@ -572,6 +591,7 @@ static smelt_status run_command(smelt_program *p, const plan_cmd *c, rt_arg *buf
 smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tensor *inputs)
 {
     if (!p) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: no program");
+    if (p->split) return program_split_run(p, n_inputs, inputs);
     if (!p->dev[0]) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: the program was compiled only up to a stage (stop_after)");
     TRY(bind_run_inputs(p, n_inputs, inputs));
     return program_run_commands(p);
@@ -592,10 +612,11 @@ smelt_status program_run_commands(smelt_program *p)
     return SMELT_OK;
 }
 
-int smelt_program_output_count(const smelt_program *p) { return p ? p->g->n_outputs : 0; }
+int smelt_program_output_count(const smelt_program *p) { return !p ? 0 : p->split ? program_split_output_count(p) : p->g->n_outputs; }
 
 smelt_status smelt_program_output(const smelt_program *p, int i, smelt_tensor *out)
 {
+    if (p && p->split) return program_split_output(p, i, out);
     if (!p || i < 0 || i >= p->g->n_outputs)
         return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_output: no output %d", i);
     int t = p->g->outputs[i];
@@ -618,6 +639,7 @@ smelt_status smelt_program_output(const smelt_program *p, int i, smelt_tensor *o
 smelt_status smelt_program_set_profiling(smelt_program *p, int on)
 {
     if (!p) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_set_profiling: no program");
+    if (p->split) return program_split_set_profiling(p, on);
     free(p->prof_ms);
     free(p->prof_calls);
     p->prof_ms = NULL;
@@ -635,10 +657,11 @@ smelt_status smelt_program_set_profiling(smelt_program *p, int on)
     return SMELT_OK;
 }
 
-int smelt_program_kernel_count(const smelt_program *p) { return p ? p->lp.n_kernels : 0; }
+int smelt_program_kernel_count(const smelt_program *p) { return !p ? 0 : p->split ? program_split_kernel_count(p) : p->lp.n_kernels; }
 
 smelt_status smelt_program_profile(const smelt_program *p, int i, smelt_kernel_profile *out)
 {
+    if (p && p->split && out) return program_split_profile(p, i, out);
     if (!p || !out || i < 0 || i >= p->lp.n_kernels)
         return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_profile: no kernel %d", i);
     const kir_kernel *k = p->lp.kernels[i];

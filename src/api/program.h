@@ -125,6 +125,8 @@ struct smelt_program {
     int64_t *grow_cap;     /* its bytes */
     void **grow_host;      /* on a device without host memory: its bytes brought back after the loop */
     int64_t max_iters;     /* a run-time loop running longer fails (smelt_options.max_loop_iterations) */
+    double cost_ms;        /* the cost placement: its estimate of one run (place/cost.h), else 0 */
+    struct program_split *split; /* the split placement: child programs per share (api/split.c), else NULL */
 };
 
 /* api/control.c: compile the child programs the if/loop commands name (at
@@ -137,5 +139,26 @@ void program_control_free(smelt_program *p);
 smelt_status program_compile_graph(smelt_program *p, const smelt_options *opt);
 smelt_status program_run_commands(smelt_program *p);
 smelt_status program_record_inputs(smelt_program *p, const ir_graph *model);
+
+/* api/place_cost.c: the cost placement's assignment (per region, in p's
+ * arena) for a program lowered once by fallback. */
+smelt_status program_cost_assign(smelt_program *p, const smelt_options *opt, int **assign);
+/* api/split.c: the split placement. A split program holds one child program
+ * per device, each for its share of the batch; the public calls below
+ * forward to these when p->split is set. */
+smelt_status program_split_compile(smelt_program *p, const smelt_model *m, const smelt_options *opt, const place_policy *pol,
+                                   int n_inputs, const smelt_tensor *inputs);
+smelt_status program_split_run(smelt_program *p, int n_inputs, const smelt_tensor *inputs);
+int program_split_output_count(const smelt_program *p);
+smelt_status program_split_output(const smelt_program *p, int i, smelt_tensor *out);
+smelt_status program_split_set_profiling(smelt_program *p, int on);
+int program_split_kernel_count(const smelt_program *p);
+smelt_status program_split_profile(const smelt_program *p, int i, smelt_kernel_profile *out);
+smelt_status program_split_stats(const smelt_program *p, smelt_program_stats *out);
+smelt_status program_split_dump(const smelt_program *p, const char *what, char **text);
+void program_split_free(smelt_program *p);
+/* Rows per device: batch * weight / sum rounded by largest remainder (a
+ * device may get none). */
+void split_shares(int64_t batch, int n, const double *weight, int64_t *share);
 
 #endif

@@ -4,6 +4,7 @@
 #include "place/placement.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The index in d of the device named s[0, n) ("opencl" is "opencl:0"), or -1. */
@@ -30,15 +31,39 @@ static void list_devices(const place_devices *d, char *buf, size_t cap)
     for (int i = 0; i < d->n && len < cap; i++) len += (size_t)snprintf(buf + len, cap - len, "%s%s", i ? ", " : "", d->dev[i].spec);
 }
 
+/* `split:W0:W1:...`: one positive integer weight per device of d. */
+static smelt_status parse_split_weights(const char *text, const place_devices *d, place_policy *out)
+{
+    const char *p = text + 5;
+    int n = 0;
+    while (*p == ':') {
+        char *end;
+        long w = strtol(p + 1, &end, 10);
+        if (end == p + 1 || w <= 0 || w > 1000000 || n == d->n) break;
+        out->split_weight[n++] = (int)w;
+        p = end;
+    }
+    if (*p || n != d->n)
+        return diag_fail(SMELT_ERR_INVALID_ARG, "placement '%.80s': split weights are one positive integer per device (%d here), as split:3:1",
+                         text, d->n);
+    return SMELT_OK;
+}
+
 smelt_status place_policy_parse(const char *text, const place_devices *d, place_policy *out)
 {
     memset(out, 0, sizeof *out);
     out->star = -1;
     if (!text || !*text || strcmp(text, "fallback") == 0) return SMELT_OK;
-    if (strcmp(text, "split") == 0 || strcmp(text, "cost") == 0)
-        return diag_fail(SMELT_ERR_INVALID_ARG, "placement '%s' is not built yet (issue 18): use fallback or overrides KEY=DEVICE", text);
+    if (strcmp(text, "cost") == 0) {
+        out->kind = PLACE_COST;
+        return SMELT_OK;
+    }
+    if (strncmp(text, "split", 5) == 0 && (text[5] == 0 || text[5] == ':')) {
+        out->kind = PLACE_SPLIT;
+        return text[5] ? parse_split_weights(text, d, out) : SMELT_OK;
+    }
     if (!strchr(text, '='))
-        return diag_fail(SMELT_ERR_INVALID_ARG, "unknown placement '%.80s' (fallback, or overrides such as 'Conv=opencl:0,*=cpu')", text);
+        return diag_fail(SMELT_ERR_INVALID_ARG, "unknown placement '%.80s' (fallback, split, split:W0:W1..., cost, or overrides such as 'Conv=opencl:0,*=cpu')", text);
     const char *p = text;
     while (*p) {
         size_t n = strcspn(p, ",");
@@ -103,10 +128,11 @@ static int override_for(const place_policy *pol, const ir_graph *g, const fuse_r
     return pol->star;
 }
 
-int place_region_candidates(const place_policy *pol, const place_devices *d, const ir_graph *g, const fuse_region *r,
+int place_region_candidates(const place_policy *pol, const place_devices *d, const ir_graph *g, const fuse_region *r, int ri,
                             int cand[PLACE_MAX_DEVICES])
 {
     int n = 0, first = override_for(pol, g, r);
+    if (first < 0 && pol->assign) first = pol->assign[ri];
     if (first >= 0) cand[n++] = first;
     for (int i = 0; i < d->n; i++)
         if (i != first) cand[n++] = i;

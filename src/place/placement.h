@@ -14,10 +14,17 @@
  *             over an op type, an op type over `*`. A region matches a node
  *             name when one of its nodes has that name, an op type when its
  *             root is of that type.
- * `split` and `cost` are named by issue 18 but not built: asking for them is
- * SMELT_ERR_INVALID_ARG saying so, as is an unknown policy, an override
- * naming a device not in the list, or a key that is neither an op type nor
- * a node of the model.
+ *   split     data parallel (api/split.c): the batch dimension of the inputs
+ *             divided across the devices in proportion to their speed,
+ *             measured at compile time; `split:W0:W1:...` fixes the weights by
+ *             hand (one positive integer per device, in list order).
+ *   cost      each region on the device that minimises the estimated finish
+ *             time of the whole graph (place/cost.h); the candidates after
+ *             it are the list in order, as for fallback.
+ * An unknown policy, split weights that are not one positive integer per
+ * device, an override naming a device not in the list, or a key that is
+ * neither an op type nor a node of the model is SMELT_ERR_INVALID_ARG
+ * naming it.
  */
 #ifndef SMELT_PLACE_PLACEMENT_H
 #define SMELT_PLACE_PLACEMENT_H
@@ -33,10 +40,15 @@ typedef struct place_override {
     int device;  /* index into place_devices */
 } place_override;
 
+typedef enum place_policy_kind { PLACE_FALLBACK, PLACE_SPLIT, PLACE_COST } place_policy_kind;
+
 typedef struct place_policy {
+    place_policy_kind kind;
     place_override over[PLACE_MAX_OVERRIDES];
     int n_over;
     int star;    /* device of `*`, or -1 */
+    int split_weight[PLACE_MAX_DEVICES]; /* split:W0:W1:... per device; all 0: measure */
+    const int *assign; /* cost (api/): per region index, the device it chose, or NULL */
 } place_policy;
 
 /* Parse `text` (NULL or "" is fallback) against the devices of d. */
@@ -45,8 +57,9 @@ smelt_status place_policy_parse(const char *text, const place_devices *d, place_
 /* Every override key names an op type or a node of g. */
 smelt_status place_policy_check(const place_policy *pol, const ir_graph *g);
 
-/* The devices to try for region r, best first (every device once); their number. */
-int place_region_candidates(const place_policy *pol, const place_devices *d, const ir_graph *g, const fuse_region *r,
+/* The devices to try for region r (index ri), best first (every device once):
+ * an override's device, else the cost assignment's, then the list; their number. */
+int place_region_candidates(const place_policy *pol, const place_devices *d, const ir_graph *g, const fuse_region *r, int ri,
                             int cand[PLACE_MAX_DEVICES]);
 
 #endif

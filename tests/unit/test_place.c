@@ -70,24 +70,40 @@ TEST(place_policies_and_overrides)
     CHECK(place_devices_parse("cpu,opencl:0,opencl:1", &d) == SMELT_OK);
     /* fallback: the list in order */
     CHECK(place_policy_parse("fallback", &d, &pol) == SMELT_OK);
-    CHECK_EQ_INT(place_region_candidates(&pol, &d, g, &r[0], cand), 3);
+    CHECK_EQ_INT(place_region_candidates(&pol, &d, g, &r[0], 0, cand), 3);
     CHECK(cand[0] == 0 && cand[1] == 1 && cand[2] == 2);
     /* by op type, by node name (which wins), and `*` */
     CHECK(place_policy_parse("Conv=opencl:1,r1=opencl,*=cpu", &d, &pol) == SMELT_OK);
     CHECK(place_policy_check(&pol, g) == SMELT_OK);
-    CHECK_EQ_INT(place_region_candidates(&pol, &d, g, &r[0], cand), 3);
+    CHECK_EQ_INT(place_region_candidates(&pol, &d, g, &r[0], 0, cand), 3);
     CHECK(cand[0] == 2 && cand[1] == 0 && cand[2] == 1);
-    place_region_candidates(&pol, &d, g, &r[1], cand);
+    place_region_candidates(&pol, &d, g, &r[1], 1, cand);
     CHECK(cand[0] == 1 && cand[1] == 0 && cand[2] == 2);
     CHECK(place_policy_parse("Relu=opencl:1,r1=opencl:0", &d, &pol) == SMELT_OK);
-    place_region_candidates(&pol, &d, g, &r[1], cand);
+    place_region_candidates(&pol, &d, g, &r[1], 1, cand);
     CHECK_EQ_INT(cand[0], 1);
     CHECK(place_policy_parse("*=opencl:1", &d, &pol) == SMELT_OK);
-    place_region_candidates(&pol, &d, g, &r[0], cand);
+    place_region_candidates(&pol, &d, g, &r[0], 0, cand);
     CHECK(cand[0] == 2 && cand[1] == 0 && cand[2] == 1);
-    /* the errors: an unknown policy, one not built, an override naming no
-     * device of the list, a malformed one, a key naming nothing */
-    const char *bad[] = {"bogus", "split", "cost", "Conv=cuda:0", "Conv=opencl:2", "Conv=", "=cpu", "Conv=gpu"};
+    /* split, measured or with weights by hand (one per device), and cost */
+    CHECK(place_policy_parse("split", &d, &pol) == SMELT_OK);
+    CHECK(pol.kind == PLACE_SPLIT && pol.split_weight[0] == 0);
+    CHECK(place_policy_parse("split:3:1:2", &d, &pol) == SMELT_OK);
+    CHECK(pol.kind == PLACE_SPLIT && pol.split_weight[0] == 3 && pol.split_weight[1] == 1 && pol.split_weight[2] == 2);
+    CHECK(place_policy_parse("cost", &d, &pol) == SMELT_OK);
+    CHECK(pol.kind == PLACE_COST);
+    /* the cost assignment comes after an override, before the list */
+    int assign[2] = {2, 1};
+    pol.assign = assign;
+    place_region_candidates(&pol, &d, g, &r[0], 0, cand);
+    CHECK(cand[0] == 2 && cand[1] == 0 && cand[2] == 1);
+    place_region_candidates(&pol, &d, g, &r[1], 1, cand);
+    CHECK(cand[0] == 1 && cand[1] == 0 && cand[2] == 2);
+    /* the errors: an unknown policy, split weights not one positive integer
+     * per device, an override naming no device of the list, a malformed one,
+     * a key naming nothing */
+    const char *bad[] = {"bogus", "splitx", "split:3:1", "split:1:0:1", "split:1:2:3:4", "split:a:b:c", "split:1:1:1:",
+                         "costly", "Conv=cuda:0", "Conv=opencl:2", "Conv=", "=cpu", "Conv=gpu"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK(place_policy_parse(bad[i], &d, &pol) == SMELT_ERR_INVALID_ARG);
         diag_clear();
