@@ -106,10 +106,13 @@ struct smelt_program {
     rt_arg *slot_mem;      /* [device * n_slots + slot]: its memory on that device during a run */
     void **slot_ptr;       /* per plan slot: its bytes as the host sees them (inputs, constants, outputs) */
     void **host_copy;      /* per plan slot: host memory copies download it into, or NULL */
-    void *staging;         /* host bytes a copy between two devices passes through (and a control
-                            * command's device-to-device copy, which grows it: api/control.c) */
+    void *staging;         /* host bytes the copies between two devices pass through (cmds.stage_bytes, each
+                            * copy its own), and a control command's device-to-device copy, which grows
+                            * it (api/control.c; one device only, so never both) */
     size_t staging_bytes;
-    rt_arg *buf_table;     /* all dispatches' buffer tables, back to back (cmds.args order) */
+    rt_arg *buf_table;     /* all dispatches' buffer tables, each at its first_arg (cmds.args order) */
+    struct program_streams *streams; /* a host thread per device running its commands, or NULL: in order on
+                                      * the caller's thread (api/streams.c) */
     double *prof_ms;       /* per kernel, while profiling is on; else NULL */
     int64_t *prof_calls;
     program_stats stats;
@@ -136,6 +139,13 @@ void program_control_free(smelt_program *p);
  * from inference on; and execute its command list. */
 smelt_status program_compile_graph(smelt_program *p, const smelt_options *opt);
 smelt_status program_run_commands(smelt_program *p);
+smelt_status program_run_command(smelt_program *p, const plan_cmd *c);
+/* api/streams.c: where more than one device has commands, run each device's
+ * commands on a thread of its own, ordered across devices by the list's
+ * signals and waits; set up at link, freed with the program. */
+smelt_status program_streams_init(smelt_program *p);
+smelt_status program_streams_run(smelt_program *p);
+void program_streams_free(smelt_program *p);
 smelt_status program_record_inputs(smelt_program *p, const ir_graph *model);
 
 #endif

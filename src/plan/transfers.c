@@ -9,6 +9,12 @@
  * device the only holder of the range; its read copies in the parts its
  * device does not hold, from their writer, and adds the device to their
  * holders.
+ *
+ * A copy between two devices is two halves through the program's staging
+ * bytes, joined by an event (commands.h): the source's half right where the
+ * consumer needs it in list order, after a host barrier on the source only,
+ * so no other device stops for it, and the destination's half after a wait
+ * on the destination only.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +113,8 @@ static plan_cmd *push(builder *b, plan_cmd_kind kind)
     plan_cmd *x = &c->cmds[c->n_cmds++];
     memset(x, 0, sizeof *x);
     x->kind = kind;
-    x->kernel = x->first_arg = x->first_range = x->node = x->child = -1;
+    x->kernel = x->first_arg = x->first_range = x->node = x->child = x->event = -1;
+    x->stage = -1;
     c->count[kind]++;
     return x;
 }
@@ -127,25 +134,51 @@ static void touch(builder *b, int device, int root)
     if (device >= 0) b->touched[(size_t)device * (size_t)b->m->n_slots + (size_t)root] = true;
 }
 
-static void push_copy(builder *b, int src, int dst, int root, int64_t lo, int64_t hi)
+/* One copy command on `device`; `stage` as in plan_cmd. */
+static void push_half(builder *b, int device, int src, int dst, int root, int64_t lo, int64_t hi, int64_t stage)
 {
-    plan_commands *c = b->c;
-    if (src >= 0 && dst >= 0) { /* the host moves it: both devices idle */
-        host_barrier(b, src);
-        host_barrier(b, dst);
-        c->n_transfers++;
-        c->transfer_bytes += hi - lo;
-    }
     plan_cmd *x = push(b, PLAN_CMD_COPY);
     if (!x) return;
-    x->device = src == PLAN_HOST ? dst : src;
+    x->device = device;
     x->src_device = src;
     x->dst_device = dst;
     x->src = (plan_range){root, lo, hi, true, false};
     x->dst = (plan_range){root, lo, hi, false, true};
+    x->stage = stage;
+}
+
+static void push_event(builder *b, plan_cmd_kind kind, int device, int event)
+{
+    plan_cmd *x = push(b, kind);
+    if (!x) return;
+    x->device = device;
+    x->event = event;
+}
+
+/* A copy; between two devices, the source's half (after its producer: a
+ * host barrier there) and a signal on the source, then the destination's
+ * half after a host barrier there and a wait for the signal. */
+static void push_copy(builder *b, int src, int dst, int root, int64_t lo, int64_t hi)
+{
+    plan_commands *c = b->c;
     c->copy_bytes += hi - lo;
     touch(b, src, root);
     touch(b, dst, root);
+    if (src == PLAN_HOST || dst == PLAN_HOST) {
+        push_half(b, src == PLAN_HOST ? dst : src, src, dst, root, lo, hi, -1);
+        return;
+    }
+    int64_t stage = c->stage_bytes;
+    int event = c->n_events++;
+    c->stage_bytes += (hi - lo + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN;
+    c->n_transfers++;
+    c->transfer_bytes += hi - lo;
+    host_barrier(b, src);
+    push_half(b, src, src, PLAN_HOST, root, lo, hi, stage);
+    push_event(b, PLAN_CMD_SIGNAL, src, event);
+    host_barrier(b, dst);
+    push_event(b, PLAN_CMD_WAIT, dst, event);
+    push_half(b, dst, PLAN_HOST, dst, root, lo, hi, stage);
 }
 
 /* Bring bytes [lo, hi) of root onto `device` (PLAN_HOST: the host): copy

@@ -151,33 +151,87 @@ TEST(transfers_move_the_sub_range_a_consumer_reads)
     plan_devices pd = {.n = 2, .host_memory = {true, false}, .kernel_device = on};
     CHECK(plan_commands_place(h.g, NULL, &h.p, &h.m, &pd, &c) == SMELT_OK);
     /* t1 to d1: elements [250, 750) = bytes [1000, 3000); t2 back to d0 whole:
-     * 4000 bytes; the CPU holds t2 and t3 whole, so no download. */
+     * 4000 bytes; the CPU holds t2 and t3 whole, so no download. Each moves
+     * through its own staging bytes (2000 and 4000, rounded up to 64). */
     CHECK_EQ_INT(c.n_transfers, 2);
     CHECK_EQ_INT(c.transfer_bytes, 2000 + 4000);
-    CHECK_EQ_INT(c.count[PLAN_CMD_COPY], 2);
+    CHECK_EQ_INT(c.copy_bytes, 2000 + 4000);
+    CHECK_EQ_INT(c.count[PLAN_CMD_COPY], 4);
+    CHECK_EQ_INT(c.count[PLAN_CMD_SIGNAL], 2);
+    CHECK_EQ_INT(c.count[PLAN_CMD_WAIT], 2);
+    CHECK_EQ_INT(c.n_events, 2);
+    CHECK_EQ_INT(c.stage_bytes, 2048 + 4032);
     CHECK_EQ_INT(c.count[PLAN_CMD_DISPATCH], 3);
     CHECK(c.dispatches[0] == 2 && c.dispatches[1] == 1);
-    int copies = 0;
+    /* Each transfer: [host barrier on A] copy A -> stage, signal e on A, [host barrier on B]
+     * wait e on B, copy stage -> B; then the consumer's dispatch on B. */
+    static const int want[][6] = {/* src, dst, slot, lo, hi, stage */
+                                  {0, 1, 1, 1000, 3000, 0},
+                                  {1, 0, 2, 0, 4000, 2048}};
+    int seen = 0;
     for (int i = 0; i < c.n_cmds; i++) {
         const plan_cmd *x = &c.cmds[i];
-        if (x->kind != PLAN_CMD_COPY) continue;
-        if (copies++ == 0) {
-            CHECK(x->src_device == 0 && x->dst_device == 1 && x->src.slot == 1 && x->src.lo == 1000 && x->src.hi == 3000);
-            CHECK(i >= 1 && c.cmds[i - 1].kind == PLAN_CMD_BARRIER && c.cmds[i - 1].host && c.cmds[i - 1].device == 0);
-        } else {
-            CHECK(x->src_device == 1 && x->dst_device == 0 && x->src.slot == 2 && x->src.lo == 0 && x->src.hi == 4000);
-        }
+        if (x->kind != PLAN_CMD_COPY || x->dst_device != PLAN_HOST || seen >= 2) continue;
+        const int *w = want[seen];
+        CHECK(x->device == w[0] && x->src_device == w[0] && x->src.slot == w[2] && x->src.lo == w[3] && x->src.hi == w[4] &&
+              x->stage == w[5]);
+        CHECK(i >= 1 && c.cmds[i - 1].kind == PLAN_CMD_BARRIER && c.cmds[i - 1].host && c.cmds[i - 1].device == w[0]);
+        CHECK(i + 3 < c.n_cmds && c.cmds[i + 1].kind == PLAN_CMD_SIGNAL && c.cmds[i + 1].device == w[0] &&
+              c.cmds[i + 1].event == seen);
+        int j = i + 2;
+        if (c.cmds[j].kind == PLAN_CMD_BARRIER) CHECK(c.cmds[j++].device == w[1]); /* B dispatched since its last one */
+        CHECK(c.cmds[j].kind == PLAN_CMD_WAIT && c.cmds[j].device == w[1] && c.cmds[j].event == seen);
+        CHECK(c.cmds[j + 1].kind == PLAN_CMD_COPY && c.cmds[j + 1].device == w[1] && c.cmds[j + 1].src_device == PLAN_HOST &&
+              c.cmds[j + 1].dst_device == w[1] && c.cmds[j + 1].stage == w[5] && c.cmds[j + 1].dst.lo == w[3]);
+        CHECK(c.cmds[j + 2].kind == PLAN_CMD_DISPATCH && c.cmds[j + 2].device == w[1]);
+        seen++;
     }
+    CHECK_EQ_INT(seen, 2);
     CHECK(c.home[2] == 0 && c.home[3] == 0);
     CHECK(c.arena_bytes[1] > 0 && c.arena_bytes[0] > 0);
-    /* The verifier refuses a copy that does not wait for its producer. */
+    CHECK(plan_commands_verify(&c, h.g, &h.p, &h.m, false) == SMELT_OK);
+    /* The verifier refuses: each wait removed (the copy out of staging is then
+     * ordered after nothing), a wait moved before its signal, a copy out of a
+     * device without a barrier after its producer, a copy straight between
+     * two devices' memories. */
+    for (int i = 0; i < c.n_cmds; i++) {
+        if (c.cmds[i].kind != PLAN_CMD_WAIT) continue;
+        plan_cmd saved = c.cmds[i];
+        memmove(c.cmds + i, c.cmds + i + 1, sizeof(plan_cmd) * (size_t)(c.n_cmds - i - 1));
+        c.n_cmds--, c.count[PLAN_CMD_WAIT]--;
+        CHECK(plan_commands_verify(&c, h.g, &h.p, &h.m, false) == SMELT_ERR_INTERNAL);
+        CHECK_STR_HAS(smelt_last_error(), "with no wait for an event");
+        diag_clear();
+        memmove(c.cmds + i + 1, c.cmds + i, sizeof(plan_cmd) * (size_t)(c.n_cmds - i));
+        c.cmds[i] = saved;
+        c.n_cmds++, c.count[PLAN_CMD_WAIT]++;
+        CHECK(plan_commands_verify(&c, h.g, &h.p, &h.m, false) == SMELT_OK);
+    }
     for (int i = 1; i < c.n_cmds; i++)
-        if (c.cmds[i].kind == PLAN_CMD_COPY && c.cmds[i].src_device == 0) {
-            plan_cmd saved = c.cmds[i - 1];
-            c.cmds[i - 1].host = false;
+        if (c.cmds[i].kind == PLAN_CMD_SIGNAL) {
+            int j = i + 1;
+            while (c.cmds[j].kind != PLAN_CMD_WAIT) j++;
+            plan_cmd sig = c.cmds[i], wait = c.cmds[j];
+            c.cmds[i] = wait, c.cmds[j] = sig; /* the wait first: on another device, so both streams stay in order */
             CHECK(plan_commands_verify(&c, h.g, &h.p, &h.m, false) == SMELT_ERR_INTERNAL);
+            CHECK_STR_HAS(smelt_last_error(), "which no command before it sets");
             diag_clear();
-            c.cmds[i - 1] = saved;
+            c.cmds[i] = sig, c.cmds[j] = wait;
+            plan_cmd producer_done = c.cmds[i - 2];
+            CHECK(producer_done.kind == PLAN_CMD_BARRIER && producer_done.host);
+            c.cmds[i - 2] = c.cmds[i - 3]; /* the producer's dispatch twice instead: no barrier before the copy */
+            c.count[PLAN_CMD_BARRIER]--, c.count[PLAN_CMD_DISPATCH]++;
+            CHECK(plan_commands_verify(&c, h.g, &h.p, &h.m, false) == SMELT_ERR_INTERNAL);
+            CHECK_STR_HAS(smelt_last_error(), "with no barrier between");
+            diag_clear();
+            c.cmds[i - 2] = producer_done;
+            c.count[PLAN_CMD_BARRIER]++, c.count[PLAN_CMD_DISPATCH]--;
+            plan_cmd down = c.cmds[i - 1];
+            c.cmds[i - 1].dst_device = c.cmds[j + 1].dst_device;
+            CHECK(plan_commands_verify(&c, h.g, &h.p, &h.m, false) == SMELT_ERR_INTERNAL);
+            CHECK_STR_HAS(smelt_last_error(), "straight into device");
+            diag_clear();
+            c.cmds[i - 1] = down;
             break;
         }
     CHECK(plan_commands_verify(&c, h.g, &h.p, &h.m, false) == SMELT_OK);
@@ -191,6 +245,7 @@ TEST(transfers_move_the_sub_range_a_consumer_reads)
     CHECK_EQ_INT(c.n_transfers, 1);
     CHECK_EQ_INT(c.transfer_bytes, 2000);
     CHECK_EQ_INT(c.copy_bytes, 4000 + 2000 + 4000 + 4000);
+    CHECK_EQ_INT(c.n_events, 1);
     CHECK(c.home[2] == PLAN_HOST && c.home[3] == PLAN_HOST);
     plan_commands_free(&c);
 
