@@ -54,7 +54,8 @@ static smelt_status finish_kernels(lower_program *lp, int first, const target_in
 /* Every region lowered for the target of the device placement gives it:
  * the candidates in order, the first that lowers within its limits (an
  * UNSUPPORTED lowering or limit moves on to the next; the last one's error
- * is the region's). */
+ * is the region's). A matmul's constant B is read in the encoding of the
+ * candidate's target: packed panels on a CPU, plain elsewhere. */
 static smelt_status lower_all(smelt_program *p, const place_policy *pol)
 {
     lower_program *lp = &p->lp;
@@ -76,6 +77,7 @@ static smelt_status lower_all(smelt_program *p, const place_policy *pol)
         for (int c = 0; c < n_cand; c++) {
             const place_device *d = &p->devs.dev[cand[c]];
             lp->target = &p->devs.dev[p->devs.class_first[d->cls]].target;
+            for (int i = 0; i < x->n_nodes; i++) graph_matmul_encoding(p->g, x->nodes[i], d->kind == PLACE_CPU);
             st = lower_region(lp, p->g, &p->fp, r);
             if (!st) st = finish_kernels(lp, first, lp->target);
             if (!st) {
@@ -345,12 +347,16 @@ static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, co
     TRY(graph_infer(p->g, lower_eval_node));
     TRY(graph_fold_batchnorm(p->g));
     /* The C target's microkernels read constant matmul weights as panels
-     * (ops/matmul.c); packed when every device of the list runs C. */
-    bool all_cpu = p->devs.n > 0;
-    for (int d = 0; d < p->devs.n; d++) all_cpu &= p->devs.dev[d].kind == PLACE_CPU;
-    if (all_cpu && !getenv("SMELT_NO_PACKED_GEMM")) {
+     * (ops/matmul.c); packed where a CPU device is listed, the plain weight
+     * kept beside for the other devices (lower_all picks per region). */
+    int cpu = -1, other = 0;
+    for (int d = p->devs.n - 1; d >= 0; d--) {
+        if (p->devs.dev[d].kind == PLACE_CPU) cpu = d;
+        else other++;
+    }
+    if (cpu >= 0 && !getenv("SMELT_NO_PACKED_GEMM")) {
         graph_pack_cache cache = {pack_find, pack_keep, (void *)p->model}; /* the model's cache is its one mutable part */
-        TRY(graph_pack_weights(p->g, mm_tiles_for(p->devs.dev[0].target.vector_width).nr, p->model ? &cache : NULL));
+        TRY(graph_pack_weights(p->g, mm_tiles_for(p->devs.dev[cpu].target.vector_width).nr, p->model ? &cache : NULL, other > 0));
     }
     TRY(graph_fold_gemm_transpose(p->g));
     TRY(graph_dce(p->g));

@@ -8,6 +8,7 @@
 #include "api/program.h"
 #include "place/placement.h"
 #include "plan/commands.h"
+#include "rt/device.h"
 #include "test.h"
 
 TEST(place_device_lists_and_classes)
@@ -341,4 +342,82 @@ TEST(place_program_on_two_cpus_equals_one)
     CHECK_STR_HAS(smelt_last_error(), "cpu:4096");
     diag_clear();
     ir_graph_free(model.g);
+}
+
+/* One weight read by a MatMul on the CPU and by one on OpenCL (skipped where
+ * no OpenCL device exists): the CPU's kernel reads it packed into panels,
+ * OpenCL's plain, each device holds only the encoding it reads, two
+ * executables, and both outputs equal x w. */
+TEST(place_weight_in_each_devices_encoding)
+{
+    rt_device *probe = NULL;
+    if (rt_device_open("opencl", 1, &probe) != SMELT_OK) {
+        diag_clear();
+        return;
+    }
+    rt_device_close(probe);
+    char dir[] = "/tmp/smelt-test-enc-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    setenv("SMELT_CACHE_DIR", dir, 1);
+    enum { M = 8, K = 48, N = 40 };
+    ir_graph *g = ir_graph_new();
+    ir_shape sx = {.rank = 2, .dim = {M, K}}, sw = {.rank = 2, .dim = {K, N}};
+    int x = ir_tensor_add(g, "x", SMELT_F32, &sx), w = ir_tensor_add(g, "w", SMELT_F32, &sw);
+    int y[2] = {ir_tensor_add(g, "y1", SMELT_F32, NULL), ir_tensor_add(g, "y2", SMELT_F32, NULL)};
+    float *wd = ir_tensor_alloc_data(g, w);
+    for (int i = 0; i < K * N; i++) wd[i] = (float)((i * 7) % 11) * 0.125f - 0.5f;
+    int in[2] = {x, w};
+    ir_node_add(g, "m1", OP_MatMul, 2, in, 1, &y[0]);
+    ir_node_add(g, "m2", OP_MatMul, 2, in, 1, &y[1]);
+    for (int n = 0; n < g->n_nodes; n++) g->tensors[g->nodes[n].out[0]].producer = n;
+    ir_graph_set_io(g, 1, &x, 2, y);
+    struct smelt_model model = {.g = g};
+    smelt_options opt;
+    smelt_options_init(&opt);
+    opt.threads = 1;
+    opt.devices = "cpu,opencl";
+    opt.placement = "m2=opencl";
+    smelt_program *p = NULL;
+    CHECK(smelt_program_compile(&model, &opt, 0, NULL, &p) == SMELT_OK);
+    if (!p) {
+        ir_graph_free(g);
+        return;
+    }
+    int n_exe = 0;
+    for (int c = 0; c < p->devs.n_classes; c++) n_exe += p->cls[c].source != NULL;
+    CHECK_EQ_INT(n_exe, 2);
+    int packed = -1, plain = -1;
+    for (int i = 0; i < p->lp.n_kernels; i++) {
+        const kir_kernel *k = p->lp.kernels[i];
+        for (int b = 0; b < k->n_bufs; b++) {
+            int t = k->bufs[b].tensor;
+            if (t < 0 || t >= p->g->n_tensors || !p->g->tensors[t].data) continue;
+            if (p->kernel_device[i] == 0) packed = t;
+            else plain = t;
+        }
+    }
+    CHECK(packed >= 0 && p->g->tensors[packed].enc.kind == IR_ENC_PANELS);
+    CHECK(plain >= 0 && p->g->tensors[plain].enc.kind == IR_ENC_NONE && p->g->tensors[plain].data == wd);
+    size_t ns = (size_t)p->plan.n_slots;
+    if (packed >= 0 && plain >= 0) {
+        CHECK(p->slot_mem[ns + (size_t)plain].mem != 0);  /* uploaded to OpenCL */
+        CHECK(p->slot_mem[ns + (size_t)packed].mem == 0); /* the panels stay on the CPU */
+    }
+    float xd[M * K];
+    for (int i = 0; i < M * K; i++) xd[i] = (float)((i * 5) % 13) * 0.25f - 1.5f;
+    smelt_tensor tin = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {M, K}, .data = xd};
+    CHECK(smelt_program_run(p, 1, &tin) == SMELT_OK);
+    for (int o = 0; o < 2; o++) {
+        smelt_tensor out;
+        CHECK(smelt_program_output(p, o, &out) == SMELT_OK);
+        const float *yd = out.data;
+        for (int i = 0; i < M && !test_failures; i++)
+            for (int j = 0; j < N; j++) {
+                float want = 0;
+                for (int kk = 0; kk < K; kk++) want += xd[i * K + kk] * wd[kk * N + j];
+                CHECK_NEAR(yd[i * N + j], want, 1e-4);
+            }
+    }
+    smelt_program_free(p);
+    ir_graph_free(g);
 }
