@@ -3,7 +3,9 @@
 # models of build/models (against onnxruntime's outputs, as single-device runs are) on device
 # mixes whose placements force copies between devices, the counts `smelt info` reports
 # (executables per target class, transfers), and the errors for a missing device, an unknown
-# policy and an override naming no listed device. Needs PoCL for the OpenCL mixes (skipped,
+# policy and an override naming no listed device; the signal/wait pairs of a copy between devices,
+# the two-branch model of bench/branches.py with a branch per device, and the weight encodings per
+# device (panels on the CPU, plain on OpenCL). Needs PoCL for the OpenCL mixes (skipped,
 # not failed, without it). Prints `multidev: N passed, M failed`; about 2 minutes on 2 cores.
 # Usage: scripts/multidev.sh [BUILD]
 set -uo pipefail
@@ -81,5 +83,42 @@ expect_error "unknown device" "device 'gpu' is not known" "$smelt" info "$cnn" -
 expect_error "unknown policy" "unknown placement 'fastest'" "$smelt" info "$cnn" --device cpu,cpu:1 --place fastest
 expect_error "override naming no device" "names no device of the list" "$smelt" info "$cnn" --device cpu,cpu:1 --place 'Conv=cpu:2'
 expect_error "override naming nothing" "no op type and no node" "$smelt" info "$cnn" --device cpu,cpu:1 --place 'Convv=cpu:1'
+
+# Device streams (api/streams.c): a copy between devices is the source's half, a signal, the
+# destination's wait and its half; no host barrier on a device the copy does not touch.
+plan="$("$smelt" compile "$cnn" --emit plan --device cpu:0,cpu:1 --place 'Conv=cpu:1,*=cpu:0' 2>&1)"
+expect_line "cnn plan: 3 events" '^commands: .*, 3 events\) on 2 devices$' "$plan"
+expect_line "cnn plan: a signal" '^ +c[0-9]+ +d1 signal e0$' "$plan"
+expect_line "cnn plan: its wait" '^ +c[0-9]+ +d0 wait e0$' "$plan"
+expect_line "cnn plan: the source's half" '^ +c[0-9]+ +d1 copy [^ ]+\[0,18424\) d1 -> stage\[0\] \(18424 bytes\)$' "$plan"
+# Two conv branches joined by an Add (bench/branches.py), branch b on the second device: the
+# streams run at once; outputs against onnxruntime's (atol 1e-5: the sums cancel near zero).
+branches="$build/bench/branches"
+[ -f "$branches/model.onnx" ] || "$root/.venv/bin/python" bench/branches.py "$build/bench" > /dev/null 2>&1
+if [ -f "$branches/model.onnx" ]; then
+    bmix=("cpu:0,cpu:1|cpu:1")
+    [ "$have_ocl" -eq 1 ] && bmix+=("cpu,opencl|opencl" "opencl,cpu|cpu")
+    for mix in "${bmix[@]}"; do
+        d="${mix#*|}"
+        out="$(timeout 300 "$smelt" check "$branches" --atol 1e-5 --device "${mix%%|*}" --place "b0=$d,b1=$d,b2=$d,b3=$d" 2>&1)"; rc=$?
+        if [ "$rc" -eq 0 ]; then pass; else fail "branches --device ${mix%%|*}: $out"; fi
+    done
+    if [ "$have_ocl" -eq 1 ]; then
+        out="$(POCL_DEVICES="pthread pthread" timeout 300 "$smelt" check "$branches" --atol 1e-5 --device opencl:0,opencl:1 \
+               --place 'b0=opencl:1,b1=opencl:1,b2=opencl:1,b3=opencl:1' 2>&1)"; rc=$?
+        if [ "$rc" -eq 0 ]; then pass; else fail "branches on two PoCL devices: $out"; fi
+    fi
+    info="$("$smelt" info "$branches" --device cpu:0,cpu:1 --place 'b0=cpu:1,b1=cpu:1,b2=cpu:1,b3=cpu:1' 2>&1)"
+    expect_line "branches transfers" '^transfers: 1 per run, 401408 bytes$' "$info"
+else
+    fail "bench/branches.py could not write $branches"
+fi
+# Encodings per device: mlp's MatMul on OpenCL reads its weight plain, the Gemms on the CPU read
+# theirs packed into panels (graph/pack_weights.c), in one program.
+if [ "$have_ocl" -eq 1 ]; then
+    plan="$("$smelt" compile "$build/models/mlp" --emit plan --device opencl,cpu --place 'Relu=cpu,Softmax=cpu,Gemm=cpu' 2>&1)"
+    expect_line "mlp: OpenCL reads the plain weight" '^ +c[0-9]+ +d0 dispatch .*matmul.* r:w1\[0,12288\)' "$plan"
+    expect_line "mlp: the CPU reads panels" '^ +c[0-9]+ +d1 dispatch .*gemm.* r:w9/packed16\[' "$plan"
+fi
 echo "multidev: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
