@@ -51,7 +51,7 @@ static bool keep_both(ir_graph *g, ir_node *w, int plain, int packed, bool trans
 {
     ir_attr *at = arena_alloc(&g->arena, sizeof(ir_attr) * (size_t)(w->n_attr + 3));
     if (!at) return false;
-    memcpy(at, w->attr, sizeof(ir_attr) * (size_t)w->n_attr);
+    if (w->n_attr > 0) memcpy(at, w->attr, sizeof(ir_attr) * (size_t)w->n_attr);
     memset(at + w->n_attr, 0, 3 * sizeof(ir_attr));
     at[w->n_attr] = (ir_attr){.name = GRAPH_PLAIN_B, .type = IR_ATTR_TENSOR, .tensor = plain};
     at[w->n_attr + 1] = (ir_attr){.name = GRAPH_PACKED_B, .type = IR_ATTR_TENSOR, .tensor = packed};

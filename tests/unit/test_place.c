@@ -2,6 +2,7 @@
  * and plan/transfers.c: the copies between devices a placement needs, with
  * the bytes they move computed by hand. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -419,5 +420,10 @@ TEST(place_weight_in_each_devices_encoding)
             }
     }
     smelt_program_free(p);
+    for (packed_weight *q = atomic_load(&model.packed), *next; q; q = next) { /* smelt_model_free's part for a model made here */
+        next = q->next;
+        free(q->data);
+        free(q);
+    }
     ir_graph_free(g);
 }
