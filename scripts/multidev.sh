@@ -5,7 +5,8 @@
 # (executables per target class, transfers), and the errors for a missing device, an unknown
 # policy and an override naming no listed device; the signal/wait pairs of a copy between devices,
 # the two-branch model of bench/branches.py with a branch per device, and the weight encodings per
-# device (panels on the CPU, plain on OpenCL). Needs PoCL for the OpenCL mixes (skipped,
+# device (panels on the CPU, plain on OpenCL), run-time If/Loop/Scan placed on the second device.
+# Needs PoCL for the OpenCL mixes (skipped,
 # not failed, without it). Prints `multidev: N passed, M failed`; about 2 minutes on 2 cores.
 # Usage: scripts/multidev.sh [BUILD]
 set -uo pipefail
@@ -119,6 +120,23 @@ if [ "$have_ocl" -eq 1 ]; then
     plan="$("$smelt" compile "$build/models/mlp" --emit plan --device opencl,cpu --place 'Relu=cpu,Softmax=cpu,Gemm=cpu' 2>&1)"
     expect_line "mlp: OpenCL reads the plain weight" '^ +c[0-9]+ +d0 dispatch .*matmul.* r:w1\[0,12288\)' "$plan"
     expect_line "mlp: the CPU reads panels" '^ +c[0-9]+ +d1 dispatch .*gemm.* r:w9/packed16\[' "$plan"
+fi
+# Run-time control flow (tests/models/control_cases.py) on a device mix: the if/loop command runs
+# on the device its node is placed on, its child programs compiled for that device alone.
+ctl="$build/models_control"
+[ -d "$ctl" ] || "$root/.venv/bin/python" tests/models/control_cases.py "$ctl" > /dev/null 2>&1
+cmix=("cpu:0,cpu:1|If=cpu:1,Loop=cpu:1,Scan=cpu:1")
+[ "$have_ocl" -eq 1 ] && cmix+=("cpu,opencl|If=opencl,Loop=opencl,Scan=opencl" "opencl,cpu|If=cpu,Loop=cpu,Scan=cpu")
+for m in ctrl_if_runtime_cond ctrl_if_runtime_shapes ctrl_loop_while ctrl_nested_if_in_loop ctrl_scan_rnn_cell; do
+    [ -d "$ctl/$m" ] || { fail "$ctl/$m missing (tests/models/control_cases.py)"; continue; }
+    for mix in "${cmix[@]}"; do
+        out="$(timeout 300 "$smelt" check "$ctl/$m" --device "${mix%%|*}" --place "${mix#*|}" 2>&1)"; rc=$?
+        if [ "$rc" -eq 0 ]; then pass; else fail "$m --device ${mix%%|*} --place ${mix#*|}: $out"; fi
+    done
+done
+if [ "$have_ocl" -eq 1 ] && [ -d "$ctl/ctrl_if_runtime_cond" ]; then
+    plan="$("$smelt" compile "$ctl/ctrl_if_runtime_cond" --emit plan --device cpu,opencl --place If=opencl 2>&1)"
+    expect_line "if on opencl" '^ +c[0-9]+ +d1 if If_2 \(If\): then child0, else child1' "$plan"
 fi
 echo "multidev: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -445,6 +445,7 @@ void smelt_program_free(smelt_program *p)
     for (int c = 0; c < PLACE_MAX_DEVICES; c++) free(p->cls[c].source);
     free(p->host_copy);
     free(p->staging);
+    free(p->ctl_staging);
     free(p->slot_mem);
     free(p->fns);
     free(p->buf_table);

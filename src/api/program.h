@@ -107,8 +107,7 @@ struct smelt_program {
     void **slot_ptr;       /* per plan slot: its bytes as the host sees them (inputs, constants, outputs) */
     void **host_copy;      /* per plan slot: host memory copies download it into, or NULL */
     void *staging;         /* host bytes the copies between two devices pass through (cmds.stage_bytes, each
-                            * copy its own), and a control command's device-to-device copy, which grows
-                            * it (api/control.c; one device only, so never both) */
+                            * copy its own) */
     size_t staging_bytes;
     rt_arg *buf_table;     /* all dispatches' buffer tables, each at its first_arg (cmds.args order) */
     struct program_streams *streams; /* a host thread per device running its commands, or NULL: in order on
@@ -127,6 +126,10 @@ struct smelt_program {
     rt_mem *grow_mem;      /* per tensor: the run-time buffer of an unbounded scan output (smelt_grow), or 0 */
     int64_t *grow_cap;     /* its bytes */
     void **grow_host;      /* on a device without host memory: its bytes brought back after the loop */
+    int *grow_dev;         /* the device grow_mem is on */
+    int ctl_dev;           /* the device of the if/loop command running now */
+    void *ctl_staging;     /* host bytes its device-to-device copies pass through (grown on demand) */
+    size_t ctl_staging_bytes;
     int64_t max_iters;     /* a run-time loop running longer fails (smelt_options.max_loop_iterations) */
 };
 

@@ -153,7 +153,10 @@ static smelt_status check_control(checker *k, int ci, const plan_cmd *x, const i
     }
     for (int i = 0; i < x->n_ranges; i++)
         if (rs[i].write) *written_at(k, x->device, plan_root(k->m, rs[i].slot)) = true;
-    k->n_batch = 0; /* it finishes before the next command starts */
+    int w = 0; /* it finishes before the next command on its device starts */
+    for (int i = 0; i < k->n_batch; i++)
+        if (k->batch[i].device != x->device) k->batch[w++] = k->batch[i];
+    k->n_batch = w;
     return SMELT_OK;
 }
 
