@@ -3,9 +3,12 @@
 # models of build/models (against onnxruntime's outputs, as single-device runs are) on device
 # mixes whose placements force copies between devices, the counts `smelt info` reports
 # (executables per target class, transfers), the split and cost placements on the same mixes,
-# and the errors for a missing device, an unknown policy, an override naming no listed device,
-# split on a batch-1 model or one whose Reshape names the batch, and malformed split weights. Needs PoCL for the OpenCL mixes (skipped,
-# not failed, without it). Prints `multidev: N passed, M failed`; about 3 minutes on 2 cores (the split and cost checks included).
+# the signal/wait pairs of a copy between devices, the two-branch model of bench/branches.py with
+# a branch per device, the weight encodings per device (panels on the CPU, plain on OpenCL),
+# run-time If/Loop/Scan placed on the second device, and the errors for a missing device, an
+# unknown policy, an override naming no listed device, split on a batch-1 model or one whose
+# Reshape names the batch, and malformed split weights. Needs PoCL for the OpenCL mixes (skipped,
+# not failed, without it). Prints `multidev: N passed, M failed`; about 4 minutes on 2 cores.
 # Usage: scripts/multidev.sh [BUILD]
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -122,5 +125,63 @@ expect_error "split batch 1" "split: the batch is 1, fewer rows than the 2 devic
     "$smelt" info examples/digits_mlp.onnx --shape x=1x64 --device cpu:0,cpu:1 --place split
 expect_error "split Reshape naming the batch" "node 'n13' \(Reshape\)" "$smelt" info "$build/models/attention" --device cpu:0,cpu:1 --place split
 expect_error "split weights" "one positive integer per device" "$smelt" info "$cnn" --device cpu:0,cpu:1 --place split:1
+# Device streams (api/streams.c): a copy between devices is the source's half, a signal, the
+# destination's wait and its half; no host barrier on a device the copy does not touch.
+plan="$("$smelt" compile "$cnn" --emit plan --device cpu:0,cpu:1 --place 'Conv=cpu:1,*=cpu:0' 2>&1)"
+expect_line "cnn plan: 3 events" '^commands: .*, 3 events\) on 2 devices$' "$plan"
+expect_line "cnn plan: a signal" '^ +c[0-9]+ +d1 signal e0$' "$plan"
+expect_line "cnn plan: its wait" '^ +c[0-9]+ +d0 wait e0$' "$plan"
+expect_line "cnn plan: the source's half" '^ +c[0-9]+ +d1 copy [^ ]+\[0,18424\) d1 -> stage\[0\] \(18424 bytes\)$' "$plan"
+# Two conv branches joined by an Add (bench/branches.py), branch b on the second device: the
+# streams run at once; outputs against onnxruntime's (atol 1e-5: the sums cancel near zero).
+branches="$build/bench/branches"
+[ -f "$branches/model.onnx" ] || "$root/.venv/bin/python" bench/branches.py "$build/bench" > /dev/null 2>&1
+if [ -f "$branches/model.onnx" ]; then
+    bmix=("cpu:0,cpu:1|cpu:1")
+    [ "$have_ocl" -eq 1 ] && bmix+=("cpu,opencl|opencl" "opencl,cpu|cpu")
+    for mix in "${bmix[@]}"; do
+        d="${mix#*|}"
+        out="$(timeout 300 "$smelt" check "$branches" --atol 1e-5 --device "${mix%%|*}" --place "b0=$d,b1=$d,b2=$d,b3=$d" 2>&1)"; rc=$?
+        if [ "$rc" -eq 0 ]; then pass; else fail "branches --device ${mix%%|*}: $out"; fi
+    done
+    if [ "$have_ocl" -eq 1 ]; then
+        out="$(POCL_DEVICES="pthread pthread" timeout 300 "$smelt" check "$branches" --atol 1e-5 --device opencl:0,opencl:1 \
+               --place 'b0=opencl:1,b1=opencl:1,b2=opencl:1,b3=opencl:1' 2>&1)"; rc=$?
+        if [ "$rc" -eq 0 ]; then pass; else fail "branches on two PoCL devices: $out"; fi
+    fi
+    # Only b3 (with the Add) on cpu:1: a3's output leaves cpu:0 right after a3, before b0..b2 run
+    # there (the source's half sits after its producer, not where the consumer is listed).
+    plan="$("$smelt" compile "$branches" --emit plan --device cpu:0,cpu:1 --place b3=cpu:1 2>&1)"
+    order="$(printf '%s\n' "$plan" | grep -oE 'copy ra3\[0,401408\) d0 -> stage|dispatch k4 ' | tr '\n' '|')"
+    if [ "$order" = "copy ra3[0,401408) d0 -> stage|dispatch k4 |" ]; then pass; else fail "branches b3=cpu:1: a3's output leaves after b0 ($order)"; fi
+    info="$("$smelt" info "$branches" --device cpu:0,cpu:1 --place 'b0=cpu:1,b1=cpu:1,b2=cpu:1,b3=cpu:1' 2>&1)"
+    expect_line "branches transfers" '^transfers: 1 per run, 401408 bytes$' "$info"
+else
+    fail "bench/branches.py could not write $branches"
+fi
+# Encodings per device: mlp's MatMul on OpenCL reads its weight plain, the Gemms on the CPU read
+# theirs packed into panels (graph/pack_weights.c), in one program.
+if [ "$have_ocl" -eq 1 ]; then
+    plan="$("$smelt" compile "$build/models/mlp" --emit plan --device opencl,cpu --place 'Relu=cpu,Softmax=cpu,Gemm=cpu' 2>&1)"
+    expect_line "mlp: OpenCL reads the plain weight" '^ +c[0-9]+ +d0 dispatch .*matmul.* r:w1\[0,12288\)' "$plan"
+    expect_line "mlp: the CPU reads panels" '^ +c[0-9]+ +d1 dispatch .*gemm.* r:w9/packed16\[' "$plan"
+fi
+# Run-time control flow (tests/models/control_cases.py) on a device mix: the if/loop command runs
+# on the device its node is placed on, its child programs compiled for that device alone.
+ctl="$build/models_control"
+[ -d "$ctl" ] || "$root/.venv/bin/python" tests/models/control_cases.py "$ctl" > /dev/null 2>&1
+cmix=("cpu:0,cpu:1|If=cpu:1,Loop=cpu:1,Scan=cpu:1")
+[ "$have_ocl" -eq 1 ] && cmix+=("cpu,opencl|If=opencl,Loop=opencl,Scan=opencl" "opencl,cpu|If=cpu,Loop=cpu,Scan=cpu")
+for m in ctrl_if_runtime_cond ctrl_if_runtime_shapes ctrl_loop_while ctrl_nested_if_in_loop ctrl_scan_rnn_cell; do
+    [ -d "$ctl/$m" ] || { fail "$ctl/$m missing (tests/models/control_cases.py)"; continue; }
+    for mix in "${cmix[@]}"; do
+        out="$(timeout 300 "$smelt" check "$ctl/$m" --device "${mix%%|*}" --place "${mix#*|}" 2>&1)"; rc=$?
+        if [ "$rc" -eq 0 ]; then pass; else fail "$m --device ${mix%%|*} --place ${mix#*|}: $out"; fi
+    done
+done
+if [ "$have_ocl" -eq 1 ] && [ -d "$ctl/ctrl_if_runtime_cond" ]; then
+    plan="$("$smelt" compile "$ctl/ctrl_if_runtime_cond" --emit plan --device cpu,opencl --place If=opencl 2>&1)"
+    expect_line "if on opencl" '^ +c[0-9]+ +d1 if If_2 \(If\): then child0, else child1' "$plan"
+fi
 echo "multidev: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

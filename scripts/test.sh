@@ -6,7 +6,8 @@
 #                --emit regions and diffed against the expected output in the file (one test each)
 #   unit-asan    the unit tests built and run under ASan + UBSan in build-asan/
 #   tsan         tests/tsan/concurrent.c under ThreadSanitizer in build-tsan/: 4 threads compile
-#                and run one model at once (own programs, one compile cache); one test
+#                and run one model at once (own programs, one compile cache; one over two CPU
+#                devices, its streams on threads of their own); one test
 #   embed        examples/embed on the digits model; its accuracy line must equal
 #                examples/digits_expected.txt
 #   install      make install into a temporary prefix, the example built with pkg-config against
@@ -128,7 +129,8 @@ stage_end
 
 # ---- concurrent compile + run under ThreadSanitizer --------------------------------------------
 # tests/tsan/concurrent.c built with -fsanitize=thread in build-tsan/: 4 threads compile and run
-# the digits model at once (one program each, one cold compile cache); any race report fails it.
+# the digits model at once (one program each, one cold compile cache; thread 1's over cpu:0,cpu:1,
+# so its two device streams run on threads of their own); any race report fails it.
 stage_start tsan
 mkdir -p build-tsan
 tsan_t0=$SECONDS
@@ -136,7 +138,7 @@ if env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -j"$jobs" B
         CC="cc -fsanitize=thread" OPT="-O1 -g" build-tsan/tsan_concurrent > build-tsan/build.log 2>&1; then
     rm -rf build-tsan/cache
     out="$(SMELT_CACHE_DIR="$root/build-tsan/cache" TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
-           timeout 600 build-tsan/tsan_concurrent examples/digits_mlp.onnx examples/digits_test.npy 2>&1)"; rc=$?
+           timeout 600 build-tsan/tsan_concurrent examples/digits_mlp.onnx examples/digits_test.npy cpu:0,cpu:1 fc2=cpu:1 2>&1)"; rc=$?
     printf '%s\n' "$out" | tail -n 40
     echo "tsan: $((SECONDS - tsan_t0)) s (build and run)"
     if [ "$rc" -eq 0 ] && ! printf '%s\n' "$out" | grep -q "ThreadSanitizer"; then ok

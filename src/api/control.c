@@ -11,7 +11,14 @@
  * slots: loop-carried values into the set not being read (the two sets swap
  * each iteration), scan outputs at offset i x slice. A device without host
  * memory copies device to device through one host buffer that grows to the
- * largest copy once.
+ * largest copy once (its own: the copies between devices of a program over
+ * several run at the same time through the program's staging bytes).
+ *
+ * In a program over several devices, an if/loop command runs on the device
+ * its control node is placed on (plan/transfers.c brings what it reads
+ * there), on that device's stream, and its children are compiled for that
+ * device alone: one child program per control node and branch, on the
+ * device that runs it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,14 +28,20 @@
 
 /* ---- compiling the children ------------------------------------------------------------- */
 
-static smelt_status compile_child(smelt_program *p, const smelt_options *opt, const ir_node *n, const char *attr,
+/* A child of the control node placed on device d: compiled for that device
+ * alone (its target, one class), run there. */
+static smelt_status compile_child(smelt_program *p, const smelt_options *opt, const ir_node *n, const char *attr, int d,
                                   smelt_program **out)
 {
     smelt_program *c = calloc(1, sizeof *c);
     if (!c) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
     arena_init(&c->arena);
-    c->devs = p->devs; /* one device (program_control_link): the parent's, its target and class */
-    c->dev[0] = p->dev[0];
+    c->devs.n = 1;
+    c->devs.n_classes = 1;
+    c->devs.dev[0] = p->devs.dev[d];
+    c->devs.dev[0].cls = 0;
+    c->devs.class_first[0] = 0;
+    c->dev[0] = p->dev[d];
     c->model = p->model;
     c->bound = true;
     c->stage = SMELT_STAGE_ALL;
@@ -53,15 +66,6 @@ static smelt_status compile_child(smelt_program *p, const smelt_options *opt, co
 smelt_status program_control_link(smelt_program *p, const smelt_options *opt_in)
 {
     if (p->cmds.n_children == 0) return SMELT_OK;
-    if (p->devs.n > 1)
-        for (int ci = 0; ci < p->cmds.n_cmds; ci++)
-            if (p->cmds.cmds[ci].kind == PLAN_CMD_IF || p->cmds.cmds[ci].kind == PLAN_CMD_LOOP) {
-                const ir_node *n = &p->g->nodes[p->cmds.cmds[ci].node];
-                return diag_fail(SMELT_ERR_UNSUPPORTED,
-                                 "node '%s' (%s): control flow at run time runs on one device, and the program has %d; "
-                                 "compile it for one device",
-                                 n->name, op_get(n->op)->name, p->devs.n);
-            }
     smelt_options opt = *opt_in;
     opt.verbose = 0;
     p->children = calloc((size_t)p->cmds.n_children, sizeof(smelt_program *));
@@ -70,16 +74,17 @@ smelt_status program_control_link(smelt_program *p, const smelt_options *opt_in)
     p->grow_mem = calloc((size_t)p->g->n_tensors + 1, sizeof(rt_mem));
     p->grow_cap = calloc((size_t)p->g->n_tensors + 1, sizeof(int64_t));
     p->grow_host = calloc((size_t)p->g->n_tensors + 1, sizeof(void *));
-    if (!p->children || !p->dyn_set || !p->run_shape || !p->grow_mem || !p->grow_cap || !p->grow_host)
+    p->grow_dev = calloc((size_t)p->g->n_tensors + 1, sizeof(int));
+    if (!p->children || !p->dyn_set || !p->run_shape || !p->grow_mem || !p->grow_cap || !p->grow_host || !p->grow_dev)
         return diag_fail(SMELT_ERR_NOMEM, "out of memory");
     for (int ci = 0; ci < p->cmds.n_cmds; ci++) {
         const plan_cmd *c = &p->cmds.cmds[ci];
         const ir_node *n = &p->g->nodes[c->node];
         if (c->kind == PLAN_CMD_IF) {
-            TRY(compile_child(p, &opt, n, "then_branch", &p->children[c->child]));
-            TRY(compile_child(p, &opt, n, "else_branch", &p->children[c->child + 1]));
+            TRY(compile_child(p, &opt, n, "then_branch", c->device, &p->children[c->child]));
+            TRY(compile_child(p, &opt, n, "else_branch", c->device, &p->children[c->child + 1]));
         } else if (c->kind == PLAN_CMD_LOOP) {
-            TRY(compile_child(p, &opt, n, "body", &p->children[c->child]));
+            TRY(compile_child(p, &opt, n, "body", c->device, &p->children[c->child]));
         }
     }
     return SMELT_OK;
@@ -89,10 +94,11 @@ void program_control_free(smelt_program *p)
 {
     for (int i = 0; p->children && i < p->cmds.n_children; i++) smelt_program_free(p->children[i]);
     for (int t = 0; p->grow_mem && t < p->g->n_tensors; t++) {
-        if (p->grow_mem[t]) p->dev[0]->ops->mem_free(p->dev[0], p->grow_mem[t]);
+        if (p->grow_mem[t]) p->dev[p->grow_dev[t]]->ops->mem_free(p->dev[p->grow_dev[t]], p->grow_mem[t]);
         free(p->grow_host[t]);
     }
     free(p->grow_mem);
+    free(p->grow_dev);
     free(p->grow_cap);
     free(p->grow_host);
     free(p->children);
@@ -105,41 +111,44 @@ void program_control_free(smelt_program *p)
 
 /* ---- moving bytes ----------------------------------------------------------------------- */
 
+/* The device of the control command now running (p->ctl_dev), and its memory for slot s. */
+static rt_device *cdev(const smelt_program *p) { return p->dev[p->ctl_dev]; }
+
 static rt_arg at(rt_arg a, int64_t off) { return (rt_arg){a.mem, a.offset + off}; }
 
 static smelt_status to_host(smelt_program *p, rt_arg src, void *dst, size_t bytes)
 {
-    if (p->dev[0]->ops->host_memory) {
+    if (cdev(p)->ops->host_memory) {
         memcpy(dst, (const char *)(uintptr_t)src.mem + src.offset, bytes);
         return SMELT_OK;
     }
-    return p->dev[0]->ops->download(p->dev[0], src.mem, (size_t)src.offset, dst, bytes);
+    return cdev(p)->ops->download(cdev(p), src.mem, (size_t)src.offset, dst, bytes);
 }
 
 static smelt_status from_host(smelt_program *p, rt_arg dst, const void *src, size_t bytes)
 {
-    if (p->dev[0]->ops->host_memory) {
+    if (cdev(p)->ops->host_memory) {
         memmove((char *)(uintptr_t)dst.mem + dst.offset, src, bytes);
         return SMELT_OK;
     }
-    return p->dev[0]->ops->upload(p->dev[0], dst.mem, (size_t)dst.offset, src, bytes);
+    return cdev(p)->ops->upload(cdev(p), dst.mem, (size_t)dst.offset, src, bytes);
 }
 
 static smelt_status dev_copy(smelt_program *p, rt_arg dst, rt_arg src, size_t bytes)
 {
     if (bytes == 0 || (dst.mem == src.mem && dst.offset == src.offset)) return SMELT_OK;
-    if (p->dev[0]->ops->host_memory) {
+    if (cdev(p)->ops->host_memory) {
         memmove((char *)(uintptr_t)dst.mem + dst.offset, (const char *)(uintptr_t)src.mem + src.offset, bytes);
         return SMELT_OK;
     }
-    if (bytes > p->staging_bytes) {
-        void *b = realloc(p->staging, bytes);
+    if (bytes > p->ctl_staging_bytes) {
+        void *b = realloc(p->ctl_staging, bytes);
         if (!b) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
-        p->staging = b;
-        p->staging_bytes = bytes;
+        p->ctl_staging = b;
+        p->ctl_staging_bytes = bytes;
     }
-    TRY(to_host(p, src, p->staging, bytes));
-    return from_host(p, dst, p->staging, bytes);
+    TRY(to_host(p, src, p->ctl_staging, bytes));
+    return from_host(p, dst, p->ctl_staging, bytes);
 }
 
 static size_t tensor_bytes(const ir_tensor *t) { return (size_t)ir_tensor_numel(t) * smelt_dtype_size(t->dtype); }
@@ -177,7 +186,7 @@ static smelt_status run_child(smelt_program *c)
 
 static const int *cmd_args(const smelt_program *p, const plan_cmd *c) { return p->cmds.args + c->first_arg; }
 
-static rt_arg slot(const smelt_program *p, int s) { return p->slot_mem[s]; }
+static rt_arg slot(const smelt_program *p, int s) { return p->slot_mem[(size_t)p->ctl_dev * (size_t)p->plan.n_slots + (size_t)s]; }
 
 /* A one-element value (bool, or an integer trip count) of node input k, read on the host. */
 static smelt_status read_scalar(smelt_program *p, const plan_cmd *c, int k, int64_t *v)
@@ -230,10 +239,11 @@ static smelt_status grow(smelt_program *p, int t, int64_t used, int64_t need)
     int64_t cap = 2 * p->grow_cap[t];
     if (cap < need) cap = need;
     rt_mem m;
-    TRY(p->dev[0]->ops->alloc(p->dev[0], (size_t)cap, &m));
+    TRY(cdev(p)->ops->alloc(cdev(p), (size_t)cap, &m));
     smelt_status st = dev_copy(p, (rt_arg){m, 0}, (rt_arg){p->grow_mem[t], 0}, (size_t)used);
-    if (p->grow_mem[t]) p->dev[0]->ops->mem_free(p->dev[0], p->grow_mem[t]);
+    if (p->grow_mem[t]) cdev(p)->ops->mem_free(cdev(p), p->grow_mem[t]);
     p->grow_mem[t] = m;
+    p->grow_dev[t] = p->ctl_dev;
     p->grow_cap[t] = cap;
     return st;
 }
@@ -241,7 +251,7 @@ static smelt_status grow(smelt_program *p, int t, int64_t used, int64_t need)
 /* After the loop: an unbounded scan output of `bytes` where the caller reads it. */
 static smelt_status grown_output(smelt_program *p, int t, int64_t bytes)
 {
-    if (p->dev[0]->ops->host_memory) {
+    if (cdev(p)->ops->host_memory) {
         p->slot_ptr[t] = (void *)(uintptr_t)p->grow_mem[t];
         return SMELT_OK;
     }
@@ -340,5 +350,6 @@ static smelt_status run_loop(smelt_program *p, const plan_cmd *c)
 
 smelt_status program_control_run(smelt_program *p, const plan_cmd *c)
 {
+    p->ctl_dev = c->device;
     return c->kind == PLAN_CMD_IF ? run_if(p, c) : run_loop(p, c);
 }

@@ -54,7 +54,8 @@ static smelt_status finish_kernels(lower_program *lp, int first, const target_in
 /* Every region lowered for the target of the device placement gives it:
  * the candidates in order, the first that lowers within its limits (an
  * UNSUPPORTED lowering or limit moves on to the next; the last one's error
- * is the region's). */
+ * is the region's). A matmul's constant B is read in the encoding of the
+ * candidate's target: packed panels on a CPU, plain elsewhere. */
 static smelt_status lower_all(smelt_program *p, const place_policy *pol)
 {
     lower_program *lp = &p->lp;
@@ -76,6 +77,7 @@ static smelt_status lower_all(smelt_program *p, const place_policy *pol)
         for (int c = 0; c < n_cand; c++) {
             const place_device *d = &p->devs.dev[cand[c]];
             lp->target = &p->devs.dev[p->devs.class_first[d->cls]].target;
+            for (int i = 0; i < x->n_nodes; i++) graph_matmul_encoding(p->g, x->nodes[i], d->kind == PLACE_CPU);
             st = lower_region(lp, p->g, &p->fp, r);
             if (!st) st = finish_kernels(lp, first, lp->target);
             if (!st) {
@@ -116,11 +118,13 @@ static smelt_status lower_by_cost(smelt_program *p, const place_policy *pol, con
     return lower_all(p, &by_cost);
 }
 
+/* The buffer tables' length: dispatches index it by their first_arg. */
 static int total_args(const plan_commands *c)
 {
     int n = 0;
     for (int i = 0; i < c->n_cmds; i++)
-        if (c->cmds[i].kind == PLAN_CMD_DISPATCH) n += c->cmds[i].n_args;
+        if (c->cmds[i].kind == PLAN_CMD_DISPATCH && c->cmds[i].first_arg + c->cmds[i].n_args > n)
+            n = c->cmds[i].first_arg + c->cmds[i].n_args;
     return n;
 }
 
@@ -184,11 +188,10 @@ static smelt_status link_program(smelt_program *p)
     p->host_copy = calloc(ns + 1, sizeof(void *));
     if (!p->fns || !p->buf_table || !p->slot_mem || !p->slot_ptr || !p->host_copy)
         return diag_fail(SMELT_ERR_NOMEM, "out of memory");
-    int64_t staging = 0;
+    int64_t staging = p->cmds.stage_bytes;
     for (int ci = 0; ci < p->cmds.n_cmds; ci++) {
         const plan_cmd *c = &p->cmds.cmds[ci];
-        if (c->kind != PLAN_CMD_COPY) continue;
-        if (c->src_device >= 0 && c->dst_device >= 0 && c->src.hi - c->src.lo > staging) staging = c->src.hi - c->src.lo;
+        if (c->kind != PLAN_CMD_COPY || c->stage >= 0) continue;
         if (c->dst_device == PLAN_HOST && !p->host_copy[c->dst.slot] &&
             !(p->host_copy[c->dst.slot] = malloc((size_t)m->slots[c->dst.slot].bytes + 1)))
             return diag_fail(SMELT_ERR_NOMEM, "out of memory");
@@ -361,12 +364,16 @@ static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, co
     TRY(graph_infer(p->g, lower_eval_node));
     TRY(graph_fold_batchnorm(p->g));
     /* The C target's microkernels read constant matmul weights as panels
-     * (ops/matmul.c); packed when every device of the list runs C. */
-    bool all_cpu = p->devs.n > 0;
-    for (int d = 0; d < p->devs.n; d++) all_cpu &= p->devs.dev[d].kind == PLACE_CPU;
-    if (all_cpu && !getenv("SMELT_NO_PACKED_GEMM")) {
+     * (ops/matmul.c); packed where a CPU device is listed, the plain weight
+     * kept beside for the other devices (lower_all picks per region). */
+    int cpu = -1, other = 0;
+    for (int d = p->devs.n - 1; d >= 0; d--) {
+        if (p->devs.dev[d].kind == PLACE_CPU) cpu = d;
+        else other++;
+    }
+    if (cpu >= 0 && !getenv("SMELT_NO_PACKED_GEMM")) {
         graph_pack_cache cache = {pack_find, pack_keep, (void *)p->model}; /* the model's cache is its one mutable part */
-        TRY(graph_pack_weights(p->g, mm_tiles_for(p->devs.dev[0].target.vector_width).nr, p->model ? &cache : NULL));
+        TRY(graph_pack_weights(p->g, mm_tiles_for(p->devs.dev[cpu].target.vector_width).nr, p->model ? &cache : NULL, other > 0));
     }
     TRY(graph_fold_gemm_transpose(p->g));
     TRY(graph_dce(p->g));
@@ -402,6 +409,7 @@ static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, co
     double t3 = now_ms();
     TRY(link_program(p));
     TRY(program_control_link(p, opt));
+    TRY(program_streams_init(p));
     p->stats.t_frontend_ms = t1 - t0;
     p->stats.t_lower_ms = t2 - t1;
     p->stats.t_cc_ms = t3 - t2;
@@ -437,6 +445,7 @@ void smelt_program_free(smelt_program *p)
     if (!p) return;
     program_split_free(p);
     program_control_free(p); /* children first: they use p's device */
+    program_streams_free(p);
     size_t ns = (size_t)p->plan.n_slots;
     for (int d = 0; d < p->devs.n; d++) {
         rt_device *dev = p->dev[d];
@@ -455,6 +464,7 @@ void smelt_program_free(smelt_program *p)
     for (int c = 0; c < PLACE_MAX_DEVICES; c++) free(p->cls[c].source);
     free(p->host_copy);
     free(p->staging);
+    free(p->ctl_staging);
     free(p->slot_mem);
     free(p->fns);
     free(p->buf_table);
@@ -537,16 +547,19 @@ static smelt_status bind_run_inputs(smelt_program *p, int n, const smelt_tensor 
 }
 
 /* One command of the list (plan/commands.h), on its device. Profiling
- * reads a clock around each dispatch and waits for it. A copy between two
- * devices passes through host memory (both are idle: the list put host
- * barriers before it). */
-static smelt_status run_command(smelt_program *p, const plan_cmd *c, rt_arg *bufs)
+ * reads a clock around each dispatch and waits for it. Half of a copy
+ * between two devices moves bytes between one device and the staging
+ * buffer. Run in list order on one thread, a signal only finishes its
+ * device and a wait has nothing to wait for (api/streams.c runs them
+ * across threads). */
+smelt_status program_run_command(smelt_program *p, const plan_cmd *c)
 {
     size_t ns = (size_t)p->plan.n_slots;
     switch (c->kind) {
     case PLAN_CMD_DISPATCH: {
         rt_device *dev = p->dev[c->device];
         const rt_arg *row = p->slot_mem + (size_t)c->device * ns;
+        rt_arg *bufs = p->buf_table + c->first_arg;
         for (int b = 0; b < c->n_args; b++) {
             int s = p->cmds.args[c->first_arg + b];
             bufs[b] = s < 0 ? (rt_arg){0, -1} : row[s];
@@ -562,24 +575,23 @@ static smelt_status run_command(smelt_program *p, const plan_cmd *c, rt_arg *buf
     }
     case PLAN_CMD_COPY: {
         size_t bytes = (size_t)(c->dst.hi - c->dst.lo);
-        const rt_arg *s = c->src_device >= 0 ? &p->slot_mem[(size_t)c->src_device * ns + (size_t)c->src.slot] : NULL;
-        const rt_arg *d = c->dst_device >= 0 ? &p->slot_mem[(size_t)c->dst_device * ns + (size_t)c->dst.slot] : NULL;
-        if (!s) {
-            rt_device *dev = p->dev[c->dst_device];
-            return dev->ops->upload(dev, d->mem, (size_t)(d->offset + c->dst.lo), (const char *)p->slot_ptr[c->src.slot] + c->src.lo, bytes);
+        rt_device *dev = p->dev[c->device];
+        if (c->src_device == PLAN_HOST) {
+            const rt_arg *d = &p->slot_mem[(size_t)c->dst_device * ns + (size_t)c->dst.slot];
+            const char *from = c->stage >= 0 ? (const char *)p->staging + c->stage : (const char *)p->slot_ptr[c->src.slot] + c->src.lo;
+            return dev->ops->upload(dev, d->mem, (size_t)(d->offset + c->dst.lo), from, bytes);
         }
-        rt_device *from = p->dev[c->src_device];
-        char *host = d ? p->staging : (char *)p->host_copy[c->dst.slot] + c->dst.lo;
-        TRY(from->ops->download(from, s->mem, (size_t)(s->offset + c->src.lo), host, bytes));
-        if (!d) return SMELT_OK;
-        rt_device *to = p->dev[c->dst_device];
-        return to->ops->upload(to, d->mem, (size_t)(d->offset + c->dst.lo), host, bytes);
+        const rt_arg *s = &p->slot_mem[(size_t)c->src_device * ns + (size_t)c->src.slot];
+        char *host = c->stage >= 0 ? (char *)p->staging + c->stage : (char *)p->host_copy[c->dst.slot] + c->dst.lo;
+        return dev->ops->download(dev, s->mem, (size_t)(s->offset + c->src.lo), host, bytes);
     }
+    case PLAN_CMD_SIGNAL:
     case PLAN_CMD_BARRIER: {
         rt_device *dev = p->dev[c->device];
-        if (c->host) return dev->ops->finish(dev);
+        if (c->host || c->kind == PLAN_CMD_SIGNAL) return dev->ops->finish(dev);
         return dev->ops->barrier ? dev->ops->barrier(dev) : SMELT_OK;
     }
+    case PLAN_CMD_WAIT: return SMELT_OK;
     case PLAN_CMD_IF:
     case PLAN_CMD_LOOP: return program_control_run(p, c);
     case PLAN_CMD_KIND_COUNT: break;
@@ -599,15 +611,13 @@ smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tenso
 
 smelt_status program_run_commands(smelt_program *p)
 {
-    rt_arg *bufs = p->buf_table;
+    if (p->streams) return program_streams_run(p);
     for (int i = 0; i < p->cmds.n_cmds; i++) {
-        const plan_cmd *c = &p->cmds.cmds[i];
-        smelt_status st = run_command(p, c, bufs);
+        smelt_status st = program_run_command(p, &p->cmds.cmds[i]);
         if (st) {
             for (int d = 0; d < p->devs.n; d++) (void)p->dev[d]->ops->finish(p->dev[d]); /* no held dispatch may run in the next run */
             return st;
         }
-        if (c->kind == PLAN_CMD_DISPATCH) bufs += c->n_args;
     }
     return SMELT_OK;
 }

@@ -106,10 +106,12 @@ struct smelt_program {
     rt_arg *slot_mem;      /* [device * n_slots + slot]: its memory on that device during a run */
     void **slot_ptr;       /* per plan slot: its bytes as the host sees them (inputs, constants, outputs) */
     void **host_copy;      /* per plan slot: host memory copies download it into, or NULL */
-    void *staging;         /* host bytes a copy between two devices passes through (and a control
-                            * command's device-to-device copy, which grows it: api/control.c) */
+    void *staging;         /* host bytes the copies between two devices pass through (cmds.stage_bytes, each
+                            * copy its own) */
     size_t staging_bytes;
-    rt_arg *buf_table;     /* all dispatches' buffer tables, back to back (cmds.args order) */
+    rt_arg *buf_table;     /* all dispatches' buffer tables, each at its first_arg (cmds.args order) */
+    struct program_streams *streams; /* a host thread per device running its commands, or NULL: in order on
+                                      * the caller's thread (api/streams.c) */
     double *prof_ms;       /* per kernel, while profiling is on; else NULL */
     int64_t *prof_calls;
     program_stats stats;
@@ -124,6 +126,10 @@ struct smelt_program {
     rt_mem *grow_mem;      /* per tensor: the run-time buffer of an unbounded scan output (smelt_grow), or 0 */
     int64_t *grow_cap;     /* its bytes */
     void **grow_host;      /* on a device without host memory: its bytes brought back after the loop */
+    int *grow_dev;         /* the device grow_mem is on */
+    int ctl_dev;           /* the device of the if/loop command running now */
+    void *ctl_staging;     /* host bytes its device-to-device copies pass through (grown on demand) */
+    size_t ctl_staging_bytes;
     int64_t max_iters;     /* a run-time loop running longer fails (smelt_options.max_loop_iterations) */
     double cost_ms;        /* the cost placement: its estimate of one run (place/cost.h), else 0 */
     struct program_split *split; /* the split placement: child programs per share (api/split.c), else NULL */
@@ -138,6 +144,13 @@ void program_control_free(smelt_program *p);
  * from inference on; and execute its command list. */
 smelt_status program_compile_graph(smelt_program *p, const smelt_options *opt);
 smelt_status program_run_commands(smelt_program *p);
+smelt_status program_run_command(smelt_program *p, const plan_cmd *c);
+/* api/streams.c: where more than one device has commands, run each device's
+ * commands on a thread of its own, ordered across devices by the list's
+ * signals and waits; set up at link, freed with the program. */
+smelt_status program_streams_init(smelt_program *p);
+smelt_status program_streams_run(smelt_program *p);
+void program_streams_free(smelt_program *p);
 smelt_status program_record_inputs(smelt_program *p, const ir_graph *model);
 
 /* api/place_cost.c: the cost placement's assignment (per region, in p's

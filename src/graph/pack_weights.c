@@ -46,7 +46,38 @@ static int packed_const(ir_graph *g, int t, bool trans, int64_t nr, const char *
     return nt;
 }
 
-smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache *cache)
+/* Node w's attributes gain its plain B, its packed B and the plain one's transB. */
+static bool keep_both(ir_graph *g, ir_node *w, int plain, int packed, bool trans)
+{
+    ir_attr *at = arena_alloc(&g->arena, sizeof(ir_attr) * (size_t)(w->n_attr + 3));
+    if (!at) return false;
+    if (w->n_attr > 0) memcpy(at, w->attr, sizeof(ir_attr) * (size_t)w->n_attr);
+    memset(at + w->n_attr, 0, 3 * sizeof(ir_attr));
+    at[w->n_attr] = (ir_attr){.name = GRAPH_PLAIN_B, .type = IR_ATTR_TENSOR, .tensor = plain};
+    at[w->n_attr + 1] = (ir_attr){.name = GRAPH_PACKED_B, .type = IR_ATTR_TENSOR, .tensor = packed};
+    at[w->n_attr + 2] = (ir_attr){.name = GRAPH_PLAIN_TRANS_B, .type = IR_ATTR_INT, .i = trans};
+    w->attr = at;
+    w->n_attr += 3;
+    return true;
+}
+
+static ir_attr *find_attr(ir_node *n, const char *name)
+{
+    for (int a = 0; a < n->n_attr; a++)
+        if (!strcmp(n->attr[a].name, name)) return &n->attr[a];
+    return NULL;
+}
+
+void graph_matmul_encoding(ir_graph *g, int node, bool packed)
+{
+    ir_node *n = &g->nodes[node];
+    ir_attr *plain = find_attr(n, GRAPH_PLAIN_B), *pk = find_attr(n, GRAPH_PACKED_B), *tb = find_attr(n, "transB");
+    if (!plain || !pk || n->n_in < 2) return;
+    n->in[1] = packed ? pk->tensor : plain->tensor;
+    if (tb) tb->i = packed ? 0 : find_attr(n, GRAPH_PLAIN_TRANS_B)->i;
+}
+
+smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache *cache, bool keep_plain)
 {
     int *done = NULL; /* per tensor: its packed copy + 1 (two nodes sharing a weight share the copy) */
     int n_done = 0;
@@ -76,6 +107,7 @@ smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache 
         ir_node *w = &g->nodes[i];
         int *ins = arena_memdup(&g->arena, w->in, sizeof(int) * (size_t)w->n_in);
         if (!ins) goto nomem;
+        if (keep_plain && !keep_both(g, w, t, nt, trans)) goto nomem;
         ins[1] = nt;
         w->in = ins;
         if (trans)

@@ -77,9 +77,23 @@ typedef struct graph_pack_cache {
  * from its tile table (mm_tiles_for). A weight two nodes share is packed
  * once; with a cache (may be NULL: the copies go in g's arena), once for all
  * graphs that use the cache.
+ * `keep_plain` (a device list where some devices do not run C): each
+ * rewritten node also keeps its plain B and the packed one as tensor
+ * attributes (GRAPH_PLAIN_B, GRAPH_PACKED_B; and GRAPH_PLAIN_TRANS_B, a
+ * Gemm's transB before packing), so graph_matmul_encoding can give a region
+ * placed on such a device the plain weight back: one graph, each constant in
+ * each encoding some device reads.
  * requires: inferred graph. guarantees: the graph computes the same values;
  * the original constant is left for graph_dce when nothing else reads it. */
-smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache *cache);
+smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache *cache, bool keep_plain);
+
+#define GRAPH_PLAIN_B "smelt.plain_b"
+#define GRAPH_PACKED_B "smelt.packed_b"
+#define GRAPH_PLAIN_TRANS_B "smelt.plain_trans_b"
+
+/* Node `node` (a MatMul or Gemm that graph_pack_weights rewrote keeping the
+ * plain B) reads its B packed (`packed`) or plain; other nodes are left. */
+void graph_matmul_encoding(ir_graph *g, int node, bool packed);
 
 /* If, Loop, Scan (graph/control.c), the op table's shape rule for them (OPF_CONTROL):
  * replaces node `node` by the nodes it runs, which graph_infer infers next, or

@@ -33,6 +33,15 @@ typedef struct touch {
     int cmd, device;
 } touch;
 
+/* Staging bytes a copy on one device filled, at that device's clock. */
+typedef struct staged {
+    int64_t lo, hi;     /* staging bytes */
+    int root;           /* the slot and bytes they hold */
+    int64_t from;
+    int device, cmd;
+    int64_t time;
+} staged;
+
 typedef struct checker {
     const plan_commands *c;
     const mem_plan *m;
@@ -40,6 +49,13 @@ typedef struct checker {
     touch *batch;   /* arena bytes touched since the last barrier on their device */
     int n_batch, cap_batch;
     bool busy[PLAN_MAX_DEVICES]; /* dispatched since its last host barrier */
+    /* The streams' order: clock[d][e] is the last command of device e that
+     * device d's stream has seen finish (its own commands count one each). */
+    int64_t clock[PLAN_MAX_DEVICES][PLAN_MAX_DEVICES];
+    int64_t (*event_clock)[PLAN_MAX_DEVICES]; /* per event: its device's clock when set */
+    bool *event_set;
+    staged *stage;
+    int n_stage, cap_stage;
 } checker;
 
 static bool *written_at(checker *k, int device, int slot) { return &k->written[(size_t)(device + 1) * (size_t)k->m->n_slots + (size_t)slot]; }
@@ -56,8 +72,10 @@ static smelt_status check_range(const checker *k, int ci, const plan_range *r)
     return SMELT_OK;
 }
 
-/* Range r of command ci on `device` against what other commands touched since the last barrier there. */
-static smelt_status check_batch(checker *k, int ci, int device, const plan_range *r)
+/* Range r of command ci on `device` against what other commands touched
+ * since the last barrier there; kept in the batch unless `done` (a copy is
+ * over when the next command starts). */
+static smelt_status check_batch(checker *k, int ci, int device, const plan_range *r, bool done)
 {
     const plan_slot *s = &k->m->slots[plan_root(k->m, r->slot)];
     if (device == PLAN_HOST || s->kind != PLAN_ARENA || r->hi <= r->lo) return SMELT_OK;
@@ -69,6 +87,7 @@ static smelt_status check_batch(checker *k, int ci, int device, const plan_range
             return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d %s arena bytes [%lld, %lld) that command %d %s, with no barrier between",
                              ci, t.read ? "reads" : "writes", (long long)t.lo, (long long)t.hi, u->cmd, u->write ? "writes" : "reads");
     }
+    if (done) return SMELT_OK;
     if (k->n_batch == k->cap_batch) {
         int cap = k->cap_batch ? 2 * k->cap_batch : 64;
         touch *nb = realloc(k->batch, sizeof(touch) * (size_t)cap);
@@ -107,7 +126,7 @@ static smelt_status check_dispatch(checker *k, int ci, const plan_cmd *x, const 
         for (int j = 0; j < x->n_ranges && !self; j++)
             self = rs[j].write && plan_root(k->m, rs[j].slot) == plan_root(k->m, rs[i].slot);
         if (rs[i].read && !self) TRY(check_read(k, ci, x->device, &rs[i]));
-        TRY(check_batch(k, ci, x->device, &rs[i]));
+        TRY(check_batch(k, ci, x->device, &rs[i], false));
     }
     for (int i = 0; i < x->n_ranges; i++)
         if (rs[i].write) *written_at(k, x->device, plan_root(k->m, rs[i].slot)) = true;
@@ -134,8 +153,34 @@ static smelt_status check_control(checker *k, int ci, const plan_cmd *x, const i
     }
     for (int i = 0; i < x->n_ranges; i++)
         if (rs[i].write) *written_at(k, x->device, plan_root(k->m, rs[i].slot)) = true;
-    k->n_batch = 0; /* it finishes before the next command starts */
+    int w = 0; /* it finishes before the next command on its device starts */
+    for (int i = 0; i < k->n_batch; i++)
+        if (k->batch[i].device != x->device) k->batch[w++] = k->batch[i];
+    k->n_batch = w;
     return SMELT_OK;
+}
+
+/* A copy out of the staging bytes on x->device: another device's copy
+ * filled exactly them with the same bytes of the same slot, and an event
+ * orders that copy before this one. */
+static smelt_status check_unstage(const checker *k, int ci, const plan_cmd *x)
+{
+    int64_t n = x->dst.hi - x->dst.lo;
+    for (int i = k->n_stage - 1; i >= 0; i--) {
+        const staged *y = &k->stage[i];
+        if (y->lo != x->stage || y->hi != x->stage + n) continue;
+        if (y->root != plan_root(k->m, x->dst.slot) || y->from != x->dst.lo)
+            return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d copies staging bytes [%lld, %lld) as another range than command %d put there",
+                             ci, (long long)y->lo, (long long)y->hi, y->cmd);
+        if (k->clock[x->device][y->device] < y->time)
+            return diag_fail(SMELT_ERR_INTERNAL,
+                             "commands: command %d on device %d reads staging bytes that command %d on device %d fills, with no wait for "
+                             "an event that device sets after it",
+                             ci, x->device, y->cmd, y->device);
+        return SMELT_OK;
+    }
+    return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d copies staging bytes [%lld, %lld) that no copy before it fills", ci,
+                     (long long)x->stage, (long long)(x->stage + n));
 }
 
 static smelt_status check_copy(checker *k, int ci, const plan_cmd *x)
@@ -145,24 +190,58 @@ static smelt_status check_copy(checker *k, int ci, const plan_cmd *x)
         x->src_device == x->dst_device)
         return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d copies from device %d to device %d", ci, x->src_device,
                          x->dst_device);
+    if (x->src_device >= 0 && x->dst_device >= 0)
+        return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d copies from device %d straight into device %d (copies between devices pass through staging)",
+                         ci, x->src_device, x->dst_device);
+    if (x->device != (x->src_device == PLAN_HOST ? x->dst_device : x->src_device))
+        return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d copies on device %d, not the device it copies from or to", ci, x->device);
     TRY(check_range(k, ci, &x->src));
     TRY(check_range(k, ci, &x->dst));
-    if (x->src.hi - x->src.lo != x->dst.hi - x->dst.lo)
-        return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d copies %lld bytes into %lld", ci,
-                         (long long)(x->src.hi - x->src.lo), (long long)(x->dst.hi - x->dst.lo));
-    TRY(check_read(k, ci, x->src_device, &x->src));
-    if (x->src_device >= 0 && x->dst_device >= 0) { /* done by the host when reached: both devices idle */
-        if (k->busy[x->src_device] || k->busy[x->dst_device])
-            return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d copies from device %d to %d while device %d may still run a dispatch",
-                             ci, x->src_device, x->dst_device, k->busy[x->src_device] ? x->src_device : x->dst_device);
-        *written_at(k, x->dst_device, plan_root(k->m, x->dst.slot)) = true;
-        return SMELT_OK;
-    }
+    int64_t n = x->src.hi - x->src.lo;
+    if (n != x->dst.hi - x->dst.lo)
+        return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d copies %lld bytes into %lld", ci, (long long)n,
+                         (long long)(x->dst.hi - x->dst.lo));
+    if (x->stage >= 0 && (x->stage + n > k->c->stage_bytes || plan_root(k->m, x->src.slot) != plan_root(k->m, x->dst.slot)))
+        return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d stages bytes outside the staging buffer", ci);
+    if (x->stage >= 0 && x->src_device == PLAN_HOST) TRY(check_unstage(k, ci, x));
+    else TRY(check_read(k, ci, x->src_device, &x->src));
     plan_range src = x->src, dst = x->dst;
     src.read = true, src.write = false, dst.read = false, dst.write = true;
-    TRY(check_batch(k, ci, x->src_device, &src));
-    TRY(check_batch(k, ci, x->dst_device, &dst));
+    TRY(check_batch(k, ci, x->src_device, &src, true));
+    TRY(check_batch(k, ci, x->dst_device, &dst, true));
+    if (x->stage >= 0 && x->dst_device == PLAN_HOST) {
+        if (k->n_stage == k->cap_stage) {
+            int cap = k->cap_stage ? 2 * k->cap_stage : 16;
+            staged *v = realloc(k->stage, sizeof(staged) * (size_t)cap);
+            if (!v) return diag_fail(SMELT_ERR_NOMEM, "out of memory checking the command list");
+            k->stage = v;
+            k->cap_stage = cap;
+        }
+        k->stage[k->n_stage++] = (staged){x->stage, x->stage + n, plan_root(k->m, x->src.slot), x->src.lo, x->device, ci,
+                                          k->clock[x->device][x->device]};
+        return SMELT_OK;
+    }
     *written_at(k, x->dst_device, plan_root(k->m, x->dst.slot)) = true;
+    return SMELT_OK;
+}
+
+/* A signal sets its event once, with its device's clock; a wait takes in
+ * the clock of an event set before it. */
+static smelt_status check_event(checker *k, int ci, const plan_cmd *x)
+{
+    if (x->event < 0 || x->event >= k->c->n_events)
+        return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d names event %d, not one of the %d", ci, x->event, k->c->n_events);
+    int d = x->device;
+    if (x->kind == PLAN_CMD_SIGNAL) {
+        if (k->event_set[x->event]) return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d sets event %d a second time", ci, x->event);
+        k->event_set[x->event] = true;
+        memcpy(k->event_clock[x->event], k->clock[d], sizeof k->clock[d]);
+        return SMELT_OK;
+    }
+    if (!k->event_set[x->event])
+        return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d waits for event %d, which no command before it sets", ci, x->event);
+    for (int e = 0; e < k->c->n_devices; e++)
+        if (k->event_clock[x->event][e] > k->clock[d][e]) k->clock[d][e] = k->event_clock[x->event][e];
     return SMELT_OK;
 }
 
@@ -171,8 +250,19 @@ smelt_status plan_commands_verify(const plan_commands *c, const ir_graph *g, con
 {
     if (c->n_devices < 1) return diag_fail(SMELT_ERR_INTERNAL, "commands: no device");
     if (c->n_devices > PLAN_MAX_DEVICES) return diag_fail(SMELT_ERR_INTERNAL, "commands: %d devices", c->n_devices);
-    checker k = {c, m, calloc(((size_t)c->n_devices + 1) * (size_t)m->n_slots + 1, sizeof(bool)), NULL, 0, 0, {false}};
-    if (!k.written) return diag_fail(SMELT_ERR_NOMEM, "out of memory checking the command list");
+    if (c->n_events < 0) return diag_fail(SMELT_ERR_INTERNAL, "commands: %d events", c->n_events);
+    checker k;
+    memset(&k, 0, sizeof k);
+    k.c = c, k.m = m;
+    k.written = calloc(((size_t)c->n_devices + 1) * (size_t)m->n_slots + 1, sizeof(bool));
+    k.event_clock = calloc((size_t)c->n_events + 1, sizeof *k.event_clock);
+    k.event_set = calloc((size_t)c->n_events + 1, sizeof(bool));
+    if (!k.written || !k.event_clock || !k.event_set) {
+        free(k.written);
+        free(k.event_clock);
+        free(k.event_set);
+        return diag_fail(SMELT_ERR_NOMEM, "out of memory checking the command list");
+    }
     for (int s = 0; s < m->n_slots; s++) {
         plan_kind kind = m->slots[plan_root(m, s)].kind;
         for (int d = PLAN_HOST; d < c->n_devices; d++)
@@ -192,7 +282,9 @@ smelt_status plan_commands_verify(const plan_commands *c, const ir_graph *g, con
             break;
         }
         counts[x->kind]++;
-        if (x->kind == PLAN_CMD_DISPATCH) st = check_dispatch(&k, ci, x, lp);
+        k.clock[x->device][x->device]++;
+        if (x->kind == PLAN_CMD_SIGNAL || x->kind == PLAN_CMD_WAIT) st = check_event(&k, ci, x);
+        else if (x->kind == PLAN_CMD_DISPATCH) st = check_dispatch(&k, ci, x, lp);
         else if (x->kind == PLAN_CMD_COPY) st = check_copy(&k, ci, x);
         else if (x->kind == PLAN_CMD_IF || x->kind == PLAN_CMD_LOOP) st = check_control(&k, ci, x, g, lp);
         else { /* a barrier orders everything on its device */
@@ -213,10 +305,15 @@ smelt_status plan_commands_verify(const plan_commands *c, const ir_graph *g, con
         }
         if (!ok) st = diag_fail(SMELT_ERR_INTERNAL, "commands: the list does not end with the host waiting (a host barrier, then only copies to the host)");
     }
+    for (int d = 0; d < c->n_devices && !st; d++)
+        if (k.busy[d]) st = diag_fail(SMELT_ERR_INTERNAL, "commands: device %d dispatches after its last host barrier", d);
     for (int i = 0; i < PLAN_CMD_KIND_COUNT && !st; i++)
         if (counts[i] != c->count[i]) st = diag_fail(SMELT_ERR_INTERNAL, "commands: the counts of commands by kind are wrong");
     free(k.written);
     free(k.batch);
+    free(k.event_clock);
+    free(k.event_set);
+    free(k.stage);
     return st;
 }
 
@@ -239,6 +336,7 @@ void plan_commands_dump(const plan_commands *c, const ir_graph *g, const lower_p
 {
     fprintf(f, "commands: %d (%d dispatches, %d copies of %lld bytes, %d barriers", c->n_cmds, c->count[PLAN_CMD_DISPATCH],
             c->count[PLAN_CMD_COPY], (long long)c->copy_bytes, c->count[PLAN_CMD_BARRIER]);
+    if (c->n_events) fprintf(f, ", %d events", c->n_events);
     if (c->count[PLAN_CMD_IF] + c->count[PLAN_CMD_LOOP])
         fprintf(f, ", %d if, %d loop over %d child programs", c->count[PLAN_CMD_IF], c->count[PLAN_CMD_LOOP], c->n_children);
     fprintf(f, ") on %d device%s\n", c->n_devices, c->n_devices == 1 ? "" : "s");
@@ -248,11 +346,15 @@ void plan_commands_dump(const plan_commands *c, const ir_graph *g, const lower_p
         fprintf(f, "  c%-4d d%d ", ci, x->device);
         if (x->kind == PLAN_CMD_BARRIER) {
             fprintf(f, "barrier%s\n", x->host ? " (host waits)" : "");
+        } else if (x->kind == PLAN_CMD_SIGNAL || x->kind == PLAN_CMD_WAIT) {
+            fprintf(f, "%s e%d\n", x->kind == PLAN_CMD_SIGNAL ? "signal" : "wait", x->event);
         } else if (x->kind == PLAN_CMD_COPY) {
             fprintf(f, "copy %s[%lld,%lld) ", slot_name(g, x->src.slot, buf, sizeof buf), (long long)x->src.lo, (long long)x->src.hi);
-            print_device(x->src_device, f);
+            if (x->stage >= 0 && x->src_device == PLAN_HOST) fprintf(f, "stage[%lld]", (long long)x->stage);
+            else print_device(x->src_device, f);
             fprintf(f, " -> ");
-            print_device(x->dst_device, f);
+            if (x->stage >= 0 && x->dst_device == PLAN_HOST) fprintf(f, "stage[%lld]", (long long)x->stage);
+            else print_device(x->dst_device, f);
             fprintf(f, " (%lld bytes)\n", (long long)(x->dst.hi - x->dst.lo));
         } else if (x->kind == PLAN_CMD_IF || x->kind == PLAN_CMD_LOOP) {
             const ir_node *n = &g->nodes[x->node];

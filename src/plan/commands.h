@@ -16,10 +16,19 @@
  *     dispatch on another device reads, moved just before it (only the
  *     sub-range it reads, and only what that device does not hold yet);
  *     outputs downloaded after the last dispatch where the host cannot read
- *     them in place. A copy between two devices is done by the host when it
- *     is reached (read into host memory, written to the other device), so
- *     both devices are idle first: a host barrier on each since its last
- *     dispatch;
+ *     them in place. A copy between two devices A and B is two copies
+ *     through host staging memory (`stage`: the byte offset of its bytes in
+ *     the program's staging buffer, -1 for any other copy): on A, after a
+ *     host barrier there, A's range into the staging bytes, then a signal;
+ *     on B, after a host barrier there (B's earlier dispatches may read the
+ *     bytes the copy overwrites), a wait for that signal, then the staging
+ *     bytes into B's range. Each device's stream touches only its own memory
+ *     and the staging bytes, so the devices run their streams at once;
+ *   - signal: on `device`, everything before it there is done, then event
+ *     `event` is set (once per run);
+ *   - wait: `device` goes on only once event `event` is set. Events are the
+ *     only order between devices: a device never waits for another except
+ *     where it reads what that device produced;
  *   - barrier: on `device`, everything before it is done (and its writes
  *     seen) before anything after it starts. `host` set: the host waits too
  *     (a finish), as before reading results back.
@@ -36,10 +45,13 @@
  *     two sets of output slots each iteration, so a run allocates nothing.
  * Dispatches with no barrier between them may run at the same time
  * (plan_barriers decides where barriers go). The list always ends with a host
- * barrier, so a run has finished when its last command has.
+ * barrier on every device that dispatched since its last one, so a run has
+ * finished when every device's last command has.
  *
- * The runtime (api/program.c) binds inputs, executes the commands in order
- * and hands out outputs; it decides nothing about order or memory.
+ * The runtime (api/program.c, api/streams.c) binds inputs, executes each
+ * device's commands in list order on a host thread of its own (one stream
+ * per device, ordered across devices only by signal and wait) and hands out
+ * outputs; it decides nothing about order or memory.
  *
  * requires: plan_build and plan_barriers ran on the lowered program.
  * guarantees: plan_commands_verify passes.
@@ -60,6 +72,8 @@ typedef enum plan_cmd_kind {
     PLAN_CMD_BARRIER,
     PLAN_CMD_IF,
     PLAN_CMD_LOOP,
+    PLAN_CMD_SIGNAL,
+    PLAN_CMD_WAIT,
     PLAN_CMD_KIND_COUNT
 } plan_cmd_kind;
 
@@ -82,6 +96,9 @@ typedef struct plan_cmd {
     /* copy */
     int src_device, dst_device; /* PLAN_HOST: the caller's memory */
     plan_range src, dst;
+    int64_t stage;           /* half of a copy between two devices: offset in the staging bytes; else -1 */
+    /* signal / wait */
+    int event;
     /* barrier */
     bool host;               /* the host waits for the device as well */
     /* if / loop (args and ranges as for a dispatch) */
@@ -97,7 +114,9 @@ typedef struct plan_commands {
     int n_devices;
     int count[PLAN_CMD_KIND_COUNT]; /* commands of each kind */
     int n_children;                 /* child programs the if/loop commands name */
-    int64_t copy_bytes;             /* bytes all copies move per run */
+    int64_t copy_bytes;             /* bytes all copies move per run (a copy between devices counted once) */
+    int n_events;                   /* events the signal commands set, numbered from 0 */
+    int64_t stage_bytes;            /* host staging bytes the copies between devices pass through */
     bool host_memory[PLAN_MAX_DEVICES]; /* per device: its memory is the host's */
     int n_transfers;                /* copies between two devices per run */
     int64_t transfer_bytes;         /* the bytes they move */
@@ -142,9 +161,15 @@ void plan_commands_free(plan_commands *c);
  * `host_memory`); no dispatch reads arena bytes that another dispatch since
  * the last barrier on its device writes, or writes bytes such a dispatch
  * reads (two writes are left to plan_barriers, which knows the boxes the
- * regions record apart); a copy between two devices finds both idle (a host
- * barrier on each since its last dispatch); the list ends with a host
- * barrier. SMELT_ERR_INTERNAL naming the command. */
+ * regions record apart); no copy goes from one device's memory straight
+ * into another's; every cross-device read is ordered after its producer by
+ * an event: the streams are modelled with a vector clock per device (a
+ * signal records its device's clock, a wait takes the maximum), and a copy
+ * out of the staging bytes must follow, in its device's clock, the copy on
+ * another device that filled them; every event is set once and waited for
+ * only after it is set, in list order; every device that dispatches has a
+ * host barrier after its last dispatch, and the list ends with the host
+ * waiting. SMELT_ERR_INTERNAL naming the command. */
 smelt_status plan_commands_verify(const plan_commands *c, const ir_graph *g, const lower_program *lp, const mem_plan *m,
                                   bool host_memory);
 

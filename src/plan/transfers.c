@@ -9,6 +9,14 @@
  * device the only holder of the range; its read copies in the parts its
  * device does not hold, from their writer, and adds the device to their
  * holders.
+ *
+ * A copy between two devices is two halves through the program's staging
+ * bytes, joined by an event (commands.h): the source's half and its signal
+ * inserted right after the command that last wrote those bytes (each
+ * segment records it), behind a host barrier on the source only, so the
+ * copy starts as soon as its producer is done even where the source has more
+ * kernels listed before the consumer; the destination's half where the
+ * consumer needs it, after a wait on the destination only.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +28,7 @@
 typedef struct seg {
     int64_t lo, hi;
     int writer;     /* PLAN_HOST or a device */
+    int cmd;        /* the command that wrote it (-1: none, the caller's or a constant) */
     unsigned holds; /* bit 0: the host; bit d + 1: device d */
 } seg;
 
@@ -87,11 +96,12 @@ static void seg_write(builder *b, segs *s, int64_t lo, int64_t hi, int device)
         s->v[w++] = s->v[i];
     }
     s->n = w;
-    seg_insert(b, s, at < 0 ? w : at, (seg){lo, hi, device, device == PLAN_HOST ? 1u : bit(device)});
+    seg_insert(b, s, at < 0 ? w : at, (seg){lo, hi, device, b->c->n_cmds - 1, device == PLAN_HOST ? 1u : bit(device)});
 }
 
-/* A new command; NULL (b->oom set) when out of memory. */
-static plan_cmd *push(builder *b, plan_cmd_kind kind)
+/* A new command at index `at` (the commands from there on move up one, and
+ * so do the segments' records of them); NULL (b->oom set) when out of memory. */
+static plan_cmd *push_at(builder *b, int at, plan_cmd_kind kind)
 {
     plan_commands *c = b->c;
     if (c->n_cmds == b->cap_cmds) {
@@ -104,13 +114,23 @@ static plan_cmd *push(builder *b, plan_cmd_kind kind)
         c->cmds = v;
         b->cap_cmds = cap;
     }
-    plan_cmd *x = &c->cmds[c->n_cmds++];
+    if (at < c->n_cmds) {
+        memmove(c->cmds + at + 1, c->cmds + at, sizeof(plan_cmd) * (size_t)(c->n_cmds - at));
+        for (int r = 0; r < b->m->n_slots; r++)
+            for (int i = 0; i < b->at[r].n; i++)
+                if (b->at[r].v[i].cmd >= at) b->at[r].v[i].cmd++;
+    }
+    c->n_cmds++;
+    plan_cmd *x = &c->cmds[at];
     memset(x, 0, sizeof *x);
     x->kind = kind;
-    x->kernel = x->first_arg = x->first_range = x->node = x->child = -1;
+    x->kernel = x->first_arg = x->first_range = x->node = x->child = x->event = -1;
+    x->stage = -1;
     c->count[kind]++;
     return x;
 }
+
+static plan_cmd *push(builder *b, plan_cmd_kind kind) { return push_at(b, b->c->n_cmds, kind); }
 
 static void host_barrier(builder *b, int device)
 {
@@ -127,25 +147,62 @@ static void touch(builder *b, int device, int root)
     if (device >= 0) b->touched[(size_t)device * (size_t)b->m->n_slots + (size_t)root] = true;
 }
 
-static void push_copy(builder *b, int src, int dst, int root, int64_t lo, int64_t hi)
+/* One copy command on `device` at index `at`; `stage` as in plan_cmd. */
+static void push_half(builder *b, int at, int device, int src, int dst, int root, int64_t lo, int64_t hi, int64_t stage)
 {
-    plan_commands *c = b->c;
-    if (src >= 0 && dst >= 0) { /* the host moves it: both devices idle */
-        host_barrier(b, src);
-        host_barrier(b, dst);
-        c->n_transfers++;
-        c->transfer_bytes += hi - lo;
-    }
-    plan_cmd *x = push(b, PLAN_CMD_COPY);
+    plan_cmd *x = push_at(b, at, PLAN_CMD_COPY);
     if (!x) return;
-    x->device = src == PLAN_HOST ? dst : src;
+    x->device = device;
     x->src_device = src;
     x->dst_device = dst;
     x->src = (plan_range){root, lo, hi, true, false};
     x->dst = (plan_range){root, lo, hi, false, true};
+    x->stage = stage;
+}
+
+static void push_event(builder *b, int at, plan_cmd_kind kind, int device, int event)
+{
+    plan_cmd *x = push_at(b, at, kind);
+    if (!x) return;
+    x->device = device;
+    x->event = event;
+}
+
+/* A copy; between two devices, the source's half and a signal right after
+ * `after` (the last command that wrote the bytes; -1: none), behind a host
+ * barrier on the source, so it starts as soon as its producer is done, then
+ * the destination's half where the consumer needs it, after a host barrier
+ * there and a wait for the signal. */
+static void push_copy(builder *b, int src, int dst, int root, int64_t lo, int64_t hi, int after)
+{
+    plan_commands *c = b->c;
     c->copy_bytes += hi - lo;
     touch(b, src, root);
     touch(b, dst, root);
+    if (src == PLAN_HOST || dst == PLAN_HOST) {
+        push_half(b, c->n_cmds, src == PLAN_HOST ? dst : src, src, dst, root, lo, hi, -1);
+        return;
+    }
+    int64_t stage = c->stage_bytes;
+    int event = c->n_events++;
+    c->stage_bytes += (hi - lo + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN;
+    c->n_transfers++;
+    c->transfer_bytes += hi - lo;
+    int at = after + 1;
+    bool later = false; /* a command on the source after `after` */
+    for (int i = at; i < c->n_cmds && !later; i++) later = c->cmds[i].device == src;
+    if (!later) { /* nothing after it on the source: at the end, as its last host barrier */
+        host_barrier(b, src);
+        at = c->n_cmds;
+    } else {
+        plan_cmd *x = push_at(b, at++, PLAN_CMD_BARRIER);
+        if (x) x->device = src, x->host = true;
+    }
+    push_half(b, at, src, src, PLAN_HOST, root, lo, hi, stage);
+    push_event(b, at + 1, PLAN_CMD_SIGNAL, src, event);
+    host_barrier(b, dst);
+    push_event(b, c->n_cmds, PLAN_CMD_WAIT, dst, event);
+    push_half(b, c->n_cmds, dst, PLAN_HOST, dst, root, lo, hi, stage);
 }
 
 /* Bring bytes [lo, hi) of root onto `device` (PLAN_HOST: the host): copy
@@ -158,20 +215,22 @@ static void seg_read(builder *b, int root, int64_t lo, int64_t hi, int device)
     seg_split(b, s, hi);
     unsigned want = device == PLAN_HOST ? 1u : bit(device);
     int64_t run_lo = 0, run_hi = 0;
-    int run_src = -2;
+    int run_src = -2, run_cmd = -1;
     for (int i = 0; i <= s->n; i++) {
         seg *x = i < s->n ? &s->v[i] : NULL;
         bool need = x && x->lo >= lo && x->hi <= hi && !(x->holds & want);
         int src = need ? x->writer : -2;
         if (run_src != -2 && (!need || src != run_src || x->lo != run_hi)) {
-            push_copy(b, run_src, device, root, run_lo, run_hi);
+            push_copy(b, run_src, device, root, run_lo, run_hi, run_cmd);
             run_src = -2;
         }
         if (!need) continue;
         if (run_src == -2) {
             run_src = src;
             run_lo = x->lo;
+            run_cmd = -1;
         }
+        if (x->cmd > run_cmd) run_cmd = x->cmd;
         run_hi = x->hi;
         x->holds |= want;
     }
@@ -265,7 +324,7 @@ static smelt_status build(builder *b, const ir_graph *g, const struct fuse_plan 
             for (int d = 0; d < pd->n; d++)
                 if (pd->host_memory[d]) holds |= bit(d);
         }
-        if (holds && !seg_insert(b, &b->at[s], 0, (seg){0, x->bytes, PLAN_HOST, holds})) break;
+        if (holds && !seg_insert(b, &b->at[s], 0, (seg){0, x->bytes, PLAN_HOST, -1, holds})) break;
     }
     int last[PLAN_MAX_DEVICES], n_arg = 0, n_range = 0;
     for (int d = 0; d < PLAN_MAX_DEVICES; d++) last[d] = -1;

@@ -4,13 +4,16 @@
  * thread, one compile cache for all. Built with -fsanitize=thread by scripts/test.sh (stage
  * tsan), where any data race ThreadSanitizer sees fails the stage.
  *
- *     build-tsan/tsan_concurrent MODEL.onnx INPUT.npy
+ *     build-tsan/tsan_concurrent MODEL.onnx INPUT.npy [DEVICES PLACE]
  *
  * MODEL takes one input [N, F] (N symbolic) and gives one float32 output [N, C]. Threads 0 and
  * 1 compile it fused for all N rows of INPUT, threads 2 and 3 unfused for its first 7 rows, all
  * at once into an empty cache; each runs its program three times. Every output must equal
  * thread 0's bit for bit (same program) or within 1e-5 relative (unfused; first 7 rows), and
- * again after a serial compile and run in the main thread. Prints `tsan: N threads agree` and
+ * again after a serial compile and run in the main thread. With DEVICES and PLACE, thread 1
+ * compiles for that device list and placement (smelt_options.devices, .placement): a program
+ * whose devices run their command streams on threads of their own (api/streams.c), its
+ * output still bit for bit thread 0's where the devices share one target class. Prints `tsan: N threads agree` and
  * exits 0, or says what differed and exits 1.
  */
 #include <math.h>
@@ -29,6 +32,7 @@ typedef struct job {
     const smelt_tensor *input;
     int64_t rows;
     int no_fuse;
+    const char *devices, *place; /* NULL: the defaults */
     float *out;       /* rows x cols, malloc'd by the job */
     int64_t cols;
     char error[512];
@@ -43,6 +47,8 @@ static void *run_job(void *arg)
     smelt_options_init(&opt);
     opt.threads = 2;
     opt.no_fuse = j->no_fuse;
+    if (j->devices) opt.devices = j->devices;
+    opt.placement = j->place;
     smelt_program *p = NULL;
     if (smelt_program_compile(j->model, &opt, 1, &x, &p) != SMELT_OK) {
         snprintf(j->error, sizeof j->error, "compile: %s", smelt_last_error());
@@ -90,8 +96,8 @@ static int compare(const job *a, const job *b, int64_t rows, int exact)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: tsan_concurrent MODEL.onnx INPUT.npy\n");
+    if (argc != 3 && argc != 5) {
+        fprintf(stderr, "usage: tsan_concurrent MODEL.onnx INPUT.npy [DEVICES PLACE]\n");
         return 2;
     }
     smelt_model *m = NULL;
@@ -115,6 +121,7 @@ int main(int argc, char **argv)
         jobs[t].rows = t < 2 || t == N_THREADS ? input.shape[0] : SMALL_ROWS;
         jobs[t].no_fuse = t >= 2 && t < N_THREADS;
     }
+    if (argc == 5) jobs[1].devices = argv[3], jobs[1].place = argv[4];
     int rc = 0;
     for (int t = 0; t < N_THREADS; t++)
         if (pthread_create(&th[t], NULL, run_job, &jobs[t]) != 0) {

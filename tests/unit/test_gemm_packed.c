@@ -34,7 +34,7 @@ TEST(gemm_pack_weights_lays_out_panels)
         int outs[2] = {y, y2};
         ir_graph_set_io(g, 1, &x, trans ? 1 : 2, outs);
         CHECK(graph_infer(g, lower_eval_node) == SMELT_OK);
-        CHECK(graph_pack_weights(g, nr, NULL) == SMELT_OK);
+        CHECK(graph_pack_weights(g, nr, NULL, false) == SMELT_OK);
         const ir_node *nd = &g->nodes[node_named(g, "mm")];
         const ir_tensor *p = &g->tensors[nd->in[1]];
         CHECK(nd->in[1] != b && p->enc.kind == IR_ENC_PANELS && p->enc.k == k && p->enc.n == n && p->enc.nr == nr);

@@ -2,12 +2,14 @@
  * and plan/transfers.c: the copies between devices a placement needs, with
  * the bytes they move computed by hand. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/program.h"
 #include "place/placement.h"
 #include "plan/commands.h"
+#include "rt/device.h"
 #include "test.h"
 
 TEST(place_device_lists_and_classes)
@@ -167,33 +169,87 @@ TEST(transfers_move_the_sub_range_a_consumer_reads)
     plan_devices pd = {.n = 2, .host_memory = {true, false}, .kernel_device = on};
     CHECK(plan_commands_place(h.g, NULL, &h.p, &h.m, &pd, &c) == SMELT_OK);
     /* t1 to d1: elements [250, 750) = bytes [1000, 3000); t2 back to d0 whole:
-     * 4000 bytes; the CPU holds t2 and t3 whole, so no download. */
+     * 4000 bytes; the CPU holds t2 and t3 whole, so no download. Each moves
+     * through its own staging bytes (2000 and 4000, rounded up to 64). */
     CHECK_EQ_INT(c.n_transfers, 2);
     CHECK_EQ_INT(c.transfer_bytes, 2000 + 4000);
-    CHECK_EQ_INT(c.count[PLAN_CMD_COPY], 2);
+    CHECK_EQ_INT(c.copy_bytes, 2000 + 4000);
+    CHECK_EQ_INT(c.count[PLAN_CMD_COPY], 4);
+    CHECK_EQ_INT(c.count[PLAN_CMD_SIGNAL], 2);
+    CHECK_EQ_INT(c.count[PLAN_CMD_WAIT], 2);
+    CHECK_EQ_INT(c.n_events, 2);
+    CHECK_EQ_INT(c.stage_bytes, 2048 + 4032);
     CHECK_EQ_INT(c.count[PLAN_CMD_DISPATCH], 3);
     CHECK(c.dispatches[0] == 2 && c.dispatches[1] == 1);
-    int copies = 0;
+    /* Each transfer: [host barrier on A] copy A -> stage, signal e on A, [host barrier on B]
+     * wait e on B, copy stage -> B; then the consumer's dispatch on B. */
+    static const int want[][6] = {/* src, dst, slot, lo, hi, stage */
+                                  {0, 1, 1, 1000, 3000, 0},
+                                  {1, 0, 2, 0, 4000, 2048}};
+    int seen = 0;
     for (int i = 0; i < c.n_cmds; i++) {
         const plan_cmd *x = &c.cmds[i];
-        if (x->kind != PLAN_CMD_COPY) continue;
-        if (copies++ == 0) {
-            CHECK(x->src_device == 0 && x->dst_device == 1 && x->src.slot == 1 && x->src.lo == 1000 && x->src.hi == 3000);
-            CHECK(i >= 1 && c.cmds[i - 1].kind == PLAN_CMD_BARRIER && c.cmds[i - 1].host && c.cmds[i - 1].device == 0);
-        } else {
-            CHECK(x->src_device == 1 && x->dst_device == 0 && x->src.slot == 2 && x->src.lo == 0 && x->src.hi == 4000);
-        }
+        if (x->kind != PLAN_CMD_COPY || x->dst_device != PLAN_HOST || seen >= 2) continue;
+        const int *w = want[seen];
+        CHECK(x->device == w[0] && x->src_device == w[0] && x->src.slot == w[2] && x->src.lo == w[3] && x->src.hi == w[4] &&
+              x->stage == w[5]);
+        CHECK(i >= 1 && c.cmds[i - 1].kind == PLAN_CMD_BARRIER && c.cmds[i - 1].host && c.cmds[i - 1].device == w[0]);
+        CHECK(i + 3 < c.n_cmds && c.cmds[i + 1].kind == PLAN_CMD_SIGNAL && c.cmds[i + 1].device == w[0] &&
+              c.cmds[i + 1].event == seen);
+        int j = i + 2;
+        if (c.cmds[j].kind == PLAN_CMD_BARRIER) CHECK(c.cmds[j++].device == w[1]); /* B dispatched since its last one */
+        CHECK(c.cmds[j].kind == PLAN_CMD_WAIT && c.cmds[j].device == w[1] && c.cmds[j].event == seen);
+        CHECK(c.cmds[j + 1].kind == PLAN_CMD_COPY && c.cmds[j + 1].device == w[1] && c.cmds[j + 1].src_device == PLAN_HOST &&
+              c.cmds[j + 1].dst_device == w[1] && c.cmds[j + 1].stage == w[5] && c.cmds[j + 1].dst.lo == w[3]);
+        CHECK(c.cmds[j + 2].kind == PLAN_CMD_DISPATCH && c.cmds[j + 2].device == w[1]);
+        seen++;
     }
+    CHECK_EQ_INT(seen, 2);
     CHECK(c.home[2] == 0 && c.home[3] == 0);
     CHECK(c.arena_bytes[1] > 0 && c.arena_bytes[0] > 0);
-    /* The verifier refuses a copy that does not wait for its producer. */
+    CHECK(plan_commands_verify(&c, h.g, &h.p, &h.m, false) == SMELT_OK);
+    /* The verifier refuses: each wait removed (the copy out of staging is then
+     * ordered after nothing), a wait moved before its signal, a copy out of a
+     * device without a barrier after its producer, a copy straight between
+     * two devices' memories. */
+    for (int i = 0; i < c.n_cmds; i++) {
+        if (c.cmds[i].kind != PLAN_CMD_WAIT) continue;
+        plan_cmd saved = c.cmds[i];
+        memmove(c.cmds + i, c.cmds + i + 1, sizeof(plan_cmd) * (size_t)(c.n_cmds - i - 1));
+        c.n_cmds--, c.count[PLAN_CMD_WAIT]--;
+        CHECK(plan_commands_verify(&c, h.g, &h.p, &h.m, false) == SMELT_ERR_INTERNAL);
+        CHECK_STR_HAS(smelt_last_error(), "with no wait for an event");
+        diag_clear();
+        memmove(c.cmds + i + 1, c.cmds + i, sizeof(plan_cmd) * (size_t)(c.n_cmds - i));
+        c.cmds[i] = saved;
+        c.n_cmds++, c.count[PLAN_CMD_WAIT]++;
+        CHECK(plan_commands_verify(&c, h.g, &h.p, &h.m, false) == SMELT_OK);
+    }
     for (int i = 1; i < c.n_cmds; i++)
-        if (c.cmds[i].kind == PLAN_CMD_COPY && c.cmds[i].src_device == 0) {
-            plan_cmd saved = c.cmds[i - 1];
-            c.cmds[i - 1].host = false;
+        if (c.cmds[i].kind == PLAN_CMD_SIGNAL) {
+            int j = i + 1;
+            while (c.cmds[j].kind != PLAN_CMD_WAIT) j++;
+            plan_cmd sig = c.cmds[i], wait = c.cmds[j];
+            c.cmds[i] = wait, c.cmds[j] = sig; /* the wait first: on another device, so both streams stay in order */
             CHECK(plan_commands_verify(&c, h.g, &h.p, &h.m, false) == SMELT_ERR_INTERNAL);
+            CHECK_STR_HAS(smelt_last_error(), "which no command before it sets");
             diag_clear();
-            c.cmds[i - 1] = saved;
+            c.cmds[i] = sig, c.cmds[j] = wait;
+            plan_cmd producer_done = c.cmds[i - 2];
+            CHECK(producer_done.kind == PLAN_CMD_BARRIER && producer_done.host);
+            c.cmds[i - 2] = c.cmds[i - 3]; /* the producer's dispatch twice instead: no barrier before the copy */
+            c.count[PLAN_CMD_BARRIER]--, c.count[PLAN_CMD_DISPATCH]++;
+            CHECK(plan_commands_verify(&c, h.g, &h.p, &h.m, false) == SMELT_ERR_INTERNAL);
+            CHECK_STR_HAS(smelt_last_error(), "with no barrier between");
+            diag_clear();
+            c.cmds[i - 2] = producer_done;
+            c.count[PLAN_CMD_BARRIER]++, c.count[PLAN_CMD_DISPATCH]--;
+            plan_cmd down = c.cmds[i - 1];
+            c.cmds[i - 1].dst_device = c.cmds[j + 1].dst_device;
+            CHECK(plan_commands_verify(&c, h.g, &h.p, &h.m, false) == SMELT_ERR_INTERNAL);
+            CHECK_STR_HAS(smelt_last_error(), "straight into device");
+            diag_clear();
+            c.cmds[i - 1] = down;
             break;
         }
     CHECK(plan_commands_verify(&c, h.g, &h.p, &h.m, false) == SMELT_OK);
@@ -207,6 +263,7 @@ TEST(transfers_move_the_sub_range_a_consumer_reads)
     CHECK_EQ_INT(c.n_transfers, 1);
     CHECK_EQ_INT(c.transfer_bytes, 2000);
     CHECK_EQ_INT(c.copy_bytes, 4000 + 2000 + 4000 + 4000);
+    CHECK_EQ_INT(c.n_events, 1);
     CHECK(c.home[2] == PLAN_HOST && c.home[3] == PLAN_HOST);
     plan_commands_free(&c);
 
@@ -302,4 +359,87 @@ TEST(place_program_on_two_cpus_equals_one)
     CHECK_STR_HAS(smelt_last_error(), "cpu:4096");
     diag_clear();
     ir_graph_free(model.g);
+}
+
+/* One weight read by a MatMul on the CPU and by one on OpenCL (skipped where
+ * no OpenCL device exists): the CPU's kernel reads it packed into panels,
+ * OpenCL's plain, each device holds only the encoding it reads, two
+ * executables, and both outputs equal x w. */
+TEST(place_weight_in_each_devices_encoding)
+{
+    rt_device *probe = NULL;
+    if (rt_device_open("opencl", 1, &probe) != SMELT_OK) {
+        diag_clear();
+        return;
+    }
+    rt_device_close(probe);
+    char dir[] = "/tmp/smelt-test-enc-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    setenv("SMELT_CACHE_DIR", dir, 1);
+    enum { M = 8, K = 48, N = 40 };
+    ir_graph *g = ir_graph_new();
+    ir_shape sx = {.rank = 2, .dim = {M, K}}, sw = {.rank = 2, .dim = {K, N}};
+    int x = ir_tensor_add(g, "x", SMELT_F32, &sx), w = ir_tensor_add(g, "w", SMELT_F32, &sw);
+    int y[2] = {ir_tensor_add(g, "y1", SMELT_F32, NULL), ir_tensor_add(g, "y2", SMELT_F32, NULL)};
+    float *wd = ir_tensor_alloc_data(g, w);
+    for (int i = 0; i < K * N; i++) wd[i] = (float)((i * 7) % 11) * 0.125f - 0.5f;
+    int in[2] = {x, w};
+    ir_node_add(g, "m1", OP_MatMul, 2, in, 1, &y[0]);
+    ir_node_add(g, "m2", OP_MatMul, 2, in, 1, &y[1]);
+    for (int n = 0; n < g->n_nodes; n++) g->tensors[g->nodes[n].out[0]].producer = n;
+    ir_graph_set_io(g, 1, &x, 2, y);
+    struct smelt_model model = {.g = g};
+    smelt_options opt;
+    smelt_options_init(&opt);
+    opt.threads = 1;
+    opt.devices = "cpu,opencl";
+    opt.placement = "m2=opencl";
+    smelt_program *p = NULL;
+    CHECK(smelt_program_compile(&model, &opt, 0, NULL, &p) == SMELT_OK);
+    if (!p) {
+        ir_graph_free(g);
+        return;
+    }
+    int n_exe = 0;
+    for (int c = 0; c < p->devs.n_classes; c++) n_exe += p->cls[c].source != NULL;
+    CHECK_EQ_INT(n_exe, 2);
+    int packed = -1, plain = -1;
+    for (int i = 0; i < p->lp.n_kernels; i++) {
+        const kir_kernel *k = p->lp.kernels[i];
+        for (int b = 0; b < k->n_bufs; b++) {
+            int t = k->bufs[b].tensor;
+            if (t < 0 || t >= p->g->n_tensors || !p->g->tensors[t].data) continue;
+            if (p->kernel_device[i] == 0) packed = t;
+            else plain = t;
+        }
+    }
+    CHECK(packed >= 0 && p->g->tensors[packed].enc.kind == IR_ENC_PANELS);
+    CHECK(plain >= 0 && p->g->tensors[plain].enc.kind == IR_ENC_NONE && p->g->tensors[plain].data == wd);
+    size_t ns = (size_t)p->plan.n_slots;
+    if (packed >= 0 && plain >= 0) {
+        CHECK(p->slot_mem[ns + (size_t)plain].mem != 0);  /* uploaded to OpenCL */
+        CHECK(p->slot_mem[ns + (size_t)packed].mem == 0); /* the panels stay on the CPU */
+    }
+    float xd[M * K];
+    for (int i = 0; i < M * K; i++) xd[i] = (float)((i * 5) % 13) * 0.25f - 1.5f;
+    smelt_tensor tin = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {M, K}, .data = xd};
+    CHECK(smelt_program_run(p, 1, &tin) == SMELT_OK);
+    for (int o = 0; o < 2; o++) {
+        smelt_tensor out;
+        CHECK(smelt_program_output(p, o, &out) == SMELT_OK);
+        const float *yd = out.data;
+        for (int i = 0; i < M && !test_failures; i++)
+            for (int j = 0; j < N; j++) {
+                float want = 0;
+                for (int kk = 0; kk < K; kk++) want += xd[i * K + kk] * wd[kk * N + j];
+                CHECK_NEAR(yd[i * N + j], want, 1e-4);
+            }
+    }
+    smelt_program_free(p);
+    for (packed_weight *q = atomic_load(&model.packed), *next; q; q = next) { /* smelt_model_free's part for a model made here */
+        next = q->next;
+        free(q->data);
+        free(q);
+    }
+    ir_graph_free(g);
 }
