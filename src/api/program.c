@@ -349,7 +349,8 @@ static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, co
     for (int d = 0; d < p->devs.n; d++) all_cpu &= p->devs.dev[d].kind == PLACE_CPU;
     int64_t nr = all_cpu && !getenv("SMELT_NO_PACKED_GEMM") ? mm_tiles_for(p->devs.dev[0].target.vector_width).nr : 0;
     /* 3x3 stride-1 convolutions as Winograd GEMMs over those panels (SMELT_NO_WINOGRAD=1: direct, for A/B) */
-    if (all_cpu && !getenv("SMELT_NO_WINOGRAD")) TRY(graph_winograd(p->g, 4, nr));
+    graph_winograd_rule wr = {GRAPH_WINOGRAD_M, GRAPH_WINOGRAD_MIN_CHANNELS, GRAPH_WINOGRAD_MIN_TILES, nr};
+    if (all_cpu && !getenv("SMELT_NO_WINOGRAD")) TRY(graph_winograd(p->g, &wr));
     if (nr > 0) {
         graph_pack_cache cache = {pack_find, pack_keep, (void *)p->model}; /* the model's cache is its one mutable part */
         TRY(graph_pack_weights(p->g, nr, p->model ? &cache : NULL));

@@ -2,8 +2,8 @@
  * winograd.c — 3x3 stride-1 convolutions rewritten as Winograd F(m x m, 3 x 3)
  * (graph/passes.h, graph_winograd; the ops in ops/conv_winograd.h):
  *
- *   Conv(X, W, B) -> WinogradInput(X) -> V_p [tiles, C]        p < T*T
- *                    MatMul(V_p, U_p)  -> M_p [tiles, K]        U_p constant [C, K]
+ *   Conv(X, W, B) -> WinogradInput(X) -> V_p [C, tiles]        p < T*T
+ *                    MatMul(Transpose(V_p), U_p) -> M_p [tiles, K]   U_p constant [C, K]
  *                    WinogradOutput(M_0.., B) -> Y [N, K, OH, OW]
  *
  * with U_p[c][k] = (G W[k][c] G^T)[a][b], p = a*T + b, computed here in
@@ -68,15 +68,14 @@ static bool conv_candidate(const ir_graph *g, const ir_node *n, wino_conv *cv)
     return cv->oh >= 1 && cv->ow >= 1 && cv->n >= 1;
 }
 
-/* The rule (measured, README "Benchmarks"): the T*T products are GEMMs of
- * `tiles` rows by C deep by K wide; with few channels the transforms cost
- * more than the multiplications saved, and with few tiles the GEMMs stream
- * T*T/9 times the direct weights for few rows. */
-static bool conv_pays(const wino_conv *cv, int m)
+/* The T*T products are GEMMs of `tiles` rows by C deep by K wide: with few
+ * channels the transforms cost more than the multiplications saved, and with
+ * few tiles the GEMMs stream T*T/9 times the direct weights for few rows. */
+static bool conv_pays(const wino_conv *cv, const graph_winograd_rule *rule)
 {
+    int m = rule->m;
     int64_t tiles = cv->n * ((cv->oh + m - 1) / m) * ((cv->ow + m - 1) / m);
-    return cv->c >= GRAPH_WINOGRAD_MIN_CHANNELS && cv->k >= GRAPH_WINOGRAD_MIN_CHANNELS &&
-           tiles >= GRAPH_WINOGRAD_MIN_TILES;
+    return cv->c >= rule->min_channels && cv->k >= rule->min_channels && tiles >= rule->min_tiles;
 }
 
 /* The T*T transformed filters U_p as constants (panels of nr columns when
@@ -120,7 +119,7 @@ static bool rewrite(ir_graph *g, int i, const wino_conv *cv, int m, int64_t nr)
 {
     int t = m + 2, p = t * t;
     int64_t tiles = cv->n * ((cv->oh + m - 1) / m) * ((cv->ow + m - 1) / m);
-    int u[36], v[36], mm[37];
+    int u[36], v[36], vt[36], mm[37];
     char base[256], name[300];
     snprintf(base, sizeof base, "%s", g->nodes[i].name);
     int x = g->nodes[i].in[0], wt = g->nodes[i].in[1], y = g->nodes[i].out[0];
@@ -128,7 +127,9 @@ static bool rewrite(ir_graph *g, int i, const wino_conv *cv, int m, int64_t nr)
     if (!filter_consts(g, wt, cv, m, nr, base, u)) return false;
     for (int q = 0; q < p; q++) {
         snprintf(name, sizeof name, "%s/winograd_v%d", base, q);
-        if ((v[q] = ir_tensor_add(g, name, SMELT_F32, &(ir_shape){.rank = 2, .dim = {tiles, cv->c}})) < 0) return false;
+        if ((v[q] = ir_tensor_add(g, name, SMELT_F32, &(ir_shape){.rank = 2, .dim = {cv->c, tiles}})) < 0) return false;
+        snprintf(name, sizeof name, "%s/winograd_vt%d", base, q);
+        if ((vt[q] = ir_tensor_add(g, name, SMELT_F32, &(ir_shape){.rank = 2, .dim = {tiles, cv->c}})) < 0) return false;
         snprintf(name, sizeof name, "%s/winograd_m%d", base, q);
         if ((mm[q] = ir_tensor_add(g, name, SMELT_F32, &(ir_shape){.rank = 2, .dim = {tiles, cv->k}})) < 0) return false;
     }
@@ -138,9 +139,16 @@ static bool rewrite(ir_graph *g, int i, const wino_conv *cv, int m, int64_t nr)
     ir_attr am = {.name = "m", .type = IR_ATTR_INT, .i = m, .tensor = -1};
     if (ni < 0 || !ir_node_attr_add(g, ni, &am) || !attr_ints_add(g, ni, "pads", 2, pads) || !attr_ints_add(g, ni, "out_hw", 2, hw))
         return false;
+    /* V_p is [C, tiles] (WinogradInput stores it unit-stride); the MatMul reads
+     * it through a Transpose that fusion inlines into its A packing, which then
+     * reads MR tiles of one channel side by side. */
+    int64_t perm[2] = {1, 0};
     for (int q = 0; q < p; q++) {
+        snprintf(name, sizeof name, "%s/winograd_t%d", base, q);
+        int nt = ir_node_add(g, name, OP_Transpose, 1, &v[q], 1, &vt[q]);
+        if (nt < 0 || !attr_ints_add(g, nt, "perm", 2, perm)) return false;
         snprintf(name, sizeof name, "%s/winograd_mm%d", base, q);
-        if (ir_node_add(g, name, OP_MatMul, 2, (int[2]){v[q], u[q]}, 1, &mm[q]) < 0) return false;
+        if (ir_node_add(g, name, OP_MatMul, 2, (int[2]){vt[q], u[q]}, 1, &mm[q]) < 0) return false;
     }
     int n_in = p;
     if (bias >= 0) mm[n_in++] = bias;
@@ -151,8 +159,10 @@ static bool rewrite(ir_graph *g, int i, const wino_conv *cv, int m, int64_t nr)
     return true;
 }
 
-smelt_status graph_winograd(ir_graph *g, int m, int64_t nr)
+smelt_status graph_winograd(ir_graph *g, const graph_winograd_rule *rule)
 {
+    int m = rule->m;
+    if (m != 2 && m != 4) return diag_fail(SMELT_ERR_INTERNAL, "graph_winograd: m is %d, must be 2 or 4", m);
     int n0 = g->n_nodes;
     int *first = malloc(sizeof(int) * ((size_t)n0 + 1));
     if (!first) return diag_fail(SMELT_ERR_NOMEM, "out of memory rewriting convolutions");
@@ -160,9 +170,9 @@ smelt_status graph_winograd(ir_graph *g, int m, int64_t nr)
     for (int i = 0; i < n0; i++) {
         wino_conv cv;
         first[i] = -1;
-        if (!conv_candidate(g, &g->nodes[i], &cv) || !conv_pays(&cv, m)) continue;
+        if (!conv_candidate(g, &g->nodes[i], &cv) || !conv_pays(&cv, rule)) continue;
         first[i] = g->n_nodes;
-        if (!rewrite(g, i, &cv, m, nr)) {
+        if (!rewrite(g, i, &cv, m, rule->nr)) {
             free(first);
             return diag_fail(SMELT_ERR_NOMEM, "out of memory rewriting convolution '%s'", g->nodes[i].name);
         }

@@ -92,7 +92,7 @@ smelt_status infer_WinogradInput(ir_graph *g, int node)
     wino_geom w;
     TRY(input_geom(n, &w));
     if (n->n_out != w.t * w.t) return ir_node_fail(n, SMELT_ERR_MODEL, "F(%d,3) needs %d outputs, not %d", w.m, w.t * w.t, n->n_out);
-    ir_shape out = {.rank = 2, .dim = {x->shape.dim[0] * w.tiles_h * w.tiles_w, x->shape.dim[1]}};
+    ir_shape out = {.rank = 2, .dim = {x->shape.dim[1], x->shape.dim[0] * w.tiles_h * w.tiles_w}};
     for (int o = 0; o < n->n_out; o++) infer_put_out(g, n, o, x->dtype, &out);
     return SMELT_OK;
 }
@@ -146,37 +146,38 @@ static void coef_row(int m, bool out, int r, double *coef)
     for (int j = 0; j < m + 2; j++) coef[j] = out ? at(m, r, j) : bt(m, r, j);
 }
 
-static kir_val tile_index(kir_kernel *K, const wino_geom *w, const kir_val *idx)
+/* (n * TH + th) * TW + tw */
+static kir_val tile_index(kir_kernel *K, const wino_geom *w, kir_val n, kir_val th, kir_val tw)
 {
-    kir_val nt = kir_add(K, kir_mul(K, idx[0], kir_idx(K, w->tiles_h)), idx[1]);
-    return kir_add(K, kir_mul(K, nt, kir_idx(K, w->tiles_w)), idx[2]);
+    kir_val nt = kir_add(K, kir_mul(K, n, kir_idx(K, w->tiles_h)), th);
+    return kir_add(K, kir_mul(K, nt, kir_idx(K, w->tiles_w)), tw);
 }
 
-/* idx: n, th, tw, c. */
-static void input_body(lower_ctx *c, const kir_val *idx, void *user)
+typedef struct wino_row {
+    kir_val y_ok[WINO_T_MAX], y_at[WINO_T_MAX]; /* per patch row: inside X, and the clamped row */
+} wino_row;
+
+/* Tile tw of the row of tiles idx = (n, c, th): V_p[c][tile] for every p.
+ * Columns are checked only where `guard_x` (edge tiles); rows always (the
+ * checks do not depend on tw: the loop keeps them as invariant masks). */
+static void input_tile(lower_ctx *c, const wino_geom *w, const kir_val *idx, const wino_row *row, kir_val tw, bool guard_x)
 {
-    const wino_geom *w = user;
     kir_kernel *K = c->k;
-    const ir_shape *xs = &ir_in(c->g, c->n, 0)->shape;
+    int64_t width = ir_in(c->g, c->n, 0)->shape.dim[3];
     int t = w->t;
     kir_val zero = kir_idx(K, 0), fzero = kir_const_f(K, SMELT_F32, 0);
-    kir_val y0 = kir_binary(K, KIR_SUB, kir_mul(K, idx[1], kir_idx(K, w->m)), kir_idx(K, w->pad[0]));
-    kir_val x0 = kir_binary(K, KIR_SUB, kir_mul(K, idx[2], kir_idx(K, w->m)), kir_idx(K, w->pad[1]));
-    kir_val d[WINO_T_MAX][WINO_T_MAX], ok_x[WINO_T_MAX], xs_[WINO_T_MAX];
+    kir_val x0 = kir_binary(K, KIR_SUB, kir_mul(K, tw, kir_idx(K, w->m)), kir_idx(K, w->pad[1]));
+    kir_val d[WINO_T_MAX][WINO_T_MAX], ok_x[WINO_T_MAX], xat[WINO_T_MAX];
     for (int j = 0; j < t; j++) {
         kir_val x = kir_add(K, x0, kir_idx(K, j));
-        ok_x[j] = kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, x, zero), kir_binary(K, KIR_LT, x, kir_idx(K, xs->dim[3])));
-        xs_[j] = lower_clamp(K, x, xs->dim[3]);
+        ok_x[j] = guard_x ? kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, x, zero), kir_binary(K, KIR_LT, x, kir_idx(K, width))) : 0;
+        xat[j] = guard_x ? lower_clamp(K, x, width) : x;
     }
-    for (int i = 0; i < t; i++) {
-        kir_val y = kir_add(K, y0, kir_idx(K, i));
-        kir_val ok_y = kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, y, zero), kir_binary(K, KIR_LT, y, kir_idx(K, xs->dim[2])));
-        kir_val at_[4] = {idx[0], idx[3], lower_clamp(K, y, xs->dim[2])};
+    for (int i = 0; i < t; i++)
         for (int j = 0; j < t; j++) {
-            at_[3] = xs_[j];
-            d[i][j] = kir_select(K, kir_binary(K, KIR_AND, ok_y, ok_x[j]), lower_load(c, 0, at_), fzero);
+            kir_val ok = guard_x ? kir_binary(K, KIR_AND, row->y_ok[i], ok_x[j]) : row->y_ok[i];
+            d[i][j] = kir_select(K, ok, lower_load(c, 0, (kir_val[4]){idx[0], idx[1], row->y_at[i], xat[j]}), fzero);
         }
-    }
     /* rows: r[i][b] = sum_j d[i][j] B^T[b][j]; then V[a][b] = sum_i B^T[a][i] r[i][b] */
     kir_val r[WINO_T_MAX][WINO_T_MAX], col[WINO_T_MAX];
     double coef[WINO_T_MAX];
@@ -184,14 +185,43 @@ static void input_body(lower_ctx *c, const kir_val *idx, void *user)
         coef_row(w->m, false, b, coef);
         for (int i = 0; i < t; i++) r[i][b] = combine(K, d[i], coef, t);
     }
-    kir_val tile = tile_index(K, w, idx);
+    kir_val tile = tile_index(K, w, idx[0], idx[2], tw);
     for (int a = 0; a < t; a++) {
         coef_row(w->m, false, a, coef);
         for (int b = 0; b < t; b++) {
             for (int i = 0; i < t; i++) col[i] = r[i][b];
-            kir_val st[2] = {tile, idx[3]};
-            lower_store(c, a * t + b, st, combine(K, col, coef, t));
+            lower_store(c, a * t + b, (kir_val[2]){idx[1], tile}, combine(K, col, coef, t));
         }
+    }
+}
+
+/* idx: n, c, th, 0: one row of tiles of one channel, read from T rows of X
+ * and stored unit-stride into each V_p. The tiles whose columns all lie
+ * inside X (known when compiling) run in a loop without column checks, the
+ * edge tiles before and after it with them. */
+static void input_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const wino_geom *w = user;
+    kir_kernel *K = c->k;
+    const ir_shape *xs = &ir_in(c->g, c->n, 0)->shape;
+    kir_val zero = kir_idx(K, 0), one = kir_idx(K, 1);
+    wino_row row;
+    kir_val y0 = kir_binary(K, KIR_SUB, kir_mul(K, idx[2], kir_idx(K, w->m)), kir_idx(K, w->pad[0]));
+    for (int i = 0; i < w->t; i++) {
+        kir_val y = kir_add(K, y0, kir_idx(K, i));
+        row.y_ok[i] = kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, y, zero), kir_binary(K, KIR_LT, y, kir_idx(K, xs->dim[2])));
+        row.y_at[i] = lower_clamp(K, y, xs->dim[2]);
+    }
+    /* interior: tw*m - pad >= 0 and tw*m - pad + T <= W */
+    int64_t lo = (w->pad[1] + w->m - 1) / w->m, hi = xs->dim[3] - w->t + w->pad[1] >= 0 ? (xs->dim[3] - w->t + w->pad[1]) / w->m + 1 : 0;
+    if (hi > w->tiles_w) hi = w->tiles_w;
+    if (lo > hi) lo = hi;
+    int64_t bounds[4] = {0, lo, hi, w->tiles_w};
+    for (int part = 0; part < 3; part++) {
+        if (bounds[part] >= bounds[part + 1]) continue;
+        kir_val tw = kir_loop_begin(K, kir_idx(K, bounds[part]), kir_idx(K, bounds[part + 1]), one);
+        input_tile(c, w, idx, &row, tw, part != 1);
+        kir_loop_end(K);
     }
 }
 
@@ -200,9 +230,9 @@ smelt_status lower_WinogradInput(lower_ctx *c)
     wino_geom w;
     TRY(input_geom(c->n, &w));
     const ir_shape *xs = &ir_in(c->g, c->n, 0)->shape;
-    ir_shape space = {.rank = 4, .dim = {xs->dim[0], w.tiles_h, w.tiles_w, xs->dim[1]}};
+    ir_shape space = {.rank = 4, .dim = {xs->dim[0], xs->dim[1], w.tiles_h, 1}};
     if (ir_shape_numel(&space) == 0) return SMELT_OK;
-    lower_parallel_for(c, &space, 8 * w.t * w.t, input_body, &w);
+    lower_parallel_for(c, &space, 8 * w.t * w.t * w.tiles_w, input_body, &w);
     return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
 }
 
@@ -212,7 +242,7 @@ static void output_body(lower_ctx *c, const kir_val *idx, void *user)
     const wino_geom *w = user;
     kir_kernel *K = c->k;
     int t = w->t, m = w->m, p = t * t;
-    kir_val tile = tile_index(K, w, idx);
+    kir_val tile = tile_index(K, w, idx[0], idx[1], idx[2]);
     kir_val mv[WINO_T_MAX][WINO_T_MAX];
     for (int a = 0; a < t; a++)
         for (int b = 0; b < t; b++) mv[a][b] = lower_load(c, a * t + b, (kir_val[2]){tile, idx[3]});
