@@ -5,7 +5,9 @@
  * tile (partial tiles at the right and bottom), pads 0 and 1, batch 2, channel
  * counts that are no multiple of the GEMM tiles, no bias, and a Relu or a
  * residual Add + Relu epilogue that fusion must put into WinogradOutput's
- * kernel; each case compiled fused and --no-fuse. One case goes through the
+ * kernel; each case compiled fused and --no-fuse, and on OpenCL where a
+ * device opens (the pass runs for the C target only; a graph rewritten
+ * beforehand must still lower on a GPU target). One case goes through the
  * default pipeline only (the C target's rule, its filters made as panels).
  */
 #include <math.h>
@@ -16,6 +18,7 @@
 #include "api/program.h"
 #include "fuse_cases.h"
 #include "graph/passes.h"
+#include "rt/device.h"
 #include "test.h"
 
 typedef struct wino_case {
@@ -23,6 +26,7 @@ typedef struct wino_case {
     int m;      /* 2 or 4; 0: the default pipeline decides */
     int epi;    /* 0 none, 1 Relu, 2 Add of a second input, then Relu */
     bool bias;
+    bool opencl; /* also on OpenCL (PoCL builds slowly: two cases) */
 } wino_case;
 
 static float lcg(uint32_t *s)
@@ -57,6 +61,23 @@ static void conv_ref(const wino_case *wc, int64_t oh, int64_t ow, const float *x
                     if (wc->epi) acc = acc > 0 ? acc : 0;
                     y[at] = acc;
                 }
+}
+
+/* The graph compiled for OpenCL (NULL where no OpenCL device opens). */
+static smelt_program *compile_opencl(ir_graph *g)
+{
+    rt_device *d = NULL;
+    if (rt_device_open("opencl", 0, &d) != SMELT_OK) return NULL;
+    rt_device_close(d);
+    smelt_options opt;
+    smelt_options_init(&opt);
+    opt.devices = "opencl";
+    struct smelt_model model = {.g = g};
+    smelt_program *p = NULL;
+    smelt_status st = smelt_program_compile(&model, &opt, 0, NULL, &p);
+    if (st) fprintf(stderr, "  compile (opencl): %s\n", smelt_last_error());
+    CHECK(st == SMELT_OK);
+    return p;
 }
 
 static int count_op(const ir_graph *g, op_id op)
@@ -101,14 +122,16 @@ static void run_case(int ci, const wino_case *wc)
     conv_ref(wc, oh, ow, xd, g->tensors[w].data, g->tensors[b].data, rd, ref);
     smelt_tensor in[2] = {{.name = "x", .dtype = SMELT_F32, .rank = 4, .shape = {wc->n, wc->c, wc->h, wc->w}, .data = xd},
                           {.name = "r", .dtype = SMELT_F32, .rank = 4, .shape = {wc->n, wc->k, oh, ow}, .data = rd}};
-    for (int no_fuse = 0; no_fuse < 2; no_fuse++) {
-        smelt_program *prog = compile(g, no_fuse);
+    for (int mode = 0; mode < 3; mode++) { /* fused, --no-fuse, OpenCL (a rewritten graph only) */
+        if (mode == 2 && (!wc->m || !wc->opencl)) break;
+        smelt_program *prog = mode == 2 ? compile_opencl(g) : compile(g, mode);
+        if (mode == 2 && !prog) break;
         CHECK(prog != NULL);
         if (!prog) continue;
         CHECK_EQ_INT(count_op(prog->g, OP_WinogradOutput), 1);
         /* fused: WinogradInput, the p MatMuls (the Transposes inlined into them),
          * WinogradOutput with the Relu / Add+Relu as its epilogue */
-        if (!no_fuse) CHECK_EQ_INT(prog->lp.n_kernels, p + 2);
+        if (mode == 0) CHECK_EQ_INT(prog->lp.n_kernels, p + 2);
         smelt_tensor out = {0};
         CHECK(smelt_program_run(prog, wc->epi == 2 ? 2 : 1, in) == SMELT_OK);
         CHECK(smelt_program_output(prog, 0, &out) == SMELT_OK);
@@ -117,7 +140,7 @@ static void run_case(int ci, const wino_case *wc)
         int bad = 0;
         for (int64_t i = 0; yd && i < ny && bad < 3; i++)
             if (!(fabs(yd[i] - ref[i]) <= 1e-4 * (1 + fabs(ref[i])))) {
-                fprintf(stderr, "  case %d (no_fuse %d) [%lld]: %g, want %g\n", ci, no_fuse, (long long)i, yd[i], ref[i]);
+                fprintf(stderr, "  case %d (mode %d) [%lld]: %g, want %g\n", ci, mode, (long long)i, yd[i], ref[i]);
                 bad++;
             }
         CHECK(bad == 0);
@@ -132,12 +155,12 @@ static void run_case(int ci, const wino_case *wc)
 TEST(conv_winograd_matches_a_direct_reference)
 {
     static const wino_case cases[] = {
-        {1, 17, 19, 13, 11, 1, 4, 1, true},  /* partial tiles both ways, Relu */
-        {2, 16, 21, 10, 9, 0, 4, 2, true},   /* pad 0, batch 2, residual Add + Relu */
-        {1, 20, 18, 7, 15, 1, 4, 0, false},  /* no bias, no epilogue */
-        {2, 17, 19, 13, 11, 1, 2, 2, true},  /* F(2x2) */
-        {1, 18, 17, 8, 9, 0, 2, 1, false},   /* F(2x2), pad 0, no bias */
-        {2, 17, 19, 45, 43, 1, 0, 2, true},  /* the default pipeline's rule and panels */
+        {1, 17, 19, 13, 11, 1, 4, 1, true, true},   /* partial tiles both ways, Relu */
+        {2, 16, 21, 10, 9, 0, 4, 2, true, false},   /* pad 0, batch 2, residual Add + Relu */
+        {1, 20, 18, 7, 15, 1, 4, 0, false, false},  /* no bias, no epilogue */
+        {2, 17, 19, 13, 11, 1, 2, 2, true, true},   /* F(2x2) */
+        {1, 18, 17, 8, 9, 0, 2, 1, false, false},   /* F(2x2), pad 0, no bias */
+        {2, 17, 19, 45, 43, 1, 0, 2, true, false},  /* the default pipeline's rule and panels */
     };
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) run_case(i, &cases[i]);
 }
