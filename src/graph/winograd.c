@@ -200,9 +200,12 @@ smelt_status graph_winograd(ir_graph *g, const graph_winograd_rule *rule)
         }
         memcpy(g->nodes, order, sizeof(ir_node) * (size_t)g->n_nodes);
         free(order);
-        for (int i = 0; i < g->n_nodes; i++)
-            for (int o = 0; o < g->nodes[i].n_out && !g->nodes[i].dead; o++)
-                if (g->nodes[i].out[o] >= 0) g->tensors[g->nodes[i].out[o]].producer = i;
+        /* producers renumbered: dead nodes first, so a live node (WinogradOutput
+         * in place of its dead Conv) wins the tensor they share */
+        for (int pass = 0; pass < 2; pass++)
+            for (int i = 0; i < g->n_nodes; i++)
+                for (int o = 0; o < g->nodes[i].n_out && g->nodes[i].dead == (pass == 0); o++)
+                    if (g->nodes[i].out[o] >= 0) g->tensors[g->nodes[i].out[o]].producer = i;
     }
     free(first);
     return ir_verify(g);
