@@ -371,9 +371,15 @@ static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, co
         if (p->devs.dev[d].kind == PLACE_CPU) cpu = d;
         else other++;
     }
-    if (cpu >= 0 && !getenv("SMELT_NO_PACKED_GEMM")) {
+    int64_t nr = cpu >= 0 && !getenv("SMELT_NO_PACKED_GEMM") ? mm_tiles_for(p->devs.dev[cpu].target.vector_width).nr : 0;
+    /* 3x3 stride-1 convolutions as Winograd GEMMs over those panels, when
+     * every device runs C (the transformed filters exist only as panels);
+     * SMELT_NO_WINOGRAD=1: direct, for A/B */
+    graph_winograd_rule wr = {GRAPH_WINOGRAD_M, GRAPH_WINOGRAD_MIN_CHANNELS, GRAPH_WINOGRAD_MIN_TILES, nr};
+    if (nr > 0 && other == 0 && !getenv("SMELT_NO_WINOGRAD")) TRY(graph_winograd(p->g, &wr));
+    if (nr > 0) {
         graph_pack_cache cache = {pack_find, pack_keep, (void *)p->model}; /* the model's cache is its one mutable part */
-        TRY(graph_pack_weights(p->g, mm_tiles_for(p->devs.dev[cpu].target.vector_width).nr, p->model ? &cache : NULL, other > 0));
+        TRY(graph_pack_weights(p->g, nr, p->model ? &cache : NULL, other > 0));
     }
     TRY(graph_fold_gemm_transpose(p->g));
     TRY(graph_dce(p->g));

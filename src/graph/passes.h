@@ -95,6 +95,28 @@ smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache 
  * plain B) reads its B packed (`packed`) or plain; other nodes are left. */
 void graph_matmul_encoding(ir_graph *g, int node, bool packed);
 
+/* Winograd F(m x m, 3 x 3) (graph/winograd.c, ops/conv_winograd.h): a
+ * float32 Conv with a constant 3x3 weight, stride 1, dilation 1, group 1,
+ * explicit pads (auto_pad NOTSET), at least `min_channels` input and output
+ * channels and `min_tiles` output tiles of m x m becomes WinogradInput ->
+ * (m+2)^2 MatMuls with constant, compile-time transformed filters ->
+ * WinogradOutput (bias added there). With nr > 0 the filters are made as
+ * panels of nr columns (IR_ENC_PANELS, as graph_pack_weights would make them)
+ * for the C target's microkernels; else row-major [C, K].
+ * requires: inferred graph. guarantees: the graph computes the same values up
+ * to the transforms' rounding; rewritten Convs are dead (run graph_dce after);
+ * nodes stay in topological order. */
+typedef struct graph_winograd_rule {
+    int m;                           /* 2 or 4 */
+    int64_t min_channels, min_tiles; /* the rule of when it pays */
+    int64_t nr;                      /* panel width, or 0 */
+} graph_winograd_rule;
+/* The C target's rule, measured (README, "Benchmarks"). */
+#define GRAPH_WINOGRAD_M 4
+#define GRAPH_WINOGRAD_MIN_CHANNELS 16
+#define GRAPH_WINOGRAD_MIN_TILES 128
+smelt_status graph_winograd(ir_graph *g, const graph_winograd_rule *rule);
+
 /* If, Loop, Scan (graph/control.c), the op table's shape rule for them (OPF_CONTROL):
  * replaces node `node` by the nodes it runs, which graph_infer infers next, or
  * keeps it as one run-time node (graph/control_rt.c), which it then skips. */

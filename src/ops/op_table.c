@@ -12,6 +12,7 @@
 #include "ops/attention.h"
 #include "ops/control.h"
 #include "ops/conv.h"
+#include "ops/conv_winograd.h"
 #include "ops/einsum.h"
 #include "ops/elementwise.h"
 #include "ops/gather_scatter.h"

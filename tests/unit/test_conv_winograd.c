@@ -1,0 +1,190 @@
+/*
+ * test_conv_winograd.c — the Winograd rewrite of 3x3 stride-1 convolutions
+ * (graph/winograd.c, ops/conv_winograd.c) against a direct reference computed
+ * here in double: F(4x4) and F(2x2), odd H and W that are no multiple of the
+ * tile (partial tiles at the right and bottom), pads 0 and 1, batch 2, channel
+ * counts that are no multiple of the GEMM tiles, no bias, and a Relu or a
+ * residual Add + Relu epilogue that fusion must put into WinogradOutput's
+ * kernel; each case compiled fused and --no-fuse, and on OpenCL where a
+ * device opens (the pass runs for the C target only; a graph rewritten
+ * beforehand must still lower on a GPU target). One case goes through the
+ * default pipeline only (the C target's rule, its filters made as panels).
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "api/program.h"
+#include "fuse_cases.h"
+#include "graph/passes.h"
+#include "rt/device.h"
+#include "test.h"
+
+typedef struct wino_case {
+    int64_t n, c, k, h, w, pad;
+    int m;      /* 2 or 4; 0: the default pipeline decides */
+    int epi;    /* 0 none, 1 Relu, 2 Add of a second input, then Relu */
+    bool bias;
+    bool opencl; /* also on OpenCL (PoCL builds slowly: two cases) */
+} wino_case;
+
+static float lcg(uint32_t *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static void fill(float *d, int64_t n, uint32_t seed)
+{
+    for (int64_t i = 0; i < n; i++) d[i] = lcg(&seed);
+}
+
+/* y[n][k][oy][ox] = epi(b[k] + sum_c,i,j W[k][c][i][j] x[n][c][oy+i-p][ox+j-p] (+ r)) */
+static void conv_ref(const wino_case *wc, int64_t oh, int64_t ow, const float *x, const float *w, const float *b,
+                     const float *r, double *y)
+{
+    for (int64_t n = 0; n < wc->n; n++)
+        for (int64_t k = 0; k < wc->k; k++)
+            for (int64_t oy = 0; oy < oh; oy++)
+                for (int64_t ox = 0; ox < ow; ox++) {
+                    double acc = wc->bias ? b[k] : 0;
+                    for (int64_t c = 0; c < wc->c; c++)
+                        for (int i = 0; i < 3; i++)
+                            for (int j = 0; j < 3; j++) {
+                                int64_t iy = oy + i - wc->pad, ix = ox + j - wc->pad;
+                                if (iy < 0 || iy >= wc->h || ix < 0 || ix >= wc->w) continue;
+                                acc += (double)w[((k * wc->c + c) * 3 + i) * 3 + j] * x[((n * wc->c + c) * wc->h + iy) * wc->w + ix];
+                            }
+                    int64_t at = ((n * wc->k + k) * oh + oy) * ow + ox;
+                    if (wc->epi == 2) acc += r[at];
+                    if (wc->epi) acc = acc > 0 ? acc : 0;
+                    y[at] = acc;
+                }
+}
+
+/* The graph compiled for OpenCL (NULL where no OpenCL device opens). */
+static smelt_program *compile_opencl(ir_graph *g)
+{
+    rt_device *d = NULL;
+    if (rt_device_open("opencl", 0, &d) != SMELT_OK) return NULL;
+    rt_device_close(d);
+    smelt_options opt;
+    smelt_options_init(&opt);
+    opt.devices = "opencl";
+    struct smelt_model model = {.g = g};
+    smelt_program *p = NULL;
+    smelt_status st = smelt_program_compile(&model, &opt, 0, NULL, &p);
+    if (st) fprintf(stderr, "  compile (opencl): %s\n", smelt_last_error());
+    CHECK(st == SMELT_OK);
+    return p;
+}
+
+static int count_op(const ir_graph *g, op_id op)
+{
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++) n += !g->nodes[i].dead && g->nodes[i].op == op;
+    return n;
+}
+
+static void run_case(int ci, const wino_case *wc)
+{
+    int64_t oh = wc->h + 2 * wc->pad - 2, ow = wc->w + 2 * wc->pad - 2;
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", (ir_shape){.rank = 4, .dim = {wc->n, wc->c, wc->h, wc->w}});
+    int r = wc->epi == 2 ? input(g, "r", (ir_shape){.rank = 4, .dim = {wc->n, wc->k, oh, ow}}) : -1;
+    int w = ir_tensor_add(g, "w", SMELT_F32, &(ir_shape){.rank = 4, .dim = {wc->k, wc->c, 3, 3}});
+    int b = ir_tensor_add(g, "b", SMELT_F32, &(ir_shape){.rank = 1, .dim = {wc->k}});
+    fill(ir_tensor_alloc_data(g, w), wc->k * wc->c * 9, 7u + (uint32_t)ci);
+    fill(ir_tensor_alloc_data(g, b), wc->k, 11u + (uint32_t)ci);
+    int y = op(g, "conv", OP_Conv, wc->bias ? 3 : 2, (const int[]){x, w, b});
+    int node = node_named(g, "conv");
+    int64_t pads[4] = {wc->pad, wc->pad, wc->pad, wc->pad};
+    attr_ints(g, node, "pads", 4, pads);
+    attr_ints(g, node, "kernel_shape", 2, (const int64_t[]){3, 3});
+    if (wc->epi == 2) y = op2(g, "add", OP_Add, y, r);
+    if (wc->epi) y = op1(g, "relu", OP_Relu, y);
+    int ins[2] = {x, r};
+    ir_graph_set_io(g, wc->epi == 2 ? 2 : 1, ins, 1, &y);
+    int m = wc->m ? wc->m : GRAPH_WINOGRAD_M, p = (m + 2) * (m + 2);
+    if (wc->m) { /* rewritten here, whatever the default rule says */
+        CHECK(graph_infer(g, NULL) == SMELT_OK);
+        graph_winograd_rule rule = {wc->m, 1, 1, 0};
+        CHECK(graph_winograd(g, &rule) == SMELT_OK);
+        CHECK_EQ_INT(count_op(g, OP_WinogradOutput), 1);
+        CHECK_EQ_INT(count_op(g, OP_Conv), 0);
+    }
+    int64_t nx = wc->n * wc->c * wc->h * wc->w, ny = wc->n * wc->k * oh * ow;
+    float *xd = malloc(sizeof(float) * (size_t)nx), *rd = malloc(sizeof(float) * (size_t)ny);
+    double *ref = malloc(sizeof(double) * (size_t)ny);
+    fill(xd, nx, 3u + (uint32_t)ci);
+    fill(rd, ny, 5u + (uint32_t)ci);
+    conv_ref(wc, oh, ow, xd, g->tensors[w].data, g->tensors[b].data, rd, ref);
+    smelt_tensor in[2] = {{.name = "x", .dtype = SMELT_F32, .rank = 4, .shape = {wc->n, wc->c, wc->h, wc->w}, .data = xd},
+                          {.name = "r", .dtype = SMELT_F32, .rank = 4, .shape = {wc->n, wc->k, oh, ow}, .data = rd}};
+    for (int mode = 0; mode < 3; mode++) { /* fused, --no-fuse, OpenCL (a rewritten graph only) */
+        if (mode == 2 && (!wc->m || !wc->opencl)) break;
+        smelt_program *prog = mode == 2 ? compile_opencl(g) : compile(g, mode);
+        if (mode == 2 && !prog) break;
+        CHECK(prog != NULL);
+        if (!prog) continue;
+        CHECK_EQ_INT(count_op(prog->g, OP_WinogradOutput), 1);
+        /* fused: WinogradInput, the p MatMuls (the Transposes inlined into them),
+         * WinogradOutput with the Relu / Add+Relu as its epilogue */
+        if (mode == 0) CHECK_EQ_INT(prog->lp.n_kernels, p + 2);
+        smelt_tensor out = {0};
+        CHECK(smelt_program_run(prog, wc->epi == 2 ? 2 : 1, in) == SMELT_OK);
+        CHECK(smelt_program_output(prog, 0, &out) == SMELT_OK);
+        CHECK_EQ_INT(smelt_tensor_numel(&out), ny);
+        const float *yd = out.data;
+        int bad = 0;
+        for (int64_t i = 0; yd && i < ny && bad < 3; i++)
+            if (!(fabs(yd[i] - ref[i]) <= 1e-4 * (1 + fabs(ref[i])))) {
+                fprintf(stderr, "  case %d (mode %d) [%lld]: %g, want %g\n", ci, mode, (long long)i, yd[i], ref[i]);
+                bad++;
+            }
+        CHECK(bad == 0);
+        smelt_program_free(prog);
+    }
+    free(ref);
+    free(rd);
+    free(xd);
+    ir_graph_free(g);
+}
+
+TEST(conv_winograd_matches_a_direct_reference)
+{
+    static const wino_case cases[] = {
+        {1, 17, 19, 13, 11, 1, 4, 1, true, true},   /* partial tiles both ways, Relu */
+        {2, 16, 21, 10, 9, 0, 4, 2, true, false},   /* pad 0, batch 2, residual Add + Relu */
+        {1, 20, 18, 7, 15, 1, 4, 0, false, false},  /* no bias, no epilogue */
+        {2, 17, 19, 13, 11, 1, 2, 2, true, true},   /* F(2x2) */
+        {1, 18, 17, 8, 9, 0, 2, 1, false, false},   /* F(2x2), pad 0, no bias */
+        {2, 17, 19, 45, 43, 1, 0, 2, true, false},  /* the default pipeline's rule and panels */
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) run_case(i, &cases[i]);
+}
+
+TEST(conv_winograd_leaves_other_convs_direct)
+{
+    /* stride 2, a 5x5 kernel, a group of 2 and too few channels stay Convs */
+    static const struct { int64_t k, c, ks, stride, group; } cases[] = {
+        {32, 32, 3, 2, 1}, {32, 32, 5, 1, 1}, {32, 32, 3, 1, 2}, {8, 32, 3, 1, 1},
+    };
+    for (int i = 0; i < 4; i++) {
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", (ir_shape){.rank = 4, .dim = {1, cases[i].c, 64, 64}});
+        int w = constant(g, "w", (ir_shape){.rank = 4, .dim = {cases[i].k, cases[i].c / cases[i].group, cases[i].ks, cases[i].ks}}, 0.1f, 0);
+        int y = op(g, "conv", OP_Conv, 2, (const int[]){x, w});
+        int node = node_named(g, "conv");
+        attr_ints(g, node, "strides", 2, (const int64_t[]){cases[i].stride, cases[i].stride});
+        attr_int(g, node, "group", cases[i].group);
+        ir_graph_set_io(g, 1, &x, 1, &y);
+        CHECK(graph_infer(g, NULL) == SMELT_OK);
+        graph_winograd_rule rule = {4, GRAPH_WINOGRAD_MIN_CHANNELS, 1, 0};
+        CHECK(graph_winograd(g, &rule) == SMELT_OK);
+        CHECK_EQ_INT(count_op(g, OP_Conv), 1);
+        CHECK_EQ_INT(count_op(g, OP_WinogradInput), 0);
+        ir_graph_free(g);
+    }
+}
