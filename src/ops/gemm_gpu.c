@@ -239,7 +239,7 @@ smelt_status lower_gpu_Conv(lower_ctx *c)
     const ir_tensor *x = ir_in(c->g, c->n, 0), *wt = ir_in(c->g, c->n, 1);
     gmm j = {.dt = x->dtype, .load_a = conv_load_a, .load_b = conv_load_b, .store = conv_store};
     TRY(window_geom_get(c->g, c->n, &j.w));
-    int64_t group = ir_attr_int(c->n, "group", 1);
+    int64_t group = j.w.group;
     ir_shape batch = {.rank = 2, .dim = {x->shape.dim[0], group}};
     j.batch = &batch;
     j.nb = 2;

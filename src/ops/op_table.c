@@ -51,4 +51,9 @@ const op_params_info op_params[OP_COUNT] = {
     [OP_TopK] = {parse_TopK, sizeof(topk_params)},
     [OP_CumSum] = {parse_scan, sizeof(scan_params)},
     [OP_CumProd] = {parse_scan, sizeof(scan_params)},
+    [OP_Conv] = {parse_window, sizeof(window_params)},
+    [OP_ConvTranspose] = {parse_window, sizeof(window_params)},
+    [OP_MaxPool] = {parse_window, sizeof(window_params)},
+    [OP_AveragePool] = {parse_window, sizeof(window_params)},
+    [OP_LpPool] = {parse_window, sizeof(window_params)},
 };

@@ -1,0 +1,95 @@
+/* Attribute parsing (ir/ops.h op_params): each family's parse writes its
+ * defaults once and refuses a bad value with a message naming the node, the
+ * attribute and the rule; the shape rule and the lowerings read the result. */
+#include "ir/ir.h"
+#include "ir/ops.h"
+#include "ops/conv.h"
+#include "test.h"
+
+static void attr_int(ir_graph *g, int n, const char *name, int64_t v)
+{
+    ir_attr a = {.name = name, .type = IR_ATTR_INT, .i = v};
+    ir_node_attr_add(g, n, &a);
+}
+
+static void attr_ints(ir_graph *g, int n, const char *name, int cnt, const int64_t *v)
+{
+    ir_attr a = {.name = name, .type = IR_ATTR_INTS, .n = cnt, .ints = (int64_t *)v};
+    ir_node_attr_add(g, n, &a);
+}
+
+static void attr_str(ir_graph *g, int n, const char *name, const char *s)
+{
+    ir_attr a = {.name = name, .type = IR_ATTR_STRING, .s = s};
+    ir_node_attr_add(g, n, &a);
+}
+
+/* A node of `op` with one fresh input and output (parse reads only attributes). */
+static int bare_node(ir_graph *g, const char *name, op_id op)
+{
+    int x = ir_tensor_add(g, "x", SMELT_F32, NULL), y = ir_tensor_add(g, "y", SMELT_UNDEFINED, NULL);
+    return ir_node_add(g, name, op, 1, (int[]){x}, 1, (int[]){y});
+}
+
+/* Node n's params, parsed (ir_node_parse_params); NULL when the parse failed. */
+static const void *parsed(ir_graph *g, int n, smelt_status want)
+{
+    CHECK_EQ_INT(ir_node_parse_params(g, n), want);
+    return g->nodes[n].params;
+}
+
+TEST(params_window_defaults_and_errors)
+{
+    ir_graph *g = ir_graph_new();
+    int n = bare_node(g, "c", OP_Conv);
+    const window_params *p = parsed(g, n, SMELT_OK);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_EQ_INT(p->n_kernel, -1);
+        CHECK_EQ_INT(p->n_strides, -1);
+        CHECK_EQ_INT(p->n_pads, -1);
+        CHECK_EQ_INT(p->group, 1);
+        CHECK_EQ_INT(p->auto_pad, PAD_NOTSET);
+        CHECK_EQ_INT(p->ceil_mode, 0);
+        for (int i = 0; i < WINDOW_MAX_SPATIAL; i++) {
+            CHECK_EQ_INT(p->strides[i], 1);
+            CHECK_EQ_INT(p->dilations[i], 1);
+            CHECK_EQ_INT(p->pads[i], 0);
+            CHECK_EQ_INT(p->output_padding[i], 0);
+        }
+    }
+    n = bare_node(g, "c2", OP_ConvTranspose);
+    attr_ints(g, n, "strides", 2, (int64_t[]){2, 3});
+    attr_str(g, n, "auto_pad", "SAME_LOWER");
+    attr_int(g, n, "group", 4);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_EQ_INT(p->n_strides, 2);
+        CHECK_EQ_INT(p->strides[1], 3);
+        CHECK_EQ_INT(p->strides[2], 1);
+        CHECK_EQ_INT(p->auto_pad, PAD_SAME_LOWER);
+        CHECK_EQ_INT(p->group, 4);
+    }
+    n = bare_node(g, "c3", OP_Conv);
+    attr_int(g, n, "group", 0);
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'c3' (Conv): group 0 must be >= 1");
+    n = bare_node(g, "mp", OP_MaxPool);
+    attr_ints(g, n, "strides", 2, (int64_t[]){1, 0});
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'mp' (MaxPool): attribute strides[1] = 0 must be in 1..2^40");
+    n = bare_node(g, "ap", OP_AveragePool);
+    attr_ints(g, n, "pads", 2, (int64_t[]){-1, 0});
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'ap' (AveragePool): attribute pads[0] = -1 must be in 0..2^40");
+    n = bare_node(g, "lp", OP_LpPool);
+    attr_str(g, n, "auto_pad", "SAME");
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'lp' (LpPool): auto_pad 'SAME' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+    n = bare_node(g, "c4", OP_Conv);
+    attr_ints(g, n, "dilations", 7, (int64_t[]){1, 1, 1, 1, 1, 1, 1});
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'c4' (Conv): attribute dilations has 7 values, at most 6");
+    ir_graph_free(g);
+}
