@@ -471,6 +471,10 @@ smelt_status parse_window(const ir_graph *g, const ir_node *n, void *params)
     p->ceil_mode = ir_attr_int(n, "ceil_mode", 0) != 0;
     p->group = ir_attr_int(n, "group", 1);
     if (p->group < 1) return ir_node_fail(n, SMELT_ERR_MODEL, "group %lld must be >= 1", (long long)p->group);
+    p->storage_order = ir_attr_int(n, "storage_order", 0) != 0;
+    p->count_include_pad = ir_attr_int(n, "count_include_pad", 0) != 0;
+    p->p = ir_attr_int(n, "p", 2);
+    if (p->p < 1) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute p = %lld must be >= 1", (long long)p->p);
     return SMELT_OK;
 }
 

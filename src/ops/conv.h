@@ -45,6 +45,9 @@ typedef struct window_params {
     window_pad auto_pad;                            /* default NOTSET */
     bool ceil_mode;                                 /* the pools */
     int64_t group;                                  /* Conv, ConvTranspose: >= 1, default 1 */
+    bool storage_order;                             /* MaxPool: indices column-major, default 0 */
+    bool count_include_pad;                         /* AveragePool, default 0 */
+    int64_t p;                                      /* LpPool: the norm's order, >= 1, default 2 */
 } window_params;
 smelt_status parse_window(const struct ir_graph *g, const struct ir_node *n, void *params);
 /* n's window_params (ir_node_params_get: parsed now into *scratch for a node

@@ -93,3 +93,26 @@ TEST(params_window_defaults_and_errors)
     CHECK_STR_HAS(smelt_last_error(), "node 'c4' (Conv): attribute dilations has 7 values, at most 6");
     ir_graph_free(g);
 }
+
+TEST(params_pool_defaults_and_errors)
+{
+    ir_graph *g = ir_graph_new();
+    int n = bare_node(g, "mp", OP_MaxPool);
+    const window_params *p = parsed(g, n, SMELT_OK);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_EQ_INT(p->storage_order, 0);
+        CHECK_EQ_INT(p->count_include_pad, 0);
+        CHECK_EQ_INT(p->p, 2);
+    }
+    n = bare_node(g, "ap", OP_AveragePool);
+    attr_int(g, n, "count_include_pad", 1);
+    attr_int(g, n, "ceil_mode", 1);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->count_include_pad && p->ceil_mode);
+    n = bare_node(g, "lp", OP_LpPool);
+    attr_int(g, n, "p", 0);
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'lp' (LpPool): attribute p = 0 must be >= 1");
+    ir_graph_free(g);
+}
