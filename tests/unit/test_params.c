@@ -4,6 +4,7 @@
 #include "ir/ir.h"
 #include "ir/ops.h"
 #include "ops/conv.h"
+#include "ops/norm.h"
 #include "test.h"
 
 static void attr_int(ir_graph *g, int n, const char *name, int64_t v)
@@ -114,5 +115,57 @@ TEST(params_pool_defaults_and_errors)
     attr_int(g, n, "p", 0);
     CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
     CHECK_STR_HAS(smelt_last_error(), "node 'lp' (LpPool): attribute p = 0 must be >= 1");
+    ir_graph_free(g);
+}
+
+TEST(params_norm_defaults_and_errors)
+{
+    ir_graph *g = ir_graph_new();
+    int n = bare_node(g, "ln", OP_LayerNormalization);
+    const norm_params *p = parsed(g, n, SMELT_OK);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_EQ_INT(p->axis, -1);
+        CHECK_NEAR(p->epsilon, 1e-5, 1e-12);
+        CHECK_EQ_INT(p->stash, SMELT_F32);
+        CHECK_EQ_INT(p->n_axes, -1);
+        CHECK_EQ_INT(p->reduction, LOSS_MEAN);
+        CHECK_EQ_INT(p->has_ignore, 0);
+    }
+    n = bare_node(g, "lrn", OP_LRN);
+    attr_int(g, n, "size", 5);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_EQ_INT(p->size, 5);
+        CHECK_NEAR(p->alpha, 1e-4, 1e-10);
+        CHECK_NEAR(p->beta, 0.75, 1e-7);
+        CHECK_NEAR(p->bias, 1.0, 1e-7);
+    }
+    n = bare_node(g, "bn", OP_BatchNormalization);
+    const batchnorm_params *bp = parsed(g, n, SMELT_OK);
+    CHECK(bp && bp->epsilon > 0.99e-5f && bp->epsilon < 1.01e-5f);
+    n = bare_node(g, "bn2", OP_BatchNormalization);
+    attr_int(g, n, "training_mode", 1);
+    CHECK(parsed(g, n, SMELT_ERR_UNSUPPORTED) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'bn2' (BatchNormalization): training_mode=1 is not supported");
+    n = bare_node(g, "gn", OP_GroupNormalization);
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'gn' (GroupNormalization): attribute num_groups = 0 must be >= 1 (it is required)");
+    n = bare_node(g, "lrn2", OP_LRN);
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'lrn2' (LRN): attribute 'size' = 0 must be in 1..2^40");
+    n = bare_node(g, "lpn", OP_LpNormalization);
+    attr_int(g, n, "p", 3);
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'lpn' (LpNormalization): p = 3 must be 1 or 2");
+    n = bare_node(g, "ln2", OP_LayerNormalization);
+    attr_int(g, n, "stash_type", 10);
+    CHECK(parsed(g, n, SMELT_ERR_UNSUPPORTED) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'ln2' (LayerNormalization): stash_type 10 is not supported");
+    n = bare_node(g, "nll", OP_NegativeLogLikelihoodLoss);
+    attr_str(g, n, "reduction", "max");
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'nll' (NegativeLogLikelihoodLoss): reduction 'max' must be none, sum or mean");
     ir_graph_free(g);
 }
