@@ -5,6 +5,7 @@
 #include "ir/ops.h"
 #include "ops/conv.h"
 #include "ops/norm.h"
+#include "ops/reduce.h"
 #include "test.h"
 
 static void attr_int(ir_graph *g, int n, const char *name, int64_t v)
@@ -167,5 +168,43 @@ TEST(params_norm_defaults_and_errors)
     attr_str(g, n, "reduction", "max");
     CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
     CHECK_STR_HAS(smelt_last_error(), "node 'nll' (NegativeLogLikelihoodLoss): reduction 'max' must be none, sum or mean");
+    ir_graph_free(g);
+}
+
+TEST(params_reduce_defaults_and_errors)
+{
+    ir_graph *g = ir_graph_new();
+    g->opset = 11;
+    int n = bare_node(g, "sm11", OP_Softmax);
+    const reduce_params *p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->axis == 1); /* coerced to 2-D at axis 1 before opset 13 */
+    n = bare_node(g, "rs", OP_ReduceSum);
+    attr_ints(g, n, "axes", 2, (int64_t[]){0, -1});
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_EQ_INT(p->keepdims, 1);
+        CHECK_EQ_INT(p->n_axes, 2);
+        CHECK_EQ_INT(p->axes[1], -1);
+        CHECK_EQ_INT(p->noop_with_empty_axes, 0);
+    }
+    n = bare_node(g, "rm", OP_ReduceMean);
+    int64_t many[IR_MAX_RANK * 2 + 1] = {0};
+    attr_ints(g, n, "axes", IR_MAX_RANK * 2 + 1, many);
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'rm' (ReduceMean): too many axes");
+    g->opset = 18;
+    n = bare_node(g, "sm18", OP_LogSoftmax);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->axis == -1);
+    n = bare_node(g, "am", OP_ArgMin);
+    attr_int(g, n, "keepdims", 0);
+    attr_int(g, n, "select_last_index", 1);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->axis == 0 && !p->keepdims && p->select_last_index);
+    n = bare_node(g, "rmax", OP_ReduceMax);
+    attr_ints(g, n, "axes", 1, (int64_t[]){1}); /* an input from opset 18: the attribute is not read */
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->n_axes == -1);
     ir_graph_free(g);
 }
