@@ -18,4 +18,12 @@ typedef struct batchnorm_params {
     float epsilon; /* default 1e-5 */
 } batchnorm_params;
 
+/* Gemm: Y = alpha * op(A) op(B) + beta * C. graph/fold_gemm.c and
+ * graph/pack_weights.c store a constant operand transposed and clear its flag
+ * (then re-parse). */
+typedef struct gemm_params {
+    bool trans_a, trans_b; /* transA, transB: default 0 */
+    float alpha, beta;     /* default 1 */
+} gemm_params;
+
 #endif

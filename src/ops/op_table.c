@@ -66,6 +66,7 @@ const op_params_info op_params[OP_COUNT] = {
     [OP_LRN] = {parse_norm, sizeof(norm_params)},
     [OP_NegativeLogLikelihoodLoss] = {parse_norm, sizeof(norm_params)},
     [OP_SoftmaxCrossEntropyLoss] = {parse_norm, sizeof(norm_params)},
+    [OP_Gemm] = {parse_Gemm, sizeof(gemm_params)},
     [OP_Softmax] = {parse_reduce, sizeof(reduce_params)},
     [OP_LogSoftmax] = {parse_reduce, sizeof(reduce_params)},
     [OP_Hardmax] = {parse_reduce, sizeof(reduce_params)},

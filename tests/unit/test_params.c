@@ -3,6 +3,7 @@
  * attribute and the rule; the shape rule and the lowerings read the result. */
 #include "ir/ir.h"
 #include "ir/ops.h"
+#include "ir/op_params.h"
 #include "ops/conv.h"
 #include "ops/norm.h"
 #include "ops/reduce.h"
@@ -206,5 +207,20 @@ TEST(params_reduce_defaults_and_errors)
     attr_ints(g, n, "axes", 1, (int64_t[]){1}); /* an input from opset 18: the attribute is not read */
     p = parsed(g, n, SMELT_OK);
     CHECK(p && p->n_axes == -1);
+    ir_graph_free(g);
+}
+
+TEST(params_gemm_defaults)
+{
+    ir_graph *g = ir_graph_new();
+    int n = bare_node(g, "gemm", OP_Gemm);
+    const gemm_params *p = parsed(g, n, SMELT_OK);
+    CHECK(p && !p->trans_a && !p->trans_b && p->alpha == 1.0f && p->beta == 1.0f);
+    n = bare_node(g, "gemm2", OP_Gemm);
+    attr_int(g, n, "transB", 1);
+    ir_attr al = {.name = "alpha", .type = IR_ATTR_FLOAT, .f = 0.5f};
+    ir_node_attr_add(g, n, &al);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && !p->trans_a && p->trans_b && p->alpha == 0.5f && p->beta == 1.0f);
     ir_graph_free(g);
 }
