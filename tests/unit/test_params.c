@@ -5,6 +5,7 @@
 #include "ir/ops.h"
 #include "ir/op_params.h"
 #include "ops/conv.h"
+#include "ops/gather_scatter.h"
 #include "ops/norm.h"
 #include "ops/reduce.h"
 #include "test.h"
@@ -222,5 +223,22 @@ TEST(params_gemm_defaults)
     ir_node_attr_add(g, n, &al);
     p = parsed(g, n, SMELT_OK);
     CHECK(p && !p->trans_a && p->trans_b && p->alpha == 0.5f && p->beta == 1.0f);
+    ir_graph_free(g);
+}
+
+TEST(params_gather_defaults_and_errors)
+{
+    ir_graph *g = ir_graph_new();
+    int n = bare_node(g, "ga", OP_Gather);
+    const gather_params *p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->axis == 0 && p->batch_dims == 0 && p->reduction == SC_NONE);
+    n = bare_node(g, "snd", OP_ScatterND);
+    attr_str(g, n, "reduction", "max");
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->reduction == SC_MAX);
+    n = bare_node(g, "se", OP_ScatterElements);
+    attr_str(g, n, "reduction", "avg");
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'se' (ScatterElements): reduction 'avg' must be none, add, mul, max or min");
     ir_graph_free(g);
 }
