@@ -6,6 +6,7 @@
 #include "ir/op_params.h"
 #include "ops/conv.h"
 #include "ops/gather_scatter.h"
+#include "ops/layout.h"
 #include "ops/norm.h"
 #include "ops/reduce.h"
 #include "test.h"
@@ -240,5 +241,39 @@ TEST(params_gather_defaults_and_errors)
     attr_str(g, n, "reduction", "avg");
     CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
     CHECK_STR_HAS(smelt_last_error(), "node 'se' (ScatterElements): reduction 'avg' must be none, add, mul, max or min");
+    ir_graph_free(g);
+}
+
+TEST(params_layout_defaults_and_errors)
+{
+    ir_graph *g = ir_graph_new();
+    int n = bare_node(g, "fl", OP_Flatten);
+    const layout_params *p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->axis == 1 && !p->allowzero && p->upper && p->n_perm == -1 && p->n_axes == -1);
+    n = bare_node(g, "sp", OP_Split);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->axis == 0 && p->num_outputs == 1 && !p->has_num_outputs);
+    n = bare_node(g, "pad", OP_Pad);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->mode == PAD_CONSTANT && p->value == 0.0f && !p->lists_are_attrs);
+    n = bare_node(g, "tr", OP_Transpose);
+    attr_ints(g, n, "perm", 3, (int64_t[]){2, 0, 1});
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->n_perm == 3 && p->perm[0] == 2 && p->perm[2] == 1);
+    n = bare_node(g, "cat", OP_Concat);
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'cat' (Concat): attribute 'axis' is required");
+    n = bare_node(g, "d2s", OP_DepthToSpace);
+    attr_int(g, n, "blocksize", 2);
+    attr_str(g, n, "mode", "RDC");
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'd2s' (DepthToSpace): mode 'RDC' is neither DCR nor CRD");
+    n = bare_node(g, "s2d", OP_SpaceToDepth);
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 's2d' (SpaceToDepth): attribute 'blocksize' (1..2^20) is required");
+    n = bare_node(g, "pad2", OP_Pad);
+    attr_str(g, n, "mode", "mirror");
+    CHECK(parsed(g, n, SMELT_ERR_UNSUPPORTED) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'pad2' (Pad): pad mode 'mirror' is not supported");
     ir_graph_free(g);
 }
