@@ -5,6 +5,7 @@
 #include "ir/ops.h"
 #include "ir/op_params.h"
 #include "ops/conv.h"
+#include "ops/elementwise.h"
 #include "ops/gather_scatter.h"
 #include "ops/layout.h"
 #include "ops/norm.h"
@@ -275,5 +276,42 @@ TEST(params_layout_defaults_and_errors)
     attr_str(g, n, "mode", "mirror");
     CHECK(parsed(g, n, SMELT_ERR_UNSUPPORTED) == NULL);
     CHECK_STR_HAS(smelt_last_error(), "node 'pad2' (Pad): pad mode 'mirror' is not supported");
+    ir_graph_free(g);
+}
+
+TEST(params_elementwise_defaults_and_errors)
+{
+    ir_graph *g = ir_graph_new();
+    int n = bare_node(g, "lr", OP_LeakyRelu);
+    const elementwise_params *p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->alpha == 0.01f);
+    n = bare_node(g, "selu", OP_Selu);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->alpha == 1.67326319217681884765625f && p->gamma == 1.05070102214813232421875f);
+    n = bare_node(g, "hs", OP_HardSigmoid);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->alpha == 0.2f && p->beta == 0.5f);
+    n = bare_node(g, "elu", OP_Elu);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->alpha == 1.0f);
+    n = bare_node(g, "clip", OP_Clip);
+    ir_attr lo = {.name = "min", .type = IR_ATTR_FLOAT, .f = -1.5f};
+    ir_node_attr_add(g, n, &lo);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->has_min && p->min == -1.5f && !p->has_max);
+    n = bare_node(g, "isinf", OP_IsInf);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->detect_positive && p->detect_negative && !p->fmod && !p->gelu_tanh && p->shift_left);
+    n = bare_node(g, "cast", OP_Cast);
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'cast' (Cast): attribute 'to' is required");
+    n = bare_node(g, "gelu", OP_Gelu);
+    attr_str(g, n, "approximate", "fast");
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'gelu' (Gelu): approximate 'fast' must be none or tanh");
+    n = bare_node(g, "shift", OP_BitShift);
+    attr_str(g, n, "direction", "UP");
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'shift' (BitShift): direction 'UP' must be LEFT or RIGHT");
     ir_graph_free(g);
 }
