@@ -1,6 +1,8 @@
 /* Attribute parsing (ir/ops.h op_params): each family's parse writes its
  * defaults once and refuses a bad value with a message naming the node, the
  * attribute and the rule; the shape rule and the lowerings read the result. */
+#include <string.h>
+
 #include "ir/ir.h"
 #include "ir/ops.h"
 #include "ir/op_params.h"
@@ -10,6 +12,7 @@
 #include "ops/layout.h"
 #include "ops/norm.h"
 #include "ops/reduce.h"
+#include "ops/resize.h"
 #include "test.h"
 
 static void attr_int(ir_graph *g, int n, const char *name, int64_t v)
@@ -313,5 +316,43 @@ TEST(params_elementwise_defaults_and_errors)
     attr_str(g, n, "direction", "UP");
     CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
     CHECK_STR_HAS(smelt_last_error(), "node 'shift' (BitShift): direction 'UP' must be LEFT or RIGHT");
+    ir_graph_free(g);
+}
+
+TEST(params_resize_defaults_and_errors)
+{
+    ir_graph *g = ir_graph_new();
+    g->opset = 19;
+    int n = bare_node(g, "rs", OP_Resize);
+    const resize_params *p = parsed(g, n, SMELT_OK);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_EQ_INT(p->kind, 0);
+        CHECK_STR_HAS(p->coord, "half_pixel");
+        CHECK_STR_HAS(p->nearest, "round_prefer_floor");
+        CHECK_NEAR(p->cubic_coeff_a, -0.75, 1e-9);
+        CHECK(!p->exclude_outside && !p->antialias && p->extrapolation_value == 0.0);
+        CHECK_EQ_INT(p->keep_aspect, 0);
+        CHECK_EQ_INT(p->n_axes, -1);
+        CHECK_EQ_INT(p->n_scales, -1);
+    }
+    n = bare_node(g, "rs2", OP_Resize);
+    attr_str(g, n, "mode", "cubic");
+    attr_str(g, n, "keep_aspect_ratio_policy", "not_smaller");
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->kind == 2 && p->keep_aspect == 2);
+    n = bare_node(g, "rs3", OP_Resize);
+    attr_str(g, n, "coordinate_transformation_mode", "tf_half_pixel_for_nn");
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'rs3' (Resize): coordinate_transformation_mode 'tf_half_pixel_for_nn' is unknown at opset 19");
+    n = bare_node(g, "rs4", OP_Resize);
+    attr_str(g, n, "mode", "area");
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'rs4' (Resize): mode 'area' is not nearest, linear or cubic");
+    g->opset = 9;
+    n = bare_node(g, "up", OP_Upsample);
+    attr_str(g, n, "mode", "bilinear");
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->kind == 1 && !strcmp(p->coord, "asymmetric"));
     ir_graph_free(g);
 }
