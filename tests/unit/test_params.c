@@ -11,6 +11,7 @@
 #include "ops/gather_scatter.h"
 #include "ops/layout.h"
 #include "ops/norm.h"
+#include "ops/quantize.h"
 #include "ops/reduce.h"
 #include "ops/resize.h"
 #include "test.h"
@@ -354,5 +355,18 @@ TEST(params_resize_defaults_and_errors)
     attr_str(g, n, "mode", "bilinear");
     p = parsed(g, n, SMELT_OK);
     CHECK(p && p->kind == 1 && !strcmp(p->coord, "asymmetric"));
+    ir_graph_free(g);
+}
+
+TEST(params_quantize_defaults_and_errors)
+{
+    ir_graph *g = ir_graph_new();
+    int n = bare_node(g, "q", OP_QuantizeLinear);
+    const quantize_params *p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->axis == 1 && p->block_size == 0 && p->output_dtype == SMELT_UNDEFINED);
+    n = bare_node(g, "dq", OP_DequantizeLinear);
+    attr_int(g, n, "block_size", -2);
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'dq' (DequantizeLinear): block_size must be >= 0");
     ir_graph_free(g);
 }
