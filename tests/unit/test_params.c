@@ -6,6 +6,7 @@
 #include "ir/ir.h"
 #include "ir/ops.h"
 #include "ir/op_params.h"
+#include "ops/attention.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/gather_scatter.h"
@@ -368,5 +369,22 @@ TEST(params_quantize_defaults_and_errors)
     attr_int(g, n, "block_size", -2);
     CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
     CHECK_STR_HAS(smelt_last_error(), "node 'dq' (DequantizeLinear): block_size must be >= 0");
+    ir_graph_free(g);
+}
+
+TEST(params_attention_defaults_and_errors)
+{
+    ir_graph *g = ir_graph_new();
+    int n = bare_node(g, "att", OP_Attention);
+    const attention_params *p = parsed(g, n, SMELT_OK);
+    CHECK(p && !p->has_scale && p->softcap == 0.0f && p->qk_mode == 0 && !p->is_causal && p->q_num_heads == 0);
+    n = bare_node(g, "rope", OP_RotaryEmbedding);
+    attr_int(g, n, "interleaved", 1);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->interleaved && p->rotary_embedding_dim == 0 && p->num_heads == 0);
+    n = bare_node(g, "att2", OP_Attention);
+    attr_int(g, n, "qk_matmul_output_mode", 4);
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'att2' (Attention): qk_matmul_output_mode 4 must be 0..3");
     ir_graph_free(g);
 }
