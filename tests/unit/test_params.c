@@ -10,6 +10,7 @@
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/gather_scatter.h"
+#include "ops/generate.h"
 #include "ops/layout.h"
 #include "ops/norm.h"
 #include "ops/quantize.h"
@@ -386,5 +387,28 @@ TEST(params_attention_defaults_and_errors)
     attr_int(g, n, "qk_matmul_output_mode", 4);
     CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
     CHECK_STR_HAS(smelt_last_error(), "node 'att2' (Attention): qk_matmul_output_mode 4 must be 0..3");
+    ir_graph_free(g);
+}
+
+TEST(params_generate_defaults_and_errors)
+{
+    ir_graph *g = ir_graph_new();
+    int n = bare_node(g, "oh", OP_OneHot);
+    const generate_params *p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->axis == -1 && p->value == -1);
+    n = bare_node(g, "eye", OP_EyeLike);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->k == 0 && !p->has_dtype);
+    n = bare_node(g, "win", OP_HannWindow);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->periodic && p->dtype == SMELT_F32);
+    n = bare_node(g, "shape", OP_Shape);
+    attr_int(g, n, "end", -1);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->start == 0 && p->has_end && p->end == -1);
+    n = bare_node(g, "cos", OP_ConstantOfShape);
+    attr_int(g, n, "value", 3);
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'cos' (ConstantOfShape): attribute 'value' must be a tensor");
     ir_graph_free(g);
 }
