@@ -1,11 +1,17 @@
 /*
  * fold_bn.c — BatchNormalization folded into the preceding Conv's weights.
+ *
+ * requires: graph_infer (the BatchNormalization's params parsed: its parse
+ *           refuses training_mode=1, so every one seen here is the inference form).
+ * guarantees: the Conv's attributes are unchanged (only its W and B inputs
+ *             are new), so its params stay valid.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/passes.h"
+#include "ir/op_params.h"
 
 static bool all_const(const ir_graph *g, const ir_node *n, int from, int to)
 {
@@ -42,7 +48,11 @@ static smelt_status fold_one(ir_graph *g, int ci, int bi)
     const ir_node *conv = &g->nodes[ci], *bn = &g->nodes[bi];
     const ir_tensor *w = &g->tensors[conv->in[0 + 1]];
     int64_t cout = w->shape.dim[0], per = ir_tensor_numel(w) / (cout ? cout : 1);
-    double eps = ir_attr_float(bn, "epsilon", 1e-5f);
+    const void *bp;
+    TRY(ir_node_params(g, bi, &bp));
+    conv = &g->nodes[ci];
+    bn = &g->nodes[bi];
+    double eps = ((const batchnorm_params *)bp)->epsilon;
     const ir_tensor *scale = &g->tensors[bn->in[1]], *bias = &g->tensors[bn->in[2]];
     const ir_tensor *mean = &g->tensors[bn->in[3]], *var = &g->tensors[bn->in[4]];
     if (ir_tensor_numel(scale) != cout || ir_tensor_numel(bias) != cout || ir_tensor_numel(mean) != cout ||
@@ -96,7 +106,6 @@ smelt_status graph_fold_batchnorm(ir_graph *g)
         if (bn->op != OP_BatchNormalization || bn->in[0] != t || bn->n_out != 1 || !all_const(g, bn, 1, 5)) continue;
         smelt_dtype dt = g->tensors[t].dtype;
         if (dt != SMELT_F32 && dt != SMELT_F64) continue;
-        if (ir_attr_int(bn, "training_mode", 0) != 0) continue;
         TRY(fold_one(g, i, bi));
     }
     return ir_verify(g);

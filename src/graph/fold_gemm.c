@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "graph/passes.h"
+#include "ir/op_params.h"
 
 /* New constant tensor holding constant `t` ([R, C], or [B, R, C]: each of the B matrices)
  * transposed. */
@@ -80,14 +81,19 @@ smelt_status graph_fold_gemm_transpose(ir_graph *g)
         for (int op = 0; op < 2; op++) {
             const ir_node *n = &g->nodes[i];
             if (n->dead || n->op != OP_Gemm || n->n_in <= op || n->in[op] < 0) continue;
+            const void *pv;
+            TRY(ir_node_params(g, i, &pv));
+            n = &g->nodes[i];
+            const gemm_params *gp = pv;
             const ir_tensor *m = &g->tensors[n->in[op]];
-            if (!ir_attr_int(n, attr[op], 0) || !m->data || m->shape.rank != 2 || m->dtype == SMELT_STRING) continue;
+            if (!(op ? gp->trans_b : gp->trans_a) || !m->data || m->shape.rank != 2 || m->dtype == SMELT_STRING) continue;
             char name[256];
             snprintf(name, sizeof name, "%s/%s", n->name, op ? "b_transposed" : "a_transposed");
             int nt = transposed_const(g, n->in[op], name);
             if (nt < 0 || !input_set(g, i, op, nt))
                 return diag_fail(SMELT_ERR_NOMEM, "out of memory transposing a constant of '%s'", g->nodes[i].name);
             set_int_attr(&g->nodes[i], attr[op], 0);
+            TRY(ir_node_parse_params(g, i)); /* the lowering reads the flag from the params */
         }
         if (!g->nodes[i].dead) TRY(pack_recurrent(g, i));
     }

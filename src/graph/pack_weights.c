@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "graph/passes.h"
+#include "ir/op_params.h"
 
 static void pack(const float *from, float *to, int64_t k, int64_t n, int64_t nr, bool trans)
 {
@@ -84,8 +85,18 @@ smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache 
     for (int i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         if (n->dead || (n->op != OP_MatMul && n->op != OP_Gemm) || n->n_in < 2 || n->in[1] < 0) continue;
+        bool trans = false;
+        if (n->op == OP_Gemm) {
+            const void *pv;
+            smelt_status st = ir_node_params(g, i, &pv);
+            if (st != SMELT_OK) {
+                free(done);
+                return st;
+            }
+            n = &g->nodes[i];
+            trans = ((const gemm_params *)pv)->trans_b;
+        }
         const ir_tensor *b = &g->tensors[n->in[1]], *a = ir_in(g, n, 0);
-        bool trans = n->op == OP_Gemm && ir_attr_int(n, "transB", 0) != 0;
         if (!b->data || b->enc.kind != IR_ENC_NONE || b->dtype != SMELT_F32 || b->shape.rank != 2 || !a || a->data ||
             ir_tensor_numel(b) == 0)
             continue;
@@ -110,9 +121,15 @@ smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache 
         if (keep_plain && !keep_both(g, w, t, nt, trans)) goto nomem;
         ins[1] = nt;
         w->in = ins;
-        if (trans)
+        if (trans) {
             for (int at = 0; at < w->n_attr; at++)
                 if (!strcmp(w->attr[at].name, "transB")) w->attr[at].i = 0;
+            smelt_status st = ir_node_parse_params(g, i); /* the lowering reads transB from the params */
+            if (st != SMELT_OK) {
+                free(done);
+                return st;
+            }
+        }
     }
     free(done);
     return ir_verify(g);

@@ -237,6 +237,18 @@ smelt_status ir_node_params(ir_graph *g, int node, const void **params)
     return *params ? SMELT_OK : ir_node_fail(&g->nodes[node], SMELT_ERR_INTERNAL, "the op has no params struct");
 }
 
+smelt_status ir_node_params_get(const ir_graph *g, const ir_node *n, void *scratch, const void **params)
+{
+    const op_params_info *pi = &op_params[n->op];
+    *params = n->params;
+    if (*params) return SMELT_OK;
+    if (!pi->parse) return ir_node_fail(n, SMELT_ERR_INTERNAL, "the op has no params struct");
+    memset(scratch, 0, pi->size);
+    TRY(pi->parse(g, n, scratch));
+    *params = scratch;
+    return SMELT_OK;
+}
+
 ir_graph *ir_graph_clone(const ir_graph *g) { return clone_graph(g, false); }
 ir_graph *ir_graph_clone_sharing_data(const ir_graph *g) { return clone_graph(g, true); }
 

@@ -142,6 +142,12 @@ int ir_node_attr_add(ir_graph *g, int n, const ir_attr *a);
 smelt_status ir_node_parse_params(ir_graph *g, int n);
 /* Node n's params, parsed now if they were not (a shape rule run on its own). */
 smelt_status ir_node_params(ir_graph *g, int n, const void **params);
+/* Node n's params for a reader that holds it const (a lowering, a geometry
+ * helper): those parsed (n->params), or, for a node a pass added after
+ * inference, parsed now into `scratch` (op_params[n->op].size bytes, the op's
+ * params struct). A pass that edits a node's attributes re-parses it
+ * (ir_node_parse_params), so what is found here is never stale. */
+smelt_status ir_node_params_get(const ir_graph *g, const ir_node *n, void *scratch, const void **params);
 /* Record graph inputs/outputs (copied). 0 on OOM. */
 int ir_graph_set_io(ir_graph *g, int n_in, const int *in, int n_out, const int *out);
 /* Drop dead nodes and unreferenced tensors, renumbering everything. */

@@ -165,15 +165,46 @@ static void att_body(lower_ctx *c, const kir_val *row, void *user)
 
 static bool has_out(const lower_ctx *c, int o) { return o < c->n->n_out && c->n->out[o] >= 0; }
 
+smelt_status parse_attention(const ir_graph *g, const ir_node *n, void *params)
+{
+    (void)g;
+    attention_params *p = params;
+    p->has_scale = ir_attr_find(n, "scale") != NULL;
+    p->scale = ir_attr_float(n, "scale", 1.0f);
+    p->softcap = ir_attr_float(n, "softcap", 0.0f);
+    int64_t mode = ir_attr_int(n, "qk_matmul_output_mode", 0);
+    if (mode < 0 || mode > 3) return ir_node_fail(n, SMELT_ERR_MODEL, "qk_matmul_output_mode %lld must be 0..3", (long long)mode);
+    p->qk_mode = (int)mode;
+    p->is_causal = ir_attr_int(n, "is_causal", 0) != 0;
+    p->q_num_heads = ir_attr_int(n, "q_num_heads", 0);
+    p->kv_num_heads = ir_attr_int(n, "kv_num_heads", 0);
+    p->num_heads = ir_attr_int(n, "num_heads", 0);
+    p->rotary_embedding_dim = ir_attr_int(n, "rotary_embedding_dim", 0);
+    p->interleaved = ir_attr_int(n, "interleaved", 0) != 0;
+    return SMELT_OK;
+}
+
+/* n's attention_params (ir_node_params_get). */
+static smelt_status attention_params_of(const ir_graph *g, const ir_node *n, attention_params *scratch,
+                                        const attention_params **p)
+{
+    const void *v;
+    TRY(ir_node_params_get(g, n, scratch, &v));
+    *p = v;
+    return SMELT_OK;
+}
+
 smelt_status lower_Attention(lower_ctx *c)
 {
     att_job j = {.dt = ir_in(c->g, c->n, 0)->dtype};
     TRY(attention_geom_get(c->g, c->n, &j.a));
-    const ir_attr *sa = ir_attr_find(c->n, "scale");
-    j.scale = sa ? sa->f : 1.0 / sqrt((double)j.a.d);
-    j.softcap = ir_attr_float(c->n, "softcap", 0.0f);
-    j.mode = (int)ir_attr_int(c->n, "qk_matmul_output_mode", 0);
-    j.causal = ir_attr_int(c->n, "is_causal", 0) != 0;
+    attention_params scratch;
+    const attention_params *p;
+    TRY(attention_params_of(c->g, c->n, &scratch, &p));
+    j.scale = p->has_scale ? p->scale : 1.0 / sqrt((double)j.a.d);
+    j.softcap = p->softcap;
+    j.mode = p->qk_mode;
+    j.causal = p->is_causal;
     j.qk_out = has_out(c, 3);
     for (int o = 1; o <= 2; o++) {
         if (!has_out(c, o)) continue;
@@ -199,11 +230,14 @@ kir_val elem_RotaryEmbedding(lower_ctx *c, int out, const kir_val *idx)
     kir_kernel *K = c->k;
     const ir_tensor *x = ir_in(c->g, c->n, 0), *cs = ir_in(c->g, c->n, 1), *pos = ir_in(c->g, c->n, 3);
     int r = x->shape.rank;
-    int64_t d_head = r == 4 ? x->shape.dim[3] : x->shape.dim[2] / ir_attr_int(c->n, "num_heads", 1);
-    int64_t rd = ir_attr_int(c->n, "rotary_embedding_dim", 0);
+    attention_params scratch;
+    const attention_params *p;
+    if (attention_params_of(c->g, c->n, &scratch, &p) != SMELT_OK) return 0; /* shape inference parsed them */
+    int64_t d_head = r == 4 ? x->shape.dim[3] : x->shape.dim[2] / p->num_heads; /* > 0 for 3-D X: the shape rule */
+    int64_t rd = p->rotary_embedding_dim;
     if (rd == 0) rd = d_head;
     int64_t half = rd / 2;
-    bool inter = ir_attr_int(c->n, "interleaved", 0) != 0;
+    bool inter = p->interleaved;
     kir_val b = idx[0], s = r == 4 ? idx[2] : idx[1], d, hoff;
     if (r == 4) {
         d = idx[3];
@@ -263,8 +297,11 @@ smelt_status attention_geom_get(const ir_graph *g, const ir_node *n, attention_g
     a->rank3 = r == 3;
     a->batch = q->shape.dim[0];
     if (a->rank3) {
-        a->hq = ir_attr_int(n, "q_num_heads", 0);
-        a->hk = ir_attr_int(n, "kv_num_heads", 0);
+        attention_params scratch;
+        const attention_params *p;
+        TRY(attention_params_of(g, n, &scratch, &p));
+        a->hq = p->q_num_heads;
+        a->hk = p->kv_num_heads;
         if (a->hq <= 0 || a->hk <= 0)
             return ir_node_fail(n, SMELT_ERR_MODEL, "3-D inputs need positive q_num_heads and kv_num_heads");
         if (q->shape.dim[2] % a->hq || k->shape.dim[2] % a->hk || v->shape.dim[2] % a->hk)
@@ -335,8 +372,6 @@ smelt_status infer_Attention(ir_graph *g, int node)
     }
     if (np && (np->dtype != SMELT_I64 || np->shape.rank != 1 || np->shape.dim[0] != a.batch))
         return ir_node_fail(n, SMELT_ERR_SHAPE, "nonpad_kv_seqlen must be int64 [B]");
-    int64_t mode = ir_attr_int(n, "qk_matmul_output_mode", 0);
-    if (mode < 0 || mode > 3) return ir_node_fail(n, SMELT_ERR_MODEL, "qk_matmul_output_mode %lld must be 0..3", (long long)mode);
     ir_shape y = a.rank3 ? (ir_shape){.rank = 3, .dim = {a.batch, a.s, a.hq * a.dv}}
                          : (ir_shape){.rank = 4, .dim = {a.batch, a.hq, a.s, a.dv}};
     ir_shape pk = {.rank = 4, .dim = {a.batch, a.hk, a.t, a.d}}, pv = {.rank = 4, .dim = {a.batch, a.hk, a.t, a.dv}};
@@ -357,8 +392,11 @@ smelt_status infer_RotaryEmbedding(ir_graph *g, int node)
     TRY(infer_need_float(n, x));
     TRY(infer_same_dtype(g, n, 0, 2));
     char b1[160], b2[160];
+    attention_params scratch;
+    const attention_params *p;
+    TRY(attention_params_of(g, n, &scratch, &p));
     int r = x->shape.rank;
-    int64_t heads = ir_attr_int(n, "num_heads", 0), b, s, d;
+    int64_t heads = p->num_heads, b, s, d;
     if (r == 4) {
         b = x->shape.dim[0];
         s = x->shape.dim[2];
@@ -373,7 +411,7 @@ smelt_status infer_RotaryEmbedding(ir_graph *g, int node)
     } else {
         return ir_node_fail(n, SMELT_ERR_SHAPE, "X %s must be 3-D or 4-D", infer_shp(&x->shape, b1));
     }
-    int64_t rd = ir_attr_int(n, "rotary_embedding_dim", 0);
+    int64_t rd = p->rotary_embedding_dim;
     if (rd == 0) rd = d;
     if (rd < 2 || rd > d || rd % 2)
         return ir_node_fail(n, SMELT_ERR_MODEL, "rotary_embedding_dim %lld must be even and in [2, %lld]", (long long)rd,

@@ -11,6 +11,22 @@
 
 #include "lower/lower.h"
 
+/* Attention's and RotaryEmbedding's attributes, parsed once (ir/ops.h
+ * op_params); the head counts are checked against the shapes where those are
+ * known (attention_geom_get, the RotaryEmbedding shape rule). */
+typedef struct attention_params {
+    bool has_scale;               /* Attention: scale given (else 1/sqrt(head size)) */
+    float scale;
+    float softcap;                /* default 0: none */
+    int qk_mode;                  /* qk_matmul_output_mode: 0..3, default 0 */
+    bool is_causal;               /* default 0 */
+    int64_t q_num_heads, kv_num_heads; /* Attention with 3-D inputs: required there, default 0 */
+    int64_t num_heads;            /* RotaryEmbedding with a 3-D input: required there, default 0 */
+    int64_t rotary_embedding_dim; /* default 0: the whole head */
+    bool interleaved;             /* default 0 */
+} attention_params;
+smelt_status parse_attention(const struct ir_graph *g, const struct ir_node *n, void *params);
+
 smelt_status infer_Attention(struct ir_graph *g, int node);
 smelt_status infer_RotaryEmbedding(struct ir_graph *g, int node);
 

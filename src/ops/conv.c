@@ -402,7 +402,7 @@ smelt_status lower_Conv(lower_ctx *c)
     TRY(window_geom_get(c->g, c->n, &j.w));
     const ir_tensor *x = ir_in(c->g, c->n, 0), *wt = ir_in(c->g, c->n, 1);
     const ir_tensor *y = &c->g->tensors[c->n->out[0]];
-    int64_t group = ir_attr_int(c->n, "group", 1);
+    int64_t group = j.w.group;
     j.ns = j.w.nsp;
     j.dt = x->dtype;
     j.bias = ir_in(c->g, c->n, 2) != NULL;
@@ -433,20 +433,80 @@ smelt_status lower_Conv(lower_ctx *c)
 
 /* ---- sliding windows ---------------------------------------------------- */
 
-static smelt_status ints_attr(const ir_node *n, const char *name, int want, int64_t def, int64_t *out, int64_t min)
+/* List attribute `name` into out[0..cap) (`def` in every slot when absent) and its count into *cnt
+ * (-1 when absent); with `checked`, each value in min..2^40. */
+static smelt_status list_attr(const ir_node *n, const char *name, int cap, int64_t def, bool checked, int64_t min,
+                              int64_t *out, int *cnt)
 {
     const int64_t *v;
-    int cnt = ir_attr_ints(n, name, &v);
-    for (int i = 0; i < want; i++) out[i] = def;
-    if (cnt < 0) return SMELT_OK;
-    if (cnt != want)
-        return ir_node_fail(n, SMELT_ERR_MODEL, "attribute %s has %d values, expected %d", name, cnt, want);
-    for (int i = 0; i < want; i++) {
-        if (v[i] < min || v[i] > SMELT_MAX_ELEMS)
+    int c = *cnt = ir_attr_ints(n, name, &v);
+    for (int i = 0; i < cap; i++) out[i] = def;
+    if (c < 0) return SMELT_OK;
+    if (c > cap) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute %s has %d values, at most %d", name, c, cap);
+    for (int i = 0; i < c; i++) {
+        if (checked && (v[i] < min || v[i] > SMELT_MAX_ELEMS))
             return ir_node_fail(n, SMELT_ERR_MODEL, "attribute %s[%d] = %lld must be in %lld..2^40", name, i,
                                 (long long)v[i], (long long)min);
         out[i] = v[i];
     }
+    return SMELT_OK;
+}
+
+smelt_status parse_window(const ir_graph *g, const ir_node *n, void *params)
+{
+    (void)g;
+    window_params *p = params;
+    TRY(list_attr(n, "kernel_shape", WINDOW_MAX_SPATIAL, 0, false, 0, p->kernel, &p->n_kernel));
+    TRY(list_attr(n, "strides", WINDOW_MAX_SPATIAL, 1, true, 1, p->strides, &p->n_strides));
+    TRY(list_attr(n, "dilations", WINDOW_MAX_SPATIAL, 1, true, 1, p->dilations, &p->n_dilations));
+    TRY(list_attr(n, "pads", 2 * WINDOW_MAX_SPATIAL, 0, true, 0, p->pads, &p->n_pads));
+    TRY(list_attr(n, "output_padding", WINDOW_MAX_SPATIAL, 0, true, 0, p->output_padding, &p->n_output_padding));
+    TRY(list_attr(n, "output_shape", WINDOW_MAX_SPATIAL + 2, 0, false, 0, p->output_shape, &p->n_output_shape));
+    const char *ap = ir_attr_string(n, "auto_pad", "NOTSET");
+    if (!strcmp(ap, "NOTSET") || !*ap) p->auto_pad = PAD_NOTSET;
+    else if (!strcmp(ap, "SAME_UPPER")) p->auto_pad = PAD_SAME_UPPER;
+    else if (!strcmp(ap, "SAME_LOWER")) p->auto_pad = PAD_SAME_LOWER;
+    else if (!strcmp(ap, "VALID")) p->auto_pad = PAD_VALID;
+    else return ir_node_fail(n, SMELT_ERR_MODEL, "auto_pad '%.40s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", ap);
+    p->ceil_mode = ir_attr_int(n, "ceil_mode", 0) != 0;
+    p->group = ir_attr_int(n, "group", 1);
+    if (p->group < 1) return ir_node_fail(n, SMELT_ERR_MODEL, "group %lld must be >= 1", (long long)p->group);
+    p->storage_order = ir_attr_int(n, "storage_order", 0) != 0;
+    p->count_include_pad = ir_attr_int(n, "count_include_pad", 0) != 0;
+    p->p = ir_attr_int(n, "p", 2);
+    if (p->p < 1) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute p = %lld must be >= 1", (long long)p->p);
+    return SMELT_OK;
+}
+
+smelt_status window_params_of(const ir_graph *g, const ir_node *n, window_params *scratch, const window_params **p)
+{
+    const void *v;
+    TRY(ir_node_params_get(g, n, scratch, &v));
+    *p = v;
+    return SMELT_OK;
+}
+
+/* A list attribute given for each of `want` values (spatial dims, or twice that for pads). */
+static smelt_status list_count(const ir_node *n, const char *name, int cnt, int want)
+{
+    if (cnt >= 0 && cnt != want)
+        return ir_node_fail(n, SMELT_ERR_MODEL, "attribute %s has %d values, expected %d", name, cnt, want);
+    return SMELT_OK;
+}
+
+/* Strides, dilations and pads of params p checked against ns spatial dims, into w. */
+static smelt_status window_lists(const ir_node *n, const window_params *p, int ns, window_geom *w, int64_t *pads)
+{
+    TRY(list_count(n, "strides", p->n_strides, ns));
+    TRY(list_count(n, "dilations", p->n_dilations, ns));
+    TRY(list_count(n, "pads", p->n_pads, 2 * ns));
+    for (int i = 0; i < ns; i++) {
+        w->stride[i] = p->strides[i];
+        w->dilation[i] = p->dilations[i];
+        pads[i] = p->n_pads < 0 ? 0 : p->pads[i];
+        pads[ns + i] = p->n_pads < 0 ? 0 : p->pads[ns + i];
+    }
+    w->group = p->group;
     return SMELT_OK;
 }
 
@@ -469,13 +529,16 @@ smelt_status window_geom_get(const ir_graph *g, const ir_node *n, window_geom *w
     if (r < 3 || r - 2 > WINDOW_MAX_SPATIAL)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "input X %s must have rank 3..%d ([N, C, spatial...])",
                             infer_shp(&x->shape, s1), WINDOW_MAX_SPATIAL + 2);
+    window_params scratch;
+    const window_params *p;
+    TRY(window_params_of(g, n, &scratch, &p));
     memset(w, 0, sizeof *w);
     int ns = w->nsp = r - 2;
     for (int i = 0; i < ns; i++) w->in[i] = x->shape.dim[i + 2];
     bool is_conv = n->op == OP_Conv;
     int64_t ks[WINDOW_MAX_SPATIAL];
-    const int64_t *kv;
-    int kn = ir_attr_ints(n, "kernel_shape", &kv);
+    const int64_t *kv = p->kernel;
+    int kn = p->n_kernel;
     if (is_conv) {
         const ir_tensor *wt = ir_in(g, n, 1);
         if (!wt) return ir_node_fail(n, SMELT_ERR_MODEL, "missing required input 1 (W)");
@@ -504,18 +567,11 @@ smelt_status window_geom_get(const ir_graph *g, const ir_node *n, window_geom *w
         if (ks[i] < 1) return ir_node_fail(n, SMELT_ERR_SHAPE, "kernel size %lld in spatial dim %d must be >= 1", (long long)ks[i], i);
         w->kernel[i] = ks[i];
     }
-    TRY(ints_attr(n, "strides", ns, 1, w->stride, 1));
-    TRY(ints_attr(n, "dilations", ns, 1, w->dilation, 1));
     int64_t pads[2 * WINDOW_MAX_SPATIAL];
-    TRY(ints_attr(n, "pads", 2 * ns, 0, pads, 0));
-    int64_t ceil_mode = ir_attr_int(n, "ceil_mode", 0);
-    const char *ap = ir_attr_string(n, "auto_pad", "NOTSET");
-    enum { NOTSET, SAME_UPPER, SAME_LOWER, VALID } mode;
-    if (!strcmp(ap, "NOTSET") || !*ap) mode = NOTSET;
-    else if (!strcmp(ap, "SAME_UPPER")) mode = SAME_UPPER;
-    else if (!strcmp(ap, "SAME_LOWER")) mode = SAME_LOWER;
-    else if (!strcmp(ap, "VALID")) mode = VALID;
-    else return ir_node_fail(n, SMELT_ERR_MODEL, "auto_pad '%.40s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", ap);
+    TRY(window_lists(n, p, ns, w, pads));
+    if (!is_conv) w->group = 1;
+    bool ceil_mode = p->ceil_mode;
+    window_pad mode = p->auto_pad;
     for (int i = 0; i < ns; i++) {
         int64_t in = w->in[i], s = w->stride[i], dk = 0;
         TRY(dilated_window(n, w->kernel[i], w->dilation[i], i, &dk));
@@ -523,7 +579,7 @@ smelt_status window_geom_get(const ir_graph *g, const ir_node *n, window_geom *w
             w->out[i] = -1;
             continue;
         }
-        if (mode == NOTSET) {
+        if (mode == PAD_NOTSET) {
             w->pad_lo[i] = pads[i];
             w->pad_hi[i] = pads[ns + i];
             int64_t span = in + w->pad_lo[i] + w->pad_hi[i] - dk;
@@ -536,7 +592,7 @@ smelt_status window_geom_get(const ir_graph *g, const ir_node *n, window_geom *w
             } else {
                 w->out[i] = span / s + 1;
             }
-        } else if (mode == VALID) {
+        } else if (mode == PAD_VALID) {
             if (in < dk)
                 return ir_node_fail(n, SMELT_ERR_SHAPE, "window %lld is larger than input %lld in spatial dim %d (auto_pad VALID)",
                                     (long long)dk, (long long)in, i);
@@ -545,7 +601,7 @@ smelt_status window_geom_get(const ir_graph *g, const ir_node *n, window_geom *w
             w->out[i] = (in + s - 1) / s;
             int64_t total = (w->out[i] - 1) * s + dk - in;
             if (total < 0) total = 0;
-            w->pad_lo[i] = mode == SAME_UPPER ? total / 2 : total - total / 2;
+            w->pad_lo[i] = mode == PAD_SAME_UPPER ? total / 2 : total - total / 2;
             w->pad_hi[i] = total - w->pad_lo[i];
         }
     }
@@ -579,9 +635,8 @@ smelt_status infer_Conv(ir_graph *g, int node)
     window_geom w;
     TRY(window_geom_get(g, n, &w));
     char s1[160], s2[160];
-    int64_t group = ir_attr_int(n, "group", 1);
+    int64_t group = w.group;
     int64_t c = x->shape.dim[1], m = wt->shape.dim[0];
-    if (group < 1) return ir_node_fail(n, SMELT_ERR_MODEL, "group %lld must be >= 1", (long long)group);
     if (c >= 0 && c % group)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "group %lld does not divide the %lld input channels", (long long)group, (long long)c);
     if (m % group)
@@ -609,36 +664,33 @@ smelt_status convtranspose_geom_get(const ir_graph *g, const ir_node *n, window_
     if (wt->shape.rank != r)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "weight W %s must have the rank of X %s", infer_shp(&wt->shape, s1),
                             infer_shp(&x->shape, s2));
+    window_params scratch;
+    const window_params *p;
+    TRY(window_params_of(g, n, &scratch, &p));
     memset(w, 0, sizeof *w);
     int ns = w->nsp = r - 2;
     for (int i = 0; i < ns; i++) {
         w->in[i] = x->shape.dim[i + 2];
         w->kernel[i] = wt->shape.dim[i + 2];
     }
-    const int64_t *kv;
-    int kn = ir_attr_ints(n, "kernel_shape", &kv);
+    int kn = p->n_kernel;
     if (kn >= 0) {
         bool ok = kn == ns;
-        for (int i = 0; ok && i < ns; i++) ok = kv[i] == w->kernel[i];
+        for (int i = 0; ok && i < ns; i++) ok = p->kernel[i] == w->kernel[i];
         if (!ok) return ir_node_fail(n, SMELT_ERR_SHAPE, "kernel_shape does not match weight shape %s", infer_shp(&wt->shape, s1));
     }
-    int64_t pads[2 * WINDOW_MAX_SPATIAL], opad[WINDOW_MAX_SPATIAL], oshape[WINDOW_MAX_SPATIAL];
-    TRY(ints_attr(n, "strides", ns, 1, w->stride, 1));
-    TRY(ints_attr(n, "dilations", ns, 1, w->dilation, 1));
-    TRY(ints_attr(n, "pads", 2 * ns, 0, pads, 0));
-    TRY(ints_attr(n, "output_padding", ns, 0, opad, 0));
-    const int64_t *osv;
-    int osn = ir_attr_ints(n, "output_shape", &osv);
+    int64_t pads[2 * WINDOW_MAX_SPATIAL], oshape[WINDOW_MAX_SPATIAL];
+    const int64_t *opad = p->output_padding;
+    TRY(window_lists(n, p, ns, w, pads));
+    TRY(list_count(n, "output_padding", p->n_output_padding, ns));
+    int osn = p->n_output_shape;
     if (osn >= 0) {
         /* output_shape may list only the spatial dims, or all of them */
         if (osn != ns && osn != r)
             return ir_node_fail(n, SMELT_ERR_MODEL, "attribute output_shape has %d values, expected %d", osn, ns);
-        for (int i = 0; i < ns; i++) oshape[i] = osv[osn - ns + i];
+        for (int i = 0; i < ns; i++) oshape[i] = p->output_shape[osn - ns + i];
     }
-    const char *ap = ir_attr_string(n, "auto_pad", "NOTSET");
-    bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
-    if (!same && strcmp(ap, "NOTSET") && strcmp(ap, "VALID") && *ap)
-        return ir_node_fail(n, SMELT_ERR_MODEL, "auto_pad '%.40s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", ap);
+    bool same = p->auto_pad == PAD_SAME_UPPER || p->auto_pad == PAD_SAME_LOWER;
     for (int i = 0; i < ns; i++) {
         int64_t dk = 0, full;
         TRY(dilated_window(n, w->kernel[i], w->dilation[i], i, &dk));
@@ -654,12 +706,12 @@ smelt_status convtranspose_geom_get(const ir_graph *g, const ir_node *n, window_
                                     (long long)target, i);
             /* may be negative: the output then extends past the full result */
             int64_t total = full - target, half = total >= 0 ? total / 2 : -((-total + 1) / 2);
-            bool upper = !strcmp(ap, "SAME_UPPER");
+            bool upper = p->auto_pad == PAD_SAME_UPPER;
             w->pad_lo[i] = upper ? half : total - half;
             w->pad_hi[i] = total - w->pad_lo[i];
             w->out[i] = target;
         } else {
-            if (strcmp(ap, "VALID")) {
+            if (p->auto_pad != PAD_VALID) {
                 w->pad_lo[i] = pads[i];
                 w->pad_hi[i] = pads[ns + i];
             }
@@ -678,8 +730,7 @@ smelt_status infer_ConvTranspose(ir_graph *g, int node)
     window_geom w;
     TRY(convtranspose_geom_get(g, n, &w));
     char s1[160], s2[160];
-    int64_t group = ir_attr_int(n, "group", 1);
-    if (group < 1) return ir_node_fail(n, SMELT_ERR_MODEL, "group %lld must be >= 1", (long long)group);
+    int64_t group = w.group;
     int64_t c = x->shape.dim[1], m = wt->shape.dim[1] * group;
     if (!infer_dim_eq(wt->shape.dim[0], c) || c % group)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "X %s has %lld channels but W %s has %lld input channels (group %lld)",

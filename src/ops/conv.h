@@ -24,7 +24,36 @@ typedef struct window_geom {
     int64_t dilation[WINDOW_MAX_SPATIAL];
     int64_t pad_lo[WINDOW_MAX_SPATIAL];        /* after auto_pad resolution   */
     int64_t pad_hi[WINDOW_MAX_SPATIAL];
+    int64_t group;                             /* Conv, ConvTranspose; 1 for the pools */
 } window_geom;
+
+typedef enum window_pad { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID } window_pad;
+
+/* The attributes of Conv, ConvTranspose, MaxPool, AveragePool and LpPool,
+ * parsed once (ir/ops.h op_params) with their defaults and value checks; the
+ * geometry helpers below check their counts against the input's rank. A list
+ * attribute keeps its count (n_*, -1 when absent) and its values, or the
+ * default in every slot when absent. */
+typedef struct window_params {
+    int n_kernel, n_strides, n_dilations, n_pads, n_output_padding, n_output_shape;
+    int64_t kernel[WINDOW_MAX_SPATIAL];             /* kernel_shape (values >= 1 checked by the geometry) */
+    int64_t strides[WINDOW_MAX_SPATIAL];            /* default 1 */
+    int64_t dilations[WINDOW_MAX_SPATIAL];          /* default 1 */
+    int64_t pads[2 * WINDOW_MAX_SPATIAL];           /* [lo..., hi...], default 0 */
+    int64_t output_padding[WINDOW_MAX_SPATIAL];     /* ConvTranspose, default 0 */
+    int64_t output_shape[WINDOW_MAX_SPATIAL + 2];   /* ConvTranspose: spatial dims, or all of them */
+    window_pad auto_pad;                            /* default NOTSET */
+    bool ceil_mode;                                 /* the pools */
+    int64_t group;                                  /* Conv, ConvTranspose: >= 1, default 1 */
+    bool storage_order;                             /* MaxPool: indices column-major, default 0 */
+    bool count_include_pad;                         /* AveragePool, default 0 */
+    int64_t p;                                      /* LpPool: the norm's order, >= 1, default 2 */
+} window_params;
+smelt_status parse_window(const struct ir_graph *g, const struct ir_node *n, void *params);
+/* n's window_params (ir_node_params_get: parsed now into *scratch for a node
+ * a pass added after inference). */
+smelt_status window_params_of(const struct ir_graph *g, const struct ir_node *n, window_params *scratch,
+                              const window_params **p);
 
 
 /* Window geometry of a Conv/MaxPool/AveragePool node from its input shapes

@@ -292,7 +292,7 @@ smelt_status lower_ConvTranspose(lower_ctx *c)
     TRY(convtranspose_geom_get(c->g, c->n, &j.w));
     const ir_tensor *x = ir_in(c->g, c->n, 0), *wt = ir_in(c->g, c->n, 1);
     const ir_tensor *y = &c->g->tensors[c->n->out[0]];
-    int64_t group = ir_attr_int(c->n, "group", 1);
+    int64_t group = j.w.group;
     j.cg = x->shape.dim[1] / group;
     j.mg = wt->shape.dim[1];
     j.dt = x->dtype;

@@ -30,7 +30,50 @@ static bool is_unsigned(smelt_dtype t)
 {
     return t == SMELT_U8 || t == SMELT_U16 || t == SMELT_U32 || t == SMELT_U64;
 }
-static double attr_f(const ir_node *n, const char *name, double def) { return ir_attr_float(n, name, (float)def); }
+smelt_status parse_elementwise(const ir_graph *g, const ir_node *n, void *params)
+{
+    (void)g;
+    elementwise_params *p = params;
+    float alpha = 1.0f;
+    if (n->op == OP_LeakyRelu) alpha = 0.01f;
+    else if (n->op == OP_Selu) alpha = 1.67326319217681884765625f;
+    else if (n->op == OP_HardSigmoid) alpha = 0.2f;
+    p->alpha = ir_attr_float(n, "alpha", alpha);
+    p->beta = ir_attr_float(n, "beta", 0.5f);
+    p->gamma = ir_attr_float(n, "gamma", 1.05070102214813232421875f);
+    p->lambd = ir_attr_float(n, "lambd", 0.5f);
+    p->bias = ir_attr_float(n, "bias", 0.0f);
+    p->has_min = ir_attr_find(n, "min") != NULL;
+    p->has_max = ir_attr_find(n, "max") != NULL;
+    p->min = ir_attr_float(n, "min", 0.0f);
+    p->max = ir_attr_float(n, "max", 0.0f);
+    if (n->op == OP_Cast) {
+        const ir_attr *a = ir_attr_find(n, "to");
+        if (!a || a->type != IR_ATTR_INT) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'to' is required");
+        p->to = (smelt_dtype)a->i;
+    }
+    p->fmod = ir_attr_int(n, "fmod", 0) != 0;
+    const char *approx = ir_attr_string(n, "approximate", "none");
+    if (n->op == OP_Gelu && strcmp(approx, "none") && strcmp(approx, "tanh"))
+        return ir_node_fail(n, SMELT_ERR_MODEL, "approximate '%.40s' must be none or tanh", approx);
+    p->gelu_tanh = approx[0] == 't';
+    p->detect_positive = ir_attr_int(n, "detect_positive", 1) != 0;
+    p->detect_negative = ir_attr_int(n, "detect_negative", 1) != 0;
+    const char *dir = ir_attr_string(n, "direction", "LEFT");
+    if (n->op == OP_BitShift && strcmp(dir, "LEFT") && strcmp(dir, "RIGHT"))
+        return ir_node_fail(n, SMELT_ERR_MODEL, "direction '%.40s' must be LEFT or RIGHT", dir);
+    p->shift_left = dir[0] == 'L';
+    return SMELT_OK;
+}
+
+/* Node n's params in a scalar function, which has no graph: parse_elementwise
+ * reads none, so a node added after inference is parsed with none. NULL only
+ * where the parse fails, which shape inference reported first. */
+static const elementwise_params *scalar_params(const ir_node *n, elementwise_params *scratch)
+{
+    const void *v;
+    return ir_node_params_get(NULL, n, scratch, &v) == SMELT_OK ? v : NULL;
+}
 
 /* Clamp to [0, 1]. */
 static kir_val saturate(kir_kernel *k, kir_val x)
@@ -62,7 +105,10 @@ kir_val scalar_Identity(kir_kernel *k, const ir_node *n, const kir_val *in)
 
 kir_val scalar_Cast(kir_kernel *k, const ir_node *n, const kir_val *in)
 {
-    return kir_cast(k, (smelt_dtype)ir_attr_int(n, "to", SMELT_F32), in[0]);
+    elementwise_params scratch;
+    const elementwise_params *p = scalar_params(n, &scratch);
+    if (!p) return 0;
+    return kir_cast(k, p->to, in[0]);
 }
 
 kir_val scalar_Where(kir_kernel *k, const ir_node *n, const kir_val *in)
@@ -117,11 +163,14 @@ kir_val scalar_Div(kir_kernel *k, const ir_node *n, const kir_val *in)
  * sign of the divisor. */
 kir_val scalar_Mod(kir_kernel *k, const ir_node *n, const kir_val *in)
 {
+    elementwise_params scratch;
+    const elementwise_params *p = scalar_params(n, &scratch);
+    if (!p) return 0;
     kir_val a = in[0], b = in[1];
     smelt_dtype t = type_of(k, a);
     bool fl = kir_is_float(t);
     kir_val r = fl ? bin(k, KIR_MOD, a, b) : int_div(k, a, b, true);
-    if (ir_attr_int(n, "fmod", 0) || is_unsigned(t)) return r;
+    if (p->fmod || is_unsigned(t)) return r;
     kir_val zero = kir_const_i(k, t, 0);
     kir_val fix = bin(k, KIR_AND, bin(k, KIR_NE, r, zero),
                       bin(k, KIR_NE, bin(k, KIR_LT, r, zero), bin(k, KIR_LT, b, zero)));
@@ -252,21 +301,30 @@ kir_val scalar_Relu(kir_kernel *k, const ir_node *n, const kir_val *in)
 
 kir_val scalar_LeakyRelu(kir_kernel *k, const ir_node *n, const kir_val *in)
 {
+    elementwise_params scratch;
+    const elementwise_params *p = scalar_params(n, &scratch);
+    if (!p) return 0;
     kir_val x = in[0];
-    return kir_select(k, bin(k, KIR_LT, x, cf(k, x, 0.0)), mul(k, cf(k, x, attr_f(n, "alpha", 0.01)), x), x);
+    return kir_select(k, bin(k, KIR_LT, x, cf(k, x, 0.0)), mul(k, cf(k, x, p->alpha), x), x);
 }
 
 kir_val scalar_Elu(kir_kernel *k, const ir_node *n, const kir_val *in)
 {
+    elementwise_params scratch;
+    const elementwise_params *p = scalar_params(n, &scratch);
+    if (!p) return 0;
     kir_val x = in[0];
-    kir_val neg = mul(k, cf(k, x, attr_f(n, "alpha", 1.0)), sub(k, un(k, KIR_EXP, x), cf(k, x, 1.0)));
+    kir_val neg = mul(k, cf(k, x, p->alpha), sub(k, un(k, KIR_EXP, x), cf(k, x, 1.0)));
     return kir_select(k, bin(k, KIR_LT, x, cf(k, x, 0.0)), neg, x);
 }
 
 kir_val scalar_Selu(kir_kernel *k, const ir_node *n, const kir_val *in)
 {
+    elementwise_params scratch;
+    const elementwise_params *p = scalar_params(n, &scratch);
+    if (!p) return 0;
     kir_val x = in[0];
-    double alpha = attr_f(n, "alpha", 1.67326319217681884765625), gamma = attr_f(n, "gamma", 1.05070102214813232421875);
+    double alpha = p->alpha, gamma = p->gamma;
     kir_val neg = sub(k, mul(k, cf(k, x, alpha), un(k, KIR_EXP, x)), cf(k, x, alpha));
     kir_val r = kir_select(k, bin(k, KIR_GT, x, cf(k, x, 0.0)), x, neg);
     return mul(k, cf(k, x, gamma), r);
@@ -274,21 +332,30 @@ kir_val scalar_Selu(kir_kernel *k, const ir_node *n, const kir_val *in)
 
 kir_val scalar_Celu(kir_kernel *k, const ir_node *n, const kir_val *in)
 {
-    kir_val x = in[0], a = cf(k, x, attr_f(n, "alpha", 1.0)), zero = cf(k, x, 0.0);
+    elementwise_params scratch;
+    const elementwise_params *p = scalar_params(n, &scratch);
+    if (!p) return 0;
+    kir_val x = in[0], a = cf(k, x, p->alpha), zero = cf(k, x, 0.0);
     kir_val neg = mul(k, a, sub(k, un(k, KIR_EXP, fdiv(k, x, a)), cf(k, x, 1.0)));
     return add(k, bin(k, KIR_MAX, x, zero), bin(k, KIR_MIN, neg, zero));
 }
 
 kir_val scalar_ThresholdedRelu(kir_kernel *k, const ir_node *n, const kir_val *in)
 {
+    elementwise_params scratch;
+    const elementwise_params *p = scalar_params(n, &scratch);
+    if (!p) return 0;
     kir_val x = in[0];
-    return kir_select(k, bin(k, KIR_GT, x, cf(k, x, attr_f(n, "alpha", 1.0))), x, cf(k, x, 0.0));
+    return kir_select(k, bin(k, KIR_GT, x, cf(k, x, p->alpha)), x, cf(k, x, 0.0));
 }
 
 kir_val scalar_Shrink(kir_kernel *k, const ir_node *n, const kir_val *in)
 {
+    elementwise_params scratch;
+    const elementwise_params *p = scalar_params(n, &scratch);
+    if (!p) return 0;
     kir_val x = in[0];
-    double lambd = attr_f(n, "lambd", 0.5), bias = attr_f(n, "bias", 0.0);
+    double lambd = p->lambd, bias = p->bias;
     smelt_dtype t = type_of(k, x);
     if (!kir_is_float(t)) {
         /* Integer inputs: compare and shift in float64, convert back. */
@@ -323,9 +390,12 @@ kir_val scalar_Mish(kir_kernel *k, const ir_node *n, const kir_val *in)
 /* Opset < 11 gives min/max as attributes; later opsets as optional inputs. */
 kir_val scalar_Clip(kir_kernel *k, const ir_node *n, const kir_val *in)
 {
+    elementwise_params scratch;
+    const elementwise_params *p = scalar_params(n, &scratch);
+    if (!p) return 0;
     kir_val x = in[0], lo = in[1], hi = in[2];
-    if (ir_attr_find(n, "min")) lo = cf(k, x, attr_f(n, "min", 0.0));
-    if (ir_attr_find(n, "max")) hi = cf(k, x, attr_f(n, "max", 0.0));
+    if (p->has_min) lo = cf(k, x, p->min);
+    if (p->has_max) hi = cf(k, x, p->max);
     if (lo) x = bin(k, KIR_MAX, x, lo);
     if (hi) x = bin(k, KIR_MIN, x, hi);
     return x;
@@ -333,8 +403,11 @@ kir_val scalar_Clip(kir_kernel *k, const ir_node *n, const kir_val *in)
 
 kir_val scalar_HardSigmoid(kir_kernel *k, const ir_node *n, const kir_val *in)
 {
+    elementwise_params scratch;
+    const elementwise_params *p = scalar_params(n, &scratch);
+    if (!p) return 0;
     kir_val x = in[0];
-    kir_val y = add(k, mul(k, cf(k, x, attr_f(n, "alpha", 0.2)), x), cf(k, x, attr_f(n, "beta", 0.5)));
+    kir_val y = add(k, mul(k, cf(k, x, p->alpha), x), cf(k, x, p->beta));
     return saturate(k, y);
 }
 
@@ -348,10 +421,12 @@ kir_val scalar_HardSwish(kir_kernel *k, const ir_node *n, const kir_val *in)
 
 kir_val scalar_Gelu(kir_kernel *k, const ir_node *n, const kir_val *in)
 {
+    elementwise_params scratch;
+    const elementwise_params *p = scalar_params(n, &scratch);
+    if (!p) return 0;
     kir_val x = in[0], half = cf(k, x, 0.5), one = cf(k, x, 1.0);
-    const char *approx = ir_attr_string(n, "approximate", "none");
     kir_val t;
-    if (approx[0] == 't') {
+    if (p->gelu_tanh) {
         kir_val x3 = mul(k, mul(k, x, x), x);
         kir_val inner = mul(k, cf(k, x, sqrt(2.0 / M_PI)), add(k, x, mul(k, cf(k, x, 0.044715), x3)));
         t = un(k, KIR_TANH, inner);
@@ -363,9 +438,12 @@ kir_val scalar_Gelu(kir_kernel *k, const ir_node *n, const kir_val *in)
 
 kir_val scalar_IsInf(kir_kernel *k, const ir_node *n, const kir_val *in)
 {
+    elementwise_params scratch;
+    const elementwise_params *p = scalar_params(n, &scratch);
+    if (!p) return 0;
     kir_val x = in[0];
     kir_val inf = un(k, KIR_ISINF, x);
-    bool pos = ir_attr_int(n, "detect_positive", 1) != 0, neg = ir_attr_int(n, "detect_negative", 1) != 0;
+    bool pos = p->detect_positive, neg = p->detect_negative;
     if (pos && neg) return inf;
     if (!pos && !neg) return kir_const_i(k, SMELT_BOOL, 0);
     return bin(k, KIR_AND, inf, bin(k, pos ? KIR_GT : KIR_LT, x, cf(k, x, 0.0)));
@@ -400,9 +478,12 @@ kir_val scalar_BitwiseNot(kir_kernel *k, const ir_node *n, const kir_val *in)
 /* Shifting by the type's width or more gives 0 (C leaves it undefined). */
 kir_val scalar_BitShift(kir_kernel *k, const ir_node *n, const kir_val *in)
 {
+    elementwise_params scratch;
+    const elementwise_params *p = scalar_params(n, &scratch);
+    if (!p) return 0;
     kir_val x = in[0], s = in[1];
     smelt_dtype t = type_of(k, x);
-    bool left = ir_attr_string(n, "direction", "LEFT")[0] == 'L';
+    bool left = p->shift_left;
     kir_val width = kir_const_i(k, t, (int64_t)smelt_dtype_size(t) * 8);
     kir_val big = bin(k, KIR_GE, s, width);
     kir_val safe = kir_select(k, big, kir_const_i(k, t, 0), s);
@@ -420,8 +501,11 @@ smelt_status infer_Swish(ir_graph *g, int node)
 
 kir_val scalar_Swish(kir_kernel *k, const ir_node *n, const kir_val *in)
 {
+    elementwise_params scratch;
+    const elementwise_params *p = scalar_params(n, &scratch);
+    if (!p) return 0;
     smelt_dtype dt = kir_v(k, in[0])->type;
-    kir_val ax = bin(k, KIR_MUL, kir_const_f(k, dt, ir_attr_float(n, "alpha", 1.0f)), in[0]);
+    kir_val ax = bin(k, KIR_MUL, kir_const_f(k, dt, p->alpha), in[0]);
     kir_val e = kir_unary(k, KIR_EXP, kir_unary(k, KIR_NEG, ax));
     return bin(k, KIR_DIV, in[0], bin(k, KIR_ADD, kir_const_f(k, dt, 1), e));
 }
@@ -544,9 +628,10 @@ smelt_status infer_Cast(ir_graph *g, int node)
     if (n->op == OP_CastLike) {
         to = ir_in(g, n, 1)->dtype;
     } else {
-        const ir_attr *a = ir_attr_find(n, "to");
-        if (!a || a->type != IR_ATTR_INT) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'to' is required");
-        to = (smelt_dtype)a->i;
+        elementwise_params scratch;
+        const void *p;
+        TRY(ir_node_params_get(g, n, &scratch, &p)); /* checked 'to' is given */
+        to = ((const elementwise_params *)p)->to;
     }
     if (!dtype_supported(to))
         return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "cast to %s is not supported", infer_dtype_str(to));

@@ -11,6 +11,23 @@
 
 #include "lower/lower.h"
 
+/* The attributes of the elementwise ops that have any, parsed once (ir/ops.h
+ * op_params): the scalar functions read them from the node's params. */
+typedef struct elementwise_params {
+    float alpha;            /* LeakyRelu 0.01, Elu/Celu/ThresholdedRelu/Swish 1, Selu 1.67326, HardSigmoid 0.2 */
+    float beta;             /* HardSigmoid 0.5 */
+    float gamma;            /* Selu 1.0507 */
+    float lambd, bias;      /* Shrink: 0.5, 0 */
+    bool has_min, has_max;  /* Clip before opset 11: min, max attributes */
+    float min, max;
+    smelt_dtype to;         /* Cast: required, an ONNX dtype number */
+    bool fmod;              /* Mod, default 0 */
+    bool gelu_tanh;         /* Gelu approximate: "tanh" (else "none", the default) */
+    bool detect_positive, detect_negative; /* IsInf, default 1 */
+    bool shift_left;        /* BitShift direction: LEFT (the default) or RIGHT */
+} elementwise_params;
+smelt_status parse_elementwise(const struct ir_graph *g, const struct ir_node *n, void *params);
+
 /* Shape rules shared by many rows. */
 smelt_status infer_same(struct ir_graph *g, int node); /* output = input 0 (any dtype) */
 smelt_status infer_float(struct ir_graph *g, int node); /* output = input 0, float inputs only */

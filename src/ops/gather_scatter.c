@@ -38,12 +38,35 @@ static kir_val wrap_clamp(kir_kernel *K, kir_val v, int64_t dim)
 
 /* ---- ScatterElements, Scatter, ScatterND --------------------------------- */
 
-typedef enum sc_red { SC_NONE, SC_ADD, SC_MUL, SC_MAX, SC_MIN } sc_red;
+smelt_status parse_gather(const ir_graph *g, const ir_node *n, void *params)
+{
+    (void)g;
+    gather_params *p = params;
+    p->axis = ir_attr_int(n, "axis", 0);
+    p->batch_dims = ir_attr_int(n, "batch_dims", 0);
+    const char *red = ir_attr_string(n, "reduction", "none");
+    if (!strcmp(red, "none")) p->reduction = SC_NONE;
+    else if (!strcmp(red, "add")) p->reduction = SC_ADD;
+    else if (!strcmp(red, "mul")) p->reduction = SC_MUL;
+    else if (!strcmp(red, "max")) p->reduction = SC_MAX;
+    else if (!strcmp(red, "min")) p->reduction = SC_MIN;
+    else return ir_node_fail(n, SMELT_ERR_MODEL, "reduction '%.40s' must be none, add, mul, max or min", red);
+    return SMELT_OK;
+}
+
+/* n's gather_params (ir_node_params_get). */
+static smelt_status gather_params_of(const ir_graph *g, const ir_node *n, gather_params *scratch, const gather_params **p)
+{
+    const void *v;
+    TRY(ir_node_params_get(g, n, scratch, &v));
+    *p = v;
+    return SMELT_OK;
+}
 
 typedef struct sc_job {
     int scratch;
     const ir_shape *data;
-    sc_red red;
+    scatter_reduction red;
     int axis; /* ScatterElements */
 } sc_job;
 
@@ -127,12 +150,10 @@ static void snd_body(lower_ctx *c, const kir_val *unused, void *user)
 static smelt_status scatter_lower(lower_ctx *c, lower_body_fn body, int axis)
 {
     const ir_tensor *x = ir_in(c->g, c->n, 0);
-    const char *red = ir_attr_string(c->n, "reduction", "none");
-    sc_job j = {0, &x->shape, SC_NONE, axis};
-    if (!strcmp(red, "add")) j.red = SC_ADD;
-    else if (!strcmp(red, "mul")) j.red = SC_MUL;
-    else if (!strcmp(red, "max")) j.red = SC_MAX;
-    else if (!strcmp(red, "min")) j.red = SC_MIN;
+    gather_params scratch;
+    const gather_params *p;
+    TRY(gather_params_of(c->g, c->n, &scratch, &p));
+    sc_job j = {0, &x->shape, p->reduction, axis};
     if (ir_tensor_numel(x) == 0) return SMELT_OK;
     j.scratch = lower_scratch(c, x->dtype, ir_tensor_numel(x));
     if (j.scratch < 0) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
@@ -148,7 +169,10 @@ static smelt_status scatter_lower(lower_ctx *c, lower_body_fn body, int axis)
 smelt_status lower_ScatterElements(lower_ctx *c)
 {
     int r = ir_in(c->g, c->n, 0)->shape.rank;
-    int64_t a = ir_attr_int(c->n, "axis", 0);
+    gather_params scratch;
+    const gather_params *p;
+    TRY(gather_params_of(c->g, c->n, &scratch, &p));
+    int64_t a = p->axis;
     return scatter_lower(c, se_body, (int)(a < 0 ? a + r : a));
 }
 
@@ -181,7 +205,10 @@ smelt_status infer_Gather(ir_graph *g, int node)
                             infer_dtype_str(ind->dtype));
     int r = x->shape.rank, q = ind->shape.rank, axis;
     if (r == 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "data must have rank >= 1");
-    TRY(infer_norm_axis(n, ir_attr_int(n, "axis", 0), r, "axis", &axis));
+    gather_params scratch;
+    const gather_params *p;
+    TRY(gather_params_of(g, n, &scratch, &p));
+    TRY(infer_norm_axis(n, p->axis, r, "axis", &axis));
     if (r - 1 + q > IR_MAX_RANK)
         return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "output rank %d exceeds the maximum %d", r - 1 + q, IR_MAX_RANK);
     ir_shape s = {.rank = r - 1 + q};
@@ -215,7 +242,10 @@ smelt_status infer_GatherElements(ir_graph *g, int node)
     if (r == 0 || ind->shape.rank != r)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "data %s and indices %s must have the same rank >= 1",
                             infer_shp(&x->shape, b1), infer_shp(&ind->shape, b2));
-    TRY(infer_norm_axis(n, ir_attr_int(n, "axis", 0), r, "axis", &axis));
+    gather_params scratch;
+    const gather_params *p;
+    TRY(gather_params_of(g, n, &scratch, &p));
+    TRY(infer_norm_axis(n, p->axis, r, "axis", &axis));
     for (int d = 0; d < r; d++)
         if (d != axis && ind->shape.dim[d] > x->shape.dim[d])
             return ir_node_fail(n, SMELT_ERR_SHAPE, "indices %s exceed data %s outside axis %d",
@@ -235,7 +265,10 @@ smelt_status infer_GatherND(ir_graph *g, int node)
     if (ind->dtype != SMELT_I64 && ind->dtype != SMELT_I32)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "indices '%s' must be int32 or int64, got %s", ind->name, infer_dtype_str(ind->dtype));
     int r = x->shape.rank, q = ind->shape.rank;
-    int64_t b = ir_attr_int(n, "batch_dims", 0);
+    gather_params scratch;
+    const gather_params *p;
+    TRY(gather_params_of(g, n, &scratch, &p));
+    int64_t b = p->batch_dims;
     if (q < 1 || r < 1) return ir_node_fail(n, SMELT_ERR_SHAPE, "data and indices must have rank >= 1");
     if (b < 0 || b >= q || b >= r)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "batch_dims %lld must be below the ranks of data (%d) and indices (%d)",
@@ -260,14 +293,6 @@ smelt_status infer_GatherND(ir_graph *g, int node)
     return infer_set_out(g, n, 0, x->dtype, &s);
 }
 
-static smelt_status scatter_reduction(const ir_node *n)
-{
-    const char *red = ir_attr_string(n, "reduction", "none");
-    if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") && strcmp(red, "max") && strcmp(red, "min"))
-        return ir_node_fail(n, SMELT_ERR_MODEL, "reduction '%s' must be none, add, mul, max or min", red);
-    return SMELT_OK;
-}
-
 smelt_status infer_ScatterElements(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
@@ -279,8 +304,11 @@ smelt_status infer_ScatterElements(ir_graph *g, int node)
     if (u->dtype != x->dtype) return ir_node_fail(n, SMELT_ERR_SHAPE, "updates must have the data's dtype");
     char b1[160], b2[160], b3[160];
     bool ok = ind->shape.rank == x->shape.rank && ir_shape_eq(&ind->shape, &u->shape);
+    gather_params scratch;
+    const gather_params *p;
+    TRY(gather_params_of(g, n, &scratch, &p));
     int axis;
-    TRY(infer_norm_axis(n, ir_attr_int(n, "axis", 0), x->shape.rank, "axis", &axis));
+    TRY(infer_norm_axis(n, p->axis, x->shape.rank, "axis", &axis));
     for (int d = 0; ok && d < x->shape.rank; d++) ok = d == axis || ind->shape.dim[d] <= x->shape.dim[d];
     if (!ok)
         return ir_node_fail(n, SMELT_ERR_SHAPE,
@@ -289,7 +317,6 @@ smelt_status infer_ScatterElements(ir_graph *g, int node)
     if (x->shape.dim[axis] == 0 && ir_tensor_numel(ind) > 0)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "axis %d of data is empty", axis);
     TRY(check_const_indices(n, ind, &x->shape.dim[axis], 1, axis));
-    TRY(scatter_reduction(n));
     return infer_set_out(g, n, 0, x->dtype, &x->shape);
 }
 
@@ -314,13 +341,19 @@ smelt_status infer_ScatterND(ir_graph *g, int node)
                             "updates %s must be indices.shape[:-1] + data.shape[k:] for indices %s, data %s",
                             infer_shp(&u->shape, b1), infer_shp(&ind->shape, b2), infer_shp(&x->shape, b3));
     TRY(check_const_indices(n, ind, x->shape.dim, k, 0));
-    TRY(scatter_reduction(n));
     return infer_set_out(g, n, 0, x->dtype, &x->shape);
 }
 
 static const ir_shape *in_shape(const lower_ctx *c, int i) { return &ir_in(c->g, c->n, i)->shape; }
 
 static int norm_axis(int64_t a, int rank) { return (int)(a < 0 ? a + rank : a); }
+
+/* The node's params in an index map (which cannot fail: shape inference parsed them). */
+static const gather_params *elem_params(const lower_ctx *c, gather_params *scratch)
+{
+    const gather_params *p;
+    return gather_params_of(c->g, c->n, scratch, &p) == SMELT_OK ? p : NULL;
+}
 
 /* The index is read at run time: negative counts from the end, and anything
  * still out of range is clamped so the load stays inside the data. */
@@ -330,7 +363,10 @@ kir_val elem_Gather(lower_ctx *c, int out, const kir_val *idx)
     kir_kernel *k = c->k;
     const ir_shape *xs = in_shape(c, 0), *is = in_shape(c, 1);
     int r = xs->rank, q = is->rank;
-    int axis = norm_axis(ir_attr_int(c->n, "axis", 0), r);
+    gather_params scratch;
+    const gather_params *p = elem_params(c, &scratch);
+    if (!p) return 0;
+    int axis = norm_axis(p->axis, r);
     kir_val ind = kir_cast(k, SMELT_I64, lower_load(c, 1, q ? idx + axis : NULL));
     int64_t dim = xs->dim[axis];
     kir_val neg = kir_binary(k, KIR_LT, ind, kir_idx(k, 0));
@@ -347,7 +383,10 @@ kir_val elem_GatherElements(lower_ctx *c, int out, const kir_val *idx)
     (void)out;
     kir_kernel *k = c->k;
     const ir_shape *xs = in_shape(c, 0);
-    int axis = norm_axis(ir_attr_int(c->n, "axis", 0), xs->rank);
+    gather_params scratch;
+    const gather_params *p = elem_params(c, &scratch);
+    if (!p) return 0;
+    int axis = norm_axis(p->axis, xs->rank);
     int64_t dim = xs->dim[axis];
     kir_val ind = kir_cast(k, SMELT_I64, lower_load(c, 1, idx));
     ind = kir_select(k, kir_binary(k, KIR_LT, ind, kir_idx(k, 0)), kir_add(k, ind, kir_idx(k, dim)), ind);
@@ -364,7 +403,10 @@ kir_val elem_GatherND(lower_ctx *c, int out, const kir_val *idx)
     (void)out;
     kir_kernel *k = c->k;
     const ir_shape *xs = in_shape(c, 0), *is = in_shape(c, 1);
-    int r = xs->rank, q = is->rank, b = (int)ir_attr_int(c->n, "batch_dims", 0);
+    gather_params scratch;
+    const gather_params *p = elem_params(c, &scratch);
+    if (!p) return 0;
+    int r = xs->rank, q = is->rank, b = (int)p->batch_dims;
     int kk = (int)is->dim[q - 1];
     kir_val ind_idx[IR_MAX_RANK], in_idx[IR_MAX_RANK];
     for (int d = 0; d < q - 1; d++) ind_idx[d] = idx[d];

@@ -11,6 +11,18 @@
 
 #include "lower/lower.h"
 
+typedef enum scatter_reduction { SC_NONE, SC_ADD, SC_MUL, SC_MAX, SC_MIN } scatter_reduction;
+
+/* The attributes of Gather, GatherElements, GatherND and the scatters, parsed
+ * once (ir/ops.h op_params); the shape rules check axis and batch_dims
+ * against the ranks. */
+typedef struct gather_params {
+    int64_t axis;                  /* as written, default 0 */
+    int64_t batch_dims;            /* GatherND, default 0 */
+    scatter_reduction reduction;   /* the scatters: default none */
+} gather_params;
+smelt_status parse_gather(const struct ir_graph *g, const struct ir_node *n, void *params);
+
 smelt_status infer_Gather(struct ir_graph *g, int node);
 smelt_status infer_GatherElements(struct ir_graph *g, int node);
 smelt_status infer_GatherND(struct ir_graph *g, int node);

@@ -165,10 +165,14 @@ smelt_status lower_gpu_Gemm(lower_ctx *c)
     const ir_tensor *a = ir_in(c->g, c->n, 0);
     const ir_shape *out = &c->g->tensors[c->n->out[0]].shape;
     gmm j = {.batch = out, .dt = a->dtype, .gemm = true, .load_a = mm_load_a, .load_b = mm_load_b, .store = mm_store};
-    j.ta = ir_attr_int(c->n, "transA", 0) != 0;
-    j.tb = ir_attr_int(c->n, "transB", 0) != 0;
-    j.alpha = ir_attr_float(c->n, "alpha", 1.0f);
-    j.beta = ir_attr_float(c->n, "beta", 1.0f);
+    gemm_params scratch;
+    const void *pv;
+    TRY(ir_node_params_get(c->g, c->n, &scratch, &pv));
+    const gemm_params *p = pv;
+    j.ta = p->trans_a;
+    j.tb = p->trans_b;
+    j.alpha = p->alpha;
+    j.beta = p->beta;
     j.m = out->dim[0];
     j.n = out->dim[1];
     j.kk = a->shape.dim[j.ta ? 0 : 1];
@@ -239,7 +243,7 @@ smelt_status lower_gpu_Conv(lower_ctx *c)
     const ir_tensor *x = ir_in(c->g, c->n, 0), *wt = ir_in(c->g, c->n, 1);
     gmm j = {.dt = x->dtype, .load_a = conv_load_a, .load_b = conv_load_b, .store = conv_store};
     TRY(window_geom_get(c->g, c->n, &j.w));
-    int64_t group = ir_attr_int(c->n, "group", 1);
+    int64_t group = j.w.group;
     ir_shape batch = {.rank = 2, .dim = {x->shape.dim[0], group}};
     j.batch = &batch;
     j.nb = 2;

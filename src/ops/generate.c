@@ -21,11 +21,50 @@ static const ir_shape *out_shape(const lower_ctx *c, int o) { return &c->g->tens
 static smelt_dtype out_type(const lower_ctx *c, int o) { return c->g->tensors[c->n->out[o]].dtype; }
 static kir_val bin(kir_kernel *K, kir_op op, kir_val a, kir_val b) { return kir_binary(K, op, a, b); }
 
+smelt_status parse_generate(const ir_graph *g, const ir_node *n, void *params)
+{
+    generate_params *p = params;
+    p->axis = ir_attr_int(n, "axis", -1);
+    p->k = ir_attr_int(n, "k", 0);
+    p->has_dtype = ir_attr_find(n, "dtype") != NULL;
+    p->dtype = (smelt_dtype)ir_attr_int(n, n->op == OP_EyeLike ? "dtype" : "output_datatype", SMELT_F32);
+    p->periodic = ir_attr_int(n, "periodic", 1) != 0;
+    p->value = -1;
+    const ir_attr *a = ir_attr_find(n, "value");
+    if (n->op == OP_ConstantOfShape && a) {
+        if (a->type != IR_ATTR_TENSOR) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'value' must be a tensor");
+        const ir_tensor *v = &g->tensors[a->tensor];
+        if (!dtype_supported(v->dtype))
+            return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "value of dtype %s is not supported", infer_dtype_str(v->dtype));
+        if (ir_tensor_numel(v) != 1 || !v->data)
+            return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'value' must hold one element, got %lld",
+                                (long long)ir_tensor_numel(v));
+        p->value = a->tensor;
+    }
+    p->start = ir_attr_int(n, "start", 0);
+    p->has_end = ir_attr_find(n, "end") != NULL;
+    p->end = ir_attr_int(n, "end", 0);
+    return SMELT_OK;
+}
+
+/* n's generate_params (ir_node_params_get). */
+static smelt_status generate_params_of(const ir_graph *g, const ir_node *n, generate_params *scratch,
+                                       const generate_params **p)
+{
+    const void *v;
+    TRY(ir_node_params_get(g, n, scratch, &v));
+    *p = v;
+    return SMELT_OK;
+}
+
 kir_val elem_OneHot(lower_ctx *c, int out, const kir_val *idx)
 {
     kir_kernel *K = c->k;
     int r = out_shape(c, out)->rank;
-    int64_t a = ir_attr_int(c->n, "axis", -1);
+    generate_params scratch;
+    const generate_params *p;
+    if (generate_params_of(c->g, c->n, &scratch, &p) != SMELT_OK) return 0; /* shape inference parsed them */
+    int64_t a = p->axis;
     int axis = (int)(a < 0 ? a + r : a);
     int64_t depth = (int64_t)ir_const_double(ir_in(c->g, c->n, 1), 0);
     kir_val ii[IR_MAX_RANK];
@@ -41,15 +80,21 @@ kir_val elem_EyeLike(lower_ctx *c, int out, const kir_val *idx)
 {
     kir_kernel *K = c->k;
     smelt_dtype t = out_type(c, out);
-    kir_val diag = bin(K, KIR_EQ, bin(K, KIR_SUB, idx[1], idx[0]), kir_idx(K, ir_attr_int(c->n, "k", 0)));
+    generate_params scratch;
+    const generate_params *p;
+    if (generate_params_of(c->g, c->n, &scratch, &p) != SMELT_OK) return 0; /* shape inference parsed them */
+    kir_val diag = bin(K, KIR_EQ, bin(K, KIR_SUB, idx[1], idx[0]), kir_idx(K, p->k));
     return kir_select(K, diag, kir_const_f(K, t, 1), kir_const_f(K, t, 0));
 }
 
 kir_val elem_Window(lower_ctx *c, int out, const kir_val *idx)
 {
     kir_kernel *K = c->k;
+    generate_params scratch;
+    const generate_params *p;
+    if (generate_params_of(c->g, c->n, &scratch, &p) != SMELT_OK) return 0; /* shape inference parsed them */
     int64_t size = ir_const_int(ir_in(c->g, c->n, 0), 0);
-    double len = (double)(ir_attr_int(c->n, "periodic", 1) ? size : size - 1);
+    double len = (double)(p->periodic ? size : size - 1);
     kir_val x = bin(K, KIR_DIV, bin(K, KIR_MUL, kir_cast(K, SMELT_F64, idx[0]), kir_const_f(K, SMELT_F64, M_PI)),
                     kir_const_f(K, SMELT_F64, len));
     kir_val v;
@@ -124,7 +169,10 @@ smelt_status infer_OneHot(ir_graph *g, int node)
     if (!(d >= 1 && d < 1e12)) return ir_node_fail(n, SMELT_ERR_SHAPE, "depth %g must be >= 1", d);
     int q = ind->shape.rank, axis;
     if (q + 1 > IR_MAX_RANK) return ir_node_fail(n, SMELT_ERR_SHAPE, "output rank %d exceeds %d", q + 1, IR_MAX_RANK);
-    TRY(infer_norm_axis(n, ir_attr_int(n, "axis", -1), q + 1, "axis", &axis));
+    generate_params scratch;
+    const generate_params *p;
+    TRY(generate_params_of(g, n, &scratch, &p));
+    TRY(infer_norm_axis(n, p->axis, q + 1, "axis", &axis));
     ir_shape out = {.rank = q + 1};
     for (int i = 0, j = 0; i <= q; i++) out.dim[i] = i == axis ? (int64_t)d : ind->shape.dim[j++];
     return infer_set_out(g, n, 0, val->dtype, &out);
@@ -138,7 +186,10 @@ smelt_status infer_EyeLike(ir_graph *g, int node)
     TRY(infer_check_dtypes(g, n));
     char b1[160];
     if (x->shape.rank != 2) return ir_node_fail(n, SMELT_ERR_SHAPE, "input %s must be 2-D", infer_shp(&x->shape, b1));
-    smelt_dtype dt = (smelt_dtype)ir_attr_int(n, "dtype", x->dtype);
+    generate_params scratch;
+    const generate_params *p;
+    TRY(generate_params_of(g, n, &scratch, &p));
+    smelt_dtype dt = p->has_dtype ? p->dtype : x->dtype;
     if (!dtype_supported(dt))
         return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "dtype %s is not supported", infer_dtype_str(dt));
     return infer_set_out(g, n, 0, dt, &x->shape);
@@ -153,7 +204,10 @@ smelt_status infer_Window(ir_graph *g, int node)
     if (!infer_is_one_value(s)) return ir_node_fail(n, SMELT_ERR_SHAPE, "size must hold one value");
     int64_t len = ir_const_int(s, 0);
     if (len < 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "size %lld must be >= 0", (long long)len);
-    smelt_dtype dt = (smelt_dtype)ir_attr_int(n, "output_datatype", SMELT_F32);
+    generate_params scratch;
+    const generate_params *p;
+    TRY(generate_params_of(g, n, &scratch, &p));
+    smelt_dtype dt = p->dtype;
     if (!dtype_supported(dt) || dt == SMELT_BOOL)
         return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "output_datatype %s is not supported", infer_dtype_str(dt));
     ir_shape out = {.rank = 1, .dim = {len}};
@@ -180,9 +234,11 @@ kir_val elem_ConstantOfShape(lower_ctx *c, int out, const kir_val *idx)
 {
     (void)idx;
     smelt_dtype t = out_type(c, out);
-    const ir_attr *a = ir_attr_find(c->n, "value");
-    if (!a) return kir_const_f(c->k, t, 0.0);
-    const ir_tensor *v = &c->g->tensors[a->tensor];
+    generate_params scratch;
+    const generate_params *p;
+    if (generate_params_of(c->g, c->n, &scratch, &p) != SMELT_OK) return 0; /* shape inference parsed them */
+    if (p->value < 0) return kir_const_f(c->k, t, 0.0);
+    const ir_tensor *v = &c->g->tensors[p->value];
     if (kir_is_float(t)) return kir_const_f(c->k, t, ir_const_double(v, 0));
     return kir_const_i(c->k, t, ir_const_int(v, 0));
 }
@@ -248,18 +304,10 @@ smelt_status infer_ConstantOfShape(ir_graph *g, int node)
             return ir_node_fail(n, SMELT_ERR_SHAPE, "shape dimension %d is negative (%lld)", i, (long long)dims[i]);
         s.dim[i] = dims[i];
     }
-    smelt_dtype dt = SMELT_F32;
-    const ir_attr *a = ir_attr_find(n, "value");
-    if (a) {
-        if (a->type != IR_ATTR_TENSOR) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'value' must be a tensor");
-        const ir_tensor *v = &g->tensors[a->tensor];
-        if (!dtype_supported(v->dtype))
-            return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "value of dtype %s is not supported", infer_dtype_str(v->dtype));
-        if (ir_tensor_numel(v) != 1 || !v->data)
-            return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'value' must hold one element, got %lld",
-                                (long long)ir_tensor_numel(v));
-        dt = v->dtype;
-    }
+    generate_params scratch;
+    const generate_params *p;
+    TRY(generate_params_of(g, n, &scratch, &p));
+    smelt_dtype dt = p->value < 0 ? SMELT_F32 : g->tensors[p->value].dtype;
     return infer_set_out(g, n, 0, dt, &s);
 }
 
@@ -271,8 +319,11 @@ smelt_status infer_Shape(ir_graph *g, int node)
     if (!infer_shape_known(&x->shape))
         return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "shape %s of input '%s' is not known at compile time",
                             infer_shp(&x->shape, b), x->name);
+    generate_params scratch;
+    const generate_params *p;
+    TRY(generate_params_of(g, n, &scratch, &p));
     int r = x->shape.rank;
-    int64_t start = ir_attr_int(n, "start", 0), end = ir_attr_int(n, "end", r);
+    int64_t start = p->start, end = p->has_end ? p->end : r;
     if (start < 0) start += r;
     if (end < 0) end += r;
     start = start < 0 ? 0 : start > r ? r : start;

@@ -11,6 +11,22 @@
 
 #include "lower/lower.h"
 
+/* The attributes of OneHot, EyeLike, the windows, ConstantOfShape and Shape,
+ * parsed once (ir/ops.h op_params). Constant's value attributes are read by
+ * its shape rule alone, which computes it. */
+typedef struct generate_params {
+    int64_t axis;          /* OneHot: as written, default -1 */
+    int64_t k;             /* EyeLike: the diagonal, default 0 */
+    bool has_dtype;        /* EyeLike: dtype given (else the input's) */
+    smelt_dtype dtype;     /* EyeLike's dtype; the windows' output_datatype (default float) */
+    bool periodic;         /* the windows, default 1 */
+    int value;             /* ConstantOfShape: the one-element tensor of its value attribute, or -1 (float 0) */
+    int64_t start;         /* Shape: default 0 */
+    bool has_end;          /* Shape: end given (else the rank) */
+    int64_t end;
+} generate_params;
+smelt_status parse_generate(const struct ir_graph *g, const struct ir_node *n, void *params);
+
 /* Shape rules of single ops. */
 smelt_status infer_Constant(struct ir_graph *g, int node);
 smelt_status infer_ConstantOfShape(struct ir_graph *g, int node);

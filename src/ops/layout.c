@@ -36,11 +36,73 @@ kir_val elem_Reshape(lower_ctx *c, int out, const kir_val *idx)
     return lower_load(c, 0, in_idx);
 }
 
+/* ---- attributes, parsed once (ir/ops.h op_params) ------------------------ */
+
+static const char *pad_modes[] = {"constant", "reflect", "edge", "wrap"};
+
+smelt_status parse_layout(const ir_graph *g, const ir_node *n, void *params)
+{
+    (void)g;
+    layout_params *p = params;
+    const ir_attr *aa = ir_attr_find(n, "axis");
+    if (n->op == OP_Concat && !aa) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'axis' is required");
+    p->axis = ir_attr_int(n, "axis", n->op == OP_Flatten ? 1 : 0);
+    p->has_num_outputs = ir_attr_find(n, "num_outputs") != NULL;
+    p->num_outputs = ir_attr_int(n, "num_outputs", n->n_out);
+    const int64_t *v;
+    p->n_perm = ir_attr_ints(n, "perm", &v);
+    for (int i = 0; i < p->n_perm && i < IR_MAX_RANK; i++) p->perm[i] = v[i] < -1 || v[i] > IR_MAX_RANK ? -1 : (int)v[i];
+    if (n->op == OP_DepthToSpace || n->op == OP_SpaceToDepth) {
+        const ir_attr *ba = ir_attr_find(n, "blocksize");
+        if (!ba || ba->type != IR_ATTR_INT || ba->i < 1 || ba->i > (1 << 20))
+            return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'blocksize' (1..2^20) is required");
+        p->blocksize = ba->i;
+    }
+    const char *mode = ir_attr_string(n, "mode", n->op == OP_Pad ? "constant" : "DCR");
+    if (n->op == OP_DepthToSpace) {
+        if (strcmp(mode, "DCR") != 0 && strcmp(mode, "CRD") != 0)
+            return ir_node_fail(n, SMELT_ERR_MODEL, "mode '%.40s' is neither DCR nor CRD", mode);
+        p->crd = mode[0] == 'C';
+    }
+    if (n->op == OP_Pad) {
+        int m = -1;
+        for (int i = 0; i < 4; i++)
+            if (strcmp(mode, pad_modes[i]) == 0) m = i;
+        if (m < 0) return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "pad mode '%.40s' is not supported", mode);
+        p->mode = (pad_mode)m;
+    }
+    p->value = ir_attr_float(n, "value", 0.0f);
+    p->allowzero = ir_attr_int(n, "allowzero", 0) != 0;
+    p->upper = ir_attr_int(n, "upper", 1) != 0;
+    p->n_axes = n->op == OP_CenterCropPad ? ir_attr_ints(n, "axes", &v) : -1;
+    if (p->n_axes > IR_MAX_RANK)
+        return ir_node_fail(n, SMELT_ERR_MODEL, "attribute axes has %d values, at most %d", p->n_axes, IR_MAX_RANK);
+    for (int i = 0; i < p->n_axes; i++) p->axes[i] = v[i];
+    p->lists_are_attrs = ir_attr_find(n, n->op == OP_Pad ? "pads" : "starts") != NULL;
+    return SMELT_OK;
+}
+
+/* n's layout_params (ir_node_params_get). */
+static smelt_status layout_params_of(const ir_graph *g, const ir_node *n, layout_params *scratch, const layout_params **p)
+{
+    const void *v;
+    TRY(ir_node_params_get(g, n, scratch, &v));
+    *p = v;
+    return SMELT_OK;
+}
+
+/* The node's params in an index map (which cannot fail: shape inference parsed them). */
+static const layout_params *elem_params(const lower_ctx *c, layout_params *scratch)
+{
+    const layout_params *p;
+    return layout_params_of(c->g, c->n, scratch, &p) == SMELT_OK ? p : NULL;
+}
+
 kir_val elem_Transpose(lower_ctx *c, int out, const kir_val *idx)
 {
     (void)out;
     int r = in_shape(c, 0)->rank, perm[IR_MAX_RANK];
-    transpose_perm(c->n, r, perm);
+    if (transpose_perm(c->g, c->n, r, perm) != r) return 0; /* shape inference checked it */
     kir_val in_idx[IR_MAX_RANK];
     for (int i = 0; i < r; i++) in_idx[perm[i]] = idx[i];
     return lower_load(c, 0, in_idx);
@@ -71,8 +133,11 @@ kir_val elem_Dropout(lower_ctx *c, int out, const kir_val *idx)
 kir_val elem_Concat(lower_ctx *c, int out, const kir_val *idx)
 {
     kir_kernel *k = c->k;
+    layout_params scratch;
+    const layout_params *p = elem_params(c, &scratch);
+    if (!p) return 0;
     int r = out_shape(c, out)->rank;
-    int axis = norm_axis(ir_attr_int(c->n, "axis", 0), r);
+    int axis = norm_axis(p->axis, r);
     int64_t off[64];
     int64_t o = 0;
     int last = -1;
@@ -97,8 +162,11 @@ kir_val elem_Concat(lower_ctx *c, int out, const kir_val *idx)
 
 kir_val elem_Split(lower_ctx *c, int out, const kir_val *idx)
 {
+    layout_params scratch;
+    const layout_params *p = elem_params(c, &scratch);
+    if (!p) return 0;
     int r = in_shape(c, 0)->rank;
-    int axis = norm_axis(ir_attr_int(c->n, "axis", 0), r);
+    int axis = norm_axis(p->axis, r);
     int64_t off = 0;
     for (int o = 0; o < out; o++)
         if (c->n->out[o] >= 0) off += out_shape(c, o)->dim[axis];
@@ -129,9 +197,12 @@ static kir_val imod(kir_kernel *k, kir_val a, int64_t b) { return kir_binary(k, 
 kir_val elem_DepthToSpace(lower_ctx *c, int out, const kir_val *idx)
 {
     kir_kernel *k = c->k;
-    int64_t b = ir_attr_int(c->n, "blocksize", 1), oc = out_shape(c, out)->dim[1];
+    layout_params scratch;
+    const layout_params *p = elem_params(c, &scratch);
+    if (!p) return 0;
+    int64_t b = p->blocksize, oc = out_shape(c, out)->dim[1];
     kir_val off = kir_add(k, kir_mul(k, imod(k, idx[2], b), kir_idx(k, b)), imod(k, idx[3], b));
-    kir_val ch = ir_attr_string(c->n, "mode", "DCR")[0] == 'C'
+    kir_val ch = p->crd
                      ? kir_add(k, kir_mul(k, idx[1], kir_idx(k, b * b)), off)
                      : kir_add(k, kir_mul(k, off, kir_idx(k, oc)), idx[1]);
     kir_val in_idx[4] = {idx[0], ch, idiv(k, idx[2], b), idiv(k, idx[3], b)};
@@ -143,7 +214,10 @@ kir_val elem_SpaceToDepth(lower_ctx *c, int out, const kir_val *idx)
 {
     (void)out;
     kir_kernel *k = c->k;
-    int64_t b = ir_attr_int(c->n, "blocksize", 1), ic = in_shape(c, 0)->dim[1];
+    layout_params scratch;
+    const layout_params *p = elem_params(c, &scratch);
+    if (!p) return 0;
+    int64_t b = p->blocksize, ic = in_shape(c, 0)->dim[1];
     kir_val blk = idiv(k, idx[1], ic);
     kir_val in_idx[4] = {idx[0], imod(k, idx[1], ic),
                          kir_add(k, kir_mul(k, idx[2], kir_idx(k, b)), idiv(k, blk, b)),
@@ -187,7 +261,10 @@ kir_val elem_Pad(lower_ctx *c, int out, const kir_val *idx)
             for (int j = 0; j < v->shape.rank; j++) zeros[j] = kir_idx(k, 0);
             fill = lower_load(c, 2, zeros);
         } else {
-            fill = kir_const_f(k, t, ir_attr_float(c->n, "value", 0.0f));
+            layout_params scratch;
+            const layout_params *p = elem_params(c, &scratch);
+            if (!p) return 0;
+            fill = kir_const_f(k, t, p->value);
         }
         if (ir_shape_numel(xs) == 0) return fill;
     }
@@ -228,8 +305,10 @@ kir_val elem_Pad(lower_ctx *c, int out, const kir_val *idx)
 bool insert_Concat(const ir_graph *g, const ir_node *n, int input, int64_t *offset)
 {
     const ir_tensor *x = ir_in(g, n, input);
-    if (!x) return false;
-    int r = x->shape.rank, axis = norm_axis(ir_attr_int(n, "axis", 0), r);
+    layout_params scratch;
+    const layout_params *p;
+    if (!x || layout_params_of(g, n, &scratch, &p) != SMELT_OK) return false;
+    int r = x->shape.rank, axis = norm_axis(p->axis, r);
     for (int d = 0; d < r; d++) offset[d] = 0;
     for (int i = 0; i < input; i++)
         if (ir_in(g, n, i)) offset[axis] += ir_in(g, n, i)->shape.dim[axis];
@@ -285,7 +364,10 @@ smelt_status infer_Reshape(ir_graph *g, int node)
     if (!infer_shape_known(&x->shape))
         return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "shape %s of input '%s' is not known at compile time",
                             infer_shp(&x->shape, b1), x->name);
-    bool allowzero = ir_attr_int(n, "allowzero", 0) != 0;
+    layout_params scratch;
+    const layout_params *p;
+    TRY(layout_params_of(g, n, &scratch, &p));
+    bool allowzero = p->allowzero;
     ir_shape s = {.rank = cnt};
     int infer_at = -1;
     int64_t known = 1;
@@ -329,7 +411,10 @@ smelt_status infer_Flatten(ir_graph *g, int node)
     TRY(infer_check_dtypes(g, n));
     const ir_tensor *x = ir_in(g, n, 0);
     int r = x->shape.rank;
-    int64_t axis = ir_attr_int(n, "axis", 1);
+    layout_params scratch;
+    const layout_params *p;
+    TRY(layout_params_of(g, n, &scratch, &p));
+    int64_t axis = p->axis;
     if (axis < -r || axis > r)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "axis %lld is out of range for rank %d (valid: %d..%d)", (long long)axis, r,
                             -r, r);
@@ -395,15 +480,17 @@ smelt_status infer_Unsqueeze(ir_graph *g, int node)
 }
 
 /* Transpose's permutation: the `perm` attribute, or the reversed axes. */
-int transpose_perm(const ir_node *n, int rank, int *perm)
+int transpose_perm(const ir_graph *g, const ir_node *n, int rank, int *perm)
 {
-    const int64_t *p;
-    int cnt = ir_attr_ints(n, "perm", &p);
+    layout_params scratch;
+    const layout_params *p;
+    if (layout_params_of(g, n, &scratch, &p) != SMELT_OK) return -1;
+    int cnt = p->n_perm;
     if (cnt < 0) {
         for (int i = 0; i < rank; i++) perm[i] = rank - 1 - i;
         return rank;
     }
-    for (int i = 0; i < cnt && i < IR_MAX_RANK; i++) perm[i] = (int)p[i];
+    for (int i = 0; i < cnt && i < IR_MAX_RANK; i++) perm[i] = p->perm[i];
     return cnt;
 }
 
@@ -413,7 +500,11 @@ smelt_status infer_Transpose(ir_graph *g, int node)
     TRY(infer_check_dtypes(g, n));
     const ir_tensor *x = ir_in(g, n, 0);
     int r = x->shape.rank, perm[IR_MAX_RANK];
-    int cnt = transpose_perm(n, r, perm);
+    layout_params scratch;
+    const layout_params *p;
+    TRY(layout_params_of(g, n, &scratch, &p)); /* then transpose_perm finds them */
+    (void)p;
+    int cnt = transpose_perm(g, n, r, perm);
     if (cnt != r) return ir_node_fail(n, SMELT_ERR_SHAPE, "perm has %d entries for an input of rank %d", cnt, r);
     bool seen[IR_MAX_RANK] = {false};
     ir_shape s = {.rank = r};
@@ -453,10 +544,11 @@ smelt_status infer_Concat(ir_graph *g, int node)
     TRY(infer_same_dtype(g, n, 0, n->n_in - 1));
     const ir_tensor *x = ir_in(g, n, 0);
     if (!x) return ir_node_fail(n, SMELT_ERR_MODEL, "input 0 is required");
-    const ir_attr *aa = ir_attr_find(n, "axis");
-    if (!aa) return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'axis' is required");
+    layout_params scratch;
+    const layout_params *p;
+    TRY(layout_params_of(g, n, &scratch, &p));
     int r = x->shape.rank, axis;
-    TRY(infer_norm_axis(n, aa->i, r, "axis", &axis));
+    TRY(infer_norm_axis(n, p->axis, r, "axis", &axis));
     ir_shape s = x->shape;
     s.dim[axis] = 0;
     for (int i = 0; i < n->n_in; i++) {
@@ -479,8 +571,11 @@ smelt_status infer_Split(ir_graph *g, int node)
     const ir_node *n = &g->nodes[node];
     TRY(infer_check_dtypes(g, n));
     const ir_tensor *x = ir_in(g, n, 0);
+    layout_params scratch;
+    const layout_params *p;
+    TRY(layout_params_of(g, n, &scratch, &p));
     int r = x->shape.rank, axis;
-    TRY(infer_norm_axis(n, ir_attr_int(n, "axis", 0), r, "axis", &axis));
+    TRY(infer_norm_axis(n, p->axis, r, "axis", &axis));
     int64_t dim = x->shape.dim[axis];
     smelt_status st;
     int64_t sizes[MAX_LIST];
@@ -499,11 +594,11 @@ smelt_status infer_Split(ir_graph *g, int node)
             return ir_node_fail(n, SMELT_ERR_SHAPE, "split sizes sum to %lld, but axis %d of %s has size %lld",
                                 (long long)sum, axis, infer_shp(&x->shape, b), (long long)dim);
     } else {
-        int64_t parts = ir_attr_int(n, "num_outputs", n->n_out);
+        int64_t parts = p->num_outputs;
         if (parts != n->n_out)
             return ir_node_fail(n, SMELT_ERR_SHAPE, "num_outputs is %lld, but the node has %d outputs", (long long)parts,
                                 n->n_out);
-        if (!ir_attr_find(n, "num_outputs") && dim % parts != 0)
+        if (!p->has_num_outputs && dim % parts != 0)
             return ir_node_fail(n, SMELT_ERR_SHAPE, "axis %d of %s (size %lld) does not split evenly into %lld parts",
                                 axis, infer_shp(&x->shape, b), (long long)dim, (long long)parts);
         /* Opset 18: chunks of ceil(dim / parts), the last one smaller. */
@@ -527,7 +622,10 @@ smelt_status slice_resolve(const ir_graph *g, const ir_node *n, int64_t *start, 
     int r = x->shape.rank;
     smelt_status st;
     int64_t starts[MAX_LIST], ends[MAX_LIST], axes[MAX_LIST], steps[MAX_LIST];
-    bool old = ir_attr_find(n, "starts") != NULL;
+    layout_params scratch;
+    const layout_params *p;
+    TRY(layout_params_of(g, n, &scratch, &p));
+    bool old = p->lists_are_attrs;
     int ns = infer_read_ints(g, n, old ? "starts" : NULL, old ? -1 : 1, "starts", starts, MAX_LIST, &st);
     if (ns == -2) return st;
     int ne = infer_read_ints(g, n, old ? "ends" : NULL, old ? -1 : 2, "ends", ends, MAX_LIST, &st);
@@ -592,17 +690,14 @@ smelt_status infer_DepthToSpace(ir_graph *g, int node)
     const ir_node *n = &g->nodes[node];
     TRY(infer_check_dtypes(g, n));
     const ir_tensor *x = ir_in(g, n, 0);
-    const ir_attr *ba = ir_attr_find(n, "blocksize");
-    if (!ba || ba->type != IR_ATTR_INT || ba->i < 1 || ba->i > (1 << 20))
-        return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'blocksize' (1..2^20) is required");
-    int64_t bs = ba->i;
+    layout_params scratch;
+    const layout_params *p;
+    TRY(layout_params_of(g, n, &scratch, &p));
+    int64_t bs = p->blocksize;
     if (x->shape.rank != 4)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "input %s must have rank 4 (N,C,H,W)", infer_shp(&x->shape, b));
     ir_shape s = x->shape;
     if (n->op == OP_DepthToSpace) {
-        const char *mode = ir_attr_string(n, "mode", "DCR");
-        if (strcmp(mode, "DCR") != 0 && strcmp(mode, "CRD") != 0)
-            return ir_node_fail(n, SMELT_ERR_MODEL, "mode '%s' is neither DCR nor CRD", mode);
         if (s.dim[1] % (bs * bs) != 0)
             return ir_node_fail(n, SMELT_ERR_SHAPE, "channels of %s are not divisible by blocksize^2 = %lld",
                                 infer_shp(&x->shape, b), (long long)(bs * bs));
@@ -640,21 +735,18 @@ smelt_status infer_Tile(ir_graph *g, int node)
     return infer_set_out(g, n, 0, x->dtype, &s);
 }
 
-static const char *pad_modes[] = {"constant", "reflect", "edge", "wrap"};
-
 smelt_status pad_resolve(const ir_graph *g, const ir_node *n, int64_t *begin, int *mode, ir_shape *out)
 {
     char b[160];
     const ir_tensor *x = ir_in(g, n, 0);
     int r = x->shape.rank;
-    const char *m = ir_attr_string(n, "mode", "constant");
-    *mode = -1;
-    for (int i = 0; i < 4; i++)
-        if (strcmp(m, pad_modes[i]) == 0) *mode = i;
-    if (*mode < 0) return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "pad mode '%s' is not supported", m);
+    layout_params scratch;
+    const layout_params *p;
+    TRY(layout_params_of(g, n, &scratch, &p));
+    *mode = (int)p->mode;
     smelt_status st;
     int64_t pads[2 * MAX_LIST], axes[MAX_LIST];
-    bool old = ir_attr_find(n, "pads") != NULL;
+    bool old = p->lists_are_attrs;
     int np = infer_read_ints(g, n, old ? "pads" : NULL, old ? -1 : 1, "pads", pads, 2 * MAX_LIST, &st);
     if (np == -2) return st;
     if (np < 0) return ir_node_fail(n, SMELT_ERR_MODEL, "pads are required");
@@ -685,7 +777,7 @@ smelt_status pad_resolve(const ir_graph *g, const ir_node *n, int64_t *begin, in
                                 (long long)end[a], a, infer_shp(&x->shape, b));
         bool pads_out = begin[a] > 0 || end[a] > 0;
         if (*mode != 0 && pads_out && d == 0)
-            return ir_node_fail(n, SMELT_ERR_SHAPE, "%s padding of axis %d needs a non-empty axis", m, a);
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "%s padding of axis %d needs a non-empty axis", pad_modes[*mode], a);
     }
     return SMELT_OK;
 }
@@ -717,8 +809,11 @@ static smelt_status ccp_target(const ir_graph *g, const ir_node *n, ir_shape *ou
     smelt_status st;
     int cnt = infer_read_int_input(g, n, 1, "shape", sz, IR_MAX_RANK, &st);
     if (cnt < 0) return st ? st : ir_node_fail(n, SMELT_ERR_MODEL, "missing input 'shape'");
-    const int64_t *axes;
-    int na = ir_attr_ints(n, "axes", &axes);
+    layout_params scratch;
+    const layout_params *p;
+    TRY(layout_params_of(g, n, &scratch, &p));
+    const int64_t *axes = p->axes;
+    int na = p->n_axes;
     *out = x->shape;
     if (na < 0 && cnt != r)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "shape has %d values for an input of rank %d", cnt, r);
@@ -793,7 +888,10 @@ kir_val elem_Trilu(lower_ctx *c, int out, const kir_val *idx)
     const ir_tensor *x = ir_in(c->g, c->n, 0), *kt = ir_in(c->g, c->n, 1);
     int r = x->shape.rank;
     int64_t k = kt ? ir_const_int(kt, 0) : 0;
-    bool upper = ir_attr_int(c->n, "upper", 1) != 0;
+    layout_params scratch;
+    const layout_params *p = elem_params(c, &scratch);
+    if (!p) return 0;
+    bool upper = p->upper;
     /* upper: keep j - i >= k; lower: keep j - i <= k */
     kir_val diff = kir_binary(K, KIR_SUB, idx[r - 1], idx[r - 2]);
     kir_val keep = kir_binary(K, upper ? KIR_GE : KIR_LE, diff, kir_idx(K, k));

@@ -12,6 +12,31 @@
 
 #include "lower/lower.h"
 
+typedef enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP } pad_mode;
+
+/* The attributes of the layout ops, parsed once (ir/ops.h op_params) with
+ * their defaults and the checks that need no shape. The list operands that
+ * are an attribute in old opsets and an input in new ones (Slice's starts,
+ * ends, axes; Pad's pads; Split's split; Squeeze's and Unsqueeze's axes) are
+ * read by infer_read_ints (ops/shape.h), either form, where they are used. */
+typedef struct layout_params {
+    int64_t axis;              /* Concat (required), Split (default 0), Flatten (default 1) */
+    int64_t num_outputs;       /* Split: default the node's output count */
+    bool has_num_outputs;
+    int n_perm;                /* Transpose: -1 when absent (the reversed axes) */
+    int perm[IR_MAX_RANK];
+    int64_t blocksize;         /* DepthToSpace, SpaceToDepth: required, 1..2^20 */
+    bool crd;                  /* DepthToSpace mode: CRD (else DCR, the default) */
+    bool allowzero;            /* Reshape, default 0 */
+    pad_mode mode;             /* Pad, default constant */
+    float value;               /* Pad's fill before opset 11, default 0 */
+    bool upper;                /* Trilu, default 1 */
+    int n_axes;                /* CenterCropPad: -1 when absent (every axis) */
+    int64_t axes[IR_MAX_RANK];
+    bool lists_are_attrs;      /* Slice, Pad: the opset 1..10 form (starts/ends/axes, pads attributes) */
+} layout_params;
+smelt_status parse_layout(const struct ir_graph *g, const struct ir_node *n, void *params);
+
 smelt_status infer_Reshape(struct ir_graph *g, int node);
 smelt_status infer_Flatten(struct ir_graph *g, int node);
 smelt_status infer_Squeeze(struct ir_graph *g, int node);
@@ -37,7 +62,7 @@ smelt_status pad_resolve(const struct ir_graph *g, const struct ir_node *n, int6
                          struct ir_shape *out);
 
 /* Transpose: its permutation (`perm`, or reversed axes); returns its length. */
-int transpose_perm(const struct ir_node *n, int rank, int *perm);
+int transpose_perm(const struct ir_graph *g, const struct ir_node *n, int rank, int *perm);
 
 /* Insert descriptions: the output holds input `input` unchanged at `offset`. */
 bool insert_Concat(const struct ir_graph *g, const struct ir_node *n, int input, int64_t *offset);

@@ -275,15 +275,29 @@ static void pack_body(lower_ctx *c, const kir_val *idx, void *user)
     lower_scratch_store(c, p->scratch, kir_add(K, kir_mul(K, idx[0], kir_idx(K, p->n)), idx[1]), v);
 }
 
+smelt_status parse_Gemm(const ir_graph *g, const ir_node *n, void *params)
+{
+    (void)g;
+    *(gemm_params *)params = (gemm_params){.trans_a = ir_attr_int(n, "transA", 0) != 0,
+                                           .trans_b = ir_attr_int(n, "transB", 0) != 0,
+                                           .alpha = ir_attr_float(n, "alpha", 1.0f),
+                                           .beta = ir_attr_float(n, "beta", 1.0f)};
+    return SMELT_OK;
+}
+
 smelt_status lower_Gemm(lower_ctx *c)
 {
     const ir_tensor *a = ir_in(c->g, c->n, 0), *b = ir_in(c->g, c->n, 1);
     const ir_shape *out = &c->g->tensors[c->n->out[0]].shape;
     mm_job j = {.out = out, .b_packed = -1, .dt = a->dtype, .gemm = true, .nb = 0};
-    j.ta = ir_attr_int(c->n, "transA", 0) != 0;
-    bool tb = j.tb = ir_attr_int(c->n, "transB", 0) != 0;
-    j.alpha = ir_attr_float(c->n, "alpha", 1.0f);
-    j.beta = ir_attr_float(c->n, "beta", 1.0f);
+    gemm_params scratch;
+    const void *pv;
+    TRY(ir_node_params_get(c->g, c->n, &scratch, &pv));
+    const gemm_params *p = pv;
+    j.ta = p->trans_a;
+    bool tb = j.tb = p->trans_b;
+    j.alpha = p->alpha;
+    j.beta = p->beta;
     j.m = out->dim[0];
     j.n = out->dim[1];
     j.kk = a->shape.dim[j.ta ? 0 : 1];
@@ -599,7 +613,10 @@ smelt_status infer_Gemm(ir_graph *g, int node)
     if (a->shape.rank != 2 || bl.rank != 2)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "A and B must be matrices, got %s and %s", infer_shp(&a->shape, s1),
                             infer_shp(&bl, s2));
-    bool ta = ir_attr_int(n, "transA", 0) != 0, tb = ir_attr_int(n, "transB", 0) != 0;
+    gemm_params scratch;
+    const void *pv;
+    TRY(ir_node_params_get(g, n, &scratch, &pv));
+    bool ta = ((const gemm_params *)pv)->trans_a, tb = ((const gemm_params *)pv)->trans_b;
     int64_t m = a->shape.dim[ta ? 1 : 0], ka = a->shape.dim[ta ? 0 : 1];
     int64_t kb = bl.dim[tb ? 1 : 0], nn = bl.dim[tb ? 0 : 1];
     if (!infer_dim_eq(ka, kb))

@@ -8,7 +8,11 @@
 #ifndef SMELT_OPS_MATMUL_H
 #define SMELT_OPS_MATMUL_H
 
+#include "ir/op_params.h"
 #include "lower/lower.h"
+
+/* Gemm's attributes into gemm_params (ir/op_params.h), parsed once (ir/ops.h op_params). */
+smelt_status parse_Gemm(const struct ir_graph *g, const struct ir_node *n, void *params);
 
 smelt_status infer_MatMul(struct ir_graph *g, int node);
 smelt_status infer_Gemm(struct ir_graph *g, int node);

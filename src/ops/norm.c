@@ -22,6 +22,67 @@
 #include "ops/norm.h"
 #include "ops/shape.h"
 
+/* ---- attributes, parsed once (ir/ops.h op_params) ------------------------ */
+
+smelt_status parse_BatchNormalization(const ir_graph *g, const ir_node *n, void *params)
+{
+    (void)g;
+    batchnorm_params *p = params;
+    p->epsilon = ir_attr_float(n, "epsilon", 1e-5f);
+    if (ir_attr_int(n, "training_mode", 0))
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "training_mode=1 is not supported (inference only)");
+    if (ir_attr_int(n, "spatial", 1) != 1) return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "spatial=0 is not supported");
+    return SMELT_OK;
+}
+
+smelt_status parse_norm(const ir_graph *g, const ir_node *n, void *params)
+{
+    (void)g;
+    norm_params *p = params;
+    p->axis = ir_attr_int(n, "axis", -1);
+    p->epsilon = ir_attr_float(n, "epsilon", 1e-5f);
+    p->p = ir_attr_int(n, "p", 2);
+    if (n->op == OP_LpNormalization && p->p != 1 && p->p != 2)
+        return ir_node_fail(n, SMELT_ERR_MODEL, "p = %lld must be 1 or 2", (long long)p->p);
+    int64_t stash = ir_attr_int(n, "stash_type", 1);
+    if (n->op == OP_LayerNormalization && stash != 1 && stash != SMELT_F64)
+        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "stash_type %lld is not supported", (long long)stash);
+    p->stash = stash == SMELT_F64 ? SMELT_F64 : SMELT_F32;
+    p->num_groups = ir_attr_int(n, "num_groups", 0);
+    if (n->op == OP_GroupNormalization && p->num_groups < 1)
+        return ir_node_fail(n, SMELT_ERR_MODEL, "attribute num_groups = %lld must be >= 1 (it is required)",
+                            (long long)p->num_groups);
+    const int64_t *axes;
+    p->n_axes = ir_attr_ints(n, "axes", &axes);
+    if (p->n_axes > IR_MAX_RANK)
+        return ir_node_fail(n, SMELT_ERR_MODEL, "attribute axes has %d values, at most %d", p->n_axes, IR_MAX_RANK);
+    for (int i = 0; i < p->n_axes; i++) p->axes[i] = axes[i];
+    p->size = ir_attr_int(n, "size", 0);
+    if (n->op == OP_LRN && (p->size <= 0 || p->size > SMELT_MAX_ELEMS))
+        return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'size' = %lld must be in 1..2^40", (long long)p->size);
+    p->alpha = ir_attr_float(n, "alpha", 1e-4f);
+    p->beta = ir_attr_float(n, "beta", 0.75f);
+    p->bias = ir_attr_float(n, "bias", 1.0f);
+    const char *red = ir_attr_string(n, "reduction", "mean");
+    if (!strcmp(red, "none")) p->reduction = LOSS_NONE;
+    else if (!strcmp(red, "sum")) p->reduction = LOSS_SUM;
+    else if (!strcmp(red, "mean")) p->reduction = LOSS_MEAN;
+    else if (n->op == OP_NegativeLogLikelihoodLoss || n->op == OP_SoftmaxCrossEntropyLoss)
+        return ir_node_fail(n, SMELT_ERR_MODEL, "reduction '%.40s' must be none, sum or mean", red);
+    p->has_ignore = ir_attr_find(n, "ignore_index") != NULL;
+    p->ignore_index = ir_attr_int(n, "ignore_index", 0);
+    return SMELT_OK;
+}
+
+/* n's norm_params (ir_node_params_get). */
+static smelt_status norm_params_of(const ir_graph *g, const ir_node *n, norm_params *scratch, const norm_params **p)
+{
+    const void *v;
+    TRY(ir_node_params_get(g, n, scratch, &v));
+    *p = v;
+    return SMELT_OK;
+}
+
 typedef struct bn_job {
     smelt_dtype dt;
     double eps;
@@ -45,7 +106,10 @@ static void bn_body(lower_ctx *c, const kir_val *idx, void *user)
 smelt_status lower_BatchNormalization(lower_ctx *c)
 {
     const ir_tensor *x = ir_in(c->g, c->n, 0);
-    bn_job j = {x->dtype, ir_attr_float(c->n, "epsilon", 1e-5f)};
+    batchnorm_params scratch;
+    const void *p;
+    TRY(ir_node_params_get(c->g, c->n, &scratch, &p));
+    bn_job j = {x->dtype, ((const batchnorm_params *)p)->epsilon};
     if (ir_tensor_numel(x) == 0) return SMELT_OK;
     lower_parallel_for(c, &x->shape, 4, bn_body, &j);
     return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
@@ -152,9 +216,11 @@ smelt_status lower_LayerNormalization(lower_ctx *c)
 {
     const ir_tensor *x = ir_in(c->g, c->n, 0);
     int r = x->shape.rank;
-    int64_t a = ir_attr_int(c->n, "axis", -1);
-    ln_job j = {(int)(a < 0 ? a + r : a), r, 1, &x->shape, x->dtype, ir_attr_float(c->n, "epsilon", 1e-5f),
-                ir_in(c->g, c->n, 2) != NULL};
+    norm_params scratch;
+    const norm_params *p;
+    TRY(norm_params_of(c->g, c->n, &scratch, &p));
+    int64_t a = p->axis;
+    ln_job j = {(int)(a < 0 ? a + r : a), r, 1, &x->shape, x->dtype, p->epsilon, ir_in(c->g, c->n, 2) != NULL};
     ir_shape rows = x->shape;
     for (int d = j.axis; d < r; d++) {
         j.cnt *= x->shape.dim[d];
@@ -198,7 +264,10 @@ smelt_status lower_InstanceNormalization(lower_ctx *c)
 {
     const ir_tensor *x = ir_in(c->g, c->n, 0);
     int r = x->shape.rank;
-    ln_job j = {2, r, 1, &x->shape, x->dtype, ir_attr_float(c->n, "epsilon", 1e-5f), true};
+    norm_params scratch;
+    const norm_params *p;
+    TRY(norm_params_of(c->g, c->n, &scratch, &p));
+    ln_job j = {2, r, 1, &x->shape, x->dtype, p->epsilon, true};
     ir_shape rows = x->shape;
     for (int d = 2; d < r; d++) {
         j.cnt *= x->shape.dim[d];
@@ -241,8 +310,11 @@ smelt_status lower_LpNormalization(lower_ctx *c)
 {
     const ir_tensor *x = ir_in(c->g, c->n, 0);
     int r = x->shape.rank;
-    int64_t a = ir_attr_int(c->n, "axis", -1);
-    lp_job j = {(int)(a < 0 ? a + r : a), 0, ir_attr_int(c->n, "p", 2), x->dtype};
+    norm_params scratch;
+    const norm_params *p;
+    TRY(norm_params_of(c->g, c->n, &scratch, &p));
+    int64_t a = p->axis;
+    lp_job j = {(int)(a < 0 ? a + r : a), 0, p->p, x->dtype};
     j.len = x->shape.dim[j.axis];
     if (ir_tensor_numel(x) == 0) return SMELT_OK;
     ir_shape rows = x->shape;
@@ -260,10 +332,9 @@ smelt_status infer_BatchNormalization(ir_graph *g, int node)
     for (int i = 0; i < 5; i++) TRY(infer_need_input(g, n, i, names[i]));
     const ir_tensor *x = ir_in(g, n, 0);
     TRY(infer_need_dtype(n, x, "input", DT_FLOAT));
-    if (ir_attr_int(n, "training_mode", 0))
-        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "training_mode=1 is not supported (inference only)");
-    if (ir_attr_int(n, "spatial", 1) != 1)
-        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "spatial=0 is not supported");
+    batchnorm_params scratch;
+    const void *bp;
+    TRY(ir_node_params_get(g, n, &scratch, &bp)); /* its checks: training_mode, spatial */
     for (int i = 1; i < n->n_out; i++)
         if (infer_has_out(n, i))
             return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "output %d (running/saved statistics) exists only in training mode, which is not supported", i);
@@ -289,11 +360,11 @@ smelt_status infer_LayerNormalization(ir_graph *g, int node)
     TRY(infer_need_input(g, n, 1, "Scale"));
     const ir_tensor *x = ir_in(g, n, 0);
     TRY(infer_need_dtype(n, x, "input", DT_FLOAT));
+    norm_params scratch;
+    const norm_params *p;
+    TRY(norm_params_of(g, n, &scratch, &p));
     int r = x->shape.rank, axis = 0;
-    TRY(infer_axis(n, "axis", ir_attr_int(n, "axis", -1), r, &axis));
-    int64_t stash = ir_attr_int(n, "stash_type", 1);
-    if (stash != 1 && stash != SMELT_F64)
-        return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "stash_type %lld is not supported", (long long)stash);
+    TRY(infer_axis(n, "axis", p->axis, r, &axis));
     ir_shape norm = {.rank = r - axis};
     for (int i = axis; i < r; i++) norm.dim[i - axis] = x->shape.dim[i];
     char s1[160], s2[160];
@@ -309,7 +380,7 @@ smelt_status infer_LayerNormalization(ir_graph *g, int node)
     infer_put_out(g, n, 0, x->dtype, &x->shape);
     ir_shape st = x->shape;
     for (int i = axis; i < r; i++) st.dim[i] = 1;
-    smelt_dtype sdt = stash == 1 ? SMELT_F32 : SMELT_F64;
+    smelt_dtype sdt = p->stash;
     infer_put_out(g, n, 1, sdt, &st);
     infer_put_out(g, n, 2, sdt, &st);
     return SMELT_OK;
@@ -342,10 +413,11 @@ smelt_status infer_LpNormalization(ir_graph *g, int node)
     TRY(infer_need_input(g, n, 0, "input"));
     const ir_tensor *x = ir_in(g, n, 0);
     TRY(infer_need_dtype(n, x, "input", DT_FLOAT));
+    norm_params scratch;
+    const norm_params *p;
+    TRY(norm_params_of(g, n, &scratch, &p));
     int axis = 0;
-    TRY(infer_axis(n, "axis", ir_attr_int(n, "axis", -1), x->shape.rank, &axis));
-    int64_t p = ir_attr_int(n, "p", 2);
-    if (p != 1 && p != 2) return ir_node_fail(n, SMELT_ERR_MODEL, "p = %lld must be 1 or 2", (long long)p);
+    TRY(infer_axis(n, "axis", p->axis, x->shape.rank, &axis));
     infer_put_out(g, n, 0, x->dtype, &x->shape);
     return SMELT_OK;
 }
@@ -360,8 +432,11 @@ smelt_status infer_RMSNormalization(ir_graph *g, int node)
     const ir_tensor *x = ir_in(g, n, 0), *s = ir_in(g, n, 1);
     TRY(infer_need_float(n, x));
     TRY(infer_same_dtype(g, n, 0, 1));
+    norm_params scratch;
+    const norm_params *p;
+    TRY(norm_params_of(g, n, &scratch, &p));
     int axis;
-    TRY(infer_norm_axis(n, ir_attr_int(n, "axis", -1), x->shape.rank, "axis", &axis));
+    TRY(infer_norm_axis(n, p->axis, x->shape.rank, "axis", &axis));
     ir_shape bc;
     char b1[160], b2[160];
     if (!infer_broadcast2(&x->shape, &s->shape, &bc) || !ir_shape_eq(&bc, &x->shape))
@@ -381,8 +456,11 @@ smelt_status infer_GroupNormalization(ir_graph *g, int node)
     char b1[160], b2[160];
     if (x->shape.rank < 2)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "X %s must have rank >= 2 ([N, C, ...])", infer_shp(&x->shape, b1));
-    int64_t groups = ir_attr_int(n, "num_groups", 0), ch = x->shape.dim[1];
-    if (groups <= 0 || ch % groups != 0)
+    norm_params scratch;
+    const norm_params *p;
+    TRY(norm_params_of(g, n, &scratch, &p));
+    int64_t groups = p->num_groups, ch = x->shape.dim[1];
+    if (ch % groups != 0)
         return ir_node_fail(n, SMELT_ERR_MODEL, "num_groups %lld must be positive and divide the %lld channels",
                             (long long)groups, (long long)ch);
     for (int i = 1; i < 3; i++) {
@@ -401,11 +479,13 @@ smelt_status infer_MeanVarianceNormalization(ir_graph *g, int node)
     TRY(infer_need_input(g, n, 0, "X"));
     const ir_tensor *x = ir_in(g, n, 0);
     TRY(infer_need_float(n, x));
-    const int64_t *axes;
-    int cnt = ir_attr_ints(n, "axes", &axes);
+    norm_params scratch;
+    const norm_params *p;
+    TRY(norm_params_of(g, n, &scratch, &p));
+    int cnt = p->n_axes;
     for (int i = 0; i < cnt; i++) {
         int a;
-        TRY(infer_norm_axis(n, axes[i], x->shape.rank, "axis", &a));
+        TRY(infer_norm_axis(n, p->axes[i], x->shape.rank, "axis", &a));
     }
     if (cnt < 0 && x->shape.rank < 4)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "the default axes [0,2,3] need X of rank >= 4, got rank %d",
@@ -422,9 +502,10 @@ smelt_status infer_LRN(ir_graph *g, int node)
     char b1[160];
     if (x->shape.rank < 2)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "X %s must have rank >= 2 ([N, C, ...])", infer_shp(&x->shape, b1));
-    int64_t size = ir_attr_int(n, "size", 0);
-    if (size <= 0 || size > SMELT_MAX_ELEMS)
-        return ir_node_fail(n, SMELT_ERR_MODEL, "attribute 'size' = %lld must be in 1..2^40", (long long)size);
+    norm_params scratch;
+    const norm_params *p;
+    TRY(norm_params_of(g, n, &scratch, &p));
+    (void)p; /* its check: size */
     return infer_set_out(g, n, 0, x->dtype, &x->shape);
 }
 
@@ -452,11 +533,11 @@ smelt_status infer_NegativeLogLikelihoodLoss(ir_graph *g, int node)
                                 infer_shp(&w->shape, b1), (long long)x->shape.dim[1]);
     }
     if (x->shape.dim[1] == 0) return ir_node_fail(n, SMELT_ERR_SHAPE, "input has no classes (C = 0)");
-    const char *red = ir_attr_string(n, "reduction", "mean");
+    norm_params scratch;
+    const norm_params *p;
+    TRY(norm_params_of(g, n, &scratch, &p));
     ir_shape out = {.rank = 0};
-    if (!strcmp(red, "none")) out = t->shape;
-    else if (strcmp(red, "sum") && strcmp(red, "mean"))
-        return ir_node_fail(n, SMELT_ERR_MODEL, "reduction '%s' must be none, sum or mean", red);
+    if (p->reduction == LOSS_NONE) out = t->shape;
     TRY(infer_set_out(g, n, 0, x->dtype, &out));
     return infer_set_out(g, n, 1, x->dtype, &x->shape);
 }
@@ -554,17 +635,23 @@ static smelt_status rn_lower(lower_ctx *c, uint32_t mask, bool rms, double eps)
 smelt_status lower_RMSNormalization(lower_ctx *c)
 {
     int r = ir_in(c->g, c->n, 0)->shape.rank;
-    int64_t a = ir_attr_int(c->n, "axis", -1);
+    norm_params scratch;
+    const norm_params *p;
+    TRY(norm_params_of(c->g, c->n, &scratch, &p));
+    int64_t a = p->axis;
     int axis = (int)(a < 0 ? a + r : a);
     uint32_t mask = (uint32_t)((1u << r) - 1) & ~((1u << axis) - 1);
-    return rn_lower(c, mask, true, ir_attr_float(c->n, "epsilon", 1e-5f));
+    return rn_lower(c, mask, true, p->epsilon);
 }
 
 smelt_status lower_MeanVarianceNormalization(lower_ctx *c)
 {
     int r = ir_in(c->g, c->n, 0)->shape.rank;
-    const int64_t *axes;
-    int cnt = ir_attr_ints(c->n, "axes", &axes);
+    norm_params scratch;
+    const norm_params *p;
+    TRY(norm_params_of(c->g, c->n, &scratch, &p));
+    const int64_t *axes = p->axes;
+    int cnt = p->n_axes;
     uint32_t mask = cnt < 0 ? 0xdu : 0;
     for (int i = 0; i < cnt; i++) mask |= 1u << (axes[i] < 0 ? axes[i] + r : axes[i]);
     return rn_lower(c, mask, false, 1e-9);
@@ -626,8 +713,11 @@ static void gn_body(lower_ctx *c, const kir_val *row, void *user)
 smelt_status lower_GroupNormalization(lower_ctx *c)
 {
     const ir_tensor *x = ir_in(c->g, c->n, 0), *s = ir_in(c->g, c->n, 1);
-    int64_t groups = ir_attr_int(c->n, "num_groups", 1), ch = x->shape.dim[1];
-    gn_job j = {&x->shape, x->dtype, ch / groups, s->shape.dim[0] != ch, ir_attr_float(c->n, "epsilon", 1e-5f)};
+    norm_params scratch;
+    const norm_params *p;
+    TRY(norm_params_of(c->g, c->n, &scratch, &p));
+    int64_t groups = p->num_groups, ch = x->shape.dim[1];
+    gn_job j = {&x->shape, x->dtype, ch / groups, s->shape.dim[0] != ch, p->epsilon};
     if (ir_tensor_numel(x) == 0) return SMELT_OK;
     ir_shape rows = {.rank = 2, .dim = {x->shape.dim[0], groups}};
     lower_parallel_for(c, &rows, 3 * ir_tensor_numel(x) / (x->shape.dim[0] * groups), gn_body, &j);
@@ -666,9 +756,11 @@ static void lrn_body(lower_ctx *c, const kir_val *idx, void *user)
 smelt_status lower_LRN(lower_ctx *c)
 {
     const ir_tensor *x = ir_in(c->g, c->n, 0);
-    int64_t size = ir_attr_int(c->n, "size", 1);
-    lrn_job j = {x->shape.dim[1], (size - 1) / 2, size / 2, ir_attr_float(c->n, "alpha", 1e-4f),
-                 ir_attr_float(c->n, "beta", 0.75f), ir_attr_float(c->n, "bias", 1.0f), size, x->dtype};
+    norm_params scratch;
+    const norm_params *p;
+    TRY(norm_params_of(c->g, c->n, &scratch, &p));
+    int64_t size = p->size;
+    lrn_job j = {x->shape.dim[1], (size - 1) / 2, size / 2, p->alpha, p->beta, p->bias, size, x->dtype};
     if (ir_tensor_numel(x) == 0) return SMELT_OK;
     lower_parallel_for(c, &x->shape, 2 * size, lrn_body, &j);
     return done(c);
@@ -769,9 +861,11 @@ static void logprob_body(lower_ctx *c, const kir_val *row, void *user)
 smelt_status lower_NegativeLogLikelihoodLoss(lower_ctx *c)
 {
     const ir_tensor *x = ir_in(c->g, c->n, 0), *t = ir_in(c->g, c->n, 1);
-    const char *red = ir_attr_string(c->n, "reduction", "mean");
-    loss_job j = {&x->shape, x->dtype, c->n->op == OP_SoftmaxCrossEntropyLoss, ir_attr_find(c->n, "ignore_index") != NULL,
-                  ir_attr_int(c->n, "ignore_index", 0), !strcmp(red, "none") ? 0 : !strcmp(red, "sum") ? 1 : 2};
+    norm_params scratch;
+    const norm_params *p;
+    TRY(norm_params_of(c->g, c->n, &scratch, &p));
+    loss_job j = {&x->shape, x->dtype, c->n->op == OP_SoftmaxCrossEntropyLoss, p->has_ignore, p->ignore_index,
+                  p->reduction == LOSS_NONE ? 0 : p->reduction == LOSS_SUM ? 1 : 2};
     int64_t cls = x->shape.dim[1];
     if (j.red == 0) {
         if (ir_tensor_numel(t) > 0) lower_parallel_for(c, &t->shape, j.softmax ? 3 * cls : 1, loss_none_body, &j);

@@ -9,7 +9,29 @@
 #ifndef SMELT_OPS_NORM_H
 #define SMELT_OPS_NORM_H
 
+#include "ir/op_params.h"
 #include "lower/lower.h"
+
+/* The attributes of the normalizations and losses but BatchNormalization
+ * (ir/op_params.h), parsed once (ir/ops.h op_params) with their defaults and
+ * the checks that need no shapes; the shape rules check axes against the rank. */
+typedef enum loss_reduction { LOSS_NONE, LOSS_SUM, LOSS_MEAN } loss_reduction;
+typedef struct norm_params {
+    int64_t axis;           /* Layer, Lp, RMS: as written, default -1 */
+    float epsilon;          /* default 1e-5 */
+    int64_t p;              /* LpNormalization: 1 or 2, default 2 */
+    smelt_dtype stash;      /* LayerNormalization stash_type: F32 (1, the default) or F64 */
+    int64_t num_groups;     /* GroupNormalization: required, >= 1 */
+    int n_axes;             /* MeanVarianceNormalization: -1 when absent (then [0,2,3]) */
+    int64_t axes[IR_MAX_RANK];
+    int64_t size;           /* LRN: required, 1..2^40 */
+    float alpha, beta, bias; /* LRN: defaults 1e-4, 0.75, 1 */
+    loss_reduction reduction; /* the losses: default mean */
+    bool has_ignore;        /* the losses: ignore_index given */
+    int64_t ignore_index;
+} norm_params;
+smelt_status parse_norm(const struct ir_graph *g, const struct ir_node *n, void *params);
+smelt_status parse_BatchNormalization(const struct ir_graph *g, const struct ir_node *n, void *params);
 
 smelt_status infer_BatchNormalization(struct ir_graph *g, int node);
 smelt_status infer_LayerNormalization(struct ir_graph *g, int node);

@@ -162,14 +162,17 @@ static void pool_row_body(lower_ctx *c, const kir_val *idx, void *user)
 static smelt_status pool_lower(lower_ctx *c, bool is_max)
 {
     pool_job j = {.is_max = is_max};
+    window_params scratch;
+    const window_params *p;
+    TRY(window_params_of(c->g, c->n, &scratch, &p));
     TRY(window_geom_get(c->g, c->n, &j.w));
     const ir_tensor *x = ir_in(c->g, c->n, 0);
     const ir_shape *out = &c->g->tensors[c->n->out[0]].shape;
     j.in = &x->shape;
     j.dt = x->dtype;
     j.indices = is_max && c->n->n_out > 1 && c->n->out[1] >= 0;
-    j.col_major = ir_attr_int(c->n, "storage_order", 0) != 0;
-    j.include_pad = ir_attr_int(c->n, "count_include_pad", 0) != 0;
+    j.col_major = p->storage_order;
+    j.include_pad = p->count_include_pad;
     if (ir_shape_numel(out) == 0) return SMELT_OK;
     int64_t taps = 1;
     for (int d = 0; d < j.w.nsp; d++) taps *= j.w.kernel[d];
@@ -195,7 +198,10 @@ smelt_status infer_Pool(ir_graph *g, int node)
     TRY(infer_need_dtype(n, x, "input", is_max ? DT_FLOAT | DT(I8) | DT(U8) : DT_FLOAT));
     window_geom w;
     TRY(window_geom_get(g, n, &w));
-    if (is_max && ir_attr_int(n, "storage_order", 0) && infer_has_out(n, 1) && w.nsp != 2)
+    window_params scratch;
+    const window_params *p;
+    TRY(window_params_of(g, n, &scratch, &p));
+    if (is_max && p->storage_order && infer_has_out(n, 1) && w.nsp != 2)
         return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "storage_order=1 is defined for 2-D pooling only");
     ir_shape out = window_out_shape(&x->shape, x->shape.dim[1], &w);
     infer_put_out(g, n, 0, x->dtype, &out);
@@ -239,7 +245,10 @@ static void lp_pool_body(lower_ctx *c, const kir_val *oidx, void *user)
 
 smelt_status lower_LpPool(lower_ctx *c)
 {
-    lp_pool_job j = {.dt = ir_in(c->g, c->n, 0)->dtype, .p = (double)ir_attr_int(c->n, "p", 2)};
+    window_params scratch;
+    const window_params *p;
+    TRY(window_params_of(c->g, c->n, &scratch, &p));
+    lp_pool_job j = {.dt = ir_in(c->g, c->n, 0)->dtype, .p = (double)p->p};
     TRY(window_geom_get(c->g, c->n, &j.w));
     const ir_shape *os = &c->g->tensors[c->n->out[0]].shape;
     if (ir_shape_numel(os) == 0) return SMELT_OK;

@@ -17,14 +17,35 @@
 
 /* ---- quantization ------------------------------------------------------- */
 
+smelt_status parse_quantize(const ir_graph *g, const ir_node *n, void *params)
+{
+    (void)g;
+    quantize_params *p = params;
+    p->axis = ir_attr_int(n, "axis", 1);
+    p->block_size = ir_attr_int(n, "block_size", 0);
+    if (p->block_size < 0) return ir_node_fail(n, SMELT_ERR_MODEL, "block_size must be >= 0");
+    p->output_dtype = (smelt_dtype)ir_attr_int(n, "output_dtype", SMELT_UNDEFINED);
+    return SMELT_OK;
+}
+
+/* n's quantize_params (ir_node_params_get). */
+static smelt_status quantize_params_of(const ir_graph *g, const ir_node *n, quantize_params *scratch,
+                                       const quantize_params **p)
+{
+    const void *v;
+    TRY(ir_node_params_get(g, n, scratch, &v));
+    *p = v;
+    return SMELT_OK;
+}
+
 /* Scale (and zero point) of a quantize/dequantize node: one value, one per
  * slice along `axis`, or one per block of `block_size` along it. */
-static smelt_status quant_params(const ir_graph *g, const ir_node *n)
+static smelt_status quant_params(const ir_graph *g, const ir_node *n, const quantize_params *p)
 {
     const ir_tensor *x = ir_in(g, n, 0), *s = ir_in(g, n, 1), *z = ir_in(g, n, 2);
     char b1[160], b2[160];
     int r = x->shape.rank;
-    int64_t block = ir_attr_int(n, "block_size", 0);
+    int64_t block = p->block_size;
     /* A one-element scale with a one-element zero point is per-tensor whatever their ranks
      * (onnxruntime's quantizer writes a [1] scale beside a scalar zero point). */
     if (z && !ir_shape_eq(&z->shape, &s->shape) && !(infer_is_one_value(s) && infer_is_one_value(z)))
@@ -32,14 +53,13 @@ static smelt_status quant_params(const ir_graph *g, const ir_node *n)
                             infer_shp(&s->shape, b2));
     if (infer_is_one_value(s) && block == 0) return SMELT_OK;
     int axis;
-    TRY(infer_norm_axis(n, ir_attr_int(n, "axis", 1), r, "axis", &axis));
+    TRY(infer_norm_axis(n, p->axis, r, "axis", &axis));
     if (block == 0) {
         if (s->shape.rank != 1 || s->shape.dim[0] != x->shape.dim[axis])
             return ir_node_fail(n, SMELT_ERR_SHAPE, "per-axis scale %s must be [%lld] (the size of axis %d of %s)",
                                 infer_shp(&s->shape, b1), (long long)x->shape.dim[axis], axis, infer_shp(&x->shape, b2));
         return SMELT_OK;
     }
-    if (block < 0) return ir_node_fail(n, SMELT_ERR_MODEL, "block_size must be >= 0");
     bool ok = s->shape.rank == r;
     for (int d = 0; ok && d < r; d++)
         ok = d == axis ? s->shape.dim[d] == (x->shape.dim[d] + block - 1) / block : s->shape.dim[d] == x->shape.dim[d];
@@ -63,12 +83,15 @@ smelt_status infer_QuantizeLinear(ir_graph *g, int node)
     TRY(infer_check_dtypes(g, n));
     TRY(infer_require_class(n, x, infer_is_float(x->dtype) || x->dtype == SMELT_I32, "float or int32"));
     TRY(infer_need_float(n, s));
-    smelt_dtype out = z ? z->dtype : (smelt_dtype)ir_attr_int(n, "output_dtype", 0);
+    quantize_params scratch;
+    const quantize_params *p;
+    TRY(quantize_params_of(g, n, &scratch, &p));
+    smelt_dtype out = z ? z->dtype : p->output_dtype;
     if (out == SMELT_UNDEFINED) out = SMELT_U8;
     if (!quant_type_ok(out))
         return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "quantized dtype %s is not supported (uint8/int8/uint16/int16)",
                             infer_dtype_str(out));
-    TRY(quant_params(g, n));
+    TRY(quant_params(g, n, p));
     return infer_set_out(g, n, 0, out, &x->shape);
 }
 
@@ -86,8 +109,11 @@ smelt_status infer_DequantizeLinear(ir_graph *g, int node)
     if (z && z->dtype != x->dtype)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "zero point dtype %s must be the input's %s", infer_dtype_str(z->dtype),
                             infer_dtype_str(x->dtype));
-    TRY(quant_params(g, n));
-    smelt_dtype out = (smelt_dtype)ir_attr_int(n, "output_dtype", 0);
+    quantize_params scratch;
+    const quantize_params *p;
+    TRY(quantize_params_of(g, n, &scratch, &p));
+    TRY(quant_params(g, n, p));
+    smelt_dtype out = p->output_dtype;
     if (out == SMELT_UNDEFINED) out = s->dtype;
     if (out != s->dtype)
         return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "output_dtype %s differs from the scale's %s",
@@ -106,13 +132,16 @@ static kir_val quant_param(lower_ctx *c, int i, const kir_val *idx)
     kir_kernel *K = c->k;
     const ir_tensor *p = ir_in(c->g, c->n, i), *x = ir_in(c->g, c->n, 0);
     kir_val pi[IR_MAX_RANK];
-    int64_t block = ir_attr_int(c->n, "block_size", 0);
+    quantize_params scratch;
+    const quantize_params *qp;
+    if (quantize_params_of(c->g, c->n, &scratch, &qp) != SMELT_OK) return 0; /* shape inference parsed them */
+    int64_t block = qp->block_size;
     if (p->shape.rank <= 1 && ir_tensor_numel(p) == 1 && block == 0) {
         for (int d = 0; d < p->shape.rank; d++) pi[d] = kir_idx(K, 0);
         return lower_load(c, i, pi);
     }
     int r = x->shape.rank;
-    int64_t a = ir_attr_int(c->n, "axis", 1);
+    int64_t a = qp->axis;
     int axis = (int)(a < 0 ? a + r : a);
     if (block == 0) return lower_load(c, i, &idx[axis]);
     for (int d = 0; d < r; d++) pi[d] = idx[d];

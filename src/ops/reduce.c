@@ -214,9 +214,12 @@ kir_val elem_Reduce(lower_ctx *c, int out, const kir_val *idx)
 {
     (void)out;
     uint32_t mask = 0;
-    if (reduce_axes_get(c->g, c->n, &mask) != SMELT_OK) return 0; /* shape inference accepted the axes */
+    reduce_params scratch;
+    const reduce_params *p;
+    /* shape inference accepted the axes and the attributes */
+    if (reduce_axes_get(c->g, c->n, &mask) != SMELT_OK || reduce_params_of(c->g, c->n, &scratch, &p) != SMELT_OK) return 0;
     const ir_tensor *x = ir_in(c->g, c->n, 0);
-    red_job j = {reduce_kind(c->n->op), mask, ir_attr_int(c->n, "keepdims", 1) != 0, &x->shape, x->dtype, 0, 0};
+    red_job j = {reduce_kind(c->n->op), mask, p->keepdims, &x->shape, x->dtype, 0, 0};
     return red_value(c, idx, &j);
 }
 
@@ -224,6 +227,9 @@ smelt_status lower_Reduce(lower_ctx *c)
 {
     uint32_t mask;
     TRY(reduce_axes_get(c->g, c->n, &mask));
+    reduce_params scratch;
+    const reduce_params *p;
+    TRY(reduce_params_of(c->g, c->n, &scratch, &p));
     red_kind kind;
     switch (c->n->op) {
     case OP_ReduceSum: kind = RED_SUM; break;
@@ -238,7 +244,7 @@ smelt_status lower_Reduce(lower_ctx *c)
     case OP_ReduceLogSumExp: kind = RED_LOGSUMEXP; break;
     default: return ir_node_fail(c->n, SMELT_ERR_INTERNAL, "lower_Reduce on a non-reduce op");
     }
-    return reduce_lower(c, kind, mask, ir_attr_int(c->n, "keepdims", 1) != 0);
+    return reduce_lower(c, kind, mask, p->keepdims);
 }
 
 static uint32_t spatial_mask(const lower_ctx *c)
@@ -289,9 +295,11 @@ smelt_status lower_ArgMax(lower_ctx *c)
     const ir_tensor *x = ir_in(c->g, c->n, 0);
     const ir_shape *out = &c->g->tensors[c->n->out[0]].shape;
     int r = x->shape.rank;
-    int64_t a = ir_attr_int(c->n, "axis", 0);
-    arg_job j = {(int)(a < 0 ? a + r : a), ir_attr_int(c->n, "keepdims", 1) != 0,
-                 ir_attr_int(c->n, "select_last_index", 0) != 0, c->n->op == OP_ArgMin, &x->shape};
+    reduce_params scratch;
+    const reduce_params *p;
+    TRY(reduce_params_of(c->g, c->n, &scratch, &p));
+    int64_t a = p->axis;
+    arg_job j = {(int)(a < 0 ? a + r : a), p->keepdims, p->select_last_index, c->n->op == OP_ArgMin, &x->shape};
     if (ir_shape_numel(out) == 0) return SMELT_OK;
     lower_parallel_for(c, out, x->shape.dim[j.axis], arg_body, &j);
     return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
@@ -379,7 +387,10 @@ static smelt_status softmax_lower(lower_ctx *c, bool log)
 {
     const ir_tensor *x = ir_in(c->g, c->n, 0);
     int r = x->shape.rank;
-    int64_t a = ir_attr_int(c->n, "axis", c->g->opset >= 13 ? -1 : 1);
+    reduce_params scratch;
+    const reduce_params *p;
+    TRY(reduce_params_of(c->g, c->n, &scratch, &p));
+    int64_t a = p->axis;
     int axis = (int)(a < 0 ? a + r : a);
     /* Before opset 13 the input is coerced to 2-D at `axis`: the row is every dim from it on. */
     uint32_t mask = c->g->opset >= 13 ? 1u << axis : (uint32_t)((1u << r) - 1) & ~((1u << axis) - 1);
@@ -428,7 +439,10 @@ smelt_status lower_Hardmax(lower_ctx *c)
 {
     const ir_tensor *x = ir_in(c->g, c->n, 0);
     int r = x->shape.rank;
-    int64_t a = ir_attr_int(c->n, "axis", c->g->opset >= 13 ? -1 : 1);
+    reduce_params scratch;
+    const reduce_params *p;
+    TRY(reduce_params_of(c->g, c->n, &scratch, &p));
+    int64_t a = p->axis;
     int axis = (int)(a < 0 ? a + r : a);
     uint32_t mask = c->g->opset >= 13 ? 1u << axis : (uint32_t)((1u << r) - 1) & ~((1u << axis) - 1);
     if (ir_tensor_numel(x) == 0) return SMELT_OK;
@@ -461,25 +475,61 @@ smelt_status infer_Softmax(ir_graph *g, int node)
     TRY(infer_need_input(g, n, 0, "input"));
     const ir_tensor *x = ir_in(g, n, 0);
     TRY(infer_need_dtype(n, x, "input", DT_FLOAT));
+    reduce_params scratch;
+    const reduce_params *p;
+    TRY(reduce_params_of(g, n, &scratch, &p));
     int axis = 0;
-    TRY(infer_axis(n, "axis", ir_attr_int(n, "axis", g->opset >= 13 ? -1 : 1), x->shape.rank, &axis));
+    TRY(infer_axis(n, "axis", p->axis, x->shape.rank, &axis));
     infer_put_out(g, n, 0, x->dtype, &x->shape);
     return SMELT_OK;
 }
 
 /* ---- reductions --------------------------------------------------------- */
 
+/* The opset from which a Reduce* op takes its axes as an input. */
+static int axes_input_since(op_id op) { return op == OP_ReduceSum ? 13 : 18; }
+
+smelt_status parse_reduce(const ir_graph *g, const ir_node *n, void *params)
+{
+    reduce_params *p = params;
+    bool softmax = n->op == OP_Softmax || n->op == OP_LogSoftmax || n->op == OP_Hardmax;
+    p->axis = ir_attr_int(n, "axis", !softmax ? 0 : g->opset >= 13 ? -1 : 1);
+    p->keepdims = ir_attr_int(n, "keepdims", 1) != 0;
+    p->select_last_index = ir_attr_int(n, "select_last_index", 0) != 0;
+    p->noop_with_empty_axes = ir_attr_int(n, "noop_with_empty_axes", 0) != 0;
+    p->n_axes = -1;
+    bool arg = n->op == OP_ArgMax || n->op == OP_ArgMin;
+    if (!softmax && !arg && g->opset < axes_input_since(n->op)) {
+        const int64_t *v;
+        int c = p->n_axes = ir_attr_ints(n, "axes", &v);
+        if (c > IR_MAX_RANK * 2) return ir_node_fail(n, SMELT_ERR_MODEL, "too many axes (%d)", c);
+        for (int i = 0; i < c; i++) p->axes[i] = v[i];
+    }
+    return SMELT_OK;
+}
+
+smelt_status reduce_params_of(const ir_graph *g, const ir_node *n, reduce_params *scratch, const reduce_params **p)
+{
+    const void *v;
+    TRY(ir_node_params_get(g, n, scratch, &v));
+    *p = v;
+    return SMELT_OK;
+}
+
 smelt_status reduce_axes_get(const ir_graph *g, const ir_node *n, uint32_t *mask)
 {
     const ir_tensor *x = ir_in(g, n, 0);
     int r = x->shape.rank;
-    int axes_input_since = n->op == OP_ReduceSum ? 13 : 18;
+    int since = axes_input_since(n->op);
     int64_t axes[IR_MAX_RANK * 2];
     int cnt = 0;
     bool noop = false;
-    if (g->opset >= axes_input_since) {
+    reduce_params scratch;
+    const reduce_params *p;
+    TRY(reduce_params_of(g, n, &scratch, &p));
+    if (g->opset >= since) {
         const ir_tensor *a = ir_in(g, n, 1);
-        noop = ir_attr_int(n, "noop_with_empty_axes", 0) != 0;
+        noop = p->noop_with_empty_axes;
         if (a) {
             if (!a->data)
                 return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "axes input '%s' must be a compile-time constant", a->name);
@@ -492,11 +542,8 @@ smelt_status reduce_axes_get(const ir_graph *g, const ir_node *n, uint32_t *mask
         }
     } else {
         if (n->n_in > 1 && n->in[1] >= 0)
-            return ir_node_fail(n, SMELT_ERR_MODEL, "axes is an attribute before opset %d, not an input", axes_input_since);
-        const int64_t *v;
-        int c = ir_attr_ints(n, "axes", &v);
-        if (c > IR_MAX_RANK * 2) return ir_node_fail(n, SMELT_ERR_MODEL, "too many axes (%d)", c);
-        for (int i = 0; i < c; i++) axes[cnt++] = v[i];
+            return ir_node_fail(n, SMELT_ERR_MODEL, "axes is an attribute before opset %d, not an input", since);
+        for (int i = 0; i < p->n_axes; i++) axes[cnt++] = p->axes[i];
     }
     *mask = 0;
     if (cnt == 0) {
@@ -524,7 +571,10 @@ smelt_status infer_Reduce(ir_graph *g, int node)
     TRY(infer_need_dtype(n, x, "input", ok));
     uint32_t mask;
     TRY(reduce_axes_get(g, n, &mask));
-    bool keep = ir_attr_int(n, "keepdims", 1) != 0;
+    reduce_params scratch;
+    const reduce_params *p;
+    TRY(reduce_params_of(g, n, &scratch, &p));
+    bool keep = p->keepdims;
     ir_shape out = {.rank = 0};
     for (int i = 0; i < x->shape.rank; i++) {
         if (!(mask & (1u << i))) out.dim[out.rank++] = x->shape.dim[i];
@@ -540,11 +590,14 @@ smelt_status infer_ArgMax(ir_graph *g, int node)
     TRY(infer_need_input(g, n, 0, "data"));
     const ir_tensor *x = ir_in(g, n, 0);
     TRY(infer_need_dtype(n, x, "input", DT_ALL_NUM));
+    reduce_params scratch;
+    const reduce_params *p;
+    TRY(reduce_params_of(g, n, &scratch, &p));
     int axis = 0;
-    TRY(infer_axis(n, "axis", ir_attr_int(n, "axis", 0), x->shape.rank, &axis));
+    TRY(infer_axis(n, "axis", p->axis, x->shape.rank, &axis));
     if (x->shape.dim[axis] == 0)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "axis %d has size 0: there is no maximum", axis);
-    bool keep = ir_attr_int(n, "keepdims", 1) != 0;
+    bool keep = p->keepdims;
     ir_shape out = {.rank = 0};
     for (int i = 0; i < x->shape.rank; i++) {
         if (i != axis) out.dim[out.rank++] = x->shape.dim[i];

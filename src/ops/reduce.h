@@ -11,6 +11,22 @@
 
 #include "lower/lower.h"
 
+/* The attributes of Reduce*, ArgMax/ArgMin and Softmax/LogSoftmax/Hardmax,
+ * parsed once (ir/ops.h op_params); the shape rules check axes against the
+ * rank. */
+typedef struct reduce_params {
+    int64_t axis;              /* ArgMax/ArgMin: default 0; the softmaxes: -1 from opset 13, 1 before */
+    bool keepdims;             /* default 1 */
+    bool select_last_index;    /* ArgMax/ArgMin, default 0 */
+    bool noop_with_empty_axes; /* Reduce* with the axes input, default 0 */
+    int n_axes;                /* Reduce*'s axes attribute (before the input form), -1 when absent */
+    int64_t axes[IR_MAX_RANK * 2];
+} reduce_params;
+smelt_status parse_reduce(const struct ir_graph *g, const struct ir_node *n, void *params);
+/* n's reduce_params (ir_node_params_get: into *scratch for a node added after inference). */
+smelt_status reduce_params_of(const struct ir_graph *g, const struct ir_node *n, reduce_params *scratch,
+                              const reduce_params **p);
+
 /* The axes a Reduce* node reduces, as a bitmask over its input's dims (from
  * the `axes` attribute or, from opset 13/18, the constant `axes` input; empty
  * means all, or none with noop_with_empty_axes). */

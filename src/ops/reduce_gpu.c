@@ -131,7 +131,10 @@ smelt_status lower_gpu_Reduce(lower_ctx *c)
     if (op_id == OP_ReduceL2) t = kir_unary(K, KIR_SQRT, t);
     if (op_id == OP_ReduceLogSum) t = kir_unary(K, KIR_LOG, t);
     /* The output index: the row's fixed dims, with or without the reduced ones. */
-    bool keep = ir_attr_int(c->n, "keepdims", 1) != 0;
+    reduce_params scratch;
+    const reduce_params *p;
+    TRY(reduce_params_of(c->g, c->n, &scratch, &p));
+    bool keep = p->keepdims;
     kir_val oidx[IR_MAX_RANK];
     int o = 0;
     for (int d = 0; d < x->shape.rank; d++) {
@@ -151,7 +154,10 @@ smelt_status lower_gpu_Softmax(lower_ctx *c)
 {
     const ir_tensor *x = ir_in(c->g, c->n, 0);
     int rank = x->shape.rank;
-    int64_t a = ir_attr_int(c->n, "axis", c->g->opset >= 13 ? -1 : 1);
+    reduce_params scratch;
+    const reduce_params *p;
+    TRY(reduce_params_of(c->g, c->n, &scratch, &p));
+    int64_t a = p->axis;
     int axis = (int)(a < 0 ? a + rank : a);
     uint32_t mask = c->g->opset >= 13 ? 1u << axis : (uint32_t)((1u << rank) - 1) & ~((1u << axis) - 1);
     if (ir_tensor_numel(x) == 0) return SMELT_OK;
@@ -193,13 +199,17 @@ smelt_status lower_gpu_LayerNormalization(lower_ctx *c)
 {
     const ir_tensor *x = ir_in(c->g, c->n, 0);
     int rank = x->shape.rank;
-    int64_t a = ir_attr_int(c->n, "axis", -1);
+    norm_params scratch;
+    const void *pv;
+    TRY(ir_node_params_get(c->g, c->n, &scratch, &pv));
+    const norm_params *p = pv;
+    int64_t a = p->axis;
     int axis = (int)(a < 0 ? a + rank : a);
     uint32_t mask = (uint32_t)((1u << rank) - 1) & ~((1u << axis) - 1);
     if (ir_tensor_numel(x) == 0) return SMELT_OK;
     smelt_dtype dt = x->dtype;
     bool bias = ir_in(c->g, c->n, 2) != NULL;
-    double eps = ir_attr_float(c->n, "epsilon", 1e-5f);
+    double eps = p->epsilon;
     int64_t len = 1;
     for (int d = axis; d < rank; d++) len *= x->shape.dim[d];
     kir_kernel *K = begin(c, ir_tensor_numel(x) / len);

@@ -113,21 +113,24 @@ static void cubic_weights(kir_kernel *K, kir_val t, double A, kir_val *w)
     }
 }
 
+static smelt_status resize_params_of(const ir_graph *g, const ir_node *n, resize_params *scratch,
+                                     const resize_params **p);
+
 kir_val elem_Resize(lower_ctx *c, int out, const kir_val *idx)
 {
     (void)out;
     kir_kernel *K = c->k;
     resize_geom rg;
-    if (resize_geom_get(c->g, c->n, &rg)) return 0;
+    resize_params scratch;
+    const resize_params *p;
+    /* shape inference accepted both */
+    if (resize_geom_get(c->g, c->n, &rg) || resize_params_of(c->g, c->n, &scratch, &p)) return 0;
     const ir_tensor *x = ir_in(c->g, c->n, 0);
     bool legacy = c->n->op == OP_Upsample || c->g->opset < 11;
-    const char *mode = ir_attr_string(c->n, "mode", "nearest");
-    int kind = !strcmp(mode, "nearest") ? 0 : !strcmp(mode, "cubic") ? 2 : 1;
-    const char *ct = legacy ? "asymmetric" : ir_attr_string(c->n, "coordinate_transformation_mode", "half_pixel");
-    const char *nm = ir_attr_string(c->n, "nearest_mode", "round_prefer_floor");
-    double A = ir_attr_float(c->n, "cubic_coeff_a", -0.75f);
-    bool exclude = ir_attr_int(c->n, "exclude_outside", 0) != 0;
-    bool antialias = ir_attr_int(c->n, "antialias", 0) != 0;
+    int kind = p->kind;
+    const char *ct = p->coord, *nm = p->nearest;
+    double A = p->cubic_coeff_a;
+    bool exclude = p->exclude_outside, antialias = p->antialias;
     bool tf_crop = !strcmp(ct, "tf_crop_and_resize");
     taps tp[IR_MAX_RANK];
     kir_val outside = 0;
@@ -205,7 +208,7 @@ kir_val elem_Resize(lower_ctx *c, int out, const kir_val *idx)
         if (d < 0) break;
     }
     if (outside) {
-        kir_val ev = kir_const_f(K, x->dtype, ir_attr_float(c->n, "extrapolation_value", 0.0f));
+        kir_val ev = kir_const_f(K, x->dtype, p->extrapolation_value);
         acc = kir_select(K, outside, ev, acc);
     }
     return acc;
@@ -220,26 +223,70 @@ static const ir_tensor *in_nonempty(const ir_graph *g, const ir_node *n, int i)
 
 /* ---- Resize / Upsample ---------------------------------------------------- */
 
-static bool str_in(const char *s, const char *const *set)
+/* s's entry in the NULL-ended `set` (smelt's own copy of the spelling), or NULL. */
+static const char *str_in(const char *s, const char *const *set)
 {
     for (; *set; set++)
-        if (!strcmp(s, *set)) return true;
-    return false;
+        if (!strcmp(s, *set)) return *set;
+    return NULL;
+}
+
+smelt_status parse_Resize(const ir_graph *g, const ir_node *n, void *params)
+{
+    static const char *const modes[] = {"nearest", "linear", "cubic", NULL};
+    static const char *const coords[] = {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel",
+                                         "tf_crop_and_resize", "half_pixel_symmetric", "tf_half_pixel_for_nn", NULL};
+    static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", NULL};
+    static const char *const policies[] = {"stretch", "not_larger", "not_smaller", NULL};
+    resize_params *p = params;
+    const char *mode = ir_attr_string(n, "mode", "nearest");
+    if (n->op == OP_Upsample && !strcmp(mode, "bilinear")) mode = "linear";
+    if (!str_in(mode, modes)) return ir_node_fail(n, SMELT_ERR_MODEL, "mode '%.40s' is not nearest, linear or cubic", mode);
+    p->kind = !strcmp(mode, "nearest") ? 0 : !strcmp(mode, "cubic") ? 2 : 1;
+    const char *ct = ir_attr_string(n, "coordinate_transformation_mode", "half_pixel");
+    if (!str_in(ct, coords) || (!strcmp(ct, "tf_half_pixel_for_nn") && g->opset >= 13)) /* Resize 11 only */
+        return ir_node_fail(n, SMELT_ERR_MODEL, "coordinate_transformation_mode '%.40s' is unknown at opset %d", ct, g->opset);
+    p->coord = n->op == OP_Upsample || g->opset < 11 ? "asymmetric" : str_in(ct, coords);
+    const char *nm = ir_attr_string(n, "nearest_mode", "round_prefer_floor");
+    if (!(p->nearest = str_in(nm, nearest))) return ir_node_fail(n, SMELT_ERR_MODEL, "nearest_mode '%.40s' is unknown", nm);
+    p->cubic_coeff_a = ir_attr_float(n, "cubic_coeff_a", -0.75f);
+    p->exclude_outside = ir_attr_int(n, "exclude_outside", 0) != 0;
+    p->antialias = ir_attr_int(n, "antialias", 0) != 0;
+    p->extrapolation_value = ir_attr_float(n, "extrapolation_value", 0.0f);
+    const char *pol = ir_attr_string(n, "keep_aspect_ratio_policy", "stretch"), *known = str_in(pol, policies);
+    if (!known)
+        return ir_node_fail(n, SMELT_ERR_MODEL, "keep_aspect_ratio_policy '%.40s' is not stretch, not_larger or not_smaller", pol);
+    p->keep_aspect = known == policies[0] ? 0 : known == policies[1] ? 1 : 2;
+    const int64_t *av;
+    p->n_axes = ir_attr_ints(n, "axes", &av);
+    if (p->n_axes > IR_MAX_RANK) return ir_node_fail(n, SMELT_ERR_SHAPE, "%d axes for an input of rank at most %d", p->n_axes, IR_MAX_RANK);
+    for (int i = 0; i < p->n_axes; i++) p->axes[i] = av[i];
+    const float *f;
+    p->n_scales = n->op == OP_Upsample ? ir_attr_floats(n, "scales", &f) : -1;
+    for (int i = 0; i < p->n_scales && i < IR_MAX_RANK; i++) p->scales[i] = f[i];
+    return SMELT_OK;
+}
+
+static smelt_status resize_params_of(const ir_graph *g, const ir_node *n, resize_params *scratch, const resize_params **p)
+{
+    const void *v;
+    TRY(ir_node_params_get(g, n, scratch, &v));
+    *p = v;
+    return SMELT_OK;
 }
 
 smelt_status resize_geom_get(const ir_graph *g, const ir_node *n, resize_geom *rg)
 {
     const ir_tensor *x = ir_in(g, n, 0), *roi = NULL, *scales = NULL, *sizes = NULL;
     int r = x->shape.rank;
-    double attr_scales[IR_MAX_RANK];
+    resize_params scratch;
+    const resize_params *p;
+    TRY(resize_params_of(g, n, &scratch, &p));
+    const double *attr_scales = p->scales;
     int n_attr_scales = -1;
     if (n->op == OP_Upsample) {
         scales = in_nonempty(g, n, 1);
-        if (!scales) {
-            const float *f;
-            n_attr_scales = ir_attr_floats(n, "scales", &f);
-            for (int i = 0; i < n_attr_scales && i < IR_MAX_RANK; i++) attr_scales[i] = f[i];
-        }
+        if (!scales) n_attr_scales = p->n_scales;
     } else if (g->opset < 11) {
         scales = in_nonempty(g, n, 1);
     } else {
@@ -248,8 +295,8 @@ smelt_status resize_geom_get(const ir_graph *g, const ir_node *n, resize_geom *r
         sizes = in_nonempty(g, n, 3);
     }
     int axes[IR_MAX_RANK], na = r;
-    const int64_t *av;
-    int cnt = ir_attr_ints(n, "axes", &av);
+    const int64_t *av = p->axes;
+    int cnt = p->n_axes;
     if (cnt > r) return ir_node_fail(n, SMELT_ERR_SHAPE, "%d axes for an input of rank %d", cnt, r);
     if (cnt >= 0) {
         na = cnt;
@@ -286,10 +333,7 @@ smelt_status resize_geom_get(const ir_graph *g, const ir_node *n, resize_geom *r
             rg->out[axes[i]] = (int64_t)(s * (double)x->shape.dim[axes[i]]);
         }
     } else {
-        const char *pol = ir_attr_string(n, "keep_aspect_ratio_policy", "stretch");
-        bool larger = !strcmp(pol, "not_larger"), smaller = !strcmp(pol, "not_smaller");
-        if (!larger && !smaller && strcmp(pol, "stretch"))
-            return ir_node_fail(n, SMELT_ERR_MODEL, "keep_aspect_ratio_policy '%s' is not stretch, not_larger or not_smaller", pol);
+        bool larger = p->keep_aspect == 1, smaller = p->keep_aspect == 2;
         double pick = larger ? INFINITY : 0;
         for (int i = 0; i < na; i++) {
             int64_t v = ir_const_int(sizes, i);
@@ -322,19 +366,12 @@ smelt_status infer_Resize(ir_graph *g, int node)
     TRY(infer_need_input(g, n, 0, "X"));
     const ir_tensor *x = ir_in(g, n, 0);
     TRY(infer_check_dtypes(g, n));
-    static const char *const modes[] = {"nearest", "linear", "cubic", NULL};
-    static const char *const coords[] = {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel",
-                                         "tf_crop_and_resize", "half_pixel_symmetric", "tf_half_pixel_for_nn", NULL};
-    static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", NULL};
-    const char *mode = ir_attr_string(n, "mode", "nearest");
-    if (n->op == OP_Upsample && !strcmp(mode, "bilinear")) mode = "linear";
-    if (!str_in(mode, modes)) return ir_node_fail(n, SMELT_ERR_MODEL, "mode '%s' is not nearest, linear or cubic", mode);
-    const char *ct = ir_attr_string(n, "coordinate_transformation_mode", "half_pixel");
-    if (!str_in(ct, coords) || (!strcmp(ct, "tf_half_pixel_for_nn") && g->opset >= 13)) /* Resize 11 only */
-        return ir_node_fail(n, SMELT_ERR_MODEL, "coordinate_transformation_mode '%s' is unknown at opset %d", ct, g->opset);
-    const char *nm = ir_attr_string(n, "nearest_mode", "round_prefer_floor");
-    if (!str_in(nm, nearest)) return ir_node_fail(n, SMELT_ERR_MODEL, "nearest_mode '%s' is unknown", nm);
-    if (strcmp(mode, "nearest")) TRY(infer_need_float(n, x));
+    resize_params scratch;
+    const resize_params *p;
+    TRY(resize_params_of(g, n, &scratch, &p));
+    static const char *const kinds[] = {"nearest", "linear", "cubic"};
+    const char *mode = kinds[p->kind];
+    if (p->kind != 0) TRY(infer_need_float(n, x));
     if (x->shape.rank > 8) return ir_node_fail(n, SMELT_ERR_SHAPE, "rank %d is too large", x->shape.rank);
     resize_geom rg;
     TRY(resize_geom_get(g, n, &rg));
@@ -345,7 +382,7 @@ smelt_status infer_Resize(ir_graph *g, int node)
         return ir_node_fail(n, SMELT_ERR_UNSUPPORTED, "%s interpolation over %d axes (at most 4)", mode, interp);
     int64_t loads = 1;
     int kind = !strcmp(mode, "linear") ? 1 : 2;
-    if (ir_attr_int(n, "antialias", 0) != 0 && strcmp(mode, "nearest"))
+    if (p->antialias && p->kind != 0)
         for (int d = 0; d < rg.rank; d++) {
             if (rg.out[d] == x->shape.dim[d] && rg.scale[d] == 1.0) continue;
             int taps = resize_antialias_taps(kind, rg.scale[d]);

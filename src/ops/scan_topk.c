@@ -77,7 +77,7 @@ smelt_status infer_TopK(ir_graph *g, int node)
         if (!infer_is_one_value(kt)) return ir_node_fail(n, SMELT_ERR_SHAPE, "K must hold one value");
         k = ir_const_int(kt, 0);
     } else {
-        k = ir_attr_int(n, "k", -1);
+        k = ((const topk_params *)p)->k;
     }
     if (k < 0 || k > x->shape.dim[axis])
         return ir_node_fail(n, SMELT_ERR_SHAPE, "k = %lld must be in [0, %lld] (the size of axis %d)", (long long)k,
@@ -93,7 +93,9 @@ smelt_status infer_TopK(ir_graph *g, int node)
 smelt_status parse_TopK(const ir_graph *g, const ir_node *n, void *params)
 {
     (void)g;
-    *(topk_params *)params = (topk_params){.axis = ir_attr_int(n, "axis", -1), .largest = ir_attr_int(n, "largest", 1) != 0};
+    *(topk_params *)params = (topk_params){.axis = ir_attr_int(n, "axis", -1),
+                                           .largest = ir_attr_int(n, "largest", 1) != 0,
+                                           .k = ir_attr_int(n, "k", -1)};
     return SMELT_OK;
 }
 

@@ -11,10 +11,12 @@
 #include "lower/lower.h"
 
 /* TopK's attributes, parsed once (ir/ops.h op_params): axis as written
- * (negative counts from the end; the shape rule checks it), largest. */
+ * (negative counts from the end; the shape rule checks it), largest, and
+ * TopK 1's k attribute (-1 when absent; an input from opset 10). */
 typedef struct topk_params {
     int64_t axis;
     bool largest;
+    int64_t k;
 } topk_params;
 smelt_status parse_TopK(const struct ir_graph *g, const struct ir_node *n, void *params);
 

@@ -268,3 +268,46 @@ TEST(gemm_packed_gemm_transposes_and_scales)
         ir_graph_free(g);
     }
 }
+
+/* A pass that edits an attribute re-parses the node (ir_node_parse_params):
+ * graph_fold_gemm_transpose stores a constant A read under transA transposed
+ * and clears the flag, graph_pack_weights does the same for a constant B under
+ * transB; the lowering then reads the cleared flag from the node's params (a
+ * stale flag would transpose the stored operand a second time). */
+TEST(gemm_rewritten_transposes_are_seen_by_the_lowering)
+{
+    for (int which = 0; which < 2; which++) {
+        int64_t m = 6, k = 5, n = 7;
+        ir_graph *g = ir_graph_new();
+        int a = which == 0 ? constant(g, "a", shp(2, k, m), 0.25f, -0.5f) : input(g, "a", shp(2, m, k));
+        int b = which == 0 ? input(g, "b", shp(2, k, n)) : constant(g, "b", shp(2, n, k), 0.5f, 0.125f);
+        int y = op(g, "gemm", OP_Gemm, 2, (const int[]){a, b});
+        attr_int(g, node_named(g, "gemm"), which == 0 ? "transA" : "transB", 1);
+        int in = which == 0 ? b : a;
+        ir_graph_set_io(g, 1, &in, 1, &y);
+        smelt_program *p = compile(g, 0);
+        CHECK(p != NULL);
+        if (p) {
+            const ir_node *nd = &p->g->nodes[node_named(p->g, "gemm")];
+            const gemm_params *gp = nd->params;
+            CHECK(gp && !gp->trans_a && !gp->trans_b); /* the pass cleared the flag and re-parsed */
+            float xd[64];
+            for (int i = 0; i < 64; i++) xd[i] = (float)((i * 7) % 11 - 5) / 4.0f;
+            smelt_tensor t = {.name = which == 0 ? "b" : "a", .dtype = SMELT_F32, .rank = 2,
+                              .shape = {which == 0 ? k : m, which == 0 ? n : k}, .data = xd};
+            CHECK(smelt_program_run(p, 1, &t) == SMELT_OK);
+            smelt_tensor out;
+            CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+            const float *cv = g->tensors[which == 0 ? a : b].data;
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < n; j++) {
+                    double want = 0;
+                    for (int64_t kk = 0; kk < k; kk++)
+                        want += which == 0 ? (double)cv[kk * m + i] * xd[kk * n + j] : (double)xd[i * k + kk] * cv[j * k + kk];
+                    CHECK_NEAR(((const float *)out.data)[i * n + j], want, 1e-4);
+                }
+        }
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
