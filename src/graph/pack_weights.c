@@ -56,8 +56,18 @@ static int packed_const(ir_graph *g, int t, bool trans, int64_t nr, const char *
     return nt;
 }
 
-/* Whether Conv node n runs as a GEMM over its packed weight: the measured rule
- * (README, Benchmarks; ops/conv_gemm.c's header). */
+/* Whether Conv node n runs as a GEMM over its packed weight (ops/conv_gemm.c),
+ * the rule measured per shape class against the direct form (ops/conv.c) at 1
+ * thread, README "Benchmarks". The GEMM's fixed costs per output element
+ * (accumulators zeroed, stored through the epilogue) are paid back over K =
+ * C * KH * KW multiply-adds, and its A pack (the implicit im2col, a table
+ * look-up and bound test per element when the window is larger than 1x1) over
+ * the N = M output channels that reuse each packed element. So: 1x1 convs with
+ * K >= 64 and M >= 64 (1.9-2.3x faster than direct; 32 -> 96 or 96 -> 24
+ * channels were 0.6-0.75x); larger kernels strided (ResNet's 3x3 s2: 1.1-1.3x)
+ * with K >= 64 and M >= 128 (the 7x7 s2 stem, 3 -> 64 channels, was 0.8x; a 3x3
+ * s2 stem from 3 channels 0.5x). 3x3 stride 1 stays direct (0.4-0.8x here;
+ * Winograd's pass takes those); grouped and depthwise convs stay direct. */
 static bool conv_wants_gemm(const ir_graph *g, const ir_node *n)
 {
     const ir_tensor *x = ir_in(g, n, 0), *w = ir_in(g, n, 1);
@@ -69,8 +79,9 @@ static bool conv_wants_gemm(const ir_graph *g, const ir_node *n)
     const int64_t *st;
     int ns = ir_attr_ints(n, "strides", &st);
     bool strided = ns == 2 && (st[0] > 1 || st[1] > 1);
-    int64_t kh = w->shape.dim[2], kw = w->shape.dim[3];
-    return (kh == 1 && kw == 1) || strided;
+    int64_t kh = w->shape.dim[2], kw = w->shape.dim[3], k = w->shape.dim[1] * kh * kw, m = w->shape.dim[0];
+    if (kh == 1 && kw == 1) return k >= 64 && m >= 64;
+    return strided && k >= 64 && m >= 128;
 }
 
 smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache *cache)

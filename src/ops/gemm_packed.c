@@ -99,7 +99,7 @@ static void unit_body(lower_ctx *c, const kir_val *idx, void *user)
                  : kir_mul(K, g->b_index ? g->b_index(c, g, bidx) : z, kir_idx(K, np * g->k * nr));
     kir_val kb = kir_loop_begin(K, z, kir_idx(K, g->k), kir_idx(K, kcap));
     kir_val kc = g->k > kcap ? min_idx(K, kir_binary(K, KIR_SUB, kir_idx(K, g->k), kb), kcap) : kir_idx(K, kcap);
-    gemm_a_slice s = {.ap = ap, .kcap = kcap, .mr = mr, .i0 = i0, .nblk = nblk, .kb = kb, .kc = kc};
+    gemm_a_slice s = {.ap = ap, .kcap = kcap, .mr = mr, .i0 = i0, .rows = rows, .nblk = nblk, .kb = kb, .kc = kc};
     (g->pack_a ? g->pack_a : pack_a_elements)(c, g, bidx, &s);
 
     /* full row blocks, then (in the unit that has it) the last M % MR rows with
@@ -119,10 +119,13 @@ static void unit_body(lower_ctx *c, const kir_val *idx, void *user)
     kir_loop_end(K);
     kir_loop_end(K);
 
-    kir_val outer = kir_loop_begin(K, z, g->cols_outer ? cols : rows, one);
-    kir_val inner = kir_loop_begin(K, z, g->cols_outer ? rows : cols, one);
-    row = g->cols_outer ? inner : outer;
-    col = g->cols_outer ? outer : inner;
+    if (g->store_block) {
+        gemm_c_block cb = {.acc = acc, .ld = ld, .i0 = i0, .rows = rows, .j0 = j0, .cols = cols};
+        g->store_block(c, g, bidx, &cb);
+        return;
+    }
+    row = kir_loop_begin(K, z, rows, one);
+    col = kir_loop_begin(K, z, cols, one);
     kir_val v = kir_load(K, acc, kir_add(K, kir_mul(K, row, kir_idx(K, ld)), col));
     g->store(c, g, bidx, kir_add(K, i0, row), kir_add(K, j0, col), v);
     kir_loop_end(K);

@@ -24,15 +24,24 @@
 
 typedef struct gemm_packed gemm_packed;
 
-/* One KC slice of a unit's rows of A, for an A pack: element (i0 + q*MR + r,
- * kb + kk) goes to workgroup buffer ap at q*KCAP*MR + kk*MR + r for q < nblk,
- * r < MR, kk < kc. Rows past M must still be written (any finite value: they
- * are computed and never stored); gemm_packed_clamp_row gives a row to read. */
+/* One KC slice of a unit's rows of A, for an A pack: element (i0 + t, kb + kk)
+ * with t = q*MR + r goes to workgroup buffer ap at q*KCAP*MR + kk*MR + r, for
+ * kk < kc and the unit's `rows` rows t (the last row block may be short:
+ * the microkernel then runs on that many rows, so the rest of the block is
+ * never read; writing clamped rows up to nblk*MR is harmless). */
 typedef struct gemm_a_slice {
     int ap;
     int64_t kcap, mr;
-    kir_val i0, nblk, kb, kc;
+    kir_val i0, rows, nblk, kb, kc;
 } gemm_a_slice;
+
+/* A unit's finished block, for a store of one's own: C[i0 + t][j0 + u] is
+ * workgroup buffer acc at t*ld + u, for t < rows, u < cols. */
+typedef struct gemm_c_block {
+    int acc;
+    int64_t ld;
+    kir_val i0, rows, j0, cols;
+} gemm_c_block;
 
 struct gemm_packed {
     /* the problem: batch dims (the units' leading index, bidx below), M, N, K */
@@ -49,9 +58,10 @@ struct gemm_packed {
     /* A[i][k] for i < M (the default A pack's read), or a pack of one's own */
     kir_val (*load_a)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val k);
     void (*pack_a)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, const gemm_a_slice *s);
-    /* C[i][j] = v, i < M, j < N; the store loop runs j innermost, or i with cols_outer */
+    /* C[i][j] = v, i < M, j < N, in a loop with j innermost; or the loops over
+     * a whole block written by the caller (store_block, when set) */
     void (*store)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val j, kir_val v);
-    bool cols_outer;
+    void (*store_block)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, const gemm_c_block *b);
     void *user;          /* the caller's, for its callbacks */
     /* filled by gemm_packed_lower */
     int64_t mr, mb, nc;

@@ -297,18 +297,19 @@ TEST(gemm_packed_conv_matches_a_reference)
 {
     static const conv_case cases[] = {
         /* 1x1 stride 2, M/C/positions not multiples of the tiles, batch 2, bias + Relu + residual Add */
-        {2, 13, 9, 11, 37, {1, 1}, {2, 2}, {0, 0}, {1, 1}, 1, true, true, true},
+        {2, 70, 9, 11, 67, {1, 1}, {2, 2}, {0, 0}, {1, 1}, 1, true, true, true},
         /* 1x1 stride 1: rows read straight from X's planes */
-        {2, 5, 7, 9, 20, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, false, false, true},
-        /* ResNet's stem: 7x7 stride 2 pad 3 */
-        {1, 3, 19, 23, 17, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 1, true, true, true},
+        {2, 69, 7, 9, 80, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, false, false, true},
+        /* ResNet's stem shape: 7x7 stride 2 pad 3 (with channels enough for the GEMM) */
+        {1, 3, 19, 23, 130, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 1, true, true, true},
         /* 3x3 stride 2 pad 1, K = 360 past one KC slice, batch 2 */
-        {2, 40, 15, 14, 21, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, false, true},
+        {2, 40, 15, 14, 133, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, false, true},
         /* 3x3 stride 2 pad 1 dilation 2, uneven strides */
-        {1, 6, 12, 13, 9, {3, 3}, {2, 1}, {2, 1}, {2, 2}, 1, false, true, true},
-        /* grouped and 3x3 stride 1: the direct form */
-        {1, 8, 9, 9, 12, {1, 1}, {2, 2}, {0, 0}, {1, 1}, 2, true, false, false},
-        {1, 4, 8, 8, 16, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true, false, false},
+        {1, 8, 12, 13, 129, {3, 3}, {2, 1}, {2, 1}, {2, 2}, 1, false, true, true},
+        /* grouped, too few channels, and 3x3 stride 1: the direct form */
+        {1, 128, 9, 9, 128, {1, 1}, {2, 2}, {0, 0}, {1, 1}, 2, true, false, false},
+        {1, 13, 9, 9, 37, {1, 1}, {2, 2}, {0, 0}, {1, 1}, 1, true, true, false},
+        {1, 64, 8, 8, 128, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true, false, false},
     };
     for (int ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) {
         const conv_case *cc = &cases[ci];
@@ -377,8 +378,8 @@ TEST(gemm_pack_weights_packs_conv_weights)
 {
     ir_graph *g = ir_graph_new();
     int64_t nr = 16;
-    int x = input(g, "x", shp(4, 1, 6, 10, 10));
-    int w = constant(g, "w", shp(4, 20, 6, 3, 3), 1.0f, 0.0f), w2 = constant(g, "w2", shp(4, 4, 3, 1, 1), 1.0f, 0.0f);
+    int x = input(g, "x", shp(4, 1, 8, 10, 10));
+    int w = constant(g, "w", shp(4, 130, 8, 3, 3), 1.0f, 0.0f), w2 = constant(g, "w2", shp(4, 128, 4, 1, 1), 1.0f, 0.0f);
     int y = op2(g, "conv", OP_Conv, x, w);
     attr_ints(g, node_named(g, "conv"), "strides", 2, (const int64_t[]){2, 2});
     int y2 = op2(g, "gconv", OP_Conv, x, w2);
@@ -388,18 +389,18 @@ TEST(gemm_pack_weights_packs_conv_weights)
     CHECK(graph_infer(g, lower_eval_node) == SMELT_OK);
     CHECK(graph_pack_weights(g, nr, NULL) == SMELT_OK);
     const ir_tensor *p = &g->tensors[g->nodes[node_named(g, "conv")].in[1]];
-    CHECK(p->enc.kind == IR_ENC_PANELS && p->enc.k == 54 && p->enc.n == 20 && p->enc.nr == nr);
-    CHECK(p->shape.rank == 3 && p->shape.dim[0] == 2 && p->shape.dim[1] == 54 && p->shape.dim[2] == nr);
-    CHECK(p->enc.logical.rank == 4 && p->enc.logical.dim[0] == 20 && p->enc.logical.dim[3] == 3);
+    CHECK(p->enc.kind == IR_ENC_PANELS && p->enc.k == 72 && p->enc.n == 130 && p->enc.nr == nr);
+    CHECK(p->shape.rank == 3 && p->shape.dim[0] == 9 && p->shape.dim[1] == 72 && p->shape.dim[2] == nr);
+    CHECK(p->enc.logical.rank == 4 && p->enc.logical.dim[0] == 130 && p->enc.logical.dim[3] == 3);
     CHECK_EQ_INT(g->nodes[node_named(g, "gconv")].in[1], w2);
     const float *src = g->tensors[w].data, *pk = p->data;
-    for (int64_t q = 0; q < 2; q++)
-        for (int64_t kk = 0; kk < 54; kk++)
+    for (int64_t q = 0; q < 9; q++)
+        for (int64_t kk = 0; kk < 72; kk++)
             for (int64_t j = 0; j < nr; j++) {
                 int64_t col = q * nr + j;
-                CHECK(pk[(q * 54 + kk) * nr + j] == (col >= 20 ? 0.0f : src[col * 54 + kk]));
+                CHECK(pk[(q * 72 + kk) * nr + j] == (col >= 130 ? 0.0f : src[col * 72 + kk]));
             }
     CHECK(graph_infer(g, lower_eval_node) == SMELT_OK);
-    CHECK(g->tensors[y].shape.rank == 4 && g->tensors[y].shape.dim[1] == 20 && g->tensors[y].shape.dim[2] == 4);
+    CHECK(g->tensors[y].shape.rank == 4 && g->tensors[y].shape.dim[1] == 130 && g->tensors[y].shape.dim[2] == 4);
     ir_graph_free(g);
 }
