@@ -25,6 +25,12 @@
 #include "ops/conv.h"
 #include "ops/gemm_packed.h"
 
+/* Columns (output channels) per unit at least, when A is an im2col read (not
+ * flat): a 3x3 s2 conv of 128 -> 256 channels at 10x10 outputs split into 64
+ * columns per unit for the threads packed A four times and cost more than
+ * the direct form (nudenet_320n). */
+#define CONV_GEMM_NC_MIN 128
+
 typedef struct conv_gemm_job {
     const window_geom *w;
     int64_t c, taps;   /* input channels; KH * KW */
@@ -138,6 +144,6 @@ smelt_status conv_gemm_lower(lower_ctx *c, const window_geom *w)
                             (long long)wt->enc.nr, tl.nr);
     gemm_packed g = {.nb = 1, .batch = {x->shape.dim[0]}, .m = w->out[0] * w->out[1], .n = wt->enc.n, .k = wt->enc.k,
                      .dt = SMELT_F32, .tl = tl, .b_input = 1, .b_scratch = -1, .pack_a = conv_pack_a,
-                     .store_block = conv_store_block, .user = &j};
+                     .store_block = conv_store_block, .nc_min = j.flat ? 0 : CONV_GEMM_NC_MIN, .user = &j};
     return gemm_packed_lower(c, &g);
 }

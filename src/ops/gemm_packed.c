@@ -144,7 +144,8 @@ smelt_status gemm_packed_lower(lower_ctx *c, gemm_packed *g)
      * MM_MIN_UNITS units, so small M still spreads over the threads by N */
     int64_t npu = MM_NC_P / nr < np ? MM_NC_P / nr : np;
     int64_t mbu = (rb + g->mb - 1) / g->mb;
-    while (npu > 1 && batch * mbu * ((np + npu - 1) / npu) < MM_MIN_UNITS) npu = (npu + 1) / 2;
+    while (npu > 1 && (npu + 1) / 2 * nr >= g->nc_min && batch * mbu * ((np + npu - 1) / npu) < MM_MIN_UNITS)
+        npu = (npu + 1) / 2;
     g->nc = npu * nr;
     ir_shape units = {.rank = g->nb + 3};
     for (int d = 0; d < g->nb; d++) units.dim[d] = g->batch[d];

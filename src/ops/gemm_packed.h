@@ -62,6 +62,10 @@ struct gemm_packed {
      * a whole block written by the caller (store_block, when set) */
     void (*store)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val j, kir_val v);
     void (*store_block)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, const gemm_c_block *b);
+    /* columns per unit at least this many (0: no floor): an A pack dearer than
+     * a copy (an implicit im2col) is repeated per column block, so splitting
+     * columns to spread a small M over the threads would multiply it */
+    int64_t nc_min;
     void *user;          /* the caller's, for its callbacks */
     /* filled by gemm_packed_lower */
     int64_t mr, mb, nc;
