@@ -1,6 +1,12 @@
 /*
- * pack_weights.c — a matmul's constant B packed once, at compile time, into
- * the panels the C target's microkernels read (ir.h, IR_ENC_PANELS).
+ * pack_weights.c — a matmul's constant B, or a convolution's constant weight,
+ * packed once, at compile time, into the panels the C target's microkernels
+ * read (ir.h, IR_ENC_PANELS; ops/gemm_packed.h).
+ *
+ * Which convolutions run as a GEMM (ops/conv_gemm.c) is decided here, since a
+ * packed weight is what sends a Conv there: 2-D, group 1, float32, a constant
+ * weight and an input that is not, and a shape class where the GEMM measured
+ * faster than the direct form (conv_wants_gemm).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +31,10 @@ static void pack(const float *from, float *to, int64_t k, int64_t n, int64_t nr,
 static int packed_const(ir_graph *g, int t, bool trans, int64_t nr, const char *name, const graph_pack_cache *cache)
 {
     const ir_tensor *src = &g->tensors[t];
-    int64_t k = src->shape.dim[trans ? 1 : 0], n = src->shape.dim[trans ? 0 : 1], np = (n + nr - 1) / nr;
+    /* trans: rows of [n, k], any trailing dims (a Conv weight) flattened into k */
+    int64_t n = src->shape.dim[trans ? 0 : 1], k = trans ? ir_tensor_numel(src) / n : src->shape.dim[0];
+    int64_t np = (n + nr - 1) / nr;
+    ir_shape logical = src->shape;
     ir_shape s = {.rank = 3, .dim = {np, k, nr}};
     int nt = ir_tensor_add(g, name, src->dtype, &s);
     if (nt < 0) return -1;
@@ -43,7 +52,8 @@ static int packed_const(ir_graph *g, int t, bool trans, int64_t nr, const char *
         if (!ir_tensor_alloc_data(g, nt)) return -1;
         pack(from, x->data, k, n, nr, trans);
     }
-    x->enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = k, .n = n, .nr = nr};
+    x->enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = k, .n = n, .nr = nr, .logical = logical};
+    if (logical.rank == 2) x->enc.logical = (ir_shape){.rank = 2, .dim = {k, n}};
     return nt;
 }
 
@@ -78,14 +88,42 @@ void graph_matmul_encoding(ir_graph *g, int node, bool packed)
     if (tb) tb->i = packed ? 0 : find_attr(n, GRAPH_PLAIN_TRANS_B)->i;
 }
 
+/* Whether Conv node n runs as a GEMM over its packed weight (ops/conv_gemm.c),
+ * the rule measured per shape class against the direct form (ops/conv.c) at 1
+ * thread, README "Benchmarks". The GEMM's fixed costs per output element
+ * (accumulators zeroed, stored through the epilogue) are paid back over K =
+ * C * KH * KW multiply-adds, and its A pack (the implicit im2col, a table
+ * look-up and bound test per element when the window is larger than 1x1) over
+ * the N = M output channels that reuse each packed element. So: 1x1 convs with
+ * K >= 64 and M >= 64 (1.9-2.3x faster than direct; 32 -> 96 or 96 -> 24
+ * channels were 0.6-0.75x); larger kernels strided (ResNet's 3x3 s2: 1.1-1.3x)
+ * with K >= 64 and M >= 128 (the 7x7 s2 stem, 3 -> 64 channels, was 0.8x; a 3x3
+ * s2 stem from 3 channels 0.5x). 3x3 stride 1 stays direct (0.4-0.8x here;
+ * Winograd's pass takes those); grouped and depthwise convs stay direct. */
+static bool conv_wants_gemm(const ir_graph *g, const ir_node *n)
+{
+    const ir_tensor *x = ir_in(g, n, 0), *w = ir_in(g, n, 1);
+    if (!x || x->data || x->dtype != SMELT_F32 || x->shape.rank != 4 || w->shape.rank != 4 ||
+        ir_attr_int(n, "group", 1) != 1 || ir_tensor_numel(w) == 0)
+        return false;
+    for (int d = 0; d < 4; d++)
+        if (x->shape.dim[d] < 1) return false;
+    const int64_t *st;
+    int ns = ir_attr_ints(n, "strides", &st);
+    bool strided = ns == 2 && (st[0] > 1 || st[1] > 1);
+    int64_t kh = w->shape.dim[2], kw = w->shape.dim[3], k = w->shape.dim[1] * kh * kw, m = w->shape.dim[0];
+    if (kh == 1 && kw == 1) return k >= 64 && m >= 64;
+    return strided && k >= 64 && m >= 128;
+}
+
 smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache *cache, bool keep_plain)
 {
     int *done = NULL; /* per tensor: its packed copy + 1 (two nodes sharing a weight share the copy) */
     int n_done = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
-        if (n->dead || (n->op != OP_MatMul && n->op != OP_Gemm) || n->n_in < 2 || n->in[1] < 0) continue;
-        bool trans = false;
+        if (n->dead || (n->op != OP_MatMul && n->op != OP_Gemm && n->op != OP_Conv) || n->n_in < 2 || n->in[1] < 0) continue;
+        bool conv = n->op == OP_Conv, trans = conv;
         if (n->op == OP_Gemm) {
             const void *pv;
             smelt_status st = ir_node_params(g, i, &pv);
@@ -97,8 +135,8 @@ smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache 
             trans = ((const gemm_params *)pv)->trans_b;
         }
         const ir_tensor *b = &g->tensors[n->in[1]], *a = ir_in(g, n, 0);
-        if (!b->data || b->enc.kind != IR_ENC_NONE || b->dtype != SMELT_F32 || b->shape.rank != 2 || !a || a->data ||
-            ir_tensor_numel(b) == 0)
+        if (!b->data || b->enc.kind != IR_ENC_NONE || b->dtype != SMELT_F32 || (!conv && b->shape.rank != 2) || !a ||
+            a->data || ir_tensor_numel(b) == 0 || (conv && !conv_wants_gemm(g, n)))
             continue;
         int t = n->in[1];
         if (t >= n_done) {
@@ -108,7 +146,8 @@ smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache 
             done = d, n_done = g->n_tensors;
         }
         /* a weight read transposed by one node and not by another gets two copies */
-        int nt = done[t] > 0 && g->tensors[done[t] - 1].enc.k == b->shape.dim[trans ? 1 : 0] ? done[t] - 1 : -1;
+        int64_t want_k = trans ? ir_tensor_numel(b) / b->shape.dim[0] : b->shape.dim[0];
+        int nt = done[t] > 0 && g->tensors[done[t] - 1].enc.k == want_k ? done[t] - 1 : -1;
         if (nt < 0) {
             char name[256];
             snprintf(name, sizeof name, "%s/packed%lld", b->name, (long long)nr);
@@ -121,7 +160,7 @@ smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache 
         if (keep_plain && !keep_both(g, w, t, nt, trans)) goto nomem;
         ins[1] = nt;
         w->in = ins;
-        if (trans) {
+        if (trans && !conv) {
             for (int at = 0; at < w->n_attr; at++)
                 if (!strcmp(w->attr[at].name, "transB")) w->attr[at].i = 0;
             smelt_status st = ir_node_parse_params(g, i); /* the lowering reads transB from the params */
@@ -135,5 +174,5 @@ smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache 
     return ir_verify(g);
 nomem:
     free(done);
-    return diag_fail(SMELT_ERR_NOMEM, "out of memory packing a matmul weight");
+    return diag_fail(SMELT_ERR_NOMEM, "out of memory packing a matmul or convolution weight");
 }

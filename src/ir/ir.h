@@ -40,11 +40,14 @@ typedef struct ir_shape {
  * "Encodings"). IR_ENC_PANELS: a matmul's B operand, logically [k, n], held
  * as ceil(n / nr) panels of nr columns, shape [ceil(n / nr), k, nr], the
  * columns past n zero (graph/pack_weights.c makes them, for the C target's
- * microkernels, ops/matmul.c). */
+ * microkernels, ops/gemm_packed.h). A Conv's weight [M, C, k...] is packed the
+ * same way as B[k][n] = W[n][k] over its rows flattened (k = C * k..., n = M).
+ * `logical` is the shape the reading op sees ([k, n], or the Conv weight's). */
 typedef enum ir_enc_kind { IR_ENC_NONE, IR_ENC_PANELS } ir_enc_kind;
 typedef struct ir_encoding {
     ir_enc_kind kind;
     int64_t k, n, nr;
+    ir_shape logical;
 } ir_encoding;
 
 typedef struct ir_tensor {
@@ -57,6 +60,12 @@ typedef struct ir_tensor {
     int producer;                       /* node index, or -1 */
     bool is_input, is_output;
 } ir_tensor;
+
+/* The shape an op reads t as: its own, or the logical shape of its encoding. */
+static inline ir_shape ir_tensor_logical_shape(const ir_tensor *t)
+{
+    return t->enc.kind == IR_ENC_NONE ? t->shape : t->enc.logical;
+}
 
 typedef enum ir_attr_type {
     IR_ATTR_FLOAT,

@@ -126,7 +126,8 @@ static void cb_geometry(comment_buf *b, const ir_node *n)
     op_kind kind = op_get(n->op)->kind;
     bool conv = n->op == OP_Conv || n->op == OP_ConvTranspose;
     if (conv || ir_attr_find(n, "kernel_shape")) {
-        const ir_shape *w = conv && n->n_in > 1 ? &g->tensors[n->in[1]].shape : NULL;
+        ir_shape ws = conv && n->n_in > 1 ? ir_tensor_logical_shape(&g->tensors[n->in[1]]) : (ir_shape){0};
+        const ir_shape *w = conv && n->n_in > 1 ? &ws : NULL;
         size_t at = b->len;
         if ((cnt = ir_attr_ints(n, "kernel_shape", &v)) > 0) {
             for (int i = 0; i < cnt; i++) cb_printf(b, "%s%lld", i ? "x" : ": ", (long long)v[i]);

@@ -403,11 +403,13 @@ smelt_status lower_Conv(lower_ctx *c)
     const ir_tensor *x = ir_in(c->g, c->n, 0), *wt = ir_in(c->g, c->n, 1);
     const ir_tensor *y = &c->g->tensors[c->n->out[0]];
     int64_t group = j.w.group;
+    if (wt->enc.kind == IR_ENC_PANELS) return conv_gemm_lower(c, &j.w);
+    ir_shape ws = wt->shape;
     j.ns = j.w.nsp;
     j.dt = x->dtype;
     j.bias = ir_in(c->g, c->n, 2) != NULL;
-    j.cg = wt->shape.dim[1];
-    int64_t m = wt->shape.dim[0];
+    j.cg = ws.dim[1];
+    int64_t m = ws.dim[0];
     j.mg = m / group;
     j.mb = j.mg % 8 == 0 ? 8 : j.mg % 4 == 0 ? 4 : j.mg % 2 == 0 ? 2 : 1;
     j.units = m / j.mb;
@@ -542,10 +544,11 @@ smelt_status window_geom_get(const ir_graph *g, const ir_node *n, window_geom *w
     if (is_conv) {
         const ir_tensor *wt = ir_in(g, n, 1);
         if (!wt) return ir_node_fail(n, SMELT_ERR_MODEL, "missing required input 1 (W)");
-        if (wt->shape.rank != r)
+        ir_shape ws = ir_tensor_logical_shape(wt); /* a weight packed for conv_gemm: its [M, C, k...] */
+        if (ws.rank != r)
             return ir_node_fail(n, SMELT_ERR_SHAPE, "weight W %s must have the rank of X %s",
-                                infer_shp(&wt->shape, s1), infer_shp(&x->shape, s2));
-        for (int i = 0; i < ns; i++) ks[i] = wt->shape.dim[i + 2];
+                                infer_shp(&ws, s1), infer_shp(&x->shape, s2));
+        for (int i = 0; i < ns; i++) ks[i] = ws.dim[i + 2];
         if (kn >= 0) {
             bool ok = kn == ns;
             for (int i = 0; ok && i < ns; i++) ok = infer_dim_eq(kv[i], ks[i]);
@@ -553,7 +556,7 @@ smelt_status window_geom_get(const ir_graph *g, const ir_node *n, window_geom *w
                 ir_shape kshape = {.rank = kn > IR_MAX_RANK ? IR_MAX_RANK : kn};
                 for (int i = 0; i < kshape.rank; i++) kshape.dim[i] = kv[i];
                 return ir_node_fail(n, SMELT_ERR_SHAPE, "kernel_shape %s does not match weight shape %s",
-                                    infer_shp(&kshape, s1), infer_shp(&wt->shape, s2));
+                                    infer_shp(&kshape, s1), infer_shp(&ws, s2));
             }
         }
     } else {
@@ -632,20 +635,21 @@ smelt_status infer_Conv(ir_graph *g, int node)
     const ir_node *n = &g->nodes[node];
     TRY(conv_operands(g, n, DT_FLOAT | DT(I32)) /* int32: ConvInteger, QLinearConv (onnx/quantized.c) */);
     const ir_tensor *x = ir_in(g, n, 0), *wt = ir_in(g, n, 1), *b = ir_in(g, n, 2);
+    ir_shape ws = ir_tensor_logical_shape(wt);
     window_geom w;
     TRY(window_geom_get(g, n, &w));
     char s1[160], s2[160];
     int64_t group = w.group;
-    int64_t c = x->shape.dim[1], m = wt->shape.dim[0];
+    int64_t c = x->shape.dim[1], m = ws.dim[0];
     if (c >= 0 && c % group)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "group %lld does not divide the %lld input channels", (long long)group, (long long)c);
     if (m % group)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "group %lld does not divide the %lld output channels of W %s",
-                            (long long)group, (long long)m, infer_shp(&wt->shape, s1));
-    if (c >= 0 && wt->shape.dim[1] * group != c)
+                            (long long)group, (long long)m, infer_shp(&ws, s1));
+    if (c >= 0 && ws.dim[1] * group != c)
         return ir_node_fail(n, SMELT_ERR_SHAPE, "X %s has %lld channels but W %s with group %lld expects %lld",
-                            infer_shp(&x->shape, s1), (long long)c, infer_shp(&wt->shape, s2), (long long)group,
-                            (long long)(wt->shape.dim[1] * group));
+                            infer_shp(&x->shape, s1), (long long)c, infer_shp(&ws, s2), (long long)group,
+                            (long long)(ws.dim[1] * group));
     if (b && (b->shape.rank != 1 || b->shape.dim[0] != m))
         return ir_node_fail(n, SMELT_ERR_SHAPE, "bias B %s must have shape [%lld]", infer_shp(&b->shape, s1), (long long)m);
     ir_shape out = window_out_shape(&x->shape, m, &w);

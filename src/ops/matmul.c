@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "lower/lower.h"
+#include "ops/gemm_packed.h"
 #include "ops/matmul.h"
 #include "ops/shape.h"
 
@@ -42,7 +43,7 @@ typedef struct mm_job {
     bool gemm, ta, tb;       /* Gemm: transA, transB              */
     bool b_enc;              /* B is a constant packed into panels (its encoding) */
     mm_tiles tl;             /* packed path: the target's tiles   */
-    int64_t np, mb;          /* packed path: B's panels, row blocks per unit */
+    int64_t np;              /* packed path: B's panels */
     int b_packed;            /* scratch holding B as [K, N] (Gemm) or in B's own order (MatMul), or -1 */
     int acc;                 /* scratch accumulators, or -1: on the stack */
     smelt_dtype dt;
@@ -318,17 +319,10 @@ smelt_status lower_Gemm(lower_ctx *c)
 /* ---- packed panels and microkernels (C target) --------------------------
  * B as panels of NR columns, [N/NR][K][NR] with the tail zero-padded: a
  * constant B packed at compile time (graph/pack_weights.c, the tensor's
- * encoding), any other packed per call into scratch by a kernel of its own.
- * Each unit of work is an MC x NC block of the result (MC = MB row blocks of
- * MR). Over K in slices of KC: the unit's rows of A are packed into
- * workgroup memory as [MB][MR][KC] (through A's index map, so fused
- * producers and transA cost nothing extra; each row contiguous, so the pack
- * is a copy the compiler vectorizes and the microkernel's MR broadcasts read
- * at constant offsets r*KC), then for each NR panel and row
- * block one gemm loop (kir.h, "Microkernel loops") adds the MR x NR product
- * into accumulators in workgroup memory; the C target runs it as a
- * register-blocked microkernel (target/emit_c_gemm.c). The epilogue stores
- * the accumulators through the region's output map and fused ops. */
+ * encoding), any other packed per call into scratch by a kernel of its own;
+ * then the shared packed GEMM (ops/gemm_packed.h) reads A through A's index
+ * map (so fused producers and transA cost nothing extra) and stores through
+ * the region's output map and fused ops. */
 
 /* Per vector width (f32 lanes, from the host's features): MR x NR keeps MR *
  * NR/W accumulators, NR/W loads of B and a broadcast of A in the registers
@@ -346,18 +340,6 @@ mm_tiles mm_tiles_for(int vector_width)
         if (vector_width >= mm_tile_table[i].lanes) return mm_tile_table[i];
     return mm_tile_table[sizeof mm_tile_table / sizeof mm_tile_table[0] - 1];
 }
-
-/* Units (measured on the AVX2 host, 6 x 16 tiles, KC 256: L1 32 KiB, L2 512
- * KiB a core): up to 24 row blocks (144 rows: M 128 is one unit, so each B
- * panel slice, read once from L3, feeds 22 row blocks, where two units of 11
- * ran 128 x 768 x 3072 5% and 128 x 3072 x 768 10% slower) by up to 512
- * columns (A packed once per 512 columns: 256 cost 4-5% at 512^3), at least
- * MM_MIN_UNITS of them (two per core of a 2-core host; 8 split the columns of
- * 128 x 3072 x 768 into 64-wide units, 5% slower at 1 thread). Workgroup
- * memory: 144 x 528 accumulators + 144 x 256 of A, 450 KiB of stack. */
-#define MM_MB 24
-#define MM_NC_P 512
-#define MM_MIN_UNITS 4
 
 /* The element B[k][col] (col < N) of the matmul's logical B, for batch index bidx. */
 static kir_val logical_b(lower_ctx *c, const mm_job *j, const kir_val *bidx, kir_val k, kir_val col)
@@ -402,103 +384,17 @@ static void pack_panels_body(lower_ctx *c, const kir_val *idx, void *user)
     lower_scratch_store(c, j->b_packed, lower_linear(K, &ps, idx), v);
 }
 
-static kir_val min_idx(kir_kernel *K, kir_val a, int64_t b) { return kir_binary(K, KIR_MIN, a, kir_idx(K, b)); }
-
-/* What a gemm loop of the unit needs (mmp_body). */
-typedef struct mm_panel {
-    int ap, acc;           /* workgroup memory: packed A, accumulators */
-    int64_t ld, kcap;      /* accumulator row length, KC */
-    kir_val kb, kc, p0, bb, p; /* K slice start and length, first panel, B's batch base, panel */
-} mm_panel;
-
-/* acc[rows of block q] += A block q (its first `rows` rows) x panel p, over the K slice. */
-static void gemm_rows(lower_ctx *c, const mm_job *j, const mm_panel *pn, kir_val q, int64_t rows)
+static kir_val mmp_load_a(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val k)
 {
-    kir_kernel *K = c->k;
-    int64_t mr = j->mr, nr = j->tl.nr;
-    kir_val z = kir_idx(K, 0), one = kir_idx(K, 1);
-    kir_val kk = kir_loop_begin_gemm(K, pn->kc);
-    kir_val r = rows > 1 ? kir_loop_begin(K, z, kir_idx(K, rows), one) : z;
-    kir_val at = kir_add(K, kir_add(K, kir_mul(K, q, kir_idx(K, pn->kcap * mr)), kir_mul(K, r, kir_idx(K, pn->kcap))), kk);
-    kir_val a = kir_load(K, pn->ap, at);
-    kir_val jj = kir_loop_begin(K, z, kir_idx(K, nr), one);
-    kir_val bv;
-    if (j->b_enc) {
-        kir_val bi[3] = {kir_add(K, pn->p0, pn->p), kir_add(K, pn->kb, kk), jj};
-        bv = lower_load(c, 1, bi);
-    } else {
-        kir_val pk = kir_add(K, kir_mul(K, kir_add(K, pn->p0, pn->p), kir_idx(K, j->kk)), kir_add(K, pn->kb, kk));
-        bv = lower_scratch_load(c, j->b_packed, kir_add(K, kir_add(K, pn->bb, kir_mul(K, pk, kir_idx(K, nr))), jj));
-    }
-    kir_val row = kir_add(K, kir_mul(K, q, kir_idx(K, mr)), r);
-    kir_val ci = kir_add(K, kir_add(K, kir_mul(K, row, kir_idx(K, pn->ld)), kir_mul(K, pn->p, kir_idx(K, nr))), jj);
-    kir_store(K, pn->acc, ci, kir_binary(K, KIR_ADD, kir_load(K, pn->acc, ci), kir_binary(K, KIR_MUL, a, bv)));
-    kir_loop_end(K);
-    if (rows > 1) kir_loop_end(K);
-    kir_loop_end(K);
+    return load_a(c, g->user, bidx, i, k);
 }
 
-static void mmp_body(lower_ctx *c, const kir_val *idx, void *user)
+static void mmp_store(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val col, kir_val v)
 {
-    mm_job *j = user;
-    kir_kernel *K = c->k;
-    const kir_val *bidx = idx;
-    int64_t mr = j->mr, nr = j->tl.nr, kcap = j->tl.kc < j->kk ? j->tl.kc : j->kk, mcap = mr * j->mb;
-    int64_t ld = j->nc + MM_PAD;
-    kir_val zero = kir_const_f(K, j->dt, 0), one = kir_idx(K, 1), z = kir_idx(K, 0);
-    kir_val i0 = kir_mul(K, idx[j->nb], kir_idx(K, mcap)), j0 = kir_mul(K, idx[j->nb + 1], kir_idx(K, j->nc));
-    kir_val rows = j->m % mcap ? min_idx(K, kir_binary(K, KIR_SUB, kir_idx(K, j->m), i0), mcap) : kir_idx(K, mcap);
-    kir_val cols = j->n % j->nc ? min_idx(K, kir_binary(K, KIR_SUB, kir_idx(K, j->n), j0), j->nc) : kir_idx(K, j->nc);
-    kir_val nblk = j->m % mcap ? kir_binary(K, KIR_DIV, kir_add(K, rows, kir_idx(K, mr - 1)), kir_idx(K, mr)) : kir_idx(K, j->mb);
-    kir_val npan = kir_binary(K, KIR_DIV, kir_add(K, cols, kir_idx(K, nr - 1)), kir_idx(K, nr));
-    int acc = kir_smem_add(K, j->dt, mcap * ld), ap = kir_smem_add(K, j->dt, j->mb * kcap * mr);
-
-    kir_val row = kir_loop_begin(K, z, kir_idx(K, mcap), one);
-    kir_val col = kir_loop_begin_parallel(K, z, kir_idx(K, j->nc));
-    kir_store(K, acc, kir_add(K, kir_mul(K, row, kir_idx(K, ld)), col), zero);
-    kir_loop_end(K);
-    kir_loop_end(K);
-
-    kir_val p0 = kir_mul(K, idx[j->nb + 1], kir_idx(K, j->nc / nr)); /* the unit's first panel */
-    kir_val bb = kir_mul(K, b_batch(c, j, bidx), kir_idx(K, j->np * j->kk * nr));
-    kir_val kb = kir_loop_begin(K, z, kir_idx(K, j->kk), kir_idx(K, kcap));
-    kir_val kc = j->kk > kcap ? min_idx(K, kir_binary(K, KIR_SUB, kir_idx(K, j->kk), kb), kcap) : kir_idx(K, kcap);
-    /* A's rows [i0, i0 + rows) x [kb, kb + kc) into ap, rows past M clamped (computed, never stored) */
-    kir_val q = kir_loop_begin(K, z, nblk, one);
-    kir_val r = kir_loop_begin(K, z, kir_idx(K, mr), one);
-    kir_val i = kir_add(K, kir_add(K, i0, kir_mul(K, q, kir_idx(K, mr))), r);
-    if (j->m % mr) i = min_idx(K, i, j->m - 1);
-    kir_val kk = kir_loop_begin(K, z, kc, one);
-    kir_val at = kir_add(K, kir_add(K, kir_mul(K, q, kir_idx(K, kcap * mr)), kir_mul(K, r, kir_idx(K, kcap))), kk);
-    kir_store(K, ap, at, load_a(c, j, bidx, i, kir_add(K, kb, kk)));
-    kir_loop_end(K);
-    kir_loop_end(K);
-    kir_loop_end(K);
-
-    /* full row blocks, then (in the unit that has it) the last M % MR rows with
-     * a microkernel of that many rows, not a full block of clamped repeats */
-    int64_t tail = j->m % mr;
-    kir_val nfull = j->m % mcap ? kir_binary(K, KIR_DIV, rows, kir_idx(K, mr)) : kir_idx(K, j->mb);
-    mm_panel pn = {.ap = ap, .acc = acc, .ld = ld, .kcap = kcap, .kb = kb, .kc = kc, .p0 = p0, .bb = bb};
-    pn.p = kir_loop_begin(K, z, npan, one);
-    q = kir_loop_begin(K, z, nfull, one);
-    gemm_rows(c, j, &pn, q, mr);
-    kir_loop_end(K);
-    if (tail) {
-        kir_if_begin(K, kir_binary(K, KIR_LT, kir_mul(K, nfull, kir_idx(K, mr)), rows));
-        gemm_rows(c, j, &pn, nfull, tail);
-        kir_if_end(K);
-    }
-    kir_loop_end(K);
-    kir_loop_end(K);
-
-    row = kir_loop_begin(K, z, rows, one);
-    col = kir_loop_begin(K, z, cols, one);
-    kir_val v = kir_load(K, acc, kir_add(K, kir_mul(K, row, kir_idx(K, ld)), col));
-    store_c(c, j, bidx, kir_add(K, i0, row), kir_add(K, j0, col), v);
-    kir_loop_end(K);
-    kir_loop_end(K);
+    store_c(c, g->user, bidx, i, col, v);
 }
+
+static kir_val mmp_b_index(lower_ctx *c, const gemm_packed *g, const kir_val *bidx) { return b_batch(c, g->user, bidx); }
 
 /* Whether the packed path takes this matmul: the C target, float32, B a
  * matrix; a B not packed at compile time is packed per call (K x N copies),
@@ -514,47 +410,23 @@ static bool mm_packed_ok(const lower_ctx *c, const mm_job *j)
 static smelt_status mm_lower_packed(lower_ctx *c, mm_job *j)
 {
     const ir_shape *out = j->out;
-    j->tl = mm_tiles_for(c->target->vector_width);
-    int64_t nr = j->tl.nr;
-    j->mr = j->m < j->tl.mr ? j->m : j->tl.mr;
-    j->np = (j->n + nr - 1) / nr;
-    /* row blocks per unit: at most MM_MB, as even as whole blocks allow (M 512
-     * is 4 units of 22, 22, 22 and 20 blocks, not 3 x 24 + 14) */
-    int64_t rb = (j->m + j->mr - 1) / j->mr;
-    int64_t mbu = (rb + MM_MB - 1) / MM_MB;
-    j->mb = (rb + mbu - 1) / mbu;
-    mbu = (rb + j->mb - 1) / j->mb;
-    int64_t batch = 1;
-    for (int d = 0; d < j->nb; d++) batch *= out->dim[d];
-    /* columns per unit: at most MM_NC_P, fewer (in whole panels) until there are
-     * MM_MIN_UNITS units, so small M still spreads over the threads by N; then
-     * panels spread evenly over the units */
-    int64_t npu = MM_NC_P / nr < j->np ? MM_NC_P / nr : j->np;
-    while (npu > 1 && batch * mbu * ((j->np + npu - 1) / npu) < MM_MIN_UNITS) npu = (npu + 1) / 2;
-    int64_t ncu = (j->np + npu - 1) / npu;
-    /* an even number when they are few, so two cores get equal halves (a QKV
-     * projection's 2304 columns made 5 units: 3 on one core, 2 on the other) */
-    if (batch * mbu * ncu % 2 && batch * mbu * ncu < 4 * MM_MIN_UNITS && ncu < j->np) ncu++;
-    npu = (j->np + ncu - 1) / ncu;
-    j->nc = npu * nr;
+    gemm_packed g = {.nb = j->nb, .m = j->m, .n = j->n, .k = j->kk, .dt = j->dt, .b_input = j->b_enc ? 1 : -1,
+                     .b_scratch = -1, .b_index = mmp_b_index, .load_a = mmp_load_a, .store = mmp_store, .user = j};
+    for (int d = 0; d < j->nb; d++) g.batch[d] = out->dim[d];
+    g.tl = j->tl = mm_tiles_for(c->target->vector_width);
+    j->np = gemm_packed_panels(&g);
     if (!j->b_enc) {
         const ir_shape *s = &ir_in(c->g, c->n, 1)->shape;
         int nbb = j->gemm ? 0 : s->rank - 2;
         ir_shape ps = {.rank = nbb + 3};
         for (int d = 0; d < nbb; d++) ps.dim[d] = s->dim[d];
-        ps.dim[nbb] = j->np, ps.dim[nbb + 1] = j->kk, ps.dim[nbb + 2] = nr;
-        j->b_packed = lower_scratch(c, j->dt, ir_shape_numel(&ps));
+        ps.dim[nbb] = j->np, ps.dim[nbb + 1] = j->kk, ps.dim[nbb + 2] = j->tl.nr;
+        g.b_scratch = j->b_packed = lower_scratch(c, j->dt, ir_shape_numel(&ps));
         if (j->b_packed < 0) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
         lower_parallel_for(c, &ps, 1, pack_panels_body, j);
         if (!c->k) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
     }
-    ir_shape units = {.rank = j->nb + 3};
-    for (int d = 0; d < j->nb; d++) units.dim[d] = out->dim[d];
-    units.dim[j->nb] = mbu;
-    units.dim[j->nb + 1] = (j->np + npu - 1) / npu;
-    units.dim[j->nb + 2] = 1;
-    lower_parallel_for(c, &units, 2 * j->mr * j->mb * j->nc * j->kk, mmp_body, j);
-    return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    return gemm_packed_lower(c, &g);
 }
 
 /* ---- contractions ------------------------------------------------------- */

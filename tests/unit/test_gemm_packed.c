@@ -311,3 +311,142 @@ TEST(gemm_rewritten_transposes_are_seen_by_the_lowering)
         ir_graph_free(g);
     }
 }
+
+/* ---- convolution on the packed GEMM (ops/conv_gemm.c) ------------------- */
+
+typedef struct conv_case {
+    int64_t n, c, h, w, m, k[2], s[2], p[2], d[2];
+    int group;
+    bool bias, epilogue; /* + bias; then Relu and a residual Add fused into the store */
+    bool gemm;           /* expected to run on the microkernel */
+} conv_case;
+
+/* Y = conv(X, W) (+ bias) in double, NCHW, pads as zeros; then relu(y) + res. */
+static double conv_ref(const conv_case *cc, const float *x, const float *wt, const float *b, const float *res, int64_t oh,
+                       int64_t ow, int64_t n, int64_t m, int64_t i, int64_t j)
+{
+    int64_t cg = cc->c / cc->group, mg = cc->m / cc->group, g0 = m / mg * cg;
+    double s = cc->bias ? b[m] : 0.0;
+    for (int64_t ci = 0; ci < cg; ci++)
+        for (int64_t kh = 0; kh < cc->k[0]; kh++)
+            for (int64_t kw = 0; kw < cc->k[1]; kw++) {
+                int64_t ih = i * cc->s[0] - cc->p[0] + kh * cc->d[0], iw = j * cc->s[1] - cc->p[1] + kw * cc->d[1];
+                if (ih < 0 || ih >= cc->h || iw < 0 || iw >= cc->w) continue;
+                s += (double)x[((n * cc->c + g0 + ci) * cc->h + ih) * cc->w + iw] *
+                     wt[((m * cg + ci) * cc->k[0] + kh) * cc->k[1] + kw];
+            }
+    if (cc->epilogue) s = fmax(s, 0.0) + res[((n * cc->m + m) * oh + i) * ow + j];
+    return s;
+}
+
+TEST(gemm_packed_conv_matches_a_reference)
+{
+    static const conv_case cases[] = {
+        /* 1x1 stride 2, M/C/positions not multiples of the tiles, batch 2, bias + Relu + residual Add */
+        {2, 70, 9, 11, 67, {1, 1}, {2, 2}, {0, 0}, {1, 1}, 1, true, true, true},
+        /* 1x1 stride 1: rows read straight from X's planes */
+        {2, 69, 7, 9, 80, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, false, false, true},
+        /* ResNet's stem shape: 7x7 stride 2 pad 3 (with channels enough for the GEMM) */
+        {1, 3, 19, 23, 130, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 1, true, true, true},
+        /* 3x3 stride 2 pad 1, K = 360 past one KC slice, batch 2 */
+        {2, 40, 15, 14, 133, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, false, true},
+        /* 3x3 stride 2 pad 1 dilation 2, uneven strides */
+        {1, 8, 12, 13, 129, {3, 3}, {2, 1}, {2, 1}, {2, 2}, 1, false, true, true},
+        /* grouped, too few channels, and 3x3 stride 1: the direct form */
+        {1, 128, 9, 9, 128, {1, 1}, {2, 2}, {0, 0}, {1, 1}, 2, true, false, false},
+        {1, 13, 9, 9, 37, {1, 1}, {2, 2}, {0, 0}, {1, 1}, 1, true, true, false},
+        {1, 64, 8, 8, 128, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true, false, false},
+    };
+    for (int ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) {
+        const conv_case *cc = &cases[ci];
+        int64_t oh = (cc->h + 2 * cc->p[0] - (cc->k[0] - 1) * cc->d[0] - 1) / cc->s[0] + 1;
+        int64_t ow = (cc->w + 2 * cc->p[1] - (cc->k[1] - 1) * cc->d[1] - 1) / cc->s[1] + 1;
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", shp(4, cc->n, cc->c, cc->h, cc->w));
+        int wt = constant(g, "w", shp(4, cc->m, cc->c / cc->group, cc->k[0], cc->k[1]), 0.25f, -0.05f);
+        int b = constant(g, "b", shp(1, cc->m), 0.5f, 0.1f);
+        int res = constant(g, "res", shp(4, cc->n, cc->m, oh, ow), 0.75f, -0.2f);
+        int ins[3] = {x, wt, b};
+        int y = op(g, "conv", OP_Conv, cc->bias ? 3 : 2, ins);
+        int nd = node_named(g, "conv");
+        attr_ints(g, nd, "strides", 2, cc->s);
+        attr_ints(g, nd, "dilations", 2, cc->d);
+        attr_ints(g, nd, "pads", 4, (const int64_t[]){cc->p[0], cc->p[1], cc->p[0], cc->p[1]});
+        attr_int(g, nd, "group", cc->group);
+        if (cc->epilogue) y = op2(g, "add", OP_Add, op1(g, "relu", OP_Relu, y), res);
+        ir_graph_set_io(g, 1, &x, 1, &y);
+        smelt_program *p = compile(g, 0);
+        CHECK(p != NULL);
+        if (!p) {
+            ir_graph_free(g);
+            continue;
+        }
+        const ir_tensor *pw = &p->g->tensors[p->g->nodes[node_named(p->g, "conv")].in[1]];
+        CHECK((pw->enc.kind == IR_ENC_PANELS) == cc->gemm);
+        CHECK((strstr(p->cls[0].source, "smelt_gemm_f32_") != NULL) == cc->gemm);
+        int64_t nx = cc->n * cc->c * cc->h * cc->w, ny = cc->n * cc->m * oh * ow;
+        float *xd = malloc(sizeof(float) * (size_t)nx);
+        for (int64_t i = 0; i < nx; i++) xd[i] = (float)((i * 13 + 5) % 17 - 8) / 8.0f;
+        smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 4, .shape = {cc->n, cc->c, cc->h, cc->w}, .data = xd};
+        CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+        smelt_tensor out;
+        CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+        CHECK(out.rank == 4 && out.shape[1] == cc->m && out.shape[2] == oh && out.shape[3] == ow);
+        const float *wd = g->tensors[wt].data, *bd = g->tensors[b].data, *rd = g->tensors[res].data, *yd = out.data;
+        int bad = 0;
+        for (int64_t n = 0; n < cc->n; n++)
+            for (int64_t m = 0; m < cc->m; m++)
+                for (int64_t i = 0; i < oh; i++)
+                    for (int64_t j = 0; j < ow; j++) {
+                        double want = conv_ref(cc, xd, wd, bd, rd, oh, ow, n, m, i, j);
+                        double got = yd[((n * cc->m + m) * oh + i) * ow + j];
+                        if (fabs(got - want) > 1e-4 * (1 + fabs(want)) && bad++ < 3)
+                            fprintf(stderr, "  conv case %d [%lld][%lld][%lld][%lld]: %.7g, want %.7g\n", ci, (long long)n,
+                                    (long long)m, (long long)i, (long long)j, got, want);
+                    }
+        CHECK_EQ_INT(bad, 0);
+        float *iy = interpret(p, xd, NULL, p->g->outputs[0]);
+        CHECK(iy != NULL);
+        for (int64_t i = 0; iy && i < ny; i++)
+            if (fabs(iy[i] - yd[i]) > 1e-4 * (1 + fabs(iy[i])) && bad++ < 3)
+                fprintf(stderr, "  conv case %d [%lld]: interpreted %.7g, compiled %.7g\n", ci, (long long)i, iy[i], yd[i]);
+        CHECK_EQ_INT(bad, 0);
+        free(iy);
+        free(xd);
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
+
+/* A Conv weight [M, C, KH, KW] packed as B[k][m] = W[m][k] (k over C, KH, KW),
+ * its logical shape kept for the shape rule; a grouped Conv's weight is not packed. */
+TEST(gemm_pack_weights_packs_conv_weights)
+{
+    ir_graph *g = ir_graph_new();
+    int64_t nr = 16;
+    int x = input(g, "x", shp(4, 1, 8, 10, 10));
+    int w = constant(g, "w", shp(4, 130, 8, 3, 3), 1.0f, 0.0f), w2 = constant(g, "w2", shp(4, 128, 4, 1, 1), 1.0f, 0.0f);
+    int y = op2(g, "conv", OP_Conv, x, w);
+    attr_ints(g, node_named(g, "conv"), "strides", 2, (const int64_t[]){2, 2});
+    int y2 = op2(g, "gconv", OP_Conv, x, w2);
+    attr_int(g, node_named(g, "gconv"), "group", 2);
+    int outs[2] = {y, y2};
+    ir_graph_set_io(g, 1, &x, 2, outs);
+    CHECK(graph_infer(g, lower_eval_node) == SMELT_OK);
+    CHECK(graph_pack_weights(g, nr, NULL, false) == SMELT_OK);
+    const ir_tensor *p = &g->tensors[g->nodes[node_named(g, "conv")].in[1]];
+    CHECK(p->enc.kind == IR_ENC_PANELS && p->enc.k == 72 && p->enc.n == 130 && p->enc.nr == nr);
+    CHECK(p->shape.rank == 3 && p->shape.dim[0] == 9 && p->shape.dim[1] == 72 && p->shape.dim[2] == nr);
+    CHECK(p->enc.logical.rank == 4 && p->enc.logical.dim[0] == 130 && p->enc.logical.dim[3] == 3);
+    CHECK_EQ_INT(g->nodes[node_named(g, "gconv")].in[1], w2);
+    const float *src = g->tensors[w].data, *pk = p->data;
+    for (int64_t q = 0; q < 9; q++)
+        for (int64_t kk = 0; kk < 72; kk++)
+            for (int64_t j = 0; j < nr; j++) {
+                int64_t col = q * nr + j;
+                CHECK(pk[(q * 72 + kk) * nr + j] == (col >= 130 ? 0.0f : src[col * 72 + kk]));
+            }
+    CHECK(graph_infer(g, lower_eval_node) == SMELT_OK);
+    CHECK(g->tensors[y].shape.rank == 4 && g->tensors[y].shape.dim[1] == 130 && g->tensors[y].shape.dim[2] == 4);
+    ir_graph_free(g);
+}

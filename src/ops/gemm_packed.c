@@ -1,0 +1,179 @@
+/*
+ * gemm_packed.c — the packed GEMM lowering that MatMul, Gemm and Conv share
+ * (ops/gemm_packed.h says what it computes and how the callers plug in).
+ *
+ * requires: a C target with one thread per workgroup; B's panels in place
+ *           (a constant input or the caller's scratch, filled before).
+ * guarantees: one kernel; each output element of C is stored once, through
+ *             the caller's store.
+ */
+#include "ops/gemm_packed.h"
+
+/* Units (measured on the AVX2 host, 6 x 16 tiles, KC 256: L1 32 KiB, L2 512
+ * KiB a core): up to 24 row blocks (144 rows: M 128 is one unit, so each B
+ * panel slice, read once from L3, feeds 22 row blocks, where two units of 11
+ * ran 128 x 768 x 3072 5% and 128 x 3072 x 768 10% slower) by up to 512
+ * columns (A packed once per 512 columns: 256 cost 4-5% at 512^3), at least
+ * MM_MIN_UNITS of them (two per core of a 2-core host; 8 split the columns of
+ * 128 x 3072 x 768 into 64-wide units, 5% slower at 1 thread). Workgroup
+ * memory: 144 x 528 accumulators + 144 x 256 of A, 450 KiB of stack. */
+#define MM_MB 24
+#define MM_NC_P 512
+#define MM_MIN_UNITS 4
+#define MM_PAD 16   /* accumulator rows this much longer than the block (not 4 KiB apart) */
+
+static kir_val min_idx(kir_kernel *K, kir_val a, int64_t b) { return kir_binary(K, KIR_MIN, a, kir_idx(K, b)); }
+
+kir_val gemm_packed_clamp_row(kir_kernel *K, const gemm_packed *g, kir_val i)
+{
+    return g->m % g->mr ? min_idx(K, i, g->m - 1) : i;
+}
+
+kir_val gemm_packed_a_at(kir_kernel *K, int64_t kcap, int64_t mr, kir_val q, kir_val r, kir_val kk)
+{
+    return kir_add(K, kir_add(K, kir_mul(K, q, kir_idx(K, kcap * mr)), kir_mul(K, r, kir_idx(K, kcap))), kk);
+}
+
+int64_t gemm_packed_panels(const gemm_packed *g) { return (g->n + g->tl.nr - 1) / g->tl.nr; }
+
+/* What a gemm loop of the unit needs (unit_body). */
+typedef struct mm_panel {
+    int ap, acc;           /* workgroup memory: packed A, accumulators */
+    int64_t ld, kcap;      /* accumulator row length, KC */
+    kir_val kb, kc, p0, bb, p; /* K slice start and length, first panel, B's batch base, panel */
+} mm_panel;
+
+/* acc[rows of block q] += A block q (its first `rows` rows) x panel p, over the K slice. */
+static void gemm_rows(lower_ctx *c, const gemm_packed *g, const mm_panel *pn, kir_val q, int64_t rows)
+{
+    kir_kernel *K = c->k;
+    int64_t mr = g->mr, nr = g->tl.nr;
+    kir_val z = kir_idx(K, 0), one = kir_idx(K, 1);
+    kir_val kk = kir_loop_begin_gemm(K, pn->kc);
+    kir_val r = rows > 1 ? kir_loop_begin(K, z, kir_idx(K, rows), one) : z;
+    kir_val at = gemm_packed_a_at(K, pn->kcap, mr, q, r, kk);
+    kir_val a = kir_load(K, pn->ap, at);
+    kir_val jj = kir_loop_begin(K, z, kir_idx(K, nr), one);
+    kir_val bv;
+    if (g->b_input >= 0) {
+        kir_val bi[3] = {kir_add(K, pn->p0, pn->p), kir_add(K, pn->kb, kk), jj};
+        bv = lower_load(c, g->b_input, bi);
+    } else {
+        kir_val pk = kir_add(K, kir_mul(K, kir_add(K, pn->p0, pn->p), kir_idx(K, g->k)), kir_add(K, pn->kb, kk));
+        bv = lower_scratch_load(c, g->b_scratch, kir_add(K, kir_add(K, pn->bb, kir_mul(K, pk, kir_idx(K, nr))), jj));
+    }
+    kir_val row = kir_add(K, kir_mul(K, q, kir_idx(K, mr)), r);
+    kir_val ci = kir_add(K, kir_add(K, kir_mul(K, row, kir_idx(K, pn->ld)), kir_mul(K, pn->p, kir_idx(K, nr))), jj);
+    kir_store(K, pn->acc, ci, kir_binary(K, KIR_ADD, kir_load(K, pn->acc, ci), kir_binary(K, KIR_MUL, a, bv)));
+    kir_loop_end(K);
+    if (rows > 1) kir_loop_end(K);
+    kir_loop_end(K);
+}
+
+/* The default A pack: element by element through load_a, k innermost. */
+static void pack_a_elements(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, const gemm_a_slice *s)
+{
+    kir_kernel *K = c->k;
+    kir_val z = kir_idx(K, 0), one = kir_idx(K, 1);
+    kir_val q = kir_loop_begin(K, z, s->nblk, one);
+    kir_val r = kir_loop_begin(K, z, kir_idx(K, s->mr), one);
+    kir_val i = gemm_packed_clamp_row(K, g, kir_add(K, kir_add(K, s->i0, kir_mul(K, q, kir_idx(K, s->mr))), r));
+    kir_val kk = kir_loop_begin(K, z, s->kc, one);
+    kir_val at = gemm_packed_a_at(K, s->kcap, s->mr, q, r, kk);
+    kir_store(K, s->ap, at, g->load_a(c, g, bidx, i, kir_add(K, s->kb, kk)));
+    kir_loop_end(K);
+    kir_loop_end(K);
+    kir_loop_end(K);
+}
+
+static void unit_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const gemm_packed *g = user;
+    kir_kernel *K = c->k;
+    const kir_val *bidx = idx;
+    int64_t mr = g->mr, nr = g->tl.nr, kcap = g->tl.kc < g->k ? g->tl.kc : g->k, mcap = mr * g->mb;
+    int64_t ld = g->nc + MM_PAD, np = gemm_packed_panels(g);
+    kir_val zero = kir_const_f(K, g->dt, 0), one = kir_idx(K, 1), z = kir_idx(K, 0);
+    kir_val i0 = kir_mul(K, idx[g->nb], kir_idx(K, mcap)), j0 = kir_mul(K, idx[g->nb + 1], kir_idx(K, g->nc));
+    kir_val rows = g->m % mcap ? min_idx(K, kir_binary(K, KIR_SUB, kir_idx(K, g->m), i0), mcap) : kir_idx(K, mcap);
+    kir_val cols = g->n % g->nc ? min_idx(K, kir_binary(K, KIR_SUB, kir_idx(K, g->n), j0), g->nc) : kir_idx(K, g->nc);
+    kir_val nblk = g->m % mcap ? kir_binary(K, KIR_DIV, kir_add(K, rows, kir_idx(K, mr - 1)), kir_idx(K, mr)) : kir_idx(K, g->mb);
+    kir_val npan = kir_binary(K, KIR_DIV, kir_add(K, cols, kir_idx(K, nr - 1)), kir_idx(K, nr));
+    int acc = kir_smem_add(K, g->dt, mcap * ld), ap = kir_smem_add(K, g->dt, g->mb * kcap * mr);
+
+    kir_val row = kir_loop_begin(K, z, kir_idx(K, mcap), one);
+    kir_val col = kir_loop_begin_parallel(K, z, kir_idx(K, g->nc));
+    kir_store(K, acc, kir_add(K, kir_mul(K, row, kir_idx(K, ld)), col), zero);
+    kir_loop_end(K);
+    kir_loop_end(K);
+
+    kir_val p0 = kir_mul(K, idx[g->nb + 1], kir_idx(K, g->nc / nr)); /* the unit's first panel */
+    kir_val bb = g->b_input >= 0 ? z
+                 : kir_mul(K, g->b_index ? g->b_index(c, g, bidx) : z, kir_idx(K, np * g->k * nr));
+    kir_val kb = kir_loop_begin(K, z, kir_idx(K, g->k), kir_idx(K, kcap));
+    kir_val kc = g->k > kcap ? min_idx(K, kir_binary(K, KIR_SUB, kir_idx(K, g->k), kb), kcap) : kir_idx(K, kcap);
+    gemm_a_slice s = {.ap = ap, .kcap = kcap, .mr = mr, .i0 = i0, .rows = rows, .nblk = nblk, .kb = kb, .kc = kc};
+    (g->pack_a ? g->pack_a : pack_a_elements)(c, g, bidx, &s);
+
+    /* full row blocks, then (in the unit that has it) the last M % MR rows with
+     * a microkernel of that many rows, not a full block of clamped repeats */
+    int64_t tail = g->m % mr;
+    kir_val nfull = g->m % mcap ? kir_binary(K, KIR_DIV, rows, kir_idx(K, mr)) : kir_idx(K, g->mb);
+    mm_panel pn = {.ap = ap, .acc = acc, .ld = ld, .kcap = kcap, .kb = kb, .kc = kc, .p0 = p0, .bb = bb};
+    pn.p = kir_loop_begin(K, z, npan, one);
+    kir_val q = kir_loop_begin(K, z, nfull, one);
+    gemm_rows(c, g, &pn, q, mr);
+    kir_loop_end(K);
+    if (tail) {
+        kir_if_begin(K, kir_binary(K, KIR_LT, kir_mul(K, nfull, kir_idx(K, mr)), rows));
+        gemm_rows(c, g, &pn, nfull, tail);
+        kir_if_end(K);
+    }
+    kir_loop_end(K);
+    kir_loop_end(K);
+
+    if (g->store_block) {
+        gemm_c_block cb = {.acc = acc, .ld = ld, .i0 = i0, .rows = rows, .j0 = j0, .cols = cols};
+        g->store_block(c, g, bidx, &cb);
+        return;
+    }
+    row = kir_loop_begin(K, z, rows, one);
+    col = kir_loop_begin(K, z, cols, one);
+    kir_val v = kir_load(K, acc, kir_add(K, kir_mul(K, row, kir_idx(K, ld)), col));
+    g->store(c, g, bidx, kir_add(K, i0, row), kir_add(K, j0, col), v);
+    kir_loop_end(K);
+    kir_loop_end(K);
+}
+
+smelt_status gemm_packed_lower(lower_ctx *c, gemm_packed *g)
+{
+    int64_t nr = g->tl.nr, np = gemm_packed_panels(g);
+    g->mr = g->m < g->tl.mr ? g->m : g->tl.mr;
+    int64_t rb = (g->m + g->mr - 1) / g->mr;
+    /* row blocks per unit: at most MM_MB, as even as whole blocks allow (M 512
+     * is 4 units of 22, 22, 22 and 20 blocks, not 3 x 24 + 14) */
+    int64_t mbu = (rb + MM_MB - 1) / MM_MB;
+    g->mb = (rb + mbu - 1) / mbu;
+    mbu = (rb + g->mb - 1) / g->mb;
+    int64_t batch = 1;
+    for (int d = 0; d < g->nb; d++) batch *= g->batch[d];
+    /* columns per unit: at most MM_NC_P, fewer (in whole panels, no fewer than
+     * nc_min columns) until there are MM_MIN_UNITS units, so small M still
+     * spreads over the threads by N; then panels spread evenly over the units */
+    int64_t npu = MM_NC_P / nr < np ? MM_NC_P / nr : np;
+    while (npu > 1 && (npu + 1) / 2 * nr >= g->nc_min && batch * mbu * ((np + npu - 1) / npu) < MM_MIN_UNITS)
+        npu = (npu + 1) / 2;
+    int64_t ncu = (np + npu - 1) / npu;
+    /* an even number when they are few, so two cores get equal halves (a QKV
+     * projection's 2304 columns made 5 units: 3 on one core, 2 on the other) */
+    if (batch * mbu * ncu % 2 && batch * mbu * ncu < 4 * MM_MIN_UNITS && ncu < np) ncu++;
+    npu = (np + ncu - 1) / ncu;
+    g->nc = npu * nr;
+    ir_shape units = {.rank = g->nb + 3};
+    for (int d = 0; d < g->nb; d++) units.dim[d] = g->batch[d];
+    units.dim[g->nb] = mbu;
+    units.dim[g->nb + 1] = (np + npu - 1) / npu;
+    units.dim[g->nb + 2] = 1;
+    lower_parallel_for(c, &units, 2 * g->mr * g->mb * g->nc * g->k, unit_body, g);
+    return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+}

@@ -1,0 +1,88 @@
+/*
+ * gemm_packed.h — the C target's packed GEMM as a lowering that ops share
+ * (MatMul, Gemm, Conv): C[i][j] = sum over k of A[i][k] * B[k][j] with B in
+ * panels [N/NR][K][NR] (ir.h, IR_ENC_PANELS) and A read through a callback.
+ *
+ * Each unit of work is an MC x NC block of C (MC = MB row blocks of MR) of
+ * one batch index. Over K in slices of KC the unit's rows of A are packed into
+ * workgroup memory as [MB][KC][MR] by the caller's A pack (or, by default,
+ * element by element through load_a), so an op supplies its own index map:
+ * MatMul its fused producers and transA, Conv its implicit im2col with pads
+ * as zeros. For each NR panel and row block one gemm loop (kir.h, "Microkernel
+ * loops") adds the MR x NR product into accumulators in workgroup memory; the
+ * C target runs it as a register-blocked microkernel (target/emit_c_gemm.c).
+ * The caller's store writes each finished element where the op's output keeps
+ * it, through the region's fused epilogue (lower_store).
+ *
+ * Defined in ops/gemm_packed.c.
+ */
+#ifndef SMELT_OPS_GEMM_PACKED_H
+#define SMELT_OPS_GEMM_PACKED_H
+
+#include "lower/lower.h"
+#include "ops/matmul.h"
+
+typedef struct gemm_packed gemm_packed;
+
+/* One KC slice of a unit's rows of A, for an A pack: element (i0 + t, kb + kk)
+ * with t = q*MR + r goes to workgroup buffer ap at gemm_packed_a_at (row-major
+ * per block: q*KCAP*MR + r*KCAP + kk, so a pack is a copy the compiler
+ * vectorizes and the microkernel's MR broadcasts read at constant offsets), for
+ * kk < kc and the unit's `rows` rows t (the last row block may be short:
+ * the microkernel then runs on that many rows, so the rest of the block is
+ * never read; writing clamped rows up to nblk*MR is harmless). */
+typedef struct gemm_a_slice {
+    int ap;
+    int64_t kcap, mr;
+    kir_val i0, rows, nblk, kb, kc;
+} gemm_a_slice;
+
+/* A unit's finished block, for a store of one's own: C[i0 + t][j0 + u] is
+ * workgroup buffer acc at t*ld + u, for t < rows, u < cols. */
+typedef struct gemm_c_block {
+    int acc;
+    int64_t ld;
+    kir_val i0, rows, j0, cols;
+} gemm_c_block;
+
+struct gemm_packed {
+    /* the problem: batch dims (the units' leading index, bidx below), M, N, K */
+    int nb;
+    int64_t batch[IR_MAX_RANK];
+    int64_t m, n, k;
+    smelt_dtype dt;      /* SMELT_F32 */
+    mm_tiles tl;         /* the target's tiles (mm_tiles_for); B's panels are tl.nr wide */
+    /* B: node input b_input holding the panels [ceil(N/NR)][K][NR] (a constant
+     * packed at compile time), or, when b_input < 0, scratch b_scratch holding
+     * them per batch, batch b_index(bidx) at b * ceil(N/NR)*K*NR (b_index NULL: 0) */
+    int b_input, b_scratch;
+    kir_val (*b_index)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx);
+    /* A[i][k] for i < M (the default A pack's read), or a pack of one's own */
+    kir_val (*load_a)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val k);
+    void (*pack_a)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, const gemm_a_slice *s);
+    /* C[i][j] = v, i < M, j < N, in a loop with j innermost; or the loops over
+     * a whole block written by the caller (store_block, when set) */
+    void (*store)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val j, kir_val v);
+    void (*store_block)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, const gemm_c_block *b);
+    /* columns per unit at least this many (0: no floor): an A pack dearer than
+     * a copy (an implicit im2col) is repeated per column block, so splitting
+     * columns to spread a small M over the threads would multiply it */
+    int64_t nc_min;
+    void *user;          /* the caller's, for its callbacks */
+    /* filled by gemm_packed_lower */
+    int64_t mr, mb, nc;
+};
+
+/* Row i of the unit clamped into [0, M) (rows of the last block past M). */
+kir_val gemm_packed_clamp_row(kir_kernel *K, const gemm_packed *g, kir_val i);
+/* Where element (block q, row r, k kk) of a KC slice of A goes in ap ([MB][MR][KCAP]). */
+kir_val gemm_packed_a_at(kir_kernel *K, int64_t kcap, int64_t mr, kir_val q, kir_val r, kir_val kk);
+
+/* Panels of B: ceil(N / NR). */
+int64_t gemm_packed_panels(const gemm_packed *g);
+
+/* The kernel: units over batch x row blocks x column blocks, spread over the
+ * threads (columns split until there are enough units at small M). */
+smelt_status gemm_packed_lower(lower_ctx *c, gemm_packed *g);
+
+#endif
