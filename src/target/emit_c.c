@@ -611,7 +611,7 @@ static smelt_status emit_body(emitter *e)
             ilv_loop il;
             if (e->d->host_simd && i > plain_until && emit_ilv_loop(k, e->alias, i, &il)) {
                 TRY(emit_put_ilv_loop(e, i, &il, ind, depth));
-                streamed |= il.stream >= 0;
+                streamed |= il.n_streams > 0;
                 vec_end = plain_until = il.end;
             }
             int vend = e->d->host_simd && i > plain_until ? emit_vec_loop(k, i) : -1;
