@@ -80,6 +80,9 @@ void emit_put_vec_helpers(strbuf *sb);
  * conversions, mathf.inc, stream and vector helpers) that `body`, the
  * emitted kernels, calls, and those they call (emit_c_prelude.c). */
 void emit_put_prelude(strbuf *sb, const dialect *d, const char *body);
+/* Whether workgroup buffer b is the row a stream loop copies out (which an
+ * interleaved loop's vector form skips: the C declaring it marks it used). */
+bool emit_row_streamed(const kir_kernel *k, int b);
 /* Stream loop i as one smelt_stream_f32 call: its LOOP_END, or -1 (nothing emitted). */
 int emit_put_stream(emitter *e, int i, int ind);
 /* emit_c_gemm.c: gemm loop i (kir.h, "Microkernel loops") as one call of a

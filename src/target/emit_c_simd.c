@@ -234,6 +234,14 @@ static void put_stream_dst(emitter *e, const stream_copy *m)
     sb_puts(e->sb, "]");
 }
 
+bool emit_row_streamed(const kir_kernel *k, int b)
+{
+    stream_copy m;
+    for (int i = 0; i < k->n_stmts; i++)
+        if (k->stmts[i].kind == KS_LOOP_BEGIN && k->stmts[i].stream && match_stream(k, i, &m) && m.row == b) return true;
+    return false;
+}
+
 int emit_put_stream(emitter *e, int i, int ind)
 {
     stream_copy m;

@@ -218,7 +218,7 @@ static bool have_cc(void) { return system("cc --version >/dev/null 2>&1") == 0; 
 /* Compile src as a strict compiler would see it: no warning allowed. Returns
  * the compiler's output (malloc'd) if it complained, else NULL. With vec_report,
  * gcc's vectorizer notes are returned instead. */
-static char *compile_strict_with(const char *dir, const char *src, bool vec_report, const char *flags)
+static char *compile_strict_with(const char *dir, const char *src, bool vec_report, const char *cc, const char *flags)
 {
     char path[512], cmd[1536];
     snprintf(path, sizeof path, "%s/k.c", dir);
@@ -227,7 +227,7 @@ static char *compile_strict_with(const char *dir, const char *src, bool vec_repo
     fputs(src, f);
     fclose(f);
     snprintf(cmd, sizeof cmd,
-             "cc -std=c11 -O3 -Wall -Wextra -Werror %s %s -c -o '%s/k.o' '%s' > '%s/log' 2>&1",
+             "%s -std=c11 -O3 -Wall -Wextra -Werror %s %s -c -o '%s/k.o' '%s' > '%s/log' 2>&1", cc,
              vec_report ? "-fno-math-errno -fopt-info-vec-optimized" : "", flags, dir, path, dir);
     int rc = system(cmd);
     snprintf(path, sizeof path, "%s/log", dir);
@@ -247,22 +247,25 @@ static char *compile_strict_with(const char *dir, const char *src, bool vec_repo
 
 static char *compile_strict(const char *dir, const char *src, bool vec_report)
 {
-    return compile_strict_with(dir, src, vec_report, "");
+    return compile_strict_with(dir, src, vec_report, "cc", "");
 }
 
 /* Whether src compiles without a warning for each vector ISA the emitter
- * writes, whichever this host has: -march flags that define their macros. */
+ * writes, whichever this host has (-m flags that define their macros), with
+ * cc and, where it is installed, clang. */
 static void check_compiles_for_isas(const char *src)
 {
     static const char *const isas[] = {"-mavx512f -mfma", "-mavx2 -mfma", "-mno-avx"};
+    bool clang = system("clang --version >/dev/null 2>&1") == 0;
     char dir[64];
     if (!scratch_begin(dir, sizeof dir)) return;
-    for (int q = 0; q < COUNT(isas); q++) {
-        char *log = compile_strict_with(dir, src, false, isas[q]);
-        if (log) fprintf(stderr, "  %s:\n%s\n", isas[q], log);
-        CHECK(log == NULL);
-        free(log);
-    }
+    for (int c = 0; c < (clang ? 2 : 1); c++)
+        for (int q = 0; q < COUNT(isas); q++) {
+            char *log = compile_strict_with(dir, src, false, c ? "clang" : "cc", isas[q]);
+            if (log) fprintf(stderr, "  %s %s:\n%s\n", c ? "clang" : "cc", isas[q], log);
+            CHECK(log == NULL);
+            free(log);
+        }
     scratch_end(dir);
 }
 
@@ -750,6 +753,7 @@ static void check_interleaved_loops(int lanes)
         CHECK(!!strstr(src, stream) == cases[c].interleaved);
         CHECK(!!strstr(src, ilv) == cases[c].interleaved);
         CHECK(strstr(src, "smelt_stream_f32(&b1[") != NULL); /* the plain form, for other CPUs */
+        check_compiles_for_isas(src);
         if (!have_cc()) {
             free(src);
             continue;
