@@ -12,6 +12,7 @@
 #include "target/emit_c_impl.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -344,6 +345,17 @@ static void put_vec_call2(emitter *e, const char *pre, kir_val a, kir_val b, con
     sb_puts(e->sb, post);
 }
 
+/* Whether constant v is a power of two whose reciprocal is a float: then
+ * a / v and a * (1 / v) are the same exact scaling, rounded once, for every
+ * a (gcc makes this change in scalar code, not in a vdivps intrinsic). */
+static bool vec_pow2_divisor(const kir_value *v)
+{
+    if (v->op != KIR_CONST) return false;
+    float c = (float)v->imm.f, r = 1.0f / c;
+    int ex;
+    return c == c && c != 0.0f && r - r == 0.0f && frexpf(c, &ex) == (c < 0 ? -0.5f : 0.5f) && r * c == 1.0f;
+}
+
 /* Whether f32 value v is folded into the NEG that is its one use: -|x| is
  * one OR of the sign bit (smelt_v*_nabs), -(a * b) one fnmadd(a, b, -0)
  * (rounded once, as the product, whose negation is exact; -0 keeps a zero
@@ -390,6 +402,12 @@ static smelt_status put_vec_stmt(emitter *e, const kir_stmt *t, int begin, int i
         sb_puts(sb, "])");
         break;
     case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV:
+        if (x->op == KIR_DIV && vec_pow2_divisor(&k->vals[x->b])) {
+            sb_printf(sb, "%smul_ps(", isa->p);
+            put_vec_operand(e, x->a, begin);
+            sb_printf(sb, ", %sset1_ps(%af))", isa->p, (double)(1.0f / (float)k->vals[x->b].imm.f));
+            break;
+        }
         snprintf(pre, sizeof pre, "%s%s_ps(", isa->p, bin);
         put_vec_call2(e, pre, x->a, x->b, ")", begin);
         break;

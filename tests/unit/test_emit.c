@@ -585,7 +585,7 @@ static void check_vector_loops(int lanes)
     arena_init(&a);
     kir_kernel *k = kir_kernel_new(&a, 0, WG, "vector loop");
     int xb = kir_buffer_add(k, SMELT_F32, N + 1, 0, true, false);
-    enum { OUTS = 21 };
+    enum { OUTS = 23 };
     int ob[OUTS];
     for (int o = 0; o < OUTS; o++) ob[o] = kir_buffer_add(k, SMELT_F32, N, 1 + o, false, true);
     kir_val blk = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, BLOCKS), kir_idx(k, 1));
@@ -610,6 +610,8 @@ static void check_vector_loops(int lanes)
         kir_binary(k, KIR_MUL, x, x),
         kir_unary(k, KIR_EXP, kir_unary(k, KIR_NEG, kir_unary(k, KIR_ABS, x))),
         kir_binary(k, KIR_DIV, x, kir_const_f(k, SMELT_F32, 3)),
+        kir_binary(k, KIR_DIV, x, kir_const_f(k, SMELT_F32, -0x1p-126)), /* a multiply by -2^126 */
+        kir_binary(k, KIR_DIV, x, kir_const_f(k, SMELT_F32, 0x1p127)),   /* by 2^-127, a subnormal */
         kir_unary(k, KIR_EXP, kir_binary(k, KIR_MUL, x, kir_const_f(k, SMELT_F32, 0.001))),
         kir_unary(k, KIR_NEG, kir_binary(k, KIR_MUL, x, kir_const_f(k, SMELT_F32, -3))), /* one fnmadd */
         kir_unary(k, KIR_TANH, x),
@@ -651,6 +653,7 @@ static void check_vector_loops(int lanes)
     snprintf(want_s[2], sizeof want_s[2], "smelt_v%d_nabs(x", lanes);
     snprintf(want_s[3], sizeof want_s[3], ", _mm%d_set1_ps(-0.0f))", lanes * 32);
     for (int w = 0; w < 4; w++) CHECK(src && strstr(src, want_s[w]));
+    CHECK(src && strstr(src, "set1_ps(-0x1p+126f))") && strstr(src, "set1_ps(0x1p-127f))"));
     CHECK(src && strstr(src, lanes == 16 ? "#if defined(__AVX512F__)" : "#if defined(__AVX2__) && defined(__FMA__)"));
     CHECK(src && strstr(src, "_le0(") && strstr(src, "smelt_tanhf_v") && strstr(src, "smelt_erff_v"));
     if (src) check_compiles_for_isas(src);
