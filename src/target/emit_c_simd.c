@@ -1,7 +1,8 @@
 /*
  * emit_c_simd.c — the C emitter's vector forms: stream loops as non-temporal
- * stores, loops of 16 f32 lanes as AVX-512 intrinsics beside their scalar
- * loop, and loops around those with several iterations interleaved. All are
+ * stores, loops of 16 (8) f32 lanes as AVX-512 (AVX2+FMA) intrinsics beside
+ * their scalar loop, written from one table row per vector ISA, and loops
+ * around those with several iterations interleaved. All are
  * guarded by the compiler's target macros, so the same source still compiles
  * for any CPU.
  *
