@@ -29,11 +29,16 @@ static const char opencl_prelude[] =
     "#define INT32_MIN INT_MIN\n#define INT64_MIN LONG_MIN\n#define INT64_MAX LONG_MAX\n#define UINT64_MAX ULONG_MAX\n";
 
 /* GCC turns short copy and fill loops (a staged tile's rows) into memcpy and
- * memset calls, which cost more than the vector loop they replace. */
+ * memset calls, which cost more than the vector loop they replace. Helpers
+ * that only a vector form's scalar #else branch calls are unused where the
+ * vector form is compiled, which clang (unlike gcc) warns about for static
+ * inline functions. */
 static const char c_prelude[] =
     "#include <math.h>\n#include <stdint.h>\n"
     "#if defined(__GNUC__) && !defined(__clang__)\n"
     "#pragma GCC optimize(\"no-tree-loop-distribute-patterns\")\n"
+    "#elif defined(__clang__)\n"
+    "#pragma clang diagnostic ignored \"-Wunused-function\"\n"
     "#endif\n";
 
 static const char cuda_prelude[] =
@@ -514,6 +519,7 @@ static void emit_header(emitter *e)
             if (!k->bufs[b].workgroup || !buffer_used(k, b)) continue;
             const char *t = buf_ctype(&k->bufs[b]), *ls = e->d->local_space;
             sb_printf(sb, "    %s%s *b%d = (%s%s *)(smem + %lld);\n", ls, t, b, ls, t, (long long)k->bufs[b].smem_offset);
+            if (e->d->host_simd && emit_row_streamed(k, b)) sb_printf(sb, "    (void)b%d;\n", b);
         }
     }
     /* In-place: a pointer based on the written buffer's, so one object has one restrict pointer. */
@@ -611,7 +617,7 @@ static smelt_status emit_body(emitter *e)
             ilv_loop il;
             if (e->d->host_simd && i > plain_until && emit_ilv_loop(k, e->alias, i, &il)) {
                 TRY(emit_put_ilv_loop(e, i, &il, ind, depth));
-                streamed |= il.stream >= 0;
+                streamed |= il.n_streams > 0;
                 vec_end = plain_until = il.end;
             }
             int vend = e->d->host_simd && i > plain_until ? emit_vec_loop(k, i) : -1;

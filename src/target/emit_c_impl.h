@@ -36,7 +36,7 @@ typedef struct dialect {
     param_style params;
     bool own_math;            /* float32 exp/tanh/erf from kir/mathf.inc, not the target's */
     bool host_simd;           /* C for this host: stream loops as smelt_stream_f32 calls, and the
-                               * AVX-512 vector and interleaved forms (emit_c_simd.c) */
+                               * vector and interleaved forms (emit_c_simd.c) */
 } dialect;
 
 typedef struct emitter {
@@ -72,12 +72,17 @@ smelt_status emit_put_def(emitter *e, const kir_stmt *s, int ind); /* one DEF st
 extern const char emit_prelude_helpers[];
 extern const char emit_half_helpers[];
 extern const char emit_stream_helper[]; /* smelt_stream_f32, for programs with stream loops */
-extern const char emit_vec_helpers[];   /* exp, neg, abs on __m512, for programs with vector loops */
+/* The vector loops' helpers (exp, tanh, erf, neg, abs, min/max, selects) for
+ * every vector ISA, each under its guard, for programs with vector loops. */
+void emit_put_vec_helpers(strbuf *sb);
 
 /* After the dialect's prelude: the helpers (min/max, integer division, float
  * conversions, mathf.inc, stream and vector helpers) that `body`, the
  * emitted kernels, calls, and those they call (emit_c_prelude.c). */
 void emit_put_prelude(strbuf *sb, const dialect *d, const char *body);
+/* Whether workgroup buffer b is the row a stream loop copies out (which an
+ * interleaved loop's vector form skips: the C declaring it marks it used). */
+bool emit_row_streamed(const kir_kernel *k, int b);
 /* Stream loop i as one smelt_stream_f32 call: its LOOP_END, or -1 (nothing emitted). */
 int emit_put_stream(emitter *e, int i, int ind);
 /* emit_c_gemm.c: gemm loop i (kir.h, "Microkernel loops") as one call of a
@@ -101,12 +106,14 @@ typedef struct stream_copy {
 
 /* An interleaved loop (see emit_c_simd.c): the statements of loop i that the
  * interleaved form needs. */
+#define ILV_MAX_STREAMS 4
 typedef struct ilv_loop {
-    int end;                 /* the loop's LOOP_END */
-    int lane, lane_end;      /* the vector loop in its body */
-    int stream;              /* the stream loop fed by it, or -1 */
-    stream_copy copy_out;    /* that stream loop's parts (with stream >= 0) */
-    int row_store;           /* the vector loop's store the stream loop copies out, or -1 */
+    int end;                              /* the loop's LOOP_END */
+    int lane, lane_end;                   /* the vector loop in its body */
+    int n_streams;                        /* stream loops fed by it */
+    int stream[ILV_MAX_STREAMS];          /* their LOOP_BEGINs */
+    stream_copy copy_out[ILV_MAX_STREAMS]; /* their parts */
+    int row_store[ILV_MAX_STREAMS];       /* the vector loop's store each copies out */
 } ilv_loop;
 /* Whether loop i is an interleaved loop (fills *l). */
 bool emit_ilv_loop(const kir_kernel *k, const int *alias, int i, ilv_loop *l);

@@ -152,8 +152,12 @@ void emit_put_prelude(strbuf *sb, const dialect *d, const char *body)
     /* emit_prelude.c's helpers (kir/interp.c implements the same functions), the
      * float16/bfloat16 conversions, then the dialect's own math and vector forms. */
     enum { HELPERS, HALVES, MATH, STREAM, VECS, N_BLOCKS };
+    strbuf vecs;
+    sb_init(&vecs);
+    if (d->host_simd) emit_put_vec_helpers(&vecs);
     const char *blocks[N_BLOCKS] = {emit_prelude_helpers, emit_half_helpers, d->own_math ? mathf_src : NULL,
-                                    d->host_simd ? emit_stream_helper : NULL, d->host_simd ? emit_vec_helpers : NULL};
+                                    d->host_simd ? emit_stream_helper : NULL, d->host_simd ? vecs.s : NULL};
+    if (vecs.oom) sb->oom = 1;
     helper_fn fns[MAX_FNS];
     int n = 0;
     for (int b = 0; b < N_BLOCKS; b++)
@@ -166,11 +170,13 @@ void emit_put_prelude(strbuf *sb, const dialect *d, const char *body)
                 if (fns[j].used && calls(fns[j].text + fns[j].start, fns[j].end - fns[j].start, fns[i].name))
                     fns[i].used = changed = true;
     }
-    /* A stream loop's sfence needs the stream helper's <immintrin.h>. */
+    /* A stream loop's sfence needs the stream helper's <immintrin.h>, vector
+     * loops (intrinsics of 8 or 16 lanes) the vector helpers'. */
     bool sfence = strstr(body, "_mm_sfence") != NULL;
+    bool vec = strstr(body, "_mm256_") || strstr(body, "_mm512_");
     for (int b = 0; b < N_BLOCKS; b++) {
         if (!blocks[b]) continue;
-        bool any = b == STREAM && sfence;
+        bool any = (b == STREAM && sfence) || (b == VECS && vec);
         for (int i = 0; i < n; i++) any |= fns[i].text == blocks[b] && fns[i].used;
         if (!any) continue;
         if (blocks[b] == mathf_src)
@@ -180,4 +186,5 @@ void emit_put_prelude(strbuf *sb, const dialect *d, const char *body)
             sb_puts(sb, "\n");
         put_block(sb, blocks[b], fns, n, d->fn_qual);
     }
+    sb_free(&vecs);
 }

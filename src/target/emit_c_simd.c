@@ -1,7 +1,8 @@
 /*
  * emit_c_simd.c — the C emitter's vector forms: stream loops as non-temporal
- * stores, loops of 16 f32 lanes as AVX-512 intrinsics beside their scalar
- * loop, and loops around those with several iterations interleaved. All are
+ * stores, loops of 16 (8) f32 lanes as AVX-512 (AVX2+FMA) intrinsics beside
+ * their scalar loop, written from one table row per vector ISA, and loops
+ * around those with several iterations interleaved. All are
  * guarded by the compiler's target macros, so the same source still compiles
  * for any CPU.
  *
@@ -12,6 +13,7 @@
 #include "target/emit_c_impl.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,46 +40,162 @@ const char emit_stream_helper[] =
     "    for (; i < n; i++) d[i] = s[i];\n"
     "}\n";
 
-/* The vector loops' helpers (see put_vec_loop): exp is mathf.inc's smelt_expf
- * op for op, 16 lanes at a time, so it gives the same bits. Its clamp is two
- * float compares where mathf.inc has two integer mins on the bits: the same
- * result for every number, and MINPS(89, x) returns x when x is NaN, so a
- * NaN runs through the polynomial and comes out as itself (quieted), as
- * smelt_expf returns it, without the compare and blend it took before. */
-const char emit_vec_helpers[] =
-    "\n#if defined(__AVX512F__)\n#include <immintrin.h>\n"
-    "static inline __m512 smelt_v16_neg(__m512 a)\n"
-    "{\n    return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32((int)0x80000000u)));\n}\n"
-    "static inline __m512 smelt_v16_nabs(__m512 a)\n"
-    "{\n    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(a), _mm512_set1_epi32((int)0x80000000u)));\n}\n"
-    "static inline void smelt_stream_v16(float *d, __m512 v)\n"
-    "{\n    if (((uintptr_t)d & 63) == 0) _mm512_stream_ps(d, v);\n    else _mm512_storeu_ps(d, v);\n}\n"
-    "static inline __m512 smelt_v16_abs(__m512 a)\n"
-    "{\n    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(0x7fffffff)));\n}\n"
-    "static inline __m512 smelt_expf_v16_in(__m512 xc) /* xc in [-104, 89], or NaN */\n"
+/* ---- vector ISAs ----------------------------------------------------------
+ * The vector loops (below) and their helpers are written from one
+ * description per vector ISA: a row of this table names its lanes, the
+ * compiler macros that have it, its types and intrinsic spellings, and the
+ * few lines that differ (a compare's mask and the blend it drives, exp's
+ * final 2^n). A loop of `lanes` f32 lanes (the lowering makes panels of the
+ * host's vector width: 16 on AVX-512, 8 on AVX2) is emitted with the row of
+ * those lanes, under its guard. */
+typedef struct vec_isa {
+    int lanes;
+    const char *guard;        /* preprocessor condition that has the ISA */
+    const char *vt, *mt;      /* float vector and compare mask types */
+    const char *p, *si;       /* intrinsic prefix ("_mm512_") and integer vector suffix ("si512") */
+    const char *cmp;          /* compare into a mask: cmp(a, b, _CMP_..) */
+    const char *blend;        /* m ? t : f, for mask m */
+    const char *pow2n;        /* exp's last step: return p * 2^n, rounded as the scalar (p * s1) * s2 */
+    int ilv_copies;           /* interleaved iterations (see "interleaved loops") */
+} vec_isa;
+
+static const vec_isa vec_isas[] = {
+    /* p * 2^n as one vscalefps, rounded once: the scalar's first product p * s1 is exact */
+    {16, "defined(__AVX512F__)", "__m512", "__mmask16", "_mm512_", "si512", "_mm512_cmp_ps_mask",
+     "_mm512_mask_blend_ps(m, f, t)", "    return _mm512_scalef_ps(p, n);\n", 8},
+    /* AVX2 has no scalef: the scalar's six integer ops on t's bits and its two multiplies */
+    {8, "defined(__AVX2__) && defined(__FMA__)", "__m256", "__m256", "_mm256_", "si256", "_mm256_cmp_ps",
+     "_mm256_blendv_ps(f, t, m)",
+     "    const __m256i bt = _mm256_castps_si256(t), bias = _mm256_set1_epi32((int)(254u - 0x4b400000u));\n"
+     "    const __m256i s1 = _mm256_slli_epi32(_mm256_srli_epi32(_mm256_add_epi32(bt, bias), 1), 23);\n"
+     "    const __m256i s2 = _mm256_sub_epi32(_mm256_add_epi32(_mm256_slli_epi32(bt, 23), _mm256_slli_epi32(bias, 23)), s1);\n"
+     "    return _mm256_mul_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(s1)), _mm256_castsi256_ps(s2));\n", 4},
+};
+#define N_VEC_ISAS ((int)(sizeof vec_isas / sizeof vec_isas[0]))
+
+/* The row for loops of `lanes` lanes, or NULL. */
+static const vec_isa *vec_isa_for(int64_t lanes)
+{
+    for (int r = 0; r < N_VEC_ISAS; r++)
+        if (vec_isas[r].lanes == lanes) return &vec_isas[r];
+    return NULL;
+}
+
+/* The vector loops' helpers, written once for every row (@ marks a row's
+ * spelling: @T vector type, @M mask type, @P prefix, @S integer suffix, @W
+ * lanes, @A alignment mask, @C compare, @B blend, @E exp's 2^n). exp, tanh
+ * and erf are mathf.inc's op for op, so they give the same bits as the
+ * scalar code. exp's clamp is two float compares where mathf.inc has two
+ * integer mins on the bits: the same result for every number, and MINPS(89,
+ * x) returns x when x is NaN, so a NaN runs through the polynomial and comes
+ * out as itself (quieted), as smelt_expf returns it. smelt_v@W_max/min are
+ * smelt_maxf/minf: MAXPS(b, a) is (b > a ? b : a) for numbers (a on ties,
+ * so signed zeros agree), and the NaN cases are blended in as they order
+ * them. */
+static const char vec_helper_template[] =
+    "\n#if @G\n#include <immintrin.h>\n"
+    "static inline @T smelt_v@W_neg(@T a)\n"
+    "{\n    return @Pcast@S_ps(@Pxor_@S(@Pcastps_@S(a), @Pset1_epi32((int)0x80000000u)));\n}\n"
+    "static inline @T smelt_v@W_nabs(@T a)\n"
+    "{\n    return @Pcast@S_ps(@Por_@S(@Pcastps_@S(a), @Pset1_epi32((int)0x80000000u)));\n}\n"
+    "static inline @T smelt_v@W_abs(@T a)\n"
+    "{\n    return @Pcast@S_ps(@Pand_@S(@Pcastps_@S(a), @Pset1_epi32(0x7fffffff)));\n}\n"
+    "static inline void smelt_stream_v@W(float *d, @T v)\n"
+    "{\n    if (((uintptr_t)d & @A) == 0) @Pstream_ps(d, v);\n    else @Pstoreu_ps(d, v);\n}\n"
+    "static inline @T smelt_v@W_if(@M m, @T t, @T f) { return @B; }\n"
+    "static inline @T smelt_v@W_nan(@T a, @T b, @T r) /* a if a is NaN, else b if b is, else r */\n"
+    "{\n    return smelt_v@W_if(@C(a, a, _CMP_UNORD_Q), a, smelt_v@W_if(@C(b, b, _CMP_UNORD_Q), b, r));\n}\n"
+    "static inline @T smelt_v@W_max(@T a, @T b) { return smelt_v@W_nan(a, b, @Pmax_ps(b, a)); }\n"
+    "static inline @T smelt_v@W_min(@T a, @T b) { return smelt_v@W_nan(a, b, @Pmin_ps(b, a)); }\n"
+    "static inline @T smelt_expf_v@W_in(@T xc) /* xc in [-104, 89], or NaN */\n"
     "{\n"
-    "    __m512 t = _mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(12582912.0f));\n"
-    "    __m512 n = _mm512_sub_ps(t, _mm512_set1_ps(12582912.0f));\n"
-    "    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), xc);\n"
-    "    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);\n"
-    "    __m512 p = _mm512_set1_ps(1.9857784413684985e-4f);\n"
-    "    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.393360437224704e-3f));\n"
-    "    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.333360749251768e-3f));\n"
-    "    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.166646546668734e-2f));\n"
-    "    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666666532226573e-1f));\n"
-    "    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.000000013385602e-1f));\n"
-    "    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);\n"
-    "    p = _mm512_add_ps(p, _mm512_set1_ps(1.0f));\n"
-    "    return _mm512_scalef_ps(p, n); /* p * 2^n, rounded once: as (p * s1) * s2 */\n"
+    "    @T t = @Pfmadd_ps(xc, @Pset1_ps(1.44269504088896341f), @Pset1_ps(12582912.0f));\n"
+    "    @T n = @Psub_ps(t, @Pset1_ps(12582912.0f));\n"
+    "    @T r = @Pfnmadd_ps(n, @Pset1_ps(0.693145751953125f), xc);\n"
+    "    r = @Pfnmadd_ps(n, @Pset1_ps(1.428606765330187045e-06f), r);\n"
+    "    @T p = @Pset1_ps(1.9857784413684985e-4f);\n"
+    "    p = @Pfmadd_ps(p, r, @Pset1_ps(1.393360437224704e-3f));\n"
+    "    p = @Pfmadd_ps(p, r, @Pset1_ps(8.333360749251768e-3f));\n"
+    "    p = @Pfmadd_ps(p, r, @Pset1_ps(4.166646546668734e-2f));\n"
+    "    p = @Pfmadd_ps(p, r, @Pset1_ps(1.6666666532226573e-1f));\n"
+    "    p = @Pfmadd_ps(p, r, @Pset1_ps(5.000000013385602e-1f));\n"
+    "    p = @Pfmadd_ps(p, @Pmul_ps(r, r), r);\n"
+    "    p = @Padd_ps(p, @Pset1_ps(1.0f));\n"
+    "@E"
     "}\n"
-    "static inline __m512 smelt_expf_v16(__m512 x)\n"
+    "static inline @T smelt_expf_v@W(@T x)\n"
     "{\n"
-    "    return smelt_expf_v16_in(_mm512_max_ps(_mm512_set1_ps(-104.0f), _mm512_min_ps(_mm512_set1_ps(89.0f), x)));\n"
+    "    return smelt_expf_v@W_in(@Pmax_ps(@Pset1_ps(-104.0f), @Pmin_ps(@Pset1_ps(89.0f), x)));\n"
     "}\n"
-    "static inline __m512 smelt_expf_v16_le0(__m512 x) /* x <= 0, or NaN */\n"
+    "static inline @T smelt_expf_v@W_le0(@T x) /* x <= 0, or NaN */\n"
     "{\n"
-    "    return smelt_expf_v16_in(_mm512_max_ps(_mm512_set1_ps(-104.0f), x));\n"
+    "    return smelt_expf_v@W_in(@Pmax_ps(@Pset1_ps(-104.0f), x));\n"
+    "}\n"
+    "static inline @T smelt_tanhf_v@W(@T x)\n"
+    "{\n"
+    "    @T a = smelt_v@W_abs(x), z = @Pmul_ps(x, x), one = @Pset1_ps(1.0f);\n"
+    "    @T q = @Pset1_ps(-6.100139748274302e-3f);\n"
+    "    q = @Pfmadd_ps(q, z, @Pset1_ps(2.1000181444665734e-2f));\n"
+    "    q = @Pfmadd_ps(q, z, @Pset1_ps(-5.385178590218063e-2f));\n"
+    "    q = @Pfmadd_ps(q, z, @Pset1_ps(1.3332779194378247e-1f));\n"
+    "    q = @Pfmadd_ps(q, z, @Pset1_ps(-3.333332921884826e-1f));\n"
+    "    @T small = @Pmul_ps(x, @Pfmadd_ps(z, q, one));\n"
+    "    @T e = smelt_expf_v@W(@Padd_ps(a, a));\n"
+    "    @T big = @Psub_ps(one, @Pdiv_ps(@Pset1_ps(2.0f), @Padd_ps(e, one)));\n"
+    "    big = smelt_v@W_if(@C(x, @Psetzero_ps(), _CMP_LT_OQ), smelt_v@W_neg(big), big);\n"
+    "    return smelt_v@W_if(@C(a, @Pset1_ps(0.625f), _CMP_GE_OQ), big, small);\n"
+    "}\n"
+    "static inline @T smelt_erff_v@W(@T x)\n"
+    "{\n"
+    "    @T a = smelt_v@W_abs(x), z = @Pmul_ps(x, x), one = @Pset1_ps(1.0f);\n"
+    "    @T p = @Pset1_ps(-5.63140933747569e-4f);\n"
+    "    p = @Pfmadd_ps(p, z, @Pset1_ps(4.917548171464156e-3f));\n"
+    "    p = @Pfmadd_ps(p, z, @Pset1_ps(-2.6711308421730598e-2f));\n"
+    "    p = @Pfmadd_ps(p, z, @Pset1_ps(1.1280180006609522e-1f));\n"
+    "    p = @Pfmadd_ps(p, z, @Pset1_ps(-3.761232617307032e-1f));\n"
+    "    p = @Pfmadd_ps(p, z, @Pset1_ps(1.128379122491034f));\n"
+    "    @T small = @Pmul_ps(x, p);\n"
+    "    @T u = @Pdiv_ps(one, smelt_v@W_if(@C(a, one, _CMP_LT_OQ), one, a));\n"
+    "    @T q = @Pset1_ps(-1.1371758018593345e-2f);\n"
+    "    q = @Pfmadd_ps(q, u, @Pset1_ps(3.7985083020984516e-2f));\n"
+    "    q = @Pfmadd_ps(q, u, @Pset1_ps(4.057449341991745e-3f));\n"
+    "    q = @Pfmadd_ps(q, u, @Pset1_ps(-2.1910439328319703e-1f));\n"
+    "    q = @Pfmadd_ps(q, u, @Pset1_ps(4.809638119828691e-1f));\n"
+    "    q = @Pfmadd_ps(q, u, @Pset1_ps(-4.6467758662815456e-1f));\n"
+    "    q = @Pfmadd_ps(q, u, @Pset1_ps(4.01624060924507e-2f));\n"
+    "    q = @Pfmadd_ps(q, u, @Pset1_ps(5.593154179694997e-1f));\n"
+    "    q = @Pfmadd_ps(q, u, @Pset1_ps(2.531177489760654e-4f));\n"
+    "    @T big = @Psub_ps(one, @Pmul_ps(smelt_expf_v@W_le0(smelt_v@W_neg(z)), q));\n"
+    "    big = smelt_v@W_if(@C(a, @Pset1_ps(4.0f), _CMP_LT_OQ), big, one);\n"
+    "    big = smelt_v@W_if(@C(x, @Psetzero_ps(), _CMP_LT_OQ), smelt_v@W_neg(big), big);\n"
+    "    return smelt_v@W_if(@C(a, one, _CMP_GE_OQ), big, small);\n"
     "}\n#endif\n";
+
+void emit_put_vec_helpers(strbuf *sb)
+{
+    for (int r = 0; r < N_VEC_ISAS; r++) {
+        const vec_isa *v = &vec_isas[r];
+        for (const char *c = vec_helper_template; *c; c++) {
+            size_t run = strcspn(c, "@");
+            sb_printf(sb, "%.*s", (int)run, c);
+            c += run;
+            if (!*c || !c[1]) break;
+            switch (*++c) {
+            case 'G': sb_puts(sb, v->guard); break;
+            case 'T': sb_puts(sb, v->vt); break;
+            case 'M': sb_puts(sb, v->mt); break;
+            case 'P': sb_puts(sb, v->p); break;
+            case 'S': sb_puts(sb, v->si); break;
+            case 'W': sb_printf(sb, "%d", v->lanes); break;
+            case 'A': sb_printf(sb, "%d", v->lanes * 4 - 1); break;
+            case 'C': sb_puts(sb, v->cmp); break;
+            case 'B': sb_puts(sb, v->blend); break;
+            case 'E': sb_puts(sb, v->pow2n); break;
+            default: sb_printf(sb, "@%c", *c); break;
+            }
+        }
+    }
+}
 
 /* Stream loop i as kir_loop_begin_stream's contract builds it, over [0, n)
  * (kir.h, "Streaming"): loads of one f32 workgroup row at the loop value, one
@@ -118,6 +236,14 @@ static void put_stream_dst(emitter *e, const stream_copy *m)
     sb_puts(e->sb, "]");
 }
 
+bool emit_row_streamed(const kir_kernel *k, int b)
+{
+    stream_copy m;
+    for (int i = 0; i < k->n_stmts; i++)
+        if (k->stmts[i].kind == KS_LOOP_BEGIN && k->stmts[i].stream && match_stream(k, i, &m) && m.row == b) return true;
+    return false;
+}
+
 int emit_put_stream(emitter *e, int i, int ind)
 {
     stream_copy m;
@@ -129,30 +255,32 @@ int emit_put_stream(emitter *e, int i, int ind)
     return m.end;
 }
 
-/* ---- vector loops (C on AVX-512) ------------------------------------------
- * A parallel loop over [0, 16) whose body is f32 arithmetic the emitter can
- * write as AVX-512 intrinsics, with loads and stores at one step per
- * iteration (or loads of one element), is emitted twice: as 16-lane vector
- * code under `#if defined(__AVX512F__)` (the integer index values computed
- * once, for lane 0) and as the scalar loop otherwise. The vector code runs
- * the scalar code's IEEE operations in the same order (exp as mathf.inc
- * spells it, min/max with a constant as the comparisons the scalar code
- * writes), so both give the same bits. What it gains over the compiler's own
- * vectorization of the scalar loop is exp's 2^n as one vscalefps (p * 2^n
- * rounded once, as the scalar (p * s1) * s2, whose first product is exact)
- * in place of six integer ops and two multiplies: the sigmoid chain at 1
- * thread ran 6.39 -> 5.80 ms (AVX-512 host). */
-#define VEC_LANES 16
+/* ---- vector loops -------------------------------------------------------
+ * A parallel loop over [0, lanes) of a vec_isas row whose body is f32
+ * arithmetic the emitter can write as that ISA's intrinsics, with loads and
+ * stores at one step per iteration (or loads of one element), is emitted
+ * twice: as vector code under the row's guard (the integer index values
+ * computed once, for lane 0) and as the scalar loop otherwise. The vector
+ * code runs the scalar code's IEEE operations in the same order (exp, tanh
+ * and erf as mathf.inc spells them, min/max as the comparisons the scalar
+ * code writes), so both give the same bits. What it gains over the
+ * compiler's own vectorization of the scalar loop: exp's 2^n as one
+ * vscalefps on AVX-512 (the sigmoid chain at 1 thread ran 6.39 -> 5.80 ms),
+ * and on any row the interleaving and the direct non-temporal stores below
+ * (the 30-op elementwise DAG on AVX2, one thread: 29 -> 19 ms of CPU). */
 
 /* Whether a float operand of the vector body is a constant that is not NaN. */
 static bool vec_plain_const(const kir_value *v) { return v->op == KIR_CONST && v->imm.f == v->imm.f; }
+
+/* The row of vector loop i (one emit_vec_loop accepts). */
+static const vec_isa *vec_isa_of(const kir_kernel *k, int i) { return vec_isa_for(k->vals[k->stmts[i].hi].imm.i); }
 
 /* Loop i as a vector loop: its LOOP_END, or -1. */
 int emit_vec_loop(const kir_kernel *k, int i)
 {
     const kir_stmt *s = &k->stmts[i];
     if (s->kind != KS_LOOP_BEGIN || !s->parallel || s->stream || k->wg_size != 1 || !kir_is_const(k, s->lo) ||
-        k->vals[s->lo].imm.i != 0 || !kir_is_const(k, s->hi) || k->vals[s->hi].imm.i != VEC_LANES ||
+        k->vals[s->lo].imm.i != 0 || !kir_is_const(k, s->hi) || !vec_isa_for(k->vals[s->hi].imm.i) ||
         !kir_is_const(k, s->step) || k->vals[s->step].imm.i != 1)
         return -1;
     int end = -1, f32 = 0;
@@ -182,10 +310,7 @@ int emit_vec_loop(const kir_kernel *k, int i)
                 break;
             }
             case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV: case KIR_NEG: case KIR_ABS: case KIR_EXP:
-            case KIR_SQRT:
-                break;
-            case KIR_MIN: case KIR_MAX:
-                if (!vec_plain_const(&k->vals[x->a]) && !vec_plain_const(&k->vals[x->b])) return -1;
+            case KIR_SQRT: case KIR_TANH: case KIR_ERF: case KIR_MIN: case KIR_MAX:
                 break;
             default: return -1;
             }
@@ -206,13 +331,34 @@ static void put_vec_operand(emitter *e, kir_val v, int begin)
         sb_puts(e->sb, kir_locals_shadow(v, true, e->copy >= 0 ? emit_copy_of(e, v) : -1, name, sizeof name));
         return;
     }
-    sb_puts(e->sb, "_mm512_set1_ps(");
+    sb_printf(e->sb, "%sset1_ps(", vec_isa_of(e->k, begin)->p);
     emit_put_val(e, v);
     sb_puts(e->sb, ")");
 }
 
+/* f(a, b) of two vector operands: "<pre>a, b<post>". */
+static void put_vec_call2(emitter *e, const char *pre, kir_val a, kir_val b, const char *post, int begin)
+{
+    sb_puts(e->sb, pre);
+    put_vec_operand(e, a, begin);
+    sb_puts(e->sb, ", ");
+    put_vec_operand(e, b, begin);
+    sb_puts(e->sb, post);
+}
+
+/* Whether constant v is a power of two whose reciprocal is a float: then
+ * a / v and a * (1 / v) are the same exact scaling, rounded once, for every
+ * a (gcc makes this change in scalar code, not in a vdivps intrinsic). */
+static bool vec_pow2_divisor(const kir_value *v)
+{
+    if (v->op != KIR_CONST) return false;
+    float c = (float)v->imm.f, r = 1.0f / c;
+    int ex;
+    return c == c && c != 0.0f && r - r == 0.0f && frexpf(c, &ex) == (c < 0 ? -0.5f : 0.5f) && r * c == 1.0f;
+}
+
 /* Whether f32 value v is folded into the NEG that is its one use: -|x| is
- * one OR of the sign bit (smelt_v16_nabs), -(a * b) one fnmadd(a, b, -0)
+ * one OR of the sign bit (smelt_v*_nabs), -(a * b) one fnmadd(a, b, -0)
  * (rounded once, as the product, whose negation is exact; -0 keeps a zero
  * product's sign). Such a value is not written itself. */
 static bool vec_folded(const emitter *e, kir_val v)
@@ -230,10 +376,12 @@ static bool vec_folded(const emitter *e, kir_val v)
 static smelt_status put_vec_stmt(emitter *e, const kir_stmt *t, int begin, int ind)
 {
     const kir_kernel *k = e->k;
+    const vec_isa *isa = vec_isa_of(k, begin);
     strbuf *sb = e->sb;
+    char pre[64];
     if (t->kind == KS_STORE) {
         sb_indent(sb, ind);
-        sb_printf(sb, "_mm512_storeu_ps(&b%d[", t->buf);
+        sb_printf(sb, "%sstoreu_ps(&b%d[", isa->p, t->buf);
         emit_put_val(e, t->idx);
         sb_puts(sb, "], ");
         put_vec_operand(e, t->val, begin);
@@ -245,62 +393,61 @@ static smelt_status put_vec_stmt(emitter *e, const kir_stmt *t, int begin, int i
     if (vec_folded(e, t->val)) return SMELT_OK;
     sb_indent(sb, ind);
     char name[32];
-    sb_printf(sb, "const __m512 %s = ", kir_locals_shadow(t->val, true, e->copy, name, sizeof name));
+    sb_printf(sb, "const %s %s = ", isa->vt, kir_locals_shadow(t->val, true, e->copy, name, sizeof name));
     const char *bin = x->op == KIR_ADD ? "add" : x->op == KIR_SUB ? "sub" : x->op == KIR_MUL ? "mul" : "div";
     switch (x->op) {
     case KIR_LOAD:
-        sb_printf(sb, kir_stride(k, x->a, k->stmts[begin].val) == 1 ? "_mm512_loadu_ps(&b%d[" : "_mm512_set1_ps(b%d[",
+        sb_printf(sb, kir_stride(k, x->a, k->stmts[begin].val) == 1 ? "%sloadu_ps(&b%d[" : "%sset1_ps(b%d[", isa->p,
                   x->buf);
         emit_put_val(e, x->a);
         sb_puts(sb, "])");
         break;
     case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV:
-        sb_printf(sb, "_mm512_%s_ps(", bin);
-        put_vec_operand(e, x->a, begin);
-        sb_puts(sb, ", ");
-        put_vec_operand(e, x->b, begin);
-        sb_puts(sb, ")");
+        if (x->op == KIR_DIV && vec_pow2_divisor(&k->vals[x->b])) {
+            sb_printf(sb, "%smul_ps(", isa->p);
+            put_vec_operand(e, x->a, begin);
+            sb_printf(sb, ", %sset1_ps(%af))", isa->p, (double)(1.0f / (float)k->vals[x->b].imm.f));
+            break;
+        }
+        snprintf(pre, sizeof pre, "%s%s_ps(", isa->p, bin);
+        put_vec_call2(e, pre, x->a, x->b, ")", begin);
         break;
-    case KIR_NEG: case KIR_ABS: case KIR_EXP: case KIR_SQRT: {
+    case KIR_MIN: case KIR_MAX: {
+        bool max = x->op == KIR_MAX, b_const = vec_plain_const(&k->vals[x->b]);
+        kir_val c = b_const ? x->b : x->a, v = b_const ? x->a : x->b;
+        if (b_const) { /* (c > v ? c : v) is MAXPS(c, v); MINPS likewise */
+            snprintf(pre, sizeof pre, "%s%s_ps(", isa->p, max ? "max" : "min");
+            put_vec_call2(e, pre, c, v, ")", begin);
+        } else if (vec_plain_const(&k->vals[c])) { /* (c >= v ? c : v): a compare that keeps c on ties and NaN v */
+            snprintf(pre, sizeof pre, "smelt_v%d_if(%s(", isa->lanes, isa->cmp);
+            put_vec_call2(e, pre, c, v, max ? ", _CMP_GE_OQ), " : ", _CMP_LE_OQ), ", begin);
+            put_vec_call2(e, "", c, v, ")", begin);
+        } else { /* smelt_maxf / smelt_minf */
+            snprintf(pre, sizeof pre, "smelt_v%d_%s(", isa->lanes, max ? "max" : "min");
+            put_vec_call2(e, pre, x->a, x->b, ")", begin);
+        }
+        break;
+    }
+    default: { /* unary */
         kir_val a = x->a;
         if (x->op == KIR_NEG && k->vals[a].op == KIR_MUL && k->vals[a].def > begin && vec_folded(e, a)) {
-            sb_puts(sb, "_mm512_fnmadd_ps(");
-            put_vec_operand(e, k->vals[a].a, begin);
-            sb_puts(sb, ", ");
-            put_vec_operand(e, k->vals[a].b, begin);
-            sb_puts(sb, ", _mm512_set1_ps(-0.0f))");
+            snprintf(pre, sizeof pre, "%sfnmadd_ps(", isa->p);
+            put_vec_call2(e, pre, k->vals[a].a, k->vals[a].b, "", begin);
+            sb_printf(sb, ", %sset1_ps(-0.0f))", isa->p);
             break;
         }
         bool nabs = x->op == KIR_NEG && k->vals[a].op == KIR_ABS && k->vals[a].def > begin;
         if (nabs) a = k->vals[a].a;
         /* exp(-|y|): the argument is <= 0 (or NaN), so only the lower clamp can bite */
         bool le0 = x->op == KIR_EXP && k->vals[a].op == KIR_NEG && k->vals[k->vals[a].a].op == KIR_ABS;
-        sb_puts(sb, nabs ? "smelt_v16_nabs(" : x->op == KIR_NEG ? "smelt_v16_neg(" : x->op == KIR_ABS ? "smelt_v16_abs("
-                    : le0 ? "smelt_expf_v16_le0(" : x->op == KIR_EXP ? "smelt_expf_v16(" : "_mm512_sqrt_ps(");
+        if (x->op == KIR_SQRT) sb_printf(sb, "%ssqrt_ps(", isa->p);
+        else if (x->op == KIR_NEG || x->op == KIR_ABS)
+            sb_printf(sb, "smelt_v%d_%s(", isa->lanes, nabs ? "nabs" : x->op == KIR_NEG ? "neg" : "abs");
+        else
+            sb_printf(sb, "smelt_%sf_v%d%s(", x->op == KIR_EXP ? "exp" : x->op == KIR_TANH ? "tanh" : "erf",
+                      isa->lanes, le0 ? "_le0" : "");
         put_vec_operand(e, a, begin);
         sb_puts(sb, ")");
-        break;
-    }
-    default: { /* MIN/MAX against a constant, as put_float_expr writes them */
-        bool max = x->op == KIR_MAX, b_const = vec_plain_const(&k->vals[x->b]);
-        kir_val c = b_const ? x->b : x->a, v = b_const ? x->a : x->b;
-        if (b_const) { /* (c > v ? c : v) is MAXPS(c, v); MINPS likewise */
-            sb_printf(sb, "_mm512_%s_ps(", max ? "max" : "min");
-            put_vec_operand(e, c, begin);
-            sb_puts(sb, ", ");
-            put_vec_operand(e, v, begin);
-            sb_puts(sb, ")");
-        } else { /* (c >= v ? c : v): a compare that keeps c on ties and NaN v */
-            sb_puts(sb, "_mm512_mask_blend_ps(_mm512_cmp_ps_mask(");
-            put_vec_operand(e, c, begin);
-            sb_puts(sb, ", ");
-            put_vec_operand(e, v, begin);
-            sb_printf(sb, ", %s), ", max ? "_CMP_GE_OQ" : "_CMP_LE_OQ");
-            put_vec_operand(e, v, begin);
-            sb_puts(sb, ", ");
-            put_vec_operand(e, c, begin);
-            sb_puts(sb, ")");
-        }
         break;
     }
     }
@@ -311,50 +458,51 @@ static smelt_status put_vec_stmt(emitter *e, const kir_stmt *t, int begin, int i
 smelt_status emit_put_vec_loop(emitter *e, int i, int end, int ind, int depth)
 {
     strbuf *sb = e->sb;
+    const vec_isa *isa = vec_isa_of(e->k, i);
     e->loop_depth[e->k->stmts[i].val] = depth;
-    sb_printf(sb, "#if defined(__AVX512F__)\n");
+    sb_printf(sb, "#if %s\n", isa->guard);
     sb_indent(sb, ind);
     sb_printf(sb, "{\n");
     sb_indent(sb, ind + 4);
-    sb_printf(sb, "const int64_t i%d = 0; /* lane 0 of 16 */\n", depth);
+    sb_printf(sb, "const int64_t i%d = 0; /* lane 0 of %d */\n", depth, isa->lanes);
     for (int j = i + 1; j < end; j++) TRY(put_vec_stmt(e, &e->k->stmts[j], i, ind + 4));
     sb_indent(sb, ind);
     sb_puts(sb, "}\n#else\n");
     return SMELT_OK;
 }
 
-/* ---- interleaved loops (C on AVX-512) -------------------------------------
- * A vector loop's 16 lanes are one dependent chain of operations: exp alone
- * is ~20 of them, each waiting for the last, and the out-of-order core finds
+/* ---- interleaved loops ---------------------------------------------------
+ * A vector loop's lanes are one dependent chain of operations: exp alone is
+ * ~20 of them, each waiting for the last, and the out-of-order core finds
  * too few independent ones to keep its vector units busy. A loop around a
  * vector loop whose iterations are independent is therefore written with
- * ILV_COPIES of its iterations at once, statement by statement (each
- * statement for copy 0, 1, ..., then the next), then one at a time for the
- * rest. Its body may hold index and scalar DEFs, the vector loop, and a
- * stream loop that copies the vector loop's row out (kir.h, "Streaming"):
+ * its row's ilv_copies of its iterations at once, statement by statement
+ * (each statement for copy 0, 1, ..., then the next), then one at a time for
+ * the rest. Its body may hold index and scalar DEFs, the vector loop, and
+ * stream loops that copy the vector loop's rows out (kir.h, "Streaming"):
  * then each copy's vector goes straight to its destination with one
- * non-temporal store (smelt_stream_v16), with no row in between.
+ * non-temporal store (smelt_stream_v*), with no row in between.
  *
  * The iterations are independent when no buffer the body stores to (or that
  * aliases one) is loaded in it, each is stored once per iteration, and an
- * iteration's 16 elements and the next's do not overlap (the store index
- * moves by at least 16 per iteration). Each copy then does what its
+ * iteration's elements and the next's do not overlap (the store index moves
+ * by at least the lanes per iteration). Each copy then does what its
  * iteration did, in the same order, so the results are the same bits; only
  * the order of independent stores changes. Measured on the 4096x4096
- * transpose-and-sigmoid chain at 1 thread: 5.5 -> 4.3 ms with 8 copies
- * (4 copies: 4.7). */
-#define ILV_COPIES 8
-#define ILV_MAX_STORED 16
+ * transpose-and-sigmoid chain at 1 thread: 5.5 -> 4.3 ms with 8 copies of
+ * 16 lanes (4 copies: 4.7); AVX2 has half the vector registers, so 4 copies
+ * of 8 lanes. */
+#define ILV_MAX_STORED 32
 
-/* Whether index `at` of a store that steps 1 per lane moves by at least a
- * vector's lanes per iteration of loop i. */
-static bool ilv_apart(const kir_kernel *k, kir_val at, int i)
+/* Whether index `at` of a store that steps 1 per lane moves by at least
+ * `lanes` per iteration of loop i. */
+static bool ilv_apart(const kir_kernel *k, kir_val at, int i, int64_t lanes)
 {
     const kir_stmt *s = &k->stmts[i];
     int64_t d = kir_stride(k, at, s->val), step = k->vals[s->step].imm.i;
     if (d == KIR_STRIDE_UNKNOWN || d > INT32_MAX || d < -INT32_MAX) return false;
     d *= step;
-    return d >= VEC_LANES || d <= -VEC_LANES;
+    return d >= lanes || d <= -lanes;
 }
 
 /* Whether buffer b is one of the n stored buffers st[] or aliases one. */
@@ -365,13 +513,21 @@ static bool ilv_stored(const int *alias, const int *st, int n, int b)
     return false;
 }
 
+/* The stream loop of l that begins at statement j, or -1. */
+static int ilv_stream_at(const ilv_loop *l, int j)
+{
+    for (int s = 0; s < l->n_streams; s++)
+        if (l->stream[s] == j) return s;
+    return -1;
+}
+
 bool emit_ilv_loop(const kir_kernel *k, const int *alias, int i, ilv_loop *l)
 {
     const kir_stmt *s = &k->stmts[i];
     if (s->kind != KS_LOOP_BEGIN || s->parallel || s->stream || k->wg_size != 1 || !kir_is_const(k, s->step) ||
         k->vals[s->step].imm.i <= 0)
         return false;
-    *l = (ilv_loop){.end = -1, .lane = -1, .stream = -1, .row_store = -1};
+    *l = (ilv_loop){.end = -1, .lane = -1};
     for (int j = i + 1; j < k->n_stmts && l->end < 0; j++) {
         const kir_stmt *t = &k->stmts[j];
         if (t->kind == KS_LOOP_END) {
@@ -380,33 +536,37 @@ bool emit_ilv_loop(const kir_kernel *k, const int *alias, int i, ilv_loop *l)
             l->lane = j;
             l->lane_end = j = emit_vec_loop(k, j);
             if (j < 0) return false;
-        } else if (t->kind == KS_LOOP_BEGIN && t->stream && l->stream < 0) {
-            if (!match_stream(k, j, &l->copy_out) || l->copy_out.n != VEC_LANES) return false;
-            l->stream = j;
-            j = l->copy_out.end;
+        } else if (t->kind == KS_LOOP_BEGIN && t->stream && l->lane >= 0 && l->n_streams < ILV_MAX_STREAMS) {
+            stream_copy *m = &l->copy_out[l->n_streams];
+            if (!match_stream(k, j, m) || m->n != vec_isa_of(k, l->lane)->lanes) return false;
+            l->row_store[l->n_streams] = -1;
+            l->stream[l->n_streams++] = j;
+            j = m->end;
         } else if (t->kind != KS_DEF) {
             return false;
         }
     }
     if (l->end < 0 || l->lane < 0) return false;
-    /* the stored buffers: the vector loop's, or for its row the stream loop's */
+    int64_t lanes = vec_isa_of(k, l->lane)->lanes;
+    /* the stored buffers: the vector loop's, or for its rows the stream loops' */
     int stored[ILV_MAX_STORED], n = 0;
     for (int j = l->lane + 1; j < l->lane_end; j++) {
         const kir_stmt *t = &k->stmts[j];
         if (t->kind != KS_STORE) continue;
         if (k->bufs[t->buf].workgroup) {
-            if (l->row_store >= 0 || l->stream < 0 || t->idx != k->stmts[l->lane].val) return false;
-            l->row_store = j;
+            int r = 0;
+            while (r < l->n_streams && l->copy_out[r].row != t->buf) r++;
+            if (r == l->n_streams || l->row_store[r] >= 0 || t->idx != k->stmts[l->lane].val) return false;
+            l->row_store[r] = j;
             continue;
         }
-        if (n == ILV_MAX_STORED || ilv_stored(alias, stored, n, t->buf) || !ilv_apart(k, t->idx, i)) return false;
+        if (n == ILV_MAX_STORED || ilv_stored(alias, stored, n, t->buf) || !ilv_apart(k, t->idx, i, lanes)) return false;
         stored[n++] = t->buf;
     }
-    if (l->stream >= 0) {
-        if (l->row_store < 0) return false;
-        int row = l->copy_out.row, st = l->copy_out.store;
-        if (row != k->stmts[l->row_store].buf || n == ILV_MAX_STORED || ilv_stored(alias, stored, n, k->stmts[st].buf) ||
-            !ilv_apart(k, k->stmts[st].idx, i))
+    for (int r = 0; r < l->n_streams; r++) {
+        int row = l->copy_out[r].row, st = l->copy_out[r].store;
+        if (l->row_store[r] < 0 || n == ILV_MAX_STORED || ilv_stored(alias, stored, n, k->stmts[st].buf) ||
+            !ilv_apart(k, k->stmts[st].idx, i, lanes))
             return false;
         stored[n++] = k->stmts[st].buf;
         /* the row holds nothing else: no other statement of the kernel touches it */
@@ -414,14 +574,13 @@ bool emit_ilv_loop(const kir_kernel *k, const int *alias, int i, ilv_loop *l)
             const kir_stmt *t = &k->stmts[j];
             bool touches = (t->kind == KS_STORE || t->kind == KS_PREFETCH) && t->buf == row;
             touches |= t->kind == KS_DEF && k->vals[t->val].op == KIR_LOAD && k->vals[t->val].buf == row;
-            if (touches && j != l->row_store && (j <= l->stream || j >= l->copy_out.end)) return false;
+            if (touches && j != l->row_store[r] && (j <= l->stream[r] || j >= l->copy_out[r].end)) return false;
         }
-    } else if (l->row_store >= 0) {
-        return false;
     }
     /* and nothing the body loads is stored in it */
     for (int j = i + 1; j < l->end; j++) {
-        if (j == l->stream) j = l->copy_out.end;
+        int r = ilv_stream_at(l, j);
+        if (r >= 0) j = l->copy_out[r].end;
         const kir_stmt *t = &k->stmts[j];
         if (t->kind == KS_DEF && k->vals[t->val].op == KIR_LOAD && ilv_stored(alias, stored, n, k->vals[t->val].buf))
             return false;
@@ -452,20 +611,22 @@ static smelt_status put_ilv_body(emitter *e, int i, const ilv_loop *l, int copie
     snprintf(lane, sizeof lane, "i%d", e->loop_depth[k->stmts[l->lane].val]);
     size_t decl = sb->len;
     sb_indent(sb, ind);
-    sb_printf(sb, "const int64_t %s = 0; /* lane 0 of 16 */\n", lane);
+    sb_printf(sb, "const int64_t %s = 0; /* lane 0 of %d */\n", lane, vec_isa_of(k, l->lane)->lanes);
     size_t body = sb->len;
     for (int j = i + 1; j < l->end; j++) {
         const kir_stmt *t = &k->stmts[j];
-        if (j == l->lane || j == l->lane_end || j == l->row_store) continue;
+        int r = ilv_stream_at(l, j), w = 0;
+        while (w < l->n_streams && l->row_store[w] != j) w++;
+        if (j == l->lane || j == l->lane_end || w < l->n_streams) continue;
         /* a DEF that is the same in every copy is written once */
         int n = t->kind == KS_DEF && !e->varies[t->val] ? 1 : copies;
         for (e->copy = 0; e->copy < n; e->copy++) {
-            if (j == l->stream) {
+            if (r >= 0) {
                 sb_indent(sb, ind);
-                sb_puts(sb, "smelt_stream_v16(");
-                put_stream_dst(e, &l->copy_out);
+                sb_printf(sb, "smelt_stream_v%d(", vec_isa_of(k, l->lane)->lanes);
+                put_stream_dst(e, &l->copy_out[r]);
                 sb_puts(sb, ", ");
-                put_vec_operand(e, k->stmts[l->row_store].val, l->lane);
+                put_vec_operand(e, k->stmts[l->row_store[r]].val, l->lane);
                 sb_puts(sb, ");\n");
             } else if (j > l->lane && j < l->lane_end) {
                 TRY(put_vec_stmt(e, t, l->lane, ind));
@@ -474,7 +635,7 @@ static smelt_status put_ilv_body(emitter *e, int i, const ilv_loop *l, int copie
             }
         }
         e->copy = -1;
-        if (j == l->stream) j = l->copy_out.end;
+        if (r >= 0) j = l->copy_out[r].end;
     }
     if (!sb->oom && sb->s && !ident_in(sb->s + body, sb->len - body, lane)) {
         memmove(sb->s + decl, sb->s + body, sb->len - body + 1);
@@ -507,12 +668,13 @@ smelt_status emit_put_ilv_loop(emitter *e, int i, const ilv_loop *l, int ind, in
         for (int o = 0; o < n; o++) e->varies[t->val] |= e->varies[ops[o]];
     }
     /* With a known trip count: no more copies than iterations, and only the loops that run. */
-    int copies = ILV_COPIES;
+    const vec_isa *isa = vec_isa_of(k, l->lane);
+    int copies = isa->ilv_copies;
     bool known = kir_is_const(k, s->lo) && kir_is_const(k, s->hi);
     int64_t trip = known ? (k->vals[s->hi].imm.i - k->vals[s->lo].imm.i + step - 1) / step : 0;
     if (known && trip < copies) copies = trip < 1 ? 1 : (int)trip;
     bool rest = !known || trip % copies != 0;
-    sb_puts(sb, "#if defined(__AVX512F__)\n");
+    sb_printf(sb, "#if %s\n", isa->guard);
     sb_indent(sb, ind);
     sb_puts(sb, "{\n");
     ind += 4;
