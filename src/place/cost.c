@@ -122,10 +122,15 @@ smelt_status cost_assign(const cost_graph *g, int *out, double *makespan)
     /* 2. greedy is myopic (a fast device early can strand the chain behind a
      * region it cannot run): every region on one device, where that is
      * allowed, when that is as soon or sooner */
+    bool single = false; /* out already has every region on one device */
     for (int d = 0; d < nd && !st; d++) {
         for (int r = 0; r < nr; r++) alt[r] = d;
         double t = simulate(g, &w, alt);
-        if (t <= best * (1 + 1e-12)) best = t, memcpy(out, alt, sizeof(int) * (size_t)nr); /* a tie: no copies at all */
+        /* a tie: no copies at all, on the earliest such device of the list */
+        if (t < best * (1 - 1e-12) || (!single && t <= best * (1 + 1e-12))) {
+            best = t, single = true;
+            memcpy(out, alt, sizeof(int) * (size_t)nr);
+        }
     }
     /* 3. single moves that shorten the run, a few passes */
     for (int pass = 0; pass < 3 && !st; pass++) {
@@ -152,9 +157,10 @@ cost_device cost_device_table(const place_device *d, int threads)
     int lanes = d->target.vector_width > 0 ? d->target.vector_width : 1;
     if (threads < 1) threads = 1;
     switch (d->kind) {
-    case PLACE_CPU: /* an FMA per lane per cycle at ~2 GHz, half of it reached; copies are memcpy */
+    case PLACE_CPU: /* an FMA per lane per cycle at ~2 GHz, half of it reached; copies are memcpy; its own
+                     * stream thread (api/streams.c), so it overlaps the other devices */
         return (cost_device){.flops_per_ms = 2e6 * lanes * threads, .bytes_per_ms = 8e6, .launch_ms = 0.002,
-                             .link_bytes_per_ms = 8e6, .link_ms = 0.002, .host_memory = true, .sync = true};
+                             .link_bytes_per_ms = 8e6, .link_ms = 0.002, .host_memory = true};
     case PLACE_OPENCL:
         if (strstr(d->ident, "Portable Computing Language") && !strstr(d->ident, "cuda")) /* PoCL on this CPU */
             return (cost_device){.flops_per_ms = 2e5, .bytes_per_ms = 2e6, .launch_ms = 0.03, .link_bytes_per_ms = 4e6,
@@ -183,8 +189,12 @@ double cost_region_flops(const ir_graph *g, const fuse_region *r)
             f += 2 * outs * (double)a->shape.dim[a->shape.rank - 1];
         } else if (n->op == OP_Gemm && a && a->shape.rank == 2) {
             f += 2 * outs * (double)a->shape.dim[ir_attr_int(n, "transA", 0) ? 0 : 1];
-        } else if (n->op == OP_Conv && w && w->shape.rank >= 1 && w->shape.dim[0] > 0) {
-            f += 2 * outs * (numel(g, n->in[1]) / (double)w->shape.dim[0]);
+        } else if (n->op == OP_Conv && w && ir_tensor_logical_shape(w).rank >= 1 && ir_tensor_logical_shape(w).dim[0] > 0) {
+            /* through the logical shape: a weight packed for conv_gemm is [N/NR][K][NR] */
+            ir_shape ws = ir_tensor_logical_shape(w);
+            double per = 1;
+            for (int d = 1; d < ws.rank; d++) per *= (double)ws.dim[d];
+            f += 2 * outs * per;
         } else if (n->op == OP_ConvTranspose && a && w && w->shape.rank >= 1 && w->shape.dim[0] > 0) {
             f += 2 * numel(g, n->in[0]) * (numel(g, n->in[1]) / (double)w->shape.dim[0]);
         } else {

@@ -9,11 +9,12 @@
  *     link_ms + bytes / link_bytes_per_ms
  * with `bytes` the sub-range the consumer reads (its kernels' spans, as
  * plan/transfers.c copies it); a graph input read, or an output written, on
- * a device without host memory costs the same link once. A device whose
- * dispatch holds the host thread until it is done (`sync`: the CPU, whose
- * kernels run on the calling thread and its pool) delays every device:
- * the command list is issued by one thread, so nothing after it starts
- * before it ends.
+ * a device without host memory costs the same link once. Each device runs
+ * its own command stream on a host thread of its own (api/streams.c), so
+ * devices overlap; a device marked `sync` (none of cost_device_table's
+ * rows since the streams; kept for a runtime that issues every device's
+ * commands from one thread) would delay every device until its dispatch
+ * ends.
  *
  * The assignment (cost_assign), greedy, not exact:
  *   1. list scheduling by earliest finish time over the region DAG, in

@@ -43,6 +43,20 @@ TEST(cost_chain_stays_on_one_device_when_transfers_are_expensive)
     diag_clear();
 }
 
+TEST(cost_a_tie_stays_on_the_first_device)
+{
+    /* two identical devices, a chain: every all-on-one-device run ties; the
+     * first device of the list keeps it (a later one used to win the tie) */
+    double flops[3] = {1e6, 1e6, 1e6}, bytes[3] = {0};
+    cost_edge e[2] = {{0, 1, 1 << 20}, {1, 2, 1 << 20}};
+    cost_graph g = {.n_regions = 3, .flops = flops, .bytes = bytes, .edges = e, .n_edges = 2, .n_dev = 3};
+    g.dev[0] = g.dev[1] = g.dev[2] = dev(1e6, 1e4, false);
+    int out[3];
+    double ms;
+    CHECK(cost_assign(&g, out, &ms) == SMELT_OK);
+    for (int r = 0; r < 3; r++) CHECK_EQ_INT(out[r], 0);
+}
+
 TEST(cost_independent_branches_go_to_two_devices_when_transfers_are_cheap)
 {
     /* r0 (small) -> r1, r2 (heavy, independent) -> r3 (small), 4 KB edges */
