@@ -77,8 +77,9 @@ static smelt_status lower_all(smelt_program *p, const place_policy *pol)
         for (int c = 0; c < n_cand; c++) {
             const place_device *d = &p->devs.dev[cand[c]];
             lp->target = &p->devs.dev[p->devs.class_first[d->cls]].target;
-            for (int i = 0; i < x->n_nodes; i++) graph_matmul_encoding(p->g, x->nodes[i], d->kind == PLACE_CPU);
-            st = lower_region(lp, p->g, &p->fp, r);
+            st = SMELT_OK;
+            for (int i = 0; i < x->n_nodes && !st; i++) st = graph_matmul_encoding(p->g, x->nodes[i], d->kind == PLACE_CPU);
+            if (!st) st = lower_region(lp, p->g, &p->fp, r);
             if (!st) st = finish_kernels(lp, first, lp->target);
             if (!st) {
                 p->region_device[r] = cand[c];
@@ -372,11 +373,13 @@ static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, co
         else other++;
     }
     int64_t nr = cpu >= 0 && !getenv("SMELT_NO_PACKED_GEMM") ? mm_tiles_for(p->devs.dev[cpu].target.vector_width).nr : 0;
-    /* 3x3 stride-1 convolutions as Winograd GEMMs over those panels, when
-     * every device runs C (the transformed filters exist only as panels);
+    /* 3x3 stride-1 convolutions as Winograd GEMMs over those panels, on one
+     * CPU device (the transformed filters exist only as panels, and a list's
+     * overrides name Conv nodes and the Conv op, which the rewrite replaces;
+     * a split's shares are single-device programs and get it);
      * SMELT_NO_WINOGRAD=1: direct, for A/B */
     graph_winograd_rule wr = {GRAPH_WINOGRAD_M, GRAPH_WINOGRAD_MIN_CHANNELS, GRAPH_WINOGRAD_MIN_TILES, nr};
-    if (nr > 0 && other == 0 && !getenv("SMELT_NO_WINOGRAD")) TRY(graph_winograd(p->g, &wr));
+    if (nr > 0 && p->devs.n == 1 && !getenv("SMELT_NO_WINOGRAD")) TRY(graph_winograd(p->g, &wr));
     if (nr > 0) {
         graph_pack_cache cache = {pack_find, pack_keep, (void *)p->model}; /* the model's cache is its one mutable part */
         TRY(graph_pack_weights(p->g, nr, p->model ? &cache : NULL, other > 0));

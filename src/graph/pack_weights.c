@@ -79,13 +79,14 @@ static ir_attr *find_attr(ir_node *n, const char *name)
     return NULL;
 }
 
-void graph_matmul_encoding(ir_graph *g, int node, bool packed)
+smelt_status graph_matmul_encoding(ir_graph *g, int node, bool packed)
 {
     ir_node *n = &g->nodes[node];
     ir_attr *plain = find_attr(n, GRAPH_PLAIN_B), *pk = find_attr(n, GRAPH_PACKED_B), *tb = find_attr(n, "transB");
-    if (!plain || !pk || n->n_in < 2) return;
+    if (!plain || !pk || n->n_in < 2) return SMELT_OK;
     n->in[1] = packed ? pk->tensor : plain->tensor;
     if (tb) tb->i = packed ? 0 : find_attr(n, GRAPH_PLAIN_TRANS_B)->i;
+    return ir_node_parse_params(g, node); /* the lowering reads transB from the params */
 }
 
 /* Whether Conv node n runs as a GEMM over its packed weight (ops/conv_gemm.c),

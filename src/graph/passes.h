@@ -93,7 +93,7 @@ smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache 
 
 /* Node `node` (a MatMul or Gemm that graph_pack_weights rewrote keeping the
  * plain B) reads its B packed (`packed`) or plain; other nodes are left. */
-void graph_matmul_encoding(ir_graph *g, int node, bool packed);
+smelt_status graph_matmul_encoding(ir_graph *g, int node, bool packed);
 
 /* Winograd F(m x m, 3 x 3) (graph/winograd.c, ops/conv_winograd.h): a
  * float32 Conv with a constant 3x3 weight, stride 1, dilation 1, group 1,
