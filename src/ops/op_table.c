@@ -68,6 +68,7 @@ const op_params_info op_params[OP_COUNT] = {
     [OP_NegativeLogLikelihoodLoss] = {parse_norm, sizeof(norm_params)},
     [OP_SoftmaxCrossEntropyLoss] = {parse_norm, sizeof(norm_params)},
     [OP_Gemm] = {parse_Gemm, sizeof(gemm_params)},
+    [OP_Einsum] = {parse_Einsum, sizeof(einsum_params)},
     [OP_OneHot] = {parse_generate, sizeof(generate_params)},
     [OP_EyeLike] = {parse_generate, sizeof(generate_params)},
     [OP_HannWindow] = {parse_generate, sizeof(generate_params)},

@@ -8,6 +8,7 @@
 #include "ir/op_params.h"
 #include "ops/attention.h"
 #include "ops/conv.h"
+#include "ops/einsum.h"
 #include "ops/elementwise.h"
 #include "ops/gather_scatter.h"
 #include "ops/generate.h"
@@ -410,5 +411,43 @@ TEST(params_generate_defaults_and_errors)
     attr_int(g, n, "value", 3);
     CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
     CHECK_STR_HAS(smelt_last_error(), "node 'cos' (ConstantOfShape): attribute 'value' must be a tensor");
+    ir_graph_free(g);
+}
+
+TEST(params_einsum_parse_and_errors)
+{
+    ir_graph *g = ir_graph_new();
+    int n = bare_node(g, "es", OP_Einsum);
+    attr_str(g, n, "equation", "...i j->j...");
+    const einsum_params *p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->n_terms == 1 && p->n_item[0] == 3 && p->item[0][0] == EINSUM_ELL && p->item[0][1] == 8 &&
+          p->item[0][2] == 9 && p->has_ell[0] && p->has_arrow && p->n_out_item == 2 && p->out_item[0] == 9 &&
+          p->out_item[1] == EINSUM_ELL && p->letter_used[8] && !p->letter_used[0]);
+    n = bare_node(g, "es2", OP_Einsum);
+    attr_str(g, n, "equation", "Ab");
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && !p->has_arrow && p->item[0][0] == 26 && p->item[0][1] == 1);
+    const struct {
+        const char *eq, *msg;
+    } bad[] = {
+        {"i..j->ij", "equation term 0 of 'i..j->ij' does not match input 0 of rank 0"},
+        {"...i...->i", "equation term 0 of '...i...->i' does not match input 0"},
+        {"abcdefghi", "equation term 0 of 'abcdefghi' does not match input 0"},
+        {"i1->i", "equation term 0 of 'i1->i' does not match input 0"},
+        {"ij,jk->ik", "equation 'ij,jk->ik' has 2 input terms for 1 inputs"},
+        {"ij->i-", "malformed output term in 'ij->i-'"},
+        {"ij->ik", "output label in 'ij->ik' appears in no input"},
+        {"ij->ii", "output label repeated in 'ij->ii'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        n = bare_node(g, "bad", OP_Einsum);
+        attr_str(g, n, "equation", bad[i].eq);
+        CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+        CHECK_STR_HAS(smelt_last_error(), "node 'bad' (Einsum): ");
+        CHECK_STR_HAS(smelt_last_error(), bad[i].msg);
+    }
+    n = bare_node(g, "none", OP_Einsum);
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'none' (Einsum): missing attribute 'equation'");
     ir_graph_free(g);
 }
