@@ -17,6 +17,7 @@
 #include "ops/quantize.h"
 #include "ops/reduce.h"
 #include "ops/resize.h"
+#include "ops/shape.h"
 #include "test.h"
 
 static void attr_int(ir_graph *g, int n, const char *name, int64_t v)
@@ -449,5 +450,29 @@ TEST(params_einsum_parse_and_errors)
     n = bare_node(g, "none", OP_Einsum);
     CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
     CHECK_STR_HAS(smelt_last_error(), "node 'none' (Einsum): missing attribute 'equation'");
+    ir_graph_free(g);
+}
+
+TEST(params_layout_attribute_lists)
+{
+    ir_graph *g = ir_graph_new();
+    int n = bare_node(g, "sl", OP_Slice);
+    attr_ints(g, n, "starts", 2, (int64_t[]){1, 2});
+    attr_ints(g, n, "ends", 2, (int64_t[]){3, 4});
+    const layout_params *p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->lists_are_attrs && p->n_list[LIST_STARTS] == 2 && p->list[LIST_STARTS][1] == 2 &&
+          p->n_list[LIST_ENDS] == 2 && p->list[LIST_ENDS][0] == 3 && p->n_list[LIST_AXES] == -1);
+    n = bare_node(g, "sq", OP_Squeeze);
+    attr_ints(g, n, "axes", 1, (int64_t[]){-1});
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->n_list[LIST_SQ_AXES] == 1 && p->list[LIST_SQ_AXES][0] == -1);
+    n = bare_node(g, "sp", OP_Split);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->n_list[LIST_SPLIT] == -1);
+    int64_t many[2 * MAX_LIST + 1] = {0};
+    n = bare_node(g, "pad", OP_Pad);
+    attr_ints(g, n, "pads", 2 * MAX_LIST + 1, many);
+    CHECK(parsed(g, n, SMELT_ERR_SHAPE) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'pad' (Pad): attribute 'pads' has 129 values, more than the 128 supported");
     ir_graph_free(g);
 }
