@@ -47,6 +47,12 @@ const op_lower_fn op_gpu_lower[OP_COUNT] = {
     [OP_MatMul] = lower_gpu_MatMul, [OP_Gemm] = lower_gpu_Gemm, [OP_Conv] = lower_gpu_Conv,
 };
 
+/* Ops whose kernel comments name their parameters (ir/ops.h op_describe). */
+const op_describe_fn op_describe[OP_COUNT] = {
+    [OP_Conv] = describe_window, [OP_ConvTranspose] = describe_window, [OP_MaxPool] = describe_window,
+    [OP_AveragePool] = describe_window, [OP_LpPool] = describe_window,
+};
+
 /* Ops whose attributes are parsed once into a params struct (ir/ops.h). */
 const op_params_info op_params[OP_COUNT] = {
     [OP_TopK] = {parse_TopK, sizeof(topk_params)},
