@@ -51,6 +51,11 @@ const op_lower_fn op_gpu_lower[OP_COUNT] = {
 const op_describe_fn op_describe[OP_COUNT] = {
     [OP_Conv] = describe_window, [OP_ConvTranspose] = describe_window, [OP_MaxPool] = describe_window,
     [OP_AveragePool] = describe_window, [OP_LpPool] = describe_window,
+    [OP_Softmax] = describe_reduce, [OP_LogSoftmax] = describe_reduce, [OP_Hardmax] = describe_reduce,
+    [OP_ReduceSum] = describe_reduce, [OP_ReduceMean] = describe_reduce, [OP_ReduceMax] = describe_reduce,
+    [OP_ReduceMin] = describe_reduce, [OP_ReduceProd] = describe_reduce, [OP_ReduceSumSquare] = describe_reduce,
+    [OP_ReduceLogSum] = describe_reduce, [OP_ReduceLogSumExp] = describe_reduce, [OP_ArgMax] = describe_reduce,
+    [OP_ArgMin] = describe_reduce,
 };
 
 /* Ops whose attributes are parsed once into a params struct (ir/ops.h). */

@@ -476,3 +476,33 @@ TEST(params_layout_attribute_lists)
     CHECK_STR_HAS(smelt_last_error(), "node 'pad' (Pad): attribute 'pads' has 129 values, more than the 128 supported");
     ir_graph_free(g);
 }
+
+/* The kernel comments' parameters (op_describe) come from the params. */
+TEST(params_describe_window_and_reduce)
+{
+    ir_graph *g = ir_graph_new();
+    g->opset = 11;
+    char d[128];
+    int n = bare_node(g, "mp", OP_MaxPool);
+    attr_ints(g, n, "kernel_shape", 2, (int64_t[]){3, 3});
+    attr_ints(g, n, "strides", 2, (int64_t[]){2, 1});
+    attr_ints(g, n, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    attr_ints(g, n, "dilations", 2, (int64_t[]){1, 1});
+    CHECK(parsed(g, n, SMELT_OK) != NULL);
+    op_describe[OP_MaxPool](g, &g->nodes[n], d, sizeof d);
+    CHECK(strcmp(d, ": 3x3 stride 2x1 pad 1") == 0);
+    n = bare_node(g, "rs", OP_ReduceSum);
+    attr_ints(g, n, "axes", 2, (int64_t[]){1, -1});
+    CHECK(parsed(g, n, SMELT_OK) != NULL);
+    op_describe[OP_ReduceSum](g, &g->nodes[n], d, sizeof d);
+    CHECK(strcmp(d, ": axes 1,-1") == 0);
+    n = bare_node(g, "sm", OP_Softmax);
+    op_describe[OP_Softmax](g, &g->nodes[n], d, sizeof d); /* unparsed: parsed into scratch */
+    CHECK(strcmp(d, "") == 0);
+    attr_int(g, n, "axis", 2);
+    CHECK(parsed(g, n, SMELT_OK) != NULL);
+    op_describe[OP_Softmax](g, &g->nodes[n], d, sizeof d);
+    CHECK(strcmp(d, ": axis 2") == 0);
+    CHECK(op_describe[OP_Relu] == NULL);
+    ir_graph_free(g);
+}
