@@ -282,6 +282,13 @@ typedef struct op_params_info {
 } op_params_info;
 extern const op_params_info op_params[OP_COUNT];
 
+/* An op's parameters for a kernel's comment (lower/comment.c), written from
+ * its params into buf (cap bytes, NUL-terminated), e.g. ": 3x3 stride 1 pad 1,
+ * 64 to 64 channels"; NULL: the comment names no parameters of its own for
+ * the op (ops/op_table.c). */
+typedef void (*op_describe_fn)(const struct ir_graph *g, const struct ir_node *n, char *buf, size_t cap);
+extern const op_describe_fn op_describe[OP_COUNT];
+
 /* The op named `op_type` in the default ONNX domain, or OP_INVALID. */
 op_id op_lookup(const char *op_type);
 const char *op_kind_name(op_kind k);

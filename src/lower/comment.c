@@ -125,7 +125,11 @@ static void cb_geometry(comment_buf *b, const ir_node *n)
     int cnt;
     op_kind kind = op_get(n->op)->kind;
     bool conv = n->op == OP_Conv || n->op == OP_ConvTranspose;
-    if (conv || ir_attr_find(n, "kernel_shape")) {
+    if (op_describe[n->op]) {
+        char d[256];
+        op_describe[n->op](g, n, d, sizeof d);
+        cb_printf(b, "%s", d);
+    } else if (conv || ir_attr_find(n, "kernel_shape")) {
         ir_shape ws = conv && n->n_in > 1 ? ir_tensor_logical_shape(&g->tensors[n->in[1]]) : (ir_shape){0};
         const ir_shape *w = conv && n->n_in > 1 ? &ws : NULL;
         size_t at = b->len;

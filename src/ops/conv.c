@@ -19,6 +19,8 @@
  *             zero-padded copy of the input rows in workgroup memory (split
  *             into phase planes when strided).
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -486,6 +488,60 @@ smelt_status window_params_of(const ir_graph *g, const ir_node *n, window_params
     TRY(ir_node_params_get(g, n, scratch, &v));
     *p = v;
     return SMELT_OK;
+}
+
+/* describe_window's output: appended at *len, within cap (NUL kept). */
+static void dw_printf(char *buf, size_t cap, size_t *len, const char *fmt, ...) DIAG_PRINTF(4, 5);
+static void dw_printf(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+{
+    if (*len + 1 >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(buf + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    *len = k < 0 ? cap - 1 : *len + (size_t)k;
+    if (*len > cap - 1) *len = cap - 1;
+}
+
+/* A list as "3x3", or one number when every entry is the same. */
+static void dw_ints(char *buf, size_t cap, size_t *len, const char *label, const int64_t *v, int n, const char *sep)
+{
+    bool same = true;
+    for (int i = 1; i < n; i++) same &= v[i] == v[0];
+    dw_printf(buf, cap, len, "%s", label);
+    for (int i = 0; i < (same ? (n > 0) : n); i++) dw_printf(buf, cap, len, "%s%lld", i ? sep : "", (long long)v[i]);
+}
+
+void describe_window(const ir_graph *g, const ir_node *n, char *buf, size_t cap)
+{
+    size_t len = 0;
+    if (!cap) return;
+    buf[0] = 0;
+    window_params scratch;
+    const window_params *p;
+    if (window_params_of(g, n, &scratch, &p) != SMELT_OK) return;
+    bool conv = n->op == OP_Conv || n->op == OP_ConvTranspose;
+    if (!conv && p->n_kernel < 0) return; /* no window to describe */
+    ir_shape ws = conv && n->n_in > 1 ? ir_tensor_logical_shape(&g->tensors[n->in[1]]) : (ir_shape){0};
+    const ir_shape *w = conv && n->n_in > 1 ? &ws : NULL;
+    if (p->n_kernel > 0) {
+        for (int i = 0; i < p->n_kernel; i++) dw_printf(buf, cap, &len, "%s%lld", i ? "x" : ": ", (long long)p->kernel[i]);
+    } else if (w && w->rank > 2) {
+        for (int i = 2; i < w->rank; i++) dw_printf(buf, cap, &len, "%s%lld", i > 2 ? "x" : ": ", (long long)w->dim[i]);
+    }
+    if (len == 0) dw_printf(buf, cap, &len, ":");
+    if (p->n_strides > 0) dw_ints(buf, cap, &len, " stride ", p->strides, p->n_strides, "x");
+    else dw_printf(buf, cap, &len, " stride 1");
+    if (p->n_pads > 0) dw_ints(buf, cap, &len, " pad ", p->pads, p->n_pads, ",");
+    if (p->n_dilations > 0 && (p->dilations[0] != 1 || p->n_dilations > 1)) {
+        bool ones = true;
+        for (int i = 0; i < p->n_dilations; i++) ones &= p->dilations[i] == 1;
+        if (!ones) dw_ints(buf, cap, &len, " dilation ", p->dilations, p->n_dilations, "x");
+    }
+    if (p->group != 1) dw_printf(buf, cap, &len, " group %lld", (long long)p->group);
+    const ir_shape *x = &g->tensors[n->in[0]].shape, *y = &g->tensors[n->out[0]].shape;
+    if (conv && x->rank > 1 && y->rank > 1)
+        dw_printf(buf, cap, &len, ", %lld to %lld channels", (long long)x->dim[1], (long long)y->dim[1]);
 }
 
 /* A list attribute given for each of `want` values (spatial dims, or twice that for pads). */

@@ -52,6 +52,9 @@ typedef struct window_params {
 smelt_status parse_window(const struct ir_graph *g, const struct ir_node *n, void *params);
 /* n's window_params (ir_node_params_get: parsed now into *scratch for a node
  * a pass added after inference). */
+/* Conv, ConvTranspose and the pools in a kernel's comment (op_describe):
+ * the window, strides, pads, dilations and group as given, and the channels. */
+void describe_window(const struct ir_graph *g, const struct ir_node *n, char *buf, size_t cap);
 smelt_status window_params_of(const struct ir_graph *g, const struct ir_node *n, window_params *scratch,
                               const window_params **p);
 

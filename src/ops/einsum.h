@@ -26,7 +26,24 @@ typedef struct einsum_spec {
     int n_labels;
     int64_t size[EINSUM_MAX_LABELS];
 } einsum_spec;
-smelt_status einsum_parse(const struct ir_graph *g, const struct ir_node *n, einsum_spec *e);
+/* Einsum's params (op_params): the equation's text parsed once, before any
+ * shape is known. A term is its items in order: letter ids 0..51 ('a'..'z',
+ * then 'A'..'Z') and EINSUM_ELL where '...' stands; spaces are dropped. */
+#define EINSUM_ELL (-1)
+typedef struct einsum_params {
+    const char *eq; /* the node's 'equation' attribute, for messages */
+    int n_terms;    /* the input terms, one per input */
+    signed char item[EINSUM_MAX_IN][9], n_item[EINSUM_MAX_IN];
+    bool has_ell[EINSUM_MAX_IN];
+    bool has_arrow; /* an explicit output term (else the implicit form) */
+    signed char out_item[9], n_out_item;
+    bool out_has_ell;
+    bool letter_used[52]; /* the letters the input terms name */
+} einsum_params;
+smelt_status parse_Einsum(const struct ir_graph *g, const struct ir_node *n, void *params);
+/* The equation fitted to n's input shapes: the ellipsis's width (the widest
+ * input decides it), the labels numbered, their sizes. */
+smelt_status einsum_spec_of(const struct ir_graph *g, const struct ir_node *n, einsum_spec *e);
 smelt_status lower_Einsum(struct lower_ctx *c);
 
 #endif

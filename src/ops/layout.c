@@ -79,6 +79,20 @@ smelt_status parse_layout(const ir_graph *g, const ir_node *n, void *params)
         return ir_node_fail(n, SMELT_ERR_MODEL, "attribute axes has %d values, at most %d", p->n_axes, IR_MAX_RANK);
     for (int i = 0; i < p->n_axes; i++) p->axes[i] = v[i];
     p->lists_are_attrs = ir_attr_find(n, n->op == OP_Pad ? "pads" : "starts") != NULL;
+    static const char *const slice_lists[LIST_N] = {"starts", "ends", "axes"};
+    for (int i = 0; i < LIST_N; i++) {
+        const char *name = n->op == OP_Slice ? slice_lists[i]
+                           : i > 0           ? NULL
+                           : n->op == OP_Pad ? "pads"
+                           : n->op == OP_Split ? "split"
+                           : n->op == OP_Squeeze || n->op == OP_Unsqueeze ? "axes"
+                                                                          : NULL;
+        p->n_list[i] = name ? ir_attr_ints(n, name, &p->list[i]) : -1;
+        int cap = n->op == OP_Pad ? 2 * MAX_LIST : MAX_LIST;
+        if (p->n_list[i] > cap)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "attribute '%s' has %d values, more than the %d supported", name,
+                                p->n_list[i], cap);
+    }
     return SMELT_OK;
 }
 
@@ -433,7 +447,10 @@ smelt_status infer_Squeeze(ir_graph *g, int node)
     int r = x->shape.rank;
     smelt_status st;
     int64_t axes[MAX_LIST];
-    int cnt = infer_read_ints(g, n, "axes", 1, "axes", axes, MAX_LIST, &st);
+    layout_params scratch;
+    const layout_params *p;
+    TRY(layout_params_of(g, n, &scratch, &p));
+    int cnt = infer_read_list(g, n, p->list[LIST_SQ_AXES], p->n_list[LIST_SQ_AXES], 1, "axes", axes, MAX_LIST, &st);
     if (cnt == -2) return st;
     bool drop[IR_MAX_RANK] = {false};
     if (cnt < 0) {
@@ -461,7 +478,10 @@ smelt_status infer_Unsqueeze(ir_graph *g, int node)
     const ir_tensor *x = ir_in(g, n, 0);
     smelt_status st;
     int64_t axes[MAX_LIST];
-    int cnt = infer_read_ints(g, n, "axes", 1, "axes", axes, MAX_LIST, &st);
+    layout_params scratch;
+    const layout_params *p;
+    TRY(layout_params_of(g, n, &scratch, &p));
+    int cnt = infer_read_list(g, n, p->list[LIST_SQ_AXES], p->n_list[LIST_SQ_AXES], 1, "axes", axes, MAX_LIST, &st);
     if (cnt == -2) return st;
     if (cnt < 0) return ir_node_fail(n, SMELT_ERR_MODEL, "axes are required");
     int r = x->shape.rank + cnt;
@@ -579,7 +599,7 @@ smelt_status infer_Split(ir_graph *g, int node)
     int64_t dim = x->shape.dim[axis];
     smelt_status st;
     int64_t sizes[MAX_LIST];
-    int cnt = infer_read_ints(g, n, "split", 1, "split", sizes, MAX_LIST, &st);
+    int cnt = infer_read_list(g, n, p->list[LIST_SPLIT], p->n_list[LIST_SPLIT], 1, "split", sizes, MAX_LIST, &st);
     if (cnt == -2) return st;
     if (cnt >= 0) {
         if (cnt != n->n_out)
@@ -626,13 +646,16 @@ smelt_status slice_resolve(const ir_graph *g, const ir_node *n, int64_t *start, 
     const layout_params *p;
     TRY(layout_params_of(g, n, &scratch, &p));
     bool old = p->lists_are_attrs;
-    int ns = infer_read_ints(g, n, old ? "starts" : NULL, old ? -1 : 1, "starts", starts, MAX_LIST, &st);
+    int ns = infer_read_list(g, n, p->list[LIST_STARTS], old ? p->n_list[LIST_STARTS] : -1, old ? -1 : 1, "starts",
+                             starts, MAX_LIST, &st);
     if (ns == -2) return st;
-    int ne = infer_read_ints(g, n, old ? "ends" : NULL, old ? -1 : 2, "ends", ends, MAX_LIST, &st);
+    int ne = infer_read_list(g, n, p->list[LIST_ENDS], old ? p->n_list[LIST_ENDS] : -1, old ? -1 : 2, "ends", ends,
+                             MAX_LIST, &st);
     if (ne == -2) return st;
-    int na = infer_read_ints(g, n, old ? "axes" : NULL, old ? -1 : 3, "axes", axes, MAX_LIST, &st);
+    int na = infer_read_list(g, n, p->list[LIST_AXES], old ? p->n_list[LIST_AXES] : -1, old ? -1 : 3, "axes", axes,
+                             MAX_LIST, &st);
     if (na == -2) return st;
-    int nst = old ? -1 : infer_read_ints(g, n, NULL, 4, "steps", steps, MAX_LIST, &st);
+    int nst = old ? -1 : infer_read_list(g, n, NULL, -1, 4, "steps", steps, MAX_LIST, &st);
     if (nst == -2) return st;
     if (ns < 0 || ne < 0) return ir_node_fail(n, SMELT_ERR_MODEL, "starts and ends are required");
     if (ns != ne || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
@@ -747,10 +770,11 @@ smelt_status pad_resolve(const ir_graph *g, const ir_node *n, int64_t *begin, in
     smelt_status st;
     int64_t pads[2 * MAX_LIST], axes[MAX_LIST];
     bool old = p->lists_are_attrs;
-    int np = infer_read_ints(g, n, old ? "pads" : NULL, old ? -1 : 1, "pads", pads, 2 * MAX_LIST, &st);
+    int np = infer_read_list(g, n, p->list[LIST_PADS], old ? p->n_list[LIST_PADS] : -1, old ? -1 : 1, "pads", pads,
+                             2 * MAX_LIST, &st);
     if (np == -2) return st;
     if (np < 0) return ir_node_fail(n, SMELT_ERR_MODEL, "pads are required");
-    int na = old ? -1 : infer_read_ints(g, n, NULL, 3, "axes", axes, MAX_LIST, &st);
+    int na = old ? -1 : infer_read_list(g, n, NULL, -1, 3, "axes", axes, MAX_LIST, &st);
     if (na == -2) return st;
     if (na < 0) {
         na = r;

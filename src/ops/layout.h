@@ -18,7 +18,12 @@ typedef enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP } pad_mode
  * their defaults and the checks that need no shape. The list operands that
  * are an attribute in old opsets and an input in new ones (Slice's starts,
  * ends, axes; Pad's pads; Split's split; Squeeze's and Unsqueeze's axes) are
- * read by infer_read_ints (ops/shape.h), either form, where they are used. */
+ * in `list` when given as attributes (infer_read_list, ops/shape.h, takes
+ * them from there, or reads the input form, where they are used). */
+enum { LIST_STARTS, LIST_ENDS, LIST_AXES, LIST_N }; /* Slice; Pad, Split, Squeeze, Unsqueeze: LIST_STARTS only */
+#define LIST_PADS LIST_STARTS
+#define LIST_SPLIT LIST_STARTS
+#define LIST_SQ_AXES LIST_STARTS
 typedef struct layout_params {
     int64_t axis;              /* Concat (required), Split (default 0), Flatten (default 1) */
     int64_t num_outputs;       /* Split: default the node's output count */
@@ -34,6 +39,8 @@ typedef struct layout_params {
     int n_axes;                /* CenterCropPad: -1 when absent (every axis) */
     int64_t axes[IR_MAX_RANK];
     bool lists_are_attrs;      /* Slice, Pad: the opset 1..10 form (starts/ends/axes, pads attributes) */
+    int n_list[LIST_N];        /* the attribute lists above: -1 when absent */
+    const int64_t *list[LIST_N]; /* the node's attribute values (in the graph's arena) */
 } layout_params;
 smelt_status parse_layout(const struct ir_graph *g, const struct ir_node *n, void *params);
 

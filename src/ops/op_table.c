@@ -47,6 +47,17 @@ const op_lower_fn op_gpu_lower[OP_COUNT] = {
     [OP_MatMul] = lower_gpu_MatMul, [OP_Gemm] = lower_gpu_Gemm, [OP_Conv] = lower_gpu_Conv,
 };
 
+/* Ops whose kernel comments name their parameters (ir/ops.h op_describe). */
+const op_describe_fn op_describe[OP_COUNT] = {
+    [OP_Conv] = describe_window, [OP_ConvTranspose] = describe_window, [OP_MaxPool] = describe_window,
+    [OP_AveragePool] = describe_window, [OP_LpPool] = describe_window,
+    [OP_Softmax] = describe_reduce, [OP_LogSoftmax] = describe_reduce, [OP_Hardmax] = describe_reduce,
+    [OP_ReduceSum] = describe_reduce, [OP_ReduceMean] = describe_reduce, [OP_ReduceMax] = describe_reduce,
+    [OP_ReduceMin] = describe_reduce, [OP_ReduceProd] = describe_reduce, [OP_ReduceSumSquare] = describe_reduce,
+    [OP_ReduceLogSum] = describe_reduce, [OP_ReduceLogSumExp] = describe_reduce, [OP_ArgMax] = describe_reduce,
+    [OP_ArgMin] = describe_reduce,
+};
+
 /* Ops whose attributes are parsed once into a params struct (ir/ops.h). */
 const op_params_info op_params[OP_COUNT] = {
     [OP_TopK] = {parse_TopK, sizeof(topk_params)},
@@ -68,6 +79,7 @@ const op_params_info op_params[OP_COUNT] = {
     [OP_NegativeLogLikelihoodLoss] = {parse_norm, sizeof(norm_params)},
     [OP_SoftmaxCrossEntropyLoss] = {parse_norm, sizeof(norm_params)},
     [OP_Gemm] = {parse_Gemm, sizeof(gemm_params)},
+    [OP_Einsum] = {parse_Einsum, sizeof(einsum_params)},
     [OP_OneHot] = {parse_generate, sizeof(generate_params)},
     [OP_EyeLike] = {parse_generate, sizeof(generate_params)},
     [OP_HannWindow] = {parse_generate, sizeof(generate_params)},
@@ -100,6 +112,8 @@ const op_params_info op_params[OP_COUNT] = {
     [OP_Transpose] = {parse_layout, sizeof(layout_params)},
     [OP_Concat] = {parse_layout, sizeof(layout_params)},
     [OP_Split] = {parse_layout, sizeof(layout_params)},
+    [OP_Squeeze] = {parse_layout, sizeof(layout_params)},
+    [OP_Unsqueeze] = {parse_layout, sizeof(layout_params)},
     [OP_DepthToSpace] = {parse_layout, sizeof(layout_params)},
     [OP_SpaceToDepth] = {parse_layout, sizeof(layout_params)},
     [OP_Pad] = {parse_layout, sizeof(layout_params)},

@@ -15,6 +15,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -497,6 +498,7 @@ smelt_status parse_reduce(const ir_graph *g, const ir_node *n, void *params)
     p->keepdims = ir_attr_int(n, "keepdims", 1) != 0;
     p->select_last_index = ir_attr_int(n, "select_last_index", 0) != 0;
     p->noop_with_empty_axes = ir_attr_int(n, "noop_with_empty_axes", 0) != 0;
+    p->has_axis = ir_attr_find(n, "axis") != NULL;
     p->n_axes = -1;
     bool arg = n->op == OP_ArgMax || n->op == OP_ArgMin;
     if (!softmax && !arg && g->opset < axes_input_since(n->op)) {
@@ -506,6 +508,24 @@ smelt_status parse_reduce(const ir_graph *g, const ir_node *n, void *params)
         for (int i = 0; i < c; i++) p->axes[i] = v[i];
     }
     return SMELT_OK;
+}
+
+void describe_reduce(const ir_graph *g, const ir_node *n, char *buf, size_t cap)
+{
+    if (!cap) return;
+    buf[0] = 0;
+    reduce_params scratch;
+    const reduce_params *p;
+    if (reduce_params_of(g, n, &scratch, &p) != SMELT_OK) return;
+    size_t len = 0;
+    if (p->n_axes > 0) {
+        for (int i = 0; i < p->n_axes && len + 1 < cap; i++) {
+            int k = snprintf(buf + len, cap - len, "%s%lld", i ? "," : ": axes ", (long long)p->axes[i]);
+            len = k < 0 ? cap - 1 : len + (size_t)k;
+        }
+    } else if (p->has_axis) {
+        snprintf(buf, cap, ": axis %lld", (long long)p->axis);
+    }
 }
 
 smelt_status reduce_params_of(const ir_graph *g, const ir_node *n, reduce_params *scratch, const reduce_params **p)

@@ -21,8 +21,12 @@ typedef struct reduce_params {
     bool noop_with_empty_axes; /* Reduce* with the axes input, default 0 */
     int n_axes;                /* Reduce*'s axes attribute (before the input form), -1 when absent */
     int64_t axes[IR_MAX_RANK * 2];
+    bool has_axis;             /* the axis attribute is given (a kernel's comment names it) */
 } reduce_params;
 smelt_status parse_reduce(const struct ir_graph *g, const struct ir_node *n, void *params);
+/* The reductions and softmaxes in a kernel's comment (op_describe): the axes
+ * attribute, or the axis attribute, as given. */
+void describe_reduce(const struct ir_graph *g, const struct ir_node *n, char *buf, size_t cap);
 /* n's reduce_params (ir_node_params_get: into *scratch for a node added after inference). */
 smelt_status reduce_params_of(const struct ir_graph *g, const struct ir_node *n, reduce_params *scratch,
                               const reduce_params **p);

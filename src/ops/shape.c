@@ -117,20 +117,20 @@ int infer_read_int_input(const ir_graph *g, const ir_node *n, int i, const char 
     return (int)cnt;
 }
 
-/* An integer list given by attribute `attr` (older opsets) or by input `in`. */
-int infer_read_ints(const ir_graph *g, const ir_node *n, const char *attr, int in, const char *what, int64_t *vals,
-                     int cap, smelt_status *st)
+/* An integer list given as an attribute (older opsets; a, acnt from the
+ * op's params, acnt -1 when absent) or by input `in`. */
+int infer_read_list(const ir_graph *g, const ir_node *n, const int64_t *a, int acnt, int in, const char *what,
+                    int64_t *vals, int cap, smelt_status *st)
 {
-    const int64_t *a;
-    int cnt = attr ? ir_attr_ints(n, attr, &a) : -1;
     *st = SMELT_OK;
-    if (cnt >= 0) {
-        if (cnt > cap) {
-            *st = ir_node_fail(n, SMELT_ERR_SHAPE, "attribute '%s' has %d values, more than the %d supported", attr, cnt, cap);
+    if (acnt >= 0) {
+        if (acnt > cap) {
+            *st = ir_node_fail(n, SMELT_ERR_SHAPE, "attribute '%s' has %d values, more than the %d supported", what, acnt,
+                               cap);
             return -2;
         }
-        memcpy(vals, a, sizeof(int64_t) * (size_t)cnt);
-        return cnt;
+        if (acnt) memcpy(vals, a, sizeof(int64_t) * (size_t)acnt);
+        return acnt;
     }
     return in >= 0 ? infer_read_int_input(g, n, in, what, vals, cap, st) : -1;
 }

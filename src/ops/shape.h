@@ -40,10 +40,11 @@ const ir_tensor *infer_value_input(const ir_graph *g, const ir_node *n, int i, c
  * absent, -2 on failure (st set). */
 int infer_read_int_input(const ir_graph *g, const ir_node *n, int i, const char *what, int64_t *vals, int cap,
                          smelt_status *st);
-/* The list from attribute `attr` when present (older opsets), else from input
- * `in` (-1: none). Same returns as infer_read_int_input. */
-int infer_read_ints(const ir_graph *g, const ir_node *n, const char *attr, int in, const char *what, int64_t *vals,
-                    int cap, smelt_status *st);
+/* The list given as an attribute (older opsets: the acnt values at a, from
+ * the op's params; acnt -1 when absent), else from input `in` (-1: none).
+ * Same returns as infer_read_int_input. */
+int infer_read_list(const ir_graph *g, const ir_node *n, const int64_t *a, int acnt, int in, const char *what,
+                    int64_t *vals, int cap, smelt_status *st);
 /* Axis a of a rank-r tensor, negative counting from the end, into *out. */
 smelt_status infer_norm_axis(const ir_node *n, int64_t a, int r, const char *what, int *out);
 

@@ -8,6 +8,7 @@
 #include "ir/op_params.h"
 #include "ops/attention.h"
 #include "ops/conv.h"
+#include "ops/einsum.h"
 #include "ops/elementwise.h"
 #include "ops/gather_scatter.h"
 #include "ops/generate.h"
@@ -16,6 +17,7 @@
 #include "ops/quantize.h"
 #include "ops/reduce.h"
 #include "ops/resize.h"
+#include "ops/shape.h"
 #include "test.h"
 
 static void attr_int(ir_graph *g, int n, const char *name, int64_t v)
@@ -410,5 +412,97 @@ TEST(params_generate_defaults_and_errors)
     attr_int(g, n, "value", 3);
     CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
     CHECK_STR_HAS(smelt_last_error(), "node 'cos' (ConstantOfShape): attribute 'value' must be a tensor");
+    ir_graph_free(g);
+}
+
+TEST(params_einsum_parse_and_errors)
+{
+    ir_graph *g = ir_graph_new();
+    int n = bare_node(g, "es", OP_Einsum);
+    attr_str(g, n, "equation", "...i j->j...");
+    const einsum_params *p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->n_terms == 1 && p->n_item[0] == 3 && p->item[0][0] == EINSUM_ELL && p->item[0][1] == 8 &&
+          p->item[0][2] == 9 && p->has_ell[0] && p->has_arrow && p->n_out_item == 2 && p->out_item[0] == 9 &&
+          p->out_item[1] == EINSUM_ELL && p->letter_used[8] && !p->letter_used[0]);
+    n = bare_node(g, "es2", OP_Einsum);
+    attr_str(g, n, "equation", "Ab");
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && !p->has_arrow && p->item[0][0] == 26 && p->item[0][1] == 1);
+    const struct {
+        const char *eq, *msg;
+    } bad[] = {
+        {"i..j->ij", "equation term 0 of 'i..j->ij' does not match input 0 of rank 0"},
+        {"...i...->i", "equation term 0 of '...i...->i' does not match input 0"},
+        {"abcdefghi", "equation term 0 of 'abcdefghi' does not match input 0"},
+        {"i1->i", "equation term 0 of 'i1->i' does not match input 0"},
+        {"ij,jk->ik", "equation 'ij,jk->ik' has 2 input terms for 1 inputs"},
+        {"ij->i-", "malformed output term in 'ij->i-'"},
+        {"ij->ik", "output label in 'ij->ik' appears in no input"},
+        {"ij->ii", "output label repeated in 'ij->ii'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        n = bare_node(g, "bad", OP_Einsum);
+        attr_str(g, n, "equation", bad[i].eq);
+        CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+        CHECK_STR_HAS(smelt_last_error(), "node 'bad' (Einsum): ");
+        CHECK_STR_HAS(smelt_last_error(), bad[i].msg);
+    }
+    n = bare_node(g, "none", OP_Einsum);
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'none' (Einsum): missing attribute 'equation'");
+    ir_graph_free(g);
+}
+
+TEST(params_layout_attribute_lists)
+{
+    ir_graph *g = ir_graph_new();
+    int n = bare_node(g, "sl", OP_Slice);
+    attr_ints(g, n, "starts", 2, (int64_t[]){1, 2});
+    attr_ints(g, n, "ends", 2, (int64_t[]){3, 4});
+    const layout_params *p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->lists_are_attrs && p->n_list[LIST_STARTS] == 2 && p->list[LIST_STARTS][1] == 2 &&
+          p->n_list[LIST_ENDS] == 2 && p->list[LIST_ENDS][0] == 3 && p->n_list[LIST_AXES] == -1);
+    n = bare_node(g, "sq", OP_Squeeze);
+    attr_ints(g, n, "axes", 1, (int64_t[]){-1});
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->n_list[LIST_SQ_AXES] == 1 && p->list[LIST_SQ_AXES][0] == -1);
+    n = bare_node(g, "sp", OP_Split);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->n_list[LIST_SPLIT] == -1);
+    int64_t many[2 * MAX_LIST + 1] = {0};
+    n = bare_node(g, "pad", OP_Pad);
+    attr_ints(g, n, "pads", 2 * MAX_LIST + 1, many);
+    CHECK(parsed(g, n, SMELT_ERR_SHAPE) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'pad' (Pad): attribute 'pads' has 129 values, more than the 128 supported");
+    ir_graph_free(g);
+}
+
+/* The kernel comments' parameters (op_describe) come from the params. */
+TEST(params_describe_window_and_reduce)
+{
+    ir_graph *g = ir_graph_new();
+    g->opset = 11;
+    char d[128];
+    int n = bare_node(g, "mp", OP_MaxPool);
+    attr_ints(g, n, "kernel_shape", 2, (int64_t[]){3, 3});
+    attr_ints(g, n, "strides", 2, (int64_t[]){2, 1});
+    attr_ints(g, n, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    attr_ints(g, n, "dilations", 2, (int64_t[]){1, 1});
+    CHECK(parsed(g, n, SMELT_OK) != NULL);
+    op_describe[OP_MaxPool](g, &g->nodes[n], d, sizeof d);
+    CHECK(strcmp(d, ": 3x3 stride 2x1 pad 1") == 0);
+    n = bare_node(g, "rs", OP_ReduceSum);
+    attr_ints(g, n, "axes", 2, (int64_t[]){1, -1});
+    CHECK(parsed(g, n, SMELT_OK) != NULL);
+    op_describe[OP_ReduceSum](g, &g->nodes[n], d, sizeof d);
+    CHECK(strcmp(d, ": axes 1,-1") == 0);
+    n = bare_node(g, "sm", OP_Softmax);
+    op_describe[OP_Softmax](g, &g->nodes[n], d, sizeof d); /* unparsed: parsed into scratch */
+    CHECK(strcmp(d, "") == 0);
+    attr_int(g, n, "axis", 2);
+    CHECK(parsed(g, n, SMELT_OK) != NULL);
+    op_describe[OP_Softmax](g, &g->nodes[n], d, sizeof d);
+    CHECK(strcmp(d, ": axis 2") == 0);
+    CHECK(op_describe[OP_Relu] == NULL);
     ir_graph_free(g);
 }

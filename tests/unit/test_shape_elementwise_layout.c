@@ -399,3 +399,71 @@ TEST(infer_where_clip)
     CHECK_EQ_INT(infer(g, n), SMELT_ERR_SHAPE);
     ir_graph_free(g);
 }
+
+/* The list operands given as attributes (old opsets, parsed into layout_params)
+ * resolve as the same lists given as constant inputs. */
+TEST(infer_attr_lists_match_input_lists)
+{
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", SMELT_F32, S(4, 3, 1, 6, 1));
+    int64_t st_a[IR_MAX_RANK], sp_a[IR_MAX_RANK], st_b[IR_MAX_RANK], sp_b[IR_MAX_RANK];
+    ir_shape sa, sb;
+
+    g->opset = 9;
+    int a = node(g, "sl9", OP_Slice, 1, (int[]){x}, 1);
+    attr_ints(g, a, "starts", 2, (int64_t[]){1, -4});
+    attr_ints(g, a, "ends", 2, (int64_t[]){3, 1000});
+    attr_ints(g, a, "axes", 2, (int64_t[]){0, -2});
+    CHECK_EQ_INT(infer(g, a), SMELT_OK);
+    g->opset = 13;
+    int b = node(g, "sl13", OP_Slice, 4,
+                 (int[]){x, ints(g, "st", 2, (int64_t[]){1, -4}), ints(g, "en", 2, (int64_t[]){3, 1000}),
+                         ints(g, "ax", 2, (int64_t[]){0, -2})},
+                 1);
+    CHECK_EQ_INT(infer(g, b), SMELT_OK);
+    CHECK(ir_shape_eq(&out0(g, a)->shape, &out0(g, b)->shape));
+    CHECK(shape_is(out0(g, a), S(4, 2, 1, 4, 1)));
+    CHECK_EQ_INT(slice_resolve(g, &g->nodes[a], st_a, sp_a, &sa), SMELT_OK);
+    CHECK_EQ_INT(slice_resolve(g, &g->nodes[b], st_b, sp_b, &sb), SMELT_OK);
+    for (int i = 0; i < 4; i++) CHECK(st_a[i] == st_b[i] && sp_a[i] == sp_b[i]);
+
+    g->opset = 2;
+    int mode_a, mode_b;
+    a = node(g, "pa2", OP_Pad, 1, (int[]){x}, 1);
+    attr_ints(g, a, "pads", 8, (int64_t[]){1, 0, 0, 2, 0, 1, 0, 0});
+    CHECK_EQ_INT(infer(g, a), SMELT_OK);
+    g->opset = 13;
+    b = node(g, "pa13", OP_Pad, 2, (int[]){x, ints(g, "pads", 8, (int64_t[]){1, 0, 0, 2, 0, 1, 0, 0})}, 1);
+    CHECK_EQ_INT(infer(g, b), SMELT_OK);
+    CHECK(shape_is(out0(g, a), S(4, 4, 2, 6, 3)));
+    CHECK(ir_shape_eq(&out0(g, a)->shape, &out0(g, b)->shape));
+    CHECK_EQ_INT(pad_resolve(g, &g->nodes[a], st_a, &mode_a, &sa), SMELT_OK);
+    CHECK_EQ_INT(pad_resolve(g, &g->nodes[b], st_b, &mode_b, &sb), SMELT_OK);
+    for (int i = 0; i < 4; i++) CHECK(st_a[i] == st_b[i]);
+
+    g->opset = 11;
+    a = node(g, "sp11", OP_Split, 1, (int[]){x}, 2);
+    attr_int(g, a, "axis", 2);
+    attr_ints(g, a, "split", 2, (int64_t[]){5, 1});
+    CHECK_EQ_INT(infer(g, a), SMELT_OK);
+    g->opset = 13;
+    b = node(g, "sp13", OP_Split, 2, (int[]){x, ints(g, "sp", 2, (int64_t[]){5, 1})}, 2);
+    attr_int(g, b, "axis", 2);
+    CHECK_EQ_INT(infer(g, b), SMELT_OK);
+    CHECK(shape_is(outi(g, a, 0), S(4, 3, 1, 5, 1)) && shape_is(outi(g, b, 0), S(4, 3, 1, 5, 1)));
+    CHECK(shape_is(outi(g, a, 1), S(4, 3, 1, 1, 1)) && shape_is(outi(g, b, 1), S(4, 3, 1, 1, 1)));
+
+    g->opset = 11;
+    a = node(g, "sq11", OP_Squeeze, 1, (int[]){x}, 1);
+    attr_ints(g, a, "axes", 1, (int64_t[]){-1});
+    CHECK_EQ_INT(infer(g, a), SMELT_OK);
+    b = node(g, "un11", OP_Unsqueeze, 1, (int[]){x}, 1);
+    attr_ints(g, b, "axes", 1, (int64_t[]){0});
+    CHECK_EQ_INT(infer(g, b), SMELT_OK);
+    CHECK(shape_is(out0(g, a), S(3, 3, 1, 6)) && shape_is(out0(g, b), S(5, 1, 3, 1, 6, 1)));
+    g->opset = 13;
+    a = node(g, "sq13", OP_Squeeze, 2, (int[]){x, ints(g, "sqa", 1, (int64_t[]){-1})}, 1);
+    CHECK_EQ_INT(infer(g, a), SMELT_OK);
+    CHECK(shape_is(out0(g, a), S(3, 3, 1, 6)));
+    ir_graph_free(g);
+}

@@ -143,6 +143,24 @@ TEST(infer_topk_onehot_einsum)
     attr_str(g, n, "equation", "bij,bik->bjk");
     CHECK(infer(g, n) != SMELT_OK);
     CHECK_STR_HAS(smelt_last_error(), "has size 4, elsewhere 3");
+    /* the shape-dependent checks: the ellipsis's width, a term's rank */
+    int c = T(g, "c", SMELT_F32, 4, 5);
+    n = node(g, "es4", OP_Einsum, 2, (int[]){a, c}, 1);
+    attr_str(g, n, "equation", "...ij,...jk->...ik");
+    CHECK_EQ_INT(infer(g, n), SMELT_OK);
+    CHECK_SHAPE(OUT(g, n, 0), 2, 3, 5);
+    n = node(g, "es5", OP_Einsum, 2, (int[]){c, a}, 1);
+    attr_str(g, n, "equation", "ij,jk");
+    CHECK(infer(g, n) != SMELT_OK);
+    CHECK_STR_HAS(smelt_last_error(), "equation term 1 of 'ij,jk' does not match input 1 of rank 3");
+    n = node(g, "es6", OP_Einsum, 1, (int[]){a}, 1);
+    attr_str(g, n, "equation", "abcdefg...");
+    CHECK(infer(g, n) != SMELT_OK);
+    CHECK_STR_HAS(smelt_last_error(), "equation term 0 of 'abcdefg...' does not match input 0 of rank 3");
+    n = node(g, "es7", OP_Einsum, 1, (int[]){a}, 1);
+    attr_str(g, n, "equation", "i...");
+    CHECK_EQ_INT(infer(g, n), SMELT_OK);
+    CHECK_SHAPE(OUT(g, n, 0), 3, 4, 2);
     ir_graph_free(g);
 }
 
