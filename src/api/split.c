@@ -387,7 +387,10 @@ static smelt_status split_build(smelt_program *p, struct program_split *s, const
     smelt_options o = *opt;
     o.placement = NULL;
     o.stop_after = SMELT_STAGE_IR;
-    o.devices = p->devs.dev[0].spec;
+    /* the whole list (fallback placement), as the graph the shares compile
+     * from: no single-device rewrite (Winograd folds the batch into its
+     * tiles, which the check below would refuse) */
+    o.devices = opt->devices;
     TRY(smelt_program_compile(m, &o, n_inputs, inputs, &s->ir));
     const ir_graph *g = s->ir->g;
     TRY(check_split(s, g, p->devs.n));
