@@ -138,8 +138,10 @@ static void run_case(int ci, const wino_case *wc)
         CHECK_EQ_INT(smelt_tensor_numel(&out), ny);
         const float *yd = out.data;
         int bad = 0;
+        /* float rounding of a C*9-term sum grows with its square root: 1e-4 at 16 channels */
+        double tol = 1e-4 * (wc->c > 16 ? sqrt((double)wc->c / 16) : 1);
         for (int64_t i = 0; yd && i < ny && bad < 3; i++)
-            if (!(fabs(yd[i] - ref[i]) <= 1e-4 * (1 + fabs(ref[i])))) {
+            if (!(fabs(yd[i] - ref[i]) <= tol * (1 + fabs(ref[i])))) {
                 fprintf(stderr, "  case %d (mode %d) [%lld]: %g, want %g\n", ci, mode, (long long)i, yd[i], ref[i]);
                 bad++;
             }
@@ -160,7 +162,7 @@ TEST(conv_winograd_matches_a_direct_reference)
         {1, 20, 18, 7, 15, 1, 4, 0, false, false},  /* no bias, no epilogue */
         {2, 17, 19, 13, 11, 1, 2, 2, true, true},   /* F(2x2) */
         {1, 18, 17, 8, 9, 0, 2, 1, false, false},   /* F(2x2), pad 0, no bias */
-        {2, 17, 19, 45, 43, 1, 0, 2, true, false},  /* the default pipeline's rule and panels */
+        {2, 64, 67, 45, 43, 1, 0, 2, true, false},  /* the default pipeline's rule and panels */
     };
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) run_case(i, &cases[i]);
 }
