@@ -61,6 +61,12 @@ void attr_int(ir_graph *g, int node, const char *name, int64_t v)
     CHECK(ir_node_attr_add(g, node, &a));
 }
 
+void attr_str(ir_graph *g, int node, const char *name, const char *s)
+{
+    ir_attr a = {.name = name, .type = IR_ATTR_STRING, .s = s};
+    ir_node_attr_add(g, node, &a);
+}
+
 /* ---- looking at a plan -------------------------------------------------------------------- */
 
 int node_named(const ir_graph *g, const char *name)

@@ -30,6 +30,7 @@ int op1(ir_graph *g, const char *name, op_id id, int x);
 int op2(ir_graph *g, const char *name, op_id id, int a, int b);
 void attr_ints(ir_graph *g, int node, const char *name, int n, const int64_t *v);
 void attr_int(ir_graph *g, int node, const char *name, int64_t v);
+void attr_str(ir_graph *g, int node, const char *name, const char *s);
 int node_named(const ir_graph *g, const char *name);
 const fuse_region *region_rooted(const ir_graph *g, const fuse_plan *fp, const char *root);
 bool region_is(const ir_graph *g, const fuse_plan *fp, const char *root, const char *nodes, const char *reads, const char *writes);

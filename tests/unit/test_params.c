@@ -18,25 +18,8 @@
 #include "ops/reduce.h"
 #include "ops/resize.h"
 #include "ops/shape.h"
+#include "fuse_cases.h"
 #include "test.h"
-
-static void attr_int(ir_graph *g, int n, const char *name, int64_t v)
-{
-    ir_attr a = {.name = name, .type = IR_ATTR_INT, .i = v};
-    ir_node_attr_add(g, n, &a);
-}
-
-static void attr_ints(ir_graph *g, int n, const char *name, int cnt, const int64_t *v)
-{
-    ir_attr a = {.name = name, .type = IR_ATTR_INTS, .n = cnt, .ints = (int64_t *)v};
-    ir_node_attr_add(g, n, &a);
-}
-
-static void attr_str(ir_graph *g, int n, const char *name, const char *s)
-{
-    ir_attr a = {.name = name, .type = IR_ATTR_STRING, .s = s};
-    ir_node_attr_add(g, n, &a);
-}
 
 /* A node of `op` with one fresh input and output (parse reads only attributes). */
 static int bare_node(ir_graph *g, const char *name, op_id op)

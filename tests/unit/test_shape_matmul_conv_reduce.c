@@ -1,6 +1,7 @@
 /* Shape rules of MatMul/Gemm, Conv, the pools, reductions, Softmax and the normalizations
  * (ops/matmul.c, conv.c, pool.c, reduce.c, norm.c): shapes, dtypes and error messages. */
 #include "ir/ir.h"
+#include "fuse_cases.h"
 #include "test.h"
 
 static int tensor(ir_graph *g, const char *name, smelt_dtype dt, int rank, const int64_t *dims)
@@ -11,24 +12,6 @@ static int tensor(ir_graph *g, const char *name, smelt_dtype dt, int rank, const
 }
 
 #define T(g, name, dt, ...) tensor(g, name, dt, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
-
-static void attr_int(ir_graph *g, int n, const char *name, int64_t v)
-{
-    ir_attr a = {.name = name, .type = IR_ATTR_INT, .i = v};
-    ir_node_attr_add(g, n, &a);
-}
-
-static void attr_ints(ir_graph *g, int n, const char *name, int cnt, const int64_t *v)
-{
-    ir_attr a = {.name = name, .type = IR_ATTR_INTS, .n = cnt, .ints = (int64_t *)v};
-    ir_node_attr_add(g, n, &a);
-}
-
-static void attr_str(ir_graph *g, int n, const char *name, const char *s)
-{
-    ir_attr a = {.name = name, .type = IR_ATTR_STRING, .s = s};
-    ir_node_attr_add(g, n, &a);
-}
 
 /* A node of `op` named `name` reading `in` and writing fresh outputs. */
 static int node(ir_graph *g, const char *name, op_id op, int n_in, const int *in, int n_out)

@@ -3,6 +3,7 @@
  * attention.c): shapes, dtypes and error messages. */
 #include "core/diag.h"
 #include "ir/ir.h"
+#include "fuse_cases.h"
 #include "test.h"
 
 static int tensor(ir_graph *g, const char *name, smelt_dtype dt, int rank, const int64_t *dims)
@@ -31,18 +32,6 @@ static int floats(ir_graph *g, const char *name, int cnt, const float *v)
     float *d = ir_tensor_alloc_data(g, t);
     for (int i = 0; i < cnt; i++) d[i] = v[i];
     return t;
-}
-
-static void attr_int(ir_graph *g, int n, const char *name, int64_t v)
-{
-    ir_attr a = {.name = name, .type = IR_ATTR_INT, .i = v};
-    ir_node_attr_add(g, n, &a);
-}
-
-static void attr_str(ir_graph *g, int n, const char *name, const char *s)
-{
-    ir_attr a = {.name = name, .type = IR_ATTR_STRING, .s = s};
-    ir_node_attr_add(g, n, &a);
 }
 
 static int node(ir_graph *g, const char *name, op_id op, int n_in, const int *in, int n_out)
