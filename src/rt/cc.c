@@ -260,6 +260,17 @@ static const char *first_lines(char *s)
     return s;
 }
 
+/* The compiler and its flags (the native ones only where the compiler took
+ * them) at the start of argv; returns how many it wrote. */
+static int cc_argv_start(const cc_cmd *c, const cc_info *info, char **argv)
+{
+    int n = 0;
+    for (int i = 0; i < c->argc; i++) argv[n++] = c->argv[i];
+    for (int i = 0; i < CC_N_FLAGS; i++)
+        if (i >= CC_N_NATIVE || info->native_ok) argv[n++] = (char *)cc_flag(i);
+    return n;
+}
+
 /* Compile c_path into so_path; text receives the compiler's output, code its
  * exit status. Retries without the native flags if the compiler rejects them. */
 static smelt_status compile(cc_cmd *c, cc_info *info, const char *c_path, const char *so_path,
@@ -267,10 +278,7 @@ static smelt_status compile(cc_cmd *c, cc_info *info, const char *c_path, const 
 {
     for (;;) {
         char *argv[CC_MAX_ARGS + CC_N_FLAGS + 5];
-        int n = 0;
-        for (int i = 0; i < c->argc; i++) argv[n++] = c->argv[i];
-        for (int i = 0; i < CC_N_FLAGS; i++)
-            if (i >= CC_N_NATIVE || info->native_ok) argv[n++] = (char *)cc_flag(i);
+        int n = cc_argv_start(c, info, argv);
         argv[n++] = "-o";
         argv[n++] = (char *)so_path;
         argv[n++] = (char *)c_path;
@@ -384,10 +392,7 @@ static smelt_status compile_split(cc_cmd *c, const cc_info *info, const char *di
     }
     for (int j = 0; j < jobs; j++) {
         char *argv[CC_MAX_ARGS + CC_N_FLAGS + 6];
-        int n = 0;
-        for (int i = 0; i < c->argc; i++) argv[n++] = c->argv[i];
-        for (int i = 0; i < CC_N_FLAGS; i++)
-            if (i >= CC_N_NATIVE || info->native_ok) argv[n++] = (char *)cc_flag(i);
+        int n = cc_argv_start(c, info, argv);
         argv[n++] = "-c";
         argv[n++] = "-o";
         argv[n++] = u[j].o;
@@ -405,10 +410,7 @@ static smelt_status compile_split(cc_cmd *c, const cc_info *info, const char *di
     if (st || *code) goto out;
     {
         char *argv[CC_MAX_ARGS + CC_N_FLAGS + CC_MAX_UNITS + 5];
-        int n = 0;
-        for (int i = 0; i < c->argc; i++) argv[n++] = c->argv[i];
-        for (int i = 0; i < CC_N_FLAGS; i++)
-            if (i >= CC_N_NATIVE || info->native_ok) argv[n++] = (char *)cc_flag(i);
+        int n = cc_argv_start(c, info, argv);
         argv[n++] = "-o";
         argv[n++] = (char *)so_path;
         for (int j = 0; j < jobs; j++) argv[n++] = u[j].o;
