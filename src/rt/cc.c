@@ -232,18 +232,30 @@ static smelt_status write_file(int fd, const char *path, const char *text)
  * this user can change files inside it. (Not /proc/self/fd/<file>: the loader
  * knows objects by name, and file descriptor numbers are reused.) `path`
  * names it in messages and loads it where there is no /proc. */
+/* The loader serialises dlopen and dlclose behind its own lock, which
+ * ThreadSanitizer cannot see: two programs loading and dropping the same
+ * cached object from two threads share one link map, and the free in one
+ * thread's dlclose was reported as racing the other's dlopen. Taking our own
+ * lock around both makes that order visible (it costs nothing the loader's
+ * lock does not already cost). */
+static pthread_mutex_t so_mu = PTHREAD_MUTEX_INITIALIZER;
+
 static smelt_status so_open(const rt_cache *cache, const char *name, const char *path, rt_so **out)
 {
     char proc[128];
     snprintf(proc, sizeof proc, "/proc/self/fd/%d/%s", cache->dfd, name);
+    pthread_mutex_lock(&so_mu);
     void *h = dlopen(access(proc, R_OK) == 0 ? proc : path, RTLD_NOW | RTLD_LOCAL);
+    pthread_mutex_unlock(&so_mu);
     if (!h) {
         const char *why = dlerror();
         return diag_fail(SMELT_ERR_DEVICE, "cannot load '%s': %s", path, why ? why : "?");
     }
     rt_so *so = malloc(sizeof *so);
     if (!so) {
+        pthread_mutex_lock(&so_mu);
         dlclose(h);
+        pthread_mutex_unlock(&so_mu);
         return diag_fail(SMELT_ERR_NOMEM, "out of memory loading '%s'", path);
     }
     so->handle = h;
@@ -579,6 +591,8 @@ void *rt_so_sym(rt_so *so, const char *name) { return so ? dlsym(so->handle, nam
 void rt_so_close(rt_so *so)
 {
     if (!so) return;
+    pthread_mutex_lock(&so_mu);
     dlclose(so->handle);
+    pthread_mutex_unlock(&so_mu);
     free(so);
 }
