@@ -79,6 +79,29 @@ if [ "$have_ocl" -eq 1 ]; then
     expect_line "two PoCL devices executables" '^executables: 1$' "$info"
     expect_line "two PoCL devices transfers" '^transfers: 3 per run, 24568 bytes$' "$info"
     expect_error "missing device" "device 'opencl:5' is not available" "$smelt" info "$cnn" --device cpu,opencl:5
+    # fallback moving regions for real: OpenCL's workgroup memory limited to 1 KiB (SMELT_DEVICE_SMEM),
+    # under the tiled GEMM's two 16x16 f32 tiles (2 KiB): every Conv and the Gemm land on the next
+    # device, MaxPool and GlobalAveragePool (no workgroup memory) stay. The four tensors crossing:
+    # conv n54's 18424 bytes to MaxPool, its 4096 back, conv n70's 2048 to GlobalAveragePool and its
+    # [2,16,1,1] (128 bytes) back to the Gemm.
+    for m in "${models[@]}"; do
+        out="$(SMELT_DEVICE_SMEM=1024 timeout 300 "$smelt" check "$build/models/$m" --device opencl,cpu 2>&1)"; rc=$?
+        if [ "$rc" -eq 0 ]; then pass; else fail "$m --device opencl,cpu with 1 KiB of workgroup memory: $out"; fi
+    done
+    plan="$(SMELT_DEVICE_SMEM=1024 "$smelt" compile "$cnn" --device opencl,cpu --emit plan 2>&1)"
+    expect_line "fallback: conv on the cpu" "^  region 4 \(Conv 'n54'\): cpu:0$" "$plan"
+    expect_line "fallback: pool stays on opencl" "^  region 5 \(MaxPool 'n66'\): opencl:0$" "$plan"
+    info="$(SMELT_DEVICE_SMEM=1024 "$smelt" info "$cnn" --device opencl,cpu 2>&1)"
+    expect_line "fallback opencl,cpu executables" '^executables: 2$' "$info"
+    expect_line "fallback opencl,cpu regions" '^  class 0 \(opencl\): devices opencl:0; 2 regions' "$info"
+    expect_line "fallback opencl,cpu transfers" '^transfers: 4 per run, 24696 bytes$' "$info"
+    # Two PoCL devices, the first limited: two classes now (their limits differ), the Convs on opencl:1.
+    out="$(POCL_DEVICES="pthread pthread" SMELT_DEVICE_SMEM=opencl:0=1024 timeout 300 "$smelt" check "$cnn" --device opencl:0,opencl:1 2>&1)"; rc=$?
+    if [ "$rc" -eq 0 ]; then pass; else fail "cnn on two PoCL devices, the first limited: $out"; fi
+    info="$(POCL_DEVICES="pthread pthread" SMELT_DEVICE_SMEM=opencl:0=1024 "$smelt" info "$cnn" --device opencl:0,opencl:1 2>&1)"
+    expect_line "fallback two PoCL devices classes" '^target classes: 2$' "$info"
+    expect_line "fallback two PoCL devices transfers" '^transfers: 4 per run, 24696 bytes$' "$info"
+    expect_error "malformed smem limit" "workgroup-memory limit 'opencl=x'" env SMELT_DEVICE_SMEM=opencl=x "$smelt" info "$cnn" --device opencl,cpu
 fi
 expect_error "missing cpu" "device 'cpu:99' is not available" "$smelt" info "$cnn" --device cpu,cpu:99
 expect_error "unknown device" "device 'gpu' is not known" "$smelt" info "$cnn" --device cpu,gpu

@@ -263,6 +263,7 @@ static smelt_status open_devices(smelt_program *p, const smelt_options *opt)
         x->target.host_memory = p->dev[d]->ops->host_memory;
         snprintf(x->ident, sizeof x->ident, "%s", p->dev[d]->ident);
     }
+    TRY(place_devices_limit_smem(&p->devs, getenv("SMELT_DEVICE_SMEM")));
     place_classes(&p->devs);
     return SMELT_OK;
 }
@@ -330,6 +331,8 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
 {
     double t0 = now_ms();
     TRY(place_devices_parse(opt->devices, &p->devs));
+    TRY(place_devices_limit_smem(&p->devs, getenv("SMELT_DEVICE_SMEM"))); /* for tests: a device that cannot run a kernel */
+    place_classes(&p->devs);
     place_policy pol;
     TRY(place_policy_parse(opt->placement, &p->devs, &pol));
     if (pol.kind == PLACE_SPLIT) return program_split_compile(p, m, opt, &pol, n_inputs, inputs);

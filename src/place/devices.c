@@ -104,3 +104,46 @@ void place_classes(place_devices *d)
         d->dev[i].cls = cls_of_root[r];
     }
 }
+
+/* A positive byte count s[0, n), or -1. */
+static long long parse_bytes(const char *s, size_t n)
+{
+    long long v = 0;
+    if (n == 0 || n > 12) return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v > 0 ? v : -1;
+}
+
+static void lower_smem(place_device *x, long long bytes)
+{
+    if (x->target.smem_limit > 0 && bytes < x->target.smem_limit) x->target.smem_limit = bytes;
+}
+
+smelt_status place_devices_limit_smem(place_devices *d, const char *limits)
+{
+    if (!limits || !*limits) return SMELT_OK;
+    if (!strchr(limits, '=')) {
+        long long bytes = parse_bytes(limits, strlen(limits));
+        if (bytes < 0)
+            return diag_fail(SMELT_ERR_INVALID_ARG, "workgroup-memory limit '%.80s' is neither BYTES nor DEVICE=BYTES,...", limits);
+        for (int i = 0; i < d->n; i++) lower_smem(&d->dev[i], bytes);
+        return SMELT_OK;
+    }
+    for (const char *p = limits; *p;) {
+        size_t n = strcspn(p, ",");
+        const char *eq = memchr(p, '=', n);
+        place_device one;
+        long long bytes = eq ? parse_bytes(eq + 1, n - (size_t)(eq + 1 - p)) : -1;
+        if (!eq || bytes < 0 || !parse_one(p, (size_t)(eq - p), &one))
+            return diag_fail(SMELT_ERR_INVALID_ARG, "workgroup-memory limit '%.*s' is not DEVICE=BYTES (as opencl:0=1024)",
+                             (int)(n < 80 ? n : 80), p);
+        for (int i = 0; i < d->n; i++)
+            if (strcmp(d->dev[i].spec, one.spec) == 0) lower_smem(&d->dev[i], bytes);
+        p += n;
+        if (*p == ',') p++;
+    }
+    return SMELT_OK;
+}

@@ -57,6 +57,18 @@ smelt_status place_devices_parse(const char *list, place_devices *out);
 /* Join translation-compatible devices into target classes (union-find). */
 void place_classes(place_devices *d);
 
+/* Lower the workgroup memory of devices to what `limits` says, for testing
+ * fallback on a device that cannot run a kernel (SMELT_DEVICE_SMEM): either
+ * BYTES, for every device that has workgroup memory (smem_limit > 0: OpenCL,
+ * CUDA), or a comma list of DEVICE=BYTES naming devices of the list
+ * ("opencl:0=1024,opencl:1=65536"; "opencl" is "opencl:0"; a device not in
+ * this list is skipped, as a split's shares compile one device each). A limit only ever
+ * lowers the device's own (the smaller wins), and a CPU device, whose kernels
+ * use no workgroup memory, keeps none. NULL or "" changes nothing; anything
+ * else is SMELT_ERR_INVALID_ARG naming the entry. Classes are not recomputed
+ * (place_classes after). */
+smelt_status place_devices_limit_smem(place_devices *d, const char *limits);
+
 const char *place_kind_name(place_kind k);
 
 #endif

@@ -443,3 +443,95 @@ TEST(place_weight_in_each_devices_encoding)
     }
     ir_graph_free(g);
 }
+
+/* The fallback placement moving a region for real: a MatMul and a Relu on
+ * `opencl,cpu` where OpenCL's workgroup memory is limited to 1 KiB
+ * (SMELT_DEVICE_SMEM): the tiled GEMM kernel stages two 16x16 f32 tiles (2
+ * KiB) and cannot run there, so its region lands on the CPU, and the Relu's
+ * (no workgroup memory) stays on OpenCL, its input copied across. Planned
+ * without the device (portable rows); run where PoCL is installed. */
+TEST(place_fallback_moves_a_region_over_the_device_limit)
+{
+    enum { M = 8, K = 48, N = 40 };
+    ir_graph *g = ir_graph_new();
+    ir_shape sx = {.rank = 2, .dim = {M, K}}, sw = {.rank = 2, .dim = {K, N}};
+    int x = ir_tensor_add(g, "x", SMELT_F32, &sx), w = ir_tensor_add(g, "w", SMELT_F32, &sw);
+    int h = ir_tensor_add(g, "h", SMELT_F32, NULL), y = ir_tensor_add(g, "y", SMELT_F32, NULL);
+    float *wd = ir_tensor_alloc_data(g, w);
+    for (int i = 0; i < K * N; i++) wd[i] = (float)((i * 7) % 11) * 0.125f - 0.6f;
+    int in[2] = {x, w};
+    ir_node_add(g, "mm", OP_MatMul, 2, in, 1, &h);
+    ir_node_add(g, "relu", OP_Relu, 1, &h, 1, &y);
+    for (int n = 0; n < g->n_nodes; n++) g->tensors[g->nodes[n].out[0]].producer = n;
+    ir_graph_set_io(g, 1, &x, 1, &y);
+    struct smelt_model model = {.g = g};
+    smelt_options opt;
+    smelt_options_init(&opt);
+    opt.threads = 1;
+    opt.no_fuse = 1;
+    opt.devices = "opencl,cpu";
+    opt.stop_after = SMELT_STAGE_PLAN;
+    /* Without a limit both regions run on OpenCL, the first device. */
+    unsetenv("SMELT_DEVICE_SMEM");
+    smelt_program *p = NULL;
+    CHECK(smelt_program_compile(&model, &opt, 0, NULL, &p) == SMELT_OK);
+    CHECK(p && p->region_device[0] == 0 && p->region_device[1] == 0 && p->cmds.n_transfers == 0);
+    smelt_program_free(p);
+    setenv("SMELT_DEVICE_SMEM", "opencl:0=1024", 1);
+    CHECK(smelt_program_compile(&model, &opt, 0, NULL, &p) == SMELT_OK);
+    CHECK(p && p->devs.dev[0].target.smem_limit == 1024 && p->devs.dev[1].target.smem_limit == 0);
+    CHECK(p && p->region_device[0] == 1 && p->region_device[1] == 0); /* MatMul on the CPU, Relu on OpenCL */
+    CHECK(p && p->cmds.n_transfers == 1 && p->cmds.transfer_bytes == M * N * 4);
+    smelt_program_free(p);
+    /* Malformed limits are errors naming the entry. */
+    setenv("SMELT_DEVICE_SMEM", "opencl:0=lots", 1);
+    CHECK(smelt_program_compile(&model, &opt, 0, NULL, &p) != SMELT_OK);
+    CHECK_STR_HAS(smelt_last_error(), "opencl:0=lots");
+    setenv("SMELT_DEVICE_SMEM", "gpu=1024", 1);
+    CHECK(smelt_program_compile(&model, &opt, 0, NULL, &p) != SMELT_OK);
+    CHECK_STR_HAS(smelt_last_error(), "gpu=1024");
+    diag_clear();
+    /* BYTES alone limits every device with workgroup memory; the CPU has none to limit. */
+    place_devices d;
+    CHECK(place_devices_parse("cpu,opencl:0,opencl:1", &d) == SMELT_OK);
+    CHECK(place_devices_limit_smem(&d, "2048") == SMELT_OK);
+    CHECK(d.dev[0].target.smem_limit == 0 && d.dev[1].target.smem_limit == 2048 && d.dev[2].target.smem_limit == 2048);
+    CHECK(place_devices_limit_smem(&d, "opencl:1=1000,cuda:3=10") == SMELT_OK); /* cuda:3 is not listed: skipped */
+    CHECK(d.dev[1].target.smem_limit == 2048 && d.dev[2].target.smem_limit == 1000);
+    CHECK(place_devices_limit_smem(&d, "opencl:1=4096") == SMELT_OK); /* only ever lowers */
+    CHECK(d.dev[2].target.smem_limit == 1000);
+    place_classes(&d);
+    CHECK_EQ_INT(d.n_classes, 3); /* the two PoCL devices differ in limits now: two classes */
+    /* Run for real where PoCL is installed: the outputs equal relu(x w). */
+    rt_device *probe = NULL;
+    if (rt_device_open("opencl", 1, &probe) == SMELT_OK) {
+        rt_device_close(probe);
+        char dir[] = "/tmp/smelt-test-fb-XXXXXX";
+        CHECK(mkdtemp(dir) != NULL);
+        setenv("SMELT_CACHE_DIR", dir, 1);
+        setenv("SMELT_DEVICE_SMEM", "1024", 1);
+        opt.stop_after = SMELT_STAGE_ALL;
+        CHECK(smelt_program_compile(&model, &opt, 0, NULL, &p) == SMELT_OK);
+        CHECK(p && p->region_device[0] == 1 && p->region_device[1] == 0);
+        float xd[M * K];
+        for (int i = 0; i < M * K; i++) xd[i] = (float)((i * 5) % 13) * 0.25f - 1.5f;
+        smelt_tensor tin = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {M, K}, .data = xd}, out;
+        CHECK(p && smelt_program_run(p, 1, &tin) == SMELT_OK && smelt_program_output(p, 0, &out) == SMELT_OK);
+        const float *yd = p ? out.data : NULL;
+        for (int i = 0; yd && i < M && !test_failures; i++)
+            for (int j = 0; j < N; j++) {
+                float want = 0;
+                for (int kk = 0; kk < K; kk++) want += xd[i * K + kk] * wd[kk * N + j];
+                CHECK_NEAR(yd[i * N + j], want > 0 ? want : 0, 1e-4);
+            }
+        smelt_program_free(p);
+    }
+    diag_clear();
+    unsetenv("SMELT_DEVICE_SMEM");
+    for (packed_weight *q = atomic_load(&model.packed), *next; q; q = next) {
+        next = q->next;
+        free(q->data);
+        free(q);
+    }
+    ir_graph_free(g);
+}
