@@ -62,6 +62,9 @@ expect_line "cpu:0,cpu:1 classes" '^target classes: 1$' "$info"
 expect_line "cpu:0,cpu:1 executables" '^executables: 1$' "$info"
 expect_line "cpu:0,cpu:1 transfers" '^transfers: 3 per run, 24568 bytes$' "$info"
 expect_line "cpu:0,cpu:1 arena" '^arena cpu:1: [0-9]+ bytes, 6 dispatches$' "$info"
+# An arena per device: cpu:0 (MaxPool, GlobalAveragePool, Gemm) holds conv n54's output (18496
+# bytes) and MaxPool's (4096) live together, then smaller ones: 22592 bytes.
+expect_line "cpu:0,cpu:1 arena of cpu:0" '^arena cpu:0: 22592 bytes, 3 dispatches$' "$info"
 info="$("$smelt" info "$cnn" --device cpu 2>&1)"
 expect_line "cpu alone" '^transfers: 0 per run, 0 bytes$' "$info"
 expect_line "cpu alone executables" '^executables: 1$' "$info"
@@ -143,7 +146,21 @@ if [ "$have_ocl" -eq 1 ]; then
     info="$("$smelt" info "$cnn" --device opencl,cpu --place cost 2>&1)"
     expect_line "cost opencl,cpu: all on the CPU here" '^arena opencl:0: 0 bytes, 0 dispatches$' "$info"
     expect_line "cost estimate" '^cost estimate: [0-9.]+ ms per run' "$info"
+    # cost with an override: MaxPool pinned to OpenCL, the rest placed by cost around it (on the CPU).
+    out="$(timeout 300 "$smelt" check "$cnn" --device opencl,cpu --place 'cost,MaxPool=opencl' 2>&1)"; rc=$?
+    if [ "$rc" -eq 0 ]; then pass; else fail "cnn --place cost,MaxPool=opencl: $out"; fi
+    # (smelt info: the devices opened, so cost knows PoCL for the slow CPU driver it is)
+    info="$("$smelt" info "$cnn" --device opencl,cpu --place 'cost,MaxPool=opencl' 2>&1)"
+    expect_line "cost,MaxPool=opencl: MaxPool pinned" '^arena opencl:0: [0-9]+ bytes, 1 dispatches$' "$info"
+    expect_line "cost,MaxPool=opencl: the rest by cost" '^arena cpu:0: [0-9]+ bytes, 8 dispatches$' "$info"
 fi
+# cost with an override on two identical CPUs: the Convs pinned to cpu:1, cost follows them there
+# with the rest (moving nothing beats any copy); unpinned, the cost model would keep them on cpu:0
+# and the override alone would split the run in two.
+info="$("$smelt" info "$cnn" --device cpu:0,cpu:1 --place 'cost,Conv=cpu:1' 2>&1)"
+expect_line "cost,Conv=cpu:1: all follow the pin" '^arena cpu:1: [0-9]+ bytes, 9 dispatches$' "$info"
+expect_line "cost,Conv=cpu:1: no transfers" '^transfers: 0 per run, 0 bytes$' "$info"
+expect_error "split with overrides" "split runs each batch share whole on one device" "$smelt" info "$cnn" --device cpu:0,cpu:1 --place 'split,Conv=cpu:1'
 expect_error "split batch 1" "split: the batch is 1, fewer rows than the 2 devices" \
     "$smelt" info examples/digits_mlp.onnx --shape x=1x64 --device cpu:0,cpu:1 --place split
 expect_error "split Reshape naming the batch" "node 'n13' \(Reshape\)" "$smelt" info "$build/models/attention" --device cpu:0,cpu:1 --place split

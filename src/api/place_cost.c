@@ -35,7 +35,7 @@ static smelt_status add_edge(edge_list *e, const ir_graph *g, const int *region_
     return SMELT_OK;
 }
 
-smelt_status program_cost_assign(smelt_program *p, const smelt_options *opt, int **assign)
+smelt_status program_cost_assign(smelt_program *p, const smelt_options *opt, const place_policy *pol, int **assign)
 {
     const ir_graph *g = p->g;
     const fuse_plan *fp = &p->fp;
@@ -43,13 +43,16 @@ smelt_status program_cost_assign(smelt_program *p, const smelt_options *opt, int
     int *region_of = calloc((size_t)g->n_nodes + 1, sizeof(int));
     double *flops = calloc((size_t)nr + 1, sizeof(double)), *bytes = calloc((size_t)nr + 1, sizeof(double));
     int64_t *host = calloc((size_t)nr + 1, sizeof(int64_t));
+    bool *can = calloc((size_t)nr * (size_t)nd + 1, sizeof(bool)); /* an override pins its regions (`cost,Conv=opencl`) */
     edge_list e = {.cap = 64, .v = malloc(sizeof(cost_edge) * 64)};
     *assign = arena_alloc(&p->arena, sizeof(int) * ((size_t)nr + 1));
-    smelt_status st = region_of && flops && bytes && host && e.v && *assign ? SMELT_OK : diag_fail(SMELT_ERR_NOMEM, "out of memory");
+    smelt_status st = region_of && flops && bytes && host && can && e.v && *assign ? SMELT_OK : diag_fail(SMELT_ERR_NOMEM, "out of memory");
     for (int n = 0; n < g->n_nodes && !st; n++) region_of[n] = -1;
     for (int r = 0; r < nr && !st; r++) {
         for (int i = 0; i < fp->regions[r].n_nodes; i++) region_of[fp->regions[r].nodes[i]] = r;
         flops[r] = cost_region_flops(g, &fp->regions[r]);
+        int pin = place_region_override(pol, g, &fp->regions[r]);
+        for (int d = 0; d < nd; d++) can[(size_t)r * (size_t)nd + (size_t)d] = pin < 0 || d == pin;
     }
     for (int k = 0; k < p->lp.n_kernels && !st; k++) {
         int node = p->lp.kernel_node[k], r = node >= 0 ? region_of[node] : -1;
@@ -74,7 +77,7 @@ smelt_status program_cost_assign(smelt_program *p, const smelt_options *opt, int
                         st = add_edge(&e, g, region_of, n->in[k], r,
                                       ir_tensor_numel(&g->tensors[n->in[k]]) * (int64_t)smelt_dtype_size(g->tensors[n->in[k]].dtype));
             }
-    cost_graph cg = {.n_regions = nr, .flops = flops, .bytes = bytes, .host_bytes = host, .edges = e.v, .n_edges = e.n, .n_dev = nd};
+    cost_graph cg = {.n_regions = nr, .flops = flops, .bytes = bytes, .host_bytes = host, .can = can, .edges = e.v, .n_edges = e.n, .n_dev = nd};
     int n_cpu = 0;
     for (int d = 0; d < nd; d++) n_cpu += p->devs.dev[d].kind == PLACE_CPU;
     int threads = opt->threads > 0 ? opt->threads : (int)(sysconf(_SC_NPROCESSORS_ONLN) / (n_cpu > 0 ? n_cpu : 1));
@@ -84,6 +87,7 @@ smelt_status program_cost_assign(smelt_program *p, const smelt_options *opt, int
     free(flops);
     free(bytes);
     free(host);
+    free(can);
     free(e.v);
     return st;
 }

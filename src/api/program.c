@@ -110,7 +110,7 @@ static smelt_status lower_by_cost(smelt_program *p, const place_policy *pol, con
 {
     place_policy by_cost = *pol;
     int *assign = NULL;
-    TRY(program_cost_assign(p, opt, &assign));
+    TRY(program_cost_assign(p, opt, pol, &assign));
     by_cost.assign = assign;
     lower_program_free(&p->lp);
     free(p->kernel_device);
@@ -172,8 +172,8 @@ static bool device_binds(const smelt_program *p, int d, int root)
     return false;
 }
 
-/* Device memory for every plan slot on every device: its arena (the plan's
- * offsets up to the last slot it touches), constants its dispatches read
+/* Device memory for every plan slot on every device: its arena (its own
+ * plan's offsets, plan_device_arenas, or the one plan's), constants its dispatches read
  * (bound in place on host memory, else uploaded once to it), inputs its
  * dispatches read; an alias shares its root's. */
 static smelt_status link_program(smelt_program *p)
@@ -207,9 +207,10 @@ static smelt_status link_program(smelt_program *p)
         for (int s = 0; s < m->n_slots; s++) {
             const plan_slot *x = &m->slots[s];
             if (x->alias >= 0 || x->bytes <= 0) continue;
-            if (x->kind == PLAN_ARENA && p->mem[d] && x->offset + x->bytes <= p->cmds.arena_bytes[d]) {
-                row[s] = (rt_arg){p->mem[d], x->offset};
-                if (p->cmds.home[s] == d) p->slot_ptr[s] = (char *)(uintptr_t)p->mem[d] + x->offset;
+            int64_t at = x->kind == PLAN_ARENA ? plan_offset(m, d, s) : -1;
+            if (x->kind == PLAN_ARENA && p->mem[d] && at >= 0 && at + x->bytes <= p->cmds.arena_bytes[d]) {
+                row[s] = (rt_arg){p->mem[d], at};
+                if (p->cmds.home[s] == d) p->slot_ptr[s] = (char *)(uintptr_t)p->mem[d] + at;
             } else if (x->kind == PLAN_CONST) {
                 void *data = p->g->tensors[s].data;
                 p->slot_ptr[s] = data;
@@ -398,10 +399,17 @@ static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, co
     if (pol->kind == PLACE_COST) TRY(lower_by_cost(p, pol, opt));
     if (p->stage == SMELT_STAGE_KIR) return SMELT_OK;
     TRY(plan_build(p->g, &p->lp, &p->plan)); /* before emitting: the emitter binds in-place buffers (plan.in_place_of) */
+    p->plan.kernel_device = p->kernel_device;
     TRY(plan_barriers(p->g, &p->fp, &p->lp, &p->plan));
     plan_devices pd = {.n = p->devs.n, .kernel_device = p->kernel_device};
     for (int d = 0; d < p->devs.n; d++) pd.host_memory[d] = p->bound || p->devs.dev[d].target.host_memory; /* a child: no copies, its inputs are the parent's memory */
     TRY(plan_commands_place(p->g, &p->fp, &p->lp, &p->plan, &pd, &p->cmds));
+    if (p->devs.n > 1) { /* an arena per device, holding what it reads and writes; barriers and commands for its offsets */
+        TRY(plan_device_arenas(&p->plan, p->devs.n, p->cmds.held));
+        TRY(plan_barriers(p->g, &p->fp, &p->lp, &p->plan));
+        plan_commands_free(&p->cmds);
+        TRY(plan_commands_place(p->g, &p->fp, &p->lp, &p->plan, &pd, &p->cmds));
+    }
     if (opt->max_memory > 0 && p->plan.arena_bytes > opt->max_memory)
         return diag_fail(SMELT_ERR_NOMEM, "the memory plan needs %lld bytes of activations, over the limit of %lld bytes",
                          (long long)p->plan.arena_bytes, (long long)opt->max_memory);

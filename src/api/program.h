@@ -155,7 +155,7 @@ smelt_status program_record_inputs(smelt_program *p, const ir_graph *model);
 
 /* api/place_cost.c: the cost placement's assignment (per region, in p's
  * arena) for a program lowered once by fallback. */
-smelt_status program_cost_assign(smelt_program *p, const smelt_options *opt, int **assign);
+smelt_status program_cost_assign(smelt_program *p, const smelt_options *opt, const place_policy *pol, int **assign);
 /* api/split.c: the split placement. A split program holds one child program
  * per device, each for its share of the batch; the public calls below
  * forward to these when p->split is set. */

@@ -58,18 +58,33 @@ smelt_status place_policy_parse(const char *text, const place_devices *d, place_
         out->kind = PLACE_COST;
         return SMELT_OK;
     }
-    if (strncmp(text, "split", 5) == 0 && (text[5] == 0 || text[5] == ':')) {
+    size_t head = strcspn(text, ","); /* a policy word, then overrides: `cost,Conv=opencl` */
+    if (strncmp(text, "split", 5) == 0 && (text[5] == 0 || text[5] == ':' || text[5] == ',')) {
+        if (text[head])
+            return diag_fail(SMELT_ERR_INVALID_ARG,
+                             "placement '%.80s': split runs each batch share whole on one device, so no override (%.40s) can move a "
+                             "region of it; give split alone, or overrides with fallback or cost ('cost,%.40s')",
+                             text, text + head + 1, text + head + 1);
         out->kind = PLACE_SPLIT;
         return text[5] ? parse_split_weights(text, d, out) : SMELT_OK;
     }
-    if (!strchr(text, '='))
-        return diag_fail(SMELT_ERR_INVALID_ARG, "unknown placement '%.80s' (fallback, split, split:W0:W1..., cost, or overrides such as 'Conv=opencl:0,*=cpu')", text);
     const char *p = text;
+    if (!memchr(text, '=', head)) {
+        if (head == 4 && strncmp(text, "cost", 4) == 0) out->kind = PLACE_COST;
+        else if (!(head == 8 && strncmp(text, "fallback", 8) == 0))
+            return diag_fail(SMELT_ERR_INVALID_ARG,
+                             "unknown placement '%.80s' (fallback, split, split:W0:W1..., cost, or overrides such as 'Conv=opencl:0,*=cpu', "
+                             "after fallback or cost as 'cost,Conv=opencl')",
+                             text);
+        p = text + head + 1;
+        if (!*p) return diag_fail(SMELT_ERR_INVALID_ARG, "placement '%.80s' ends in a comma", text);
+    }
     while (*p) {
         size_t n = strcspn(p, ",");
         const char *eq = memchr(p, '=', n);
         if (!eq || eq == p || eq + 1 == p + n)
-            return diag_fail(SMELT_ERR_INVALID_ARG, "placement override '%.*s' is not KEY=DEVICE", (int)(n < 80 ? n : 80), p);
+            return diag_fail(SMELT_ERR_INVALID_ARG, "placement override '%.*s' is not KEY=DEVICE (a policy word goes first: 'cost,Conv=opencl')",
+                             (int)(n < 80 ? n : 80), p);
         size_t kl = (size_t)(eq - p);
         int dev = device_named(d, eq + 1, n - kl - 1);
         if (dev < 0) {
@@ -114,8 +129,7 @@ smelt_status place_policy_check(const place_policy *pol, const ir_graph *g)
     return SMELT_OK;
 }
 
-/* The device an override gives region r, or -1. */
-static int override_for(const place_policy *pol, const ir_graph *g, const fuse_region *r)
+int place_region_override(const place_policy *pol, const ir_graph *g, const fuse_region *r)
 {
     for (int i = 0; i < pol->n_over; i++)
         for (int k = 0; k < r->n_nodes; k++) {
@@ -131,7 +145,7 @@ static int override_for(const place_policy *pol, const ir_graph *g, const fuse_r
 int place_region_candidates(const place_policy *pol, const place_devices *d, const ir_graph *g, const fuse_region *r, int ri,
                             int cand[PLACE_MAX_DEVICES])
 {
-    int n = 0, first = override_for(pol, g, r);
+    int n = 0, first = place_region_override(pol, g, r);
     if (first < 0 && pol->assign) first = pol->assign[ri];
     if (first >= 0) cand[n++] = first;
     for (int i = 0; i < d->n; i++)

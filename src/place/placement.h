@@ -21,6 +21,12 @@
  *   cost      each region on the device that minimises the estimated finish
  *             time of the whole graph (place/cost.h); the candidates after
  *             it are the list in order, as for fallback.
+ *   POLICY,overrides  `fallback,KEY=DEVICE,...` is the overrides alone;
+ *             `cost,KEY=DEVICE,...` pins the regions the overrides name to
+ *             their devices and places the rest by cost around them.
+ *             `split,...` with overrides is refused naming the rule: a split
+ *             runs each batch share whole on one device, so an override
+ *             could move no region of it.
  * An unknown policy, split weights that are not one positive integer per
  * device, an override naming a device not in the list, or a key that is
  * neither an op type nor a node of the model is SMELT_ERR_INVALID_ARG
@@ -56,6 +62,10 @@ smelt_status place_policy_parse(const char *text, const place_devices *d, place_
 
 /* Every override key names an op type or a node of g. */
 smelt_status place_policy_check(const place_policy *pol, const ir_graph *g);
+
+/* The device an override gives region r (a node name's, else its root op
+ * type's, else `*`'s), or -1. */
+int place_region_override(const place_policy *pol, const ir_graph *g, const fuse_region *r);
 
 /* The devices to try for region r (index ri), best first (every device once):
  * an override's device, else the cost assignment's, then the list; their number. */

@@ -96,6 +96,13 @@ bool plan_buffer_range(const ir_graph *g, const struct fuse_plan *fp, const lowe
     return true;
 }
 
+/* The device kernel i runs on: its memory is another device's. */
+static int dev_of(const mem_plan *m, int i)
+{
+    int d = m->kernel_device ? m->kernel_device[i] : 0;
+    return d >= 0 && d < PLAN_MAX_DEVICES ? d : 0;
+}
+
 /* Kernel i's footprint in the arena, appended to *out (n spans). */
 static int footprint(const ir_graph *g, const fuse_plan *fp, const lower_program *lp, const mem_plan *m, int i,
                      span *out)
@@ -110,7 +117,8 @@ static int footprint(const ir_graph *g, const fuse_plan *fp, const lower_program
         int64_t lo, hi;
         const fuse_range *box;
         if (!plan_buffer_range(g, fp, lp, m, i, b, &lo, &hi, &box)) continue;
-        out[n++] = (span){r->offset + lo, r->offset + hi, x->written, box};
+        int64_t at = plan_offset(m, dev_of(m, i), x->tensor);
+        out[n++] = (span){at + lo, at + hi, x->written, box};
     }
     return n;
 }
@@ -162,18 +170,20 @@ smelt_status plan_barriers(const ir_graph *g, const struct fuse_plan *fp, const 
     }
     start[lp->n_kernels] = n;
     m->n_barriers = 0;
-    int batch = -1; /* first kernel of the current batch */
+    int batch[PLAN_MAX_DEVICES]; /* per device: the first kernel of its current batch */
+    for (int d = 0; d < PLAN_MAX_DEVICES; d++) batch[d] = -1;
     for (int i = 0; i < lp->n_kernels; i++) {
         if (lp->kernels[i]->n_workgroups <= 0) continue;
+        int d = dev_of(m, i);
         bool wait = false;
-        for (int j = batch; j >= 0 && j < i && !wait; j++)
-            wait = lp->kernels[j]->n_workgroups > 0 &&
+        for (int j = batch[d]; j >= 0 && j < i && !wait; j++)
+            wait = lp->kernels[j]->n_workgroups > 0 && dev_of(m, j) == d &&
                    conflict(g, spans + start[j], start[j + 1] - start[j], spans + start[i], start[i + 1] - start[i]);
-        if (batch < 0) batch = i;
+        if (batch[d] < 0) batch[d] = i;
         if (wait) {
             m->barrier_before[i] = true;
             m->n_barriers++;
-            batch = i;
+            batch[d] = i;
         }
     }
     free(start);

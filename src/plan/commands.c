@@ -22,6 +22,7 @@ void plan_commands_free(plan_commands *c)
     free(c->args);
     free(c->ranges);
     free(c->home);
+    free(c->held);
     memset(c, 0, sizeof *c);
 }
 
@@ -79,7 +80,9 @@ static smelt_status check_batch(checker *k, int ci, int device, const plan_range
 {
     const plan_slot *s = &k->m->slots[plan_root(k->m, r->slot)];
     if (device == PLAN_HOST || s->kind != PLAN_ARENA || r->hi <= r->lo) return SMELT_OK;
-    touch t = {s->offset + r->lo, s->offset + r->hi, r->read, r->write, ci, device};
+    int64_t at = plan_offset(k->m, device, r->slot);
+    if (at < 0) return diag_fail(SMELT_ERR_INTERNAL, "commands: command %d touches slot %d, which device %d's arena does not hold", ci, r->slot, device);
+    touch t = {at + r->lo, at + r->hi, r->read, r->write, ci, device};
     for (int i = 0; i < k->n_batch; i++) {
         const touch *u = &k->batch[i];
         if (u->cmd == ci || u->device != device || u->lo >= t.hi || t.lo >= u->hi) continue;

@@ -64,7 +64,6 @@
 #include "plan/plan.h"
 
 #define PLAN_HOST (-1) /* device index of the caller's (host) memory in copies */
-#define PLAN_MAX_DEVICES 8
 
 typedef enum plan_cmd_kind {
     PLAN_CMD_DISPATCH,
@@ -120,9 +119,12 @@ typedef struct plan_commands {
     bool host_memory[PLAN_MAX_DEVICES]; /* per device: its memory is the host's */
     int n_transfers;                /* copies between two devices per run */
     int64_t transfer_bytes;         /* the bytes they move */
-    int64_t arena_bytes[PLAN_MAX_DEVICES]; /* per device: the arena it needs (the plan's offsets, up to
-                                             * the end of the last slot it touches) */
+    int64_t arena_bytes[PLAN_MAX_DEVICES]; /* per device: the arena it needs (its own: mem_plan.dev_arena;
+                                             * else the one plan's offsets, up to the end of the last slot
+                                             * it touches) */
     int dispatches[PLAN_MAX_DEVICES];      /* per device: its dispatches */
+    bool *held;                     /* [device * n_slots + root]: the device reads or writes it (its arena
+                                     * holds it: plan_device_arenas) */
     int *home;                      /* per slot (roots): the device whose memory holds an output after a
                                      * run, the host reading it in place; PLAN_HOST: downloaded (or the
                                      * caller's, or a constant) */

@@ -328,8 +328,47 @@ smelt_status plan_build(const ir_graph *g, const lower_program *p, mem_plan *out
     return st;
 }
 
+smelt_status plan_device_arenas(mem_plan *m, int n_devices, const bool *held)
+{
+    size_t n = (size_t)m->n_slots;
+    if (n_devices < 1 || n_devices > PLAN_MAX_DEVICES) return diag_fail(SMELT_ERR_INTERNAL, "plan: %d devices", n_devices);
+    free(m->dev_offset);
+    m->dev_offset = malloc(sizeof(int64_t) * ((size_t)n_devices * n + 1));
+    slot_key *keys = malloc(sizeof(slot_key) * (n + 1));
+    int64_t *ff = malloc(sizeof(int64_t) * (n + 1)), *bf = malloc(sizeof(int64_t) * (n + 1));
+    int64_t *spans = malloc(sizeof(int64_t) * 2 * (n + 1));
+    smelt_status st = m->dev_offset && keys && ff && bf && spans ? SMELT_OK : diag_fail(SMELT_ERR_NOMEM, "out of memory planning memory");
+    m->n_devices = n_devices;
+    for (int d = 0; d < n_devices && !st; d++) {
+        int64_t *row = m->dev_offset + (size_t)d * n;
+        int cnt = 0;
+        for (size_t s = 0; s < n; s++) {
+            row[s] = -1;
+            const plan_slot *x = &m->slots[s];
+            if (x->kind == PLAN_ARENA && x->alias < 0 && held[(size_t)d * n + s]) keys[cnt++] = (slot_key){x->bytes, x->first, (int)s};
+        }
+        qsort(keys, (size_t)cnt, sizeof(slot_key), by_size_desc);
+        int64_t f = place(m->slots, keys, cnt, false, ff, spans), b = place(m->slots, keys, cnt, true, bf, spans);
+        const int64_t *off = b < f ? bf : ff;
+        m->dev_arena[d] = b < f ? b : f;
+        for (int i = 0; i < cnt; i++) row[keys[i].slot] = off[keys[i].slot];
+        for (int i = 0; i < cnt && !st; i++) /* as plan_verify: no two roots live together overlap */
+            for (int j = i + 1; j < cnt && !st; j++) {
+                const plan_slot *x = &m->slots[keys[i].slot], *y = &m->slots[keys[j].slot];
+                int64_t xo = row[keys[i].slot], yo = row[keys[j].slot];
+                if (xo % PLAN_ALIGN || xo + x->bytes > m->dev_arena[d] ||
+                    (overlap_time(x, y) && x->bytes && y->bytes && xo < yo + y->bytes && yo < xo + x->bytes))
+                    st = diag_fail(SMELT_ERR_INTERNAL, "plan: device %d's arena: slots %d and %d are live together and overlap", d,
+                                   keys[i].slot, keys[j].slot);
+            }
+    }
+    free(keys), free(ff), free(bf), free(spans);
+    return st;
+}
+
 void plan_free(mem_plan *m)
 {
+    free(m->dev_offset);
     free(m->slots);
     free(m->barrier_before);
     free(m->in_place_of);

@@ -60,6 +60,7 @@
 #include "lower/lower.h"
 
 #define PLAN_ALIGN 64
+#define PLAN_MAX_DEVICES 8
 /* The most bytes all intermediate tensors together may need (their sum, before
  * reuse): every arena offset and end then fits int64 with room to spare. */
 #define PLAN_MAX_BYTES ((int64_t)1 << 62)
@@ -94,6 +95,15 @@ typedef struct mem_plan {
                            * memory this read-only buffer shares (in place) */
     int *in_place_table;  /* the rows of in_place_of, back to back */
     int n_barriers;
+    /* Several devices (plan_device_arenas): each has its own arena, holding
+     * only the roots that device reads or writes (a tensor in the arena of
+     * the device that produces it, a copy's destination in its consumer's),
+     * placed by the same placers over the same live intervals. NULL
+     * dev_offset: one device, whose arena is `offset` above. */
+    const int *kernel_device; /* per kernel its device (NULL: all on device 0): plan_barriers batches per device */
+    int n_devices;
+    int64_t *dev_offset;      /* [device * n_slots + root]: its offset in that device's arena; -1: not held there */
+    int64_t dev_arena[PLAN_MAX_DEVICES]; /* per device: its arena's bytes */
 } mem_plan;
 
 /* True when node `node` of g is a view: an OPF_VIEW op whose output 0 has
@@ -104,6 +114,23 @@ smelt_status plan_build(const ir_graph *g, const lower_program *p, mem_plan *out
 /* The root slot whose memory slot s uses (s itself for a root). */
 static inline int plan_root(const mem_plan *m, int s) { return m->slots[s].alias >= 0 ? m->slots[s].alias : s; }
 void plan_free(mem_plan *m);
+
+/* Where slot s lives in device d's arena (plan_device_arenas), or in the one
+ * arena; -1 where d does not hold it. */
+static inline int64_t plan_offset(const mem_plan *m, int d, int s)
+{
+    int r = plan_root(m, s);
+    return m->dev_offset ? m->dev_offset[(size_t)d * (size_t)m->n_slots + (size_t)r] : m->slots[r].offset;
+}
+
+/* One arena per device: held[d * n_slots + root] says which arena roots
+ * device d reads or writes (plan/transfers.c, plan_commands.held); each
+ * device's are placed on their own (first-fit and best-fit, the smaller
+ * kept), two of them sharing bytes only where their live intervals (over the
+ * whole kernel order) are apart, as in the one arena. plan_barriers must run
+ * again after it: barriers depend on offsets. Checked as plan_verify checks
+ * the one arena, per device. */
+smelt_status plan_device_arenas(mem_plan *m, int n_devices, const bool *held);
 
 /* Checks: arena roots are aligned and inside the arena, and no two roots live
  * at the same time overlap; aliases name a root, share its kind and offset,

@@ -343,6 +343,7 @@ static smelt_status build(builder *b, const ir_graph *g, const struct fuse_plan 
         for (int bi = 0; bi < k->n_bufs; bi++) {
             const kir_buffer *kb = &k->bufs[bi];
             if (kb->workgroup) continue;
+            touch(b, dev, plan_root(m, kb->tensor)); /* bound even where it touches no byte */
             int64_t lo, hi;
             const struct fuse_range *box;
             if (!plan_buffer_range(g, fp, lp, m, i, bi, &lo, &hi, &box)) continue;
@@ -395,9 +396,10 @@ static smelt_status build(builder *b, const ir_graph *g, const struct fuse_plan 
     for (int d = 0; d < pd->n; d++)
         for (int s = 0; s < m->n_slots; s++) {
             const plan_slot *x = &m->slots[s];
-            if (x->alias < 0 && x->kind == PLAN_ARENA && b->touched[(size_t)d * (size_t)m->n_slots + (size_t)s] &&
-                x->offset + x->bytes > c->arena_bytes[d])
-                c->arena_bytes[d] = x->offset + x->bytes;
+            if (x->alias >= 0 || x->kind != PLAN_ARENA || !b->touched[(size_t)d * (size_t)m->n_slots + (size_t)s]) continue;
+            int64_t at = plan_offset(m, d, s);
+            if (at < 0) return diag_fail(SMELT_ERR_INTERNAL, "commands: device %d reads or writes slot %d, which its arena does not hold", d, s);
+            if (at + x->bytes > c->arena_bytes[d]) c->arena_bytes[d] = at + x->bytes;
         }
     return SMELT_OK;
 }
@@ -430,7 +432,7 @@ smelt_status plan_commands_place(const ir_graph *g, const struct fuse_plan *fp, 
     }
     for (int s = 0; b.at && s < m->n_slots; s++) free(b.at[s].v);
     free(b.at);
-    free(b.touched);
+    out->held = b.touched; /* freed with out */
     if (!st) st = plan_commands_verify(out, g, lp, m, false);
     if (st) plan_commands_free(out);
     return st;

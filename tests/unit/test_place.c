@@ -94,6 +94,23 @@ TEST(place_policies_and_overrides)
     CHECK(pol.kind == PLACE_SPLIT && pol.split_weight[0] == 3 && pol.split_weight[1] == 1 && pol.split_weight[2] == 2);
     CHECK(place_policy_parse("cost", &d, &pol) == SMELT_OK);
     CHECK(pol.kind == PLACE_COST);
+    /* A policy word, then overrides: cost pins what they name; split refuses them, naming the rule. */
+    CHECK(place_policy_parse("cost,Conv=opencl:1,*=cpu", &d, &pol) == SMELT_OK);
+    CHECK(pol.kind == PLACE_COST && pol.n_over == 1 && pol.over[0].device == 2 && pol.star == 0);
+    CHECK(place_region_override(&pol, g, &r[0]) == 2);
+    CHECK(place_policy_parse("fallback,Relu=opencl", &d, &pol) == SMELT_OK);
+    CHECK(pol.kind == PLACE_FALLBACK && pol.n_over == 1 && pol.over[0].device == 1);
+    CHECK(place_policy_parse("split,Conv=cpu", &d, &pol) == SMELT_ERR_INVALID_ARG);
+    CHECK_STR_HAS(smelt_last_error(), "split runs each batch share whole on one device");
+    CHECK(place_policy_parse("split:1:1:1,Conv=cpu", &d, &pol) != SMELT_OK);
+    CHECK_STR_HAS(smelt_last_error(), "no override (Conv=cpu)");
+    CHECK(place_policy_parse("Conv=cpu,cost", &d, &pol) != SMELT_OK);
+    CHECK_STR_HAS(smelt_last_error(), "a policy word goes first");
+    CHECK(place_policy_parse("cost,", &d, &pol) != SMELT_OK);
+    CHECK(place_policy_parse("costs,Conv=cpu", &d, &pol) != SMELT_OK);
+    CHECK_STR_HAS(smelt_last_error(), "unknown placement");
+    diag_clear();
+    CHECK(place_policy_parse("cost", &d, &pol) == SMELT_OK);
     /* the cost assignment comes after an override, before the list */
     int assign[2] = {2, 1};
     pol.assign = assign;
@@ -534,4 +551,47 @@ TEST(place_fallback_moves_a_region_over_the_device_limit)
         free(q);
     }
     ir_graph_free(g);
+}
+
+/* One arena per device (plan_device_arenas): four arena tensors A [k0,k1]
+ * 1000 bytes, B [k1,k2] 2000, C [k2,k3] 512, D [k3,k4] 4096; device 0 holds
+ * A and C, device 1 B and D. In one arena C meets B and D and lands at 4096
+ * (4608 bytes in all); each device's own arena holds only its two, apart in
+ * time, so both at offset 0: 1024 and 4096 bytes. */
+TEST(place_arena_per_device)
+{
+    plan_slot s[4] = {{.kind = PLAN_ARENA, .bytes = 1000, .first = 0, .last = 1, .alias = -1},
+                      {.kind = PLAN_ARENA, .bytes = 2000, .first = 1, .last = 2, .alias = -1},
+                      {.kind = PLAN_ARENA, .bytes = 512, .first = 2, .last = 3, .alias = -1},
+                      {.kind = PLAN_ARENA, .bytes = 4096, .first = 3, .last = 4, .alias = -1}};
+    mem_plan m = {.slots = s, .n_slots = 4, .n_kernels = 4};
+    bool held[8] = {true, false, true, false, false, true, false, true};
+    CHECK(plan_device_arenas(&m, 2, held) == SMELT_OK);
+    CHECK_EQ_INT(m.dev_arena[0], 1024);
+    CHECK_EQ_INT(m.dev_arena[1], 4096);
+    CHECK(plan_offset(&m, 0, 0) == 0 && plan_offset(&m, 0, 2) == 0 && plan_offset(&m, 1, 1) == 0 && plan_offset(&m, 1, 3) == 0);
+    CHECK(plan_offset(&m, 0, 1) == -1 && plan_offset(&m, 1, 0) == -1); /* not held there */
+    /* C live with A on device 0 now: they may not share bytes. */
+    s[2].first = 1;
+    CHECK(plan_device_arenas(&m, 2, held) == SMELT_OK);
+    CHECK_EQ_INT(m.dev_arena[0], 1536);
+    CHECK(plan_offset(&m, 0, 0) != plan_offset(&m, 0, 2));
+    free(m.dev_offset);
+    /* A program on two CPUs: Sigmoid on cpu:1 reads Relu's output r there and
+     * writes over it in place, and Add on cpu:0 writes y over that in place:
+     * one root of 4096 bytes, held by both. */
+    char dir[] = "/tmp/smelt-test-arena-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    setenv("SMELT_CACHE_DIR", dir, 1);
+    struct smelt_model model = {.g = three_ops()};
+    float x[1024], one[1024], two[1024];
+    for (int i = 0; i < 1024; i++) x[i] = (float)(i % 7) - 3;
+    plan_commands c;
+    int n_exe;
+    CHECK(run_three(&model, "cpu", NULL, x, one, &c, &n_exe));
+    CHECK(run_three(&model, "cpu:0,cpu:1", "Sigmoid=cpu:1", x, two, &c, &n_exe));
+    CHECK_EQ_INT(c.arena_bytes[0], 4096);
+    CHECK_EQ_INT(c.arena_bytes[1], 4096);
+    for (int i = 0; i < 1024 && !test_failures; i++) CHECK_NEAR(two[i], one[i], 1e-6);
+    ir_graph_free(model.g);
 }
