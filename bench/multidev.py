@@ -4,7 +4,10 @@
   split   a batch-8 conv model (cnn8: 4 conv3x3 8..32 channels at 24x24, MaxPool, GAP, Gemm) and
           the bench mlp (batch 64) with the batch split over cpu:0,cpu:1 (one core each), against
           one `cpu` with 2 threads
-  cost    cnn8 with `--place cost` over cpu,opencl (PoCL) against cpu alone and opencl alone
+  cost    cnn8 with `--place cost` (region times measured when compiling) and `--place cost:table`
+          (table speeds) over cpu,opencl (PoCL) against cpu alone and opencl alone; the same two
+          over cpu:0,cpu:1 against cpu with 2 threads; and the compile time of `cost` (its
+          calibration: the model once more per target class, warm cache) against `cost:table`
   compile a cold compile (empty cache) of the mlp on cpu:0,cpu:1 with split (which compiles both
           shares and times one of them) against cpu alone
 
@@ -85,11 +88,14 @@ def main():
     rows = [("cnn8 cpu 2 threads", cnn, ["--device", "cpu", "--threads", "2"], None),
             ("cnn8 split cpu:0,cpu:1", cnn, ["--device", "cpu:0,cpu:1", "--place", "split"], "cnn8 cpu 2 threads"),
             ("mlp cpu 2 threads", mlp, ["--device", "cpu", "--threads", "2"], None),
-            ("mlp split cpu:0,cpu:1", mlp, ["--device", "cpu:0,cpu:1", "--place", "split"], "mlp cpu 2 threads")]
+            ("mlp split cpu:0,cpu:1", mlp, ["--device", "cpu:0,cpu:1", "--place", "split"], "mlp cpu 2 threads"),
+            ("cnn8 cost cpu:0,cpu:1", cnn, ["--device", "cpu:0,cpu:1", "--place", "cost"], "cnn8 cpu 2 threads"),
+            ("cnn8 cost:table cpu:0,cpu:1", cnn, ["--device", "cpu:0,cpu:1", "--place", "cost:table"], "cnn8 cpu 2 threads")]
     if ocl:
         rows += [("cnn8 opencl alone", cnn, ["--device", "opencl"], None),
                  ("cnn8 cpu alone", cnn, ["--device", "cpu"], None),
                  ("cnn8 cost cpu,opencl", cnn, ["--device", "cpu,opencl", "--place", "cost"], "cnn8 cpu alone"),
+                 ("cnn8 cost:table cpu,opencl", cnn, ["--device", "cpu,opencl", "--place", "cost:table"], "cnn8 cpu alone"),
                  ("cnn8 split cpu,opencl", cnn, ["--device", "cpu,opencl", "--place", "split"], "cnn8 cpu alone")]
     for name, d, args, _ in rows:  # correct before timed
         run([a.smelt, "check", d] + args)
@@ -106,6 +112,22 @@ def main():
     for _ in range(2):
         for name, args, _ in compile_rows:
             times[name].append(cold_ms(a.smelt, mlp, args))
+    # the cost calibration's price: compile (warm cache, so the builds are loads) with and without it
+    warm_rows = [("cnn8 compile cost:table cpu:0,cpu:1", ["--device", "cpu:0,cpu:1", "--place", "cost:table"], None),
+                 ("cnn8 compile cost cpu:0,cpu:1", ["--device", "cpu:0,cpu:1", "--place", "cost"],
+                  "cnn8 compile cost:table cpu:0,cpu:1")]
+    if ocl:
+        warm_rows += [("cnn8 compile cost:table cpu,opencl", ["--device", "cpu,opencl", "--place", "cost:table"], None),
+                      ("cnn8 compile cost cpu,opencl", ["--device", "cpu,opencl", "--place", "cost"],
+                       "cnn8 compile cost:table cpu,opencl")]
+    for name, _, _ in warm_rows:
+        times[name] = []
+    for _ in range(a.rounds):
+        for name, args, _ in warm_rows:
+            t0 = time.perf_counter()
+            run([a.smelt, "info", cnn] + args)
+            times[name].append((time.perf_counter() - t0) * 1e3)
+    compile_rows += warm_rows
     lines = ["| configuration | median ms | spread (rounds) | speedup over baseline |", "|---|---:|---|---:|"]
     for name, base in [(r[0], r[3]) for r in rows] + [(r[0], r[2]) for r in compile_rows]:
         t = times[name]
@@ -117,6 +139,9 @@ def main():
     info = run([a.smelt, "info", cnn, "--device", "cpu:0,cpu:1", "--place", "split"])
     lines.append("")
     lines += [ln for ln in info.splitlines() if ln.startswith(("placement:", "executables:", "  class"))]
+    if ocl:
+        info = run([a.smelt, "info", cnn, "--device", "cpu,opencl", "--place", "cost"])
+        lines += [ln for ln in info.splitlines() if ln.startswith(("cost ", "arena "))]
     text = "\n".join(lines)
     print(text)
     if a.out:

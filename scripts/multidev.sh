@@ -145,7 +145,14 @@ if [ "$have_ocl" -eq 1 ]; then
     expect_line "split two PoCL devices executables" '^executables: 1$' "$info"
     info="$("$smelt" info "$cnn" --device opencl,cpu --place cost 2>&1)"
     expect_line "cost opencl,cpu: all on the CPU here" '^arena opencl:0: 0 bytes, 0 dispatches$' "$info"
-    expect_line "cost estimate" '^cost estimate: [0-9.]+ ms per run' "$info"
+    expect_line "cost estimate" '^cost estimate: [0-9.]+ ms per run \(region times measured per target class' "$info"
+    expect_line "cost measured per device" '^cost measured \(ms per run, every region it can run on it\): opencl:0 [0-9.]+ cpu:0 [0-9.]+$' "$info"
+    info="$("$smelt" info "$cnn" --device opencl,cpu --place cost:table 2>&1)"
+    expect_line "cost:table" '^cost estimate: [0-9.]+ ms per run \(table speeds' "$info"
+    # measured with OpenCL's workgroup memory at 1 KiB: its class cannot run the convs or the Gemm,
+    # so only MaxPool and GlobalAveragePool count on it, and the whole run stays on the CPU.
+    info="$(SMELT_DEVICE_SMEM=1024 "$smelt" info "$cnn" --device opencl,cpu --place cost 2>&1)"
+    expect_line "cost measured, the limited device" '^arena cpu:0: [0-9]+ bytes, 9 dispatches$' "$info"
     # cost with an override: MaxPool pinned to OpenCL, the rest placed by cost around it (on the CPU).
     out="$(timeout 300 "$smelt" check "$cnn" --device opencl,cpu --place 'cost,MaxPool=opencl' 2>&1)"; rc=$?
     if [ "$rc" -eq 0 ]; then pass; else fail "cnn --place cost,MaxPool=opencl: $out"; fi

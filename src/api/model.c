@@ -204,7 +204,14 @@ static void dump_devices(const smelt_program *p, FILE *f)
         fprintf(f, "; %d regions, %d kernels\n", p->cls[c].n_regions, p->cls[c].n_kernels);
     }
     fprintf(f, "transfers: %d per run, %lld bytes\n", p->cmds.n_transfers, (long long)p->cmds.transfer_bytes);
-    if (p->cost_ms > 0) fprintf(f, "cost estimate: %.3f ms per run (table speeds, place/cost.h)\n", p->cost_ms);
+    if (p->cost_ms > 0)
+        fprintf(f, "cost estimate: %.3f ms per run (%s, place/cost.h)\n", p->cost_ms,
+                p->cost_measured ? "region times measured per target class" : "table speeds");
+    if (p->cost_measured) {
+        fprintf(f, "cost measured (ms per run, every region it can run on it):");
+        for (int d = 0; d < ds->n; d++) fprintf(f, " %s %.3f", ds->dev[d].spec, p->cost_dev_ms[d]);
+        fprintf(f, "\n");
+    }
     for (int d = 0; d < ds->n; d++)
         fprintf(f, "arena %s: %lld bytes, %d dispatches\n", ds->dev[d].spec, (long long)p->cmds.arena_bytes[d], p->cmds.dispatches[d]);
 }

@@ -82,7 +82,17 @@ smelt_status program_cost_assign(smelt_program *p, const smelt_options *opt, con
     for (int d = 0; d < nd; d++) n_cpu += p->devs.dev[d].kind == PLACE_CPU;
     int threads = opt->threads > 0 ? opt->threads : (int)(sysconf(_SC_NPROCESSORS_ONLN) / (n_cpu > 0 ? n_cpu : 1));
     for (int d = 0; d < nd; d++) cg.dev[d] = cost_device_table(&p->devs.dev[d], threads);
+    double *ms = NULL; /* measured where the devices are open (place/cost.h "Speeds"), else the table */
+    if (!st && !pol->cost_table && p->stage == SMELT_STAGE_ALL) {
+        ms = calloc((size_t)nr * (size_t)nd + 1, sizeof(double));
+        st = ms ? program_cost_measure(p, opt, ms, can, &p->cost_measured) : diag_fail(SMELT_ERR_NOMEM, "out of memory");
+        if (p->cost_measured) cg.ms = ms;
+        for (int d = 0; d < nd && p->cost_measured; d++)
+            for (int r = 0; r < nr; r++)
+                if (can[(size_t)r * (size_t)nd + (size_t)d]) p->cost_dev_ms[d] += ms[(size_t)r * (size_t)nd + (size_t)d];
+    }
     if (!st) st = cost_assign(&cg, *assign, &p->cost_ms);
+    free(ms);
     free(region_of);
     free(flops);
     free(bytes);

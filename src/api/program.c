@@ -280,10 +280,10 @@ smelt_status program_record_inputs(smelt_program *p, const ir_graph *model)
         program_input *x = &p->inputs[i];
         memset(x, 0, sizeof *x);
         if (!(x->name = arena_strdup(&p->arena, t->name))) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+        x->dtype = t->dtype;
+        x->shape = t->shape; /* as compiled (the cost placement's calibration runs it so) */
         if (!t->data) continue;
         x->folded = true;
-        x->dtype = t->dtype;
-        x->shape = t->shape;
         x->bytes = (size_t)ir_tensor_numel(t) * smelt_dtype_size(t->dtype);
         void *v = arena_alloc(&p->arena, x->bytes + 1);
         if (!v) return diag_fail(SMELT_ERR_NOMEM, "out of memory");

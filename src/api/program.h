@@ -69,7 +69,7 @@ typedef struct program_stats {
 typedef struct program_input {
     const char *name;
     bool folded;
-    smelt_dtype dtype;       /* folded only: the compile-time tensor */
+    smelt_dtype dtype;       /* the compile-time tensor's (folded: with its values) */
     ir_shape shape;
     const void *values;
     size_t bytes;
@@ -132,6 +132,8 @@ struct smelt_program {
     size_t ctl_staging_bytes;
     int64_t max_iters;     /* a run-time loop running longer fails (smelt_options.max_loop_iterations) */
     double cost_ms;        /* the cost placement: its estimate of one run (place/cost.h), else 0 */
+    bool cost_measured;    /* ... from measured region times (api/place_measure.c), not the table */
+    double cost_dev_ms[PLACE_MAX_DEVICES]; /* measured: per device, its regions' times summed (those it can run) */
     struct program_split *split; /* the split placement: child programs per share (api/split.c), else NULL */
 };
 
@@ -156,6 +158,11 @@ smelt_status program_record_inputs(smelt_program *p, const ir_graph *model);
 /* api/place_cost.c: the cost placement's assignment (per region, in p's
  * arena) for a program lowered once by fallback. */
 smelt_status program_cost_assign(smelt_program *p, const smelt_options *opt, const place_policy *pol, int **assign);
+/* api/place_measure.c: per region and device its measured milliseconds
+ * (ms[r * n_dev + d]; place/cost.h "Speeds"), can[] cleared where a device's
+ * class could not run it; *measured false (nothing written) where an input's
+ * shape is not known. */
+smelt_status program_cost_measure(smelt_program *p, const smelt_options *opt, double *ms, bool *can, bool *measured);
 /* api/split.c: the split placement. A split program holds one child program
  * per device, each for its share of the batch; the public calls below
  * forward to these when p->split is set. */

@@ -15,8 +15,11 @@ static double xfer_ms(const cost_device *a, const cost_device *b, int64_t bytes)
     return t;
 }
 
-static double run_ms(const cost_graph *g, int r, const cost_device *d)
+/* Region r on device index di: measured, else the table's estimate. */
+static double run_ms(const cost_graph *g, int r, int di)
 {
+    if (g->ms) return g->ms[(size_t)r * (size_t)g->n_dev + (size_t)di];
+    const cost_device *d = &g->dev[di];
     double c = g->flops[r] / d->flops_per_ms, m = g->bytes[r] / d->bytes_per_ms;
     return d->launch_ms + (c > m ? c : m);
 }
@@ -68,7 +71,7 @@ static double finish_on(const cost_graph *g, const cost_work *w, const double *a
         if (at > ready) ready = at;
     }
     if (g->host_bytes && !x->host_memory && g->host_bytes[r] > 0) ready += xfer_ms(NULL, x, g->host_bytes[r]);
-    return ready + run_ms(g, r, x);
+    return ready + run_ms(g, r, d);
 }
 
 /* Region r placed on d at time t. */

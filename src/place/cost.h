@@ -33,10 +33,17 @@
  * cheap. Pipelining consecutive runs (run k+1's first regions while run k's
  * last ones finish) is not modelled: a run starts when the last one ended.
  *
- * Speeds (cost_device_table): a table per kind, not a measurement — CPU
- * lanes x threads, PoCL's CPU devices (an OpenCL device whose identity
- * names a PoCL CPU driver) far slower per FLOP than smelt's C, a GPU fast
- * with a slow link through host memory.
+ * Speeds. Measured where the program runs (api/place_cost.c): the whole
+ * model compiled once per target class with every region on that class's
+ * first device, run on zero inputs (one warm run, then the best of three)
+ * with a clock around each dispatch; a region's time is the sum of its
+ * kernels' (cost_graph.ms), and a region that class cannot run (it fell
+ * back to another device) is marked so (cost_graph.can). Else (a program
+ * stopped before running anything, `cost:table`) a table per kind
+ * (cost_device_table): CPU lanes x threads, PoCL's CPU devices (an OpenCL
+ * device whose identity names a PoCL CPU driver) far slower per FLOP than
+ * smelt's C, a GPU fast with a slow link through host memory. Copies are
+ * costed by the table's links either way.
  */
 #ifndef SMELT_PLACE_COST_H
 #define SMELT_PLACE_COST_H
@@ -66,6 +73,7 @@ typedef struct cost_graph {
     const double *bytes;        /* per region: what its kernels read and write */
     const int64_t *host_bytes;  /* per region: graph inputs it reads and outputs it writes (NULL: none) */
     const bool *can;            /* [r * n_dev + d]: d can run r (NULL: every device) */
+    const double *ms;           /* [r * n_dev + d]: region r's measured time on d (NULL: the estimate above) */
     const cost_edge *edges;
     int n_edges;
     int n_dev;

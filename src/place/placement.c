@@ -54,8 +54,9 @@ smelt_status place_policy_parse(const char *text, const place_devices *d, place_
     memset(out, 0, sizeof *out);
     out->star = -1;
     if (!text || !*text || strcmp(text, "fallback") == 0) return SMELT_OK;
-    if (strcmp(text, "cost") == 0) {
+    if (strcmp(text, "cost") == 0 || strcmp(text, "cost:table") == 0) {
         out->kind = PLACE_COST;
+        out->cost_table = text[4] == ':';
         return SMELT_OK;
     }
     size_t head = strcspn(text, ","); /* a policy word, then overrides: `cost,Conv=opencl` */
@@ -70,10 +71,12 @@ smelt_status place_policy_parse(const char *text, const place_devices *d, place_
     }
     const char *p = text;
     if (!memchr(text, '=', head)) {
-        if (head == 4 && strncmp(text, "cost", 4) == 0) out->kind = PLACE_COST;
-        else if (!(head == 8 && strncmp(text, "fallback", 8) == 0))
+        if ((head == 4 && strncmp(text, "cost", 4) == 0) || (head == 10 && strncmp(text, "cost:table", 10) == 0)) {
+            out->kind = PLACE_COST;
+            out->cost_table = head == 10;
+        } else if (!(head == 8 && strncmp(text, "fallback", 8) == 0))
             return diag_fail(SMELT_ERR_INVALID_ARG,
-                             "unknown placement '%.80s' (fallback, split, split:W0:W1..., cost, or overrides such as 'Conv=opencl:0,*=cpu', "
+                             "unknown placement '%.80s' (fallback, split, split:W0:W1..., cost, cost:table, or overrides such as 'Conv=opencl:0,*=cpu', "
                              "after fallback or cost as 'cost,Conv=opencl')",
                              text);
         p = text + head + 1;

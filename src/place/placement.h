@@ -21,6 +21,7 @@
  *   cost      each region on the device that minimises the estimated finish
  *             time of the whole graph (place/cost.h); the candidates after
  *             it are the list in order, as for fallback.
+ *   cost:table  cost by the table's speeds (no calibration runs).
  *   POLICY,overrides  `fallback,KEY=DEVICE,...` is the overrides alone;
  *             `cost,KEY=DEVICE,...` pins the regions the overrides name to
  *             their devices and places the rest by cost around them.
@@ -55,6 +56,7 @@ typedef struct place_policy {
     int star;    /* device of `*`, or -1 */
     int split_weight[PLACE_MAX_DEVICES]; /* split:W0:W1:... per device; all 0: measure */
     const int *assign; /* cost (api/): per region index, the device it chose, or NULL */
+    bool cost_table;   /* `cost:table`: the table's speeds, not measured ones (place/cost.h) */
 } place_policy;
 
 /* Parse `text` (NULL or "" is fallback) against the devices of d. */

@@ -95,3 +95,29 @@ TEST(cost_region_flops_count_products)
     CHECK_NEAR(cost_region_flops(g, &r), 2.0 * 32 * 64 + 32, 1e-9);
     ir_graph_free(g);
 }
+
+/* Measured times replace the table: by FLOPs device 1 is twice as fast, but
+ * the measurement says device 0 runs both regions in a tenth of the time,
+ * so both go there and the makespan is the measured sum. */
+TEST(cost_follows_measured_times)
+{
+    double flops[2] = {1e6, 1e6}, bytes[2] = {0};
+    cost_edge e = {0, 1, 1024};
+    cost_graph g = {.n_regions = 2, .flops = flops, .bytes = bytes, .edges = &e, .n_edges = 1, .n_dev = 2};
+    g.dev[0] = dev(1e6, 1e9, false);
+    g.dev[1] = dev(2e6, 1e9, false);
+    int out[2];
+    double ms;
+    CHECK(cost_assign(&g, out, &ms) == SMELT_OK);
+    CHECK(out[0] == 1 && out[1] == 1); /* the table */
+    double measured[4] = {0.05, 0.5, 0.05, 0.5}; /* [r * n_dev + d] */
+    g.ms = measured;
+    CHECK(cost_assign(&g, out, &ms) == SMELT_OK);
+    CHECK(out[0] == 0 && out[1] == 0);
+    CHECK_NEAR(ms, 0.1, 1e-9);
+    /* r1 measured faster on device 1, but the copy there costs more than it saves */
+    measured[3] = 0.04;
+    g.dev[0].link_ms = g.dev[1].link_ms = 0.01;
+    CHECK(cost_assign(&g, out, &ms) == SMELT_OK);
+    CHECK(out[0] == 0 && out[1] == 0);
+}

@@ -98,6 +98,11 @@ TEST(place_policies_and_overrides)
     CHECK(place_policy_parse("cost,Conv=opencl:1,*=cpu", &d, &pol) == SMELT_OK);
     CHECK(pol.kind == PLACE_COST && pol.n_over == 1 && pol.over[0].device == 2 && pol.star == 0);
     CHECK(place_region_override(&pol, g, &r[0]) == 2);
+    CHECK(!pol.cost_table);
+    CHECK(place_policy_parse("cost:table", &d, &pol) == SMELT_OK);
+    CHECK(pol.kind == PLACE_COST && pol.cost_table);
+    CHECK(place_policy_parse("cost:table,Relu=cpu", &d, &pol) == SMELT_OK);
+    CHECK(pol.kind == PLACE_COST && pol.cost_table && pol.n_over == 1);
     CHECK(place_policy_parse("fallback,Relu=opencl", &d, &pol) == SMELT_OK);
     CHECK(pol.kind == PLACE_FALLBACK && pol.n_over == 1 && pol.over[0].device == 1);
     CHECK(place_policy_parse("split,Conv=cpu", &d, &pol) == SMELT_ERR_INVALID_ARG);
@@ -593,5 +598,48 @@ TEST(place_arena_per_device)
     CHECK_EQ_INT(c.arena_bytes[0], 4096);
     CHECK_EQ_INT(c.arena_bytes[1], 4096);
     for (int i = 0; i < 1024 && !test_failures; i++) CHECK_NEAR(two[i], one[i], 1e-6);
+    ir_graph_free(model.g);
+}
+
+/* `cost` measures where it runs: the program compiled once more per target
+ * class and timed (api/place_measure.c); `cost:table` and a program stopped
+ * before running use the table. The run's outputs equal one CPU's. */
+TEST(place_cost_measures_region_times)
+{
+    char dir[] = "/tmp/smelt-test-measure-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    setenv("SMELT_CACHE_DIR", dir, 1);
+    struct smelt_model model = {.g = three_ops()};
+    smelt_options opt;
+    smelt_options_init(&opt);
+    opt.threads = 1;
+    opt.no_fuse = 1;
+    opt.devices = "cpu:0,cpu:1";
+    opt.placement = "cost";
+    smelt_program *p = NULL;
+    CHECK(smelt_program_compile(&model, &opt, 0, NULL, &p) == SMELT_OK);
+    CHECK(p && p->cost_measured && p->cost_dev_ms[0] > 0 && p->cost_dev_ms[1] > 0 && p->cost_ms > 0);
+    if (p) { /* one class: both devices carry the same measurement */
+        CHECK(p->cost_dev_ms[0] == p->cost_dev_ms[1]);
+        float x[1024], one[1024];
+        for (int i = 0; i < 1024; i++) x[i] = (float)(i % 9) - 4;
+        smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {4, 256}, .data = x}, out;
+        CHECK(smelt_program_run(p, 1, &in) == SMELT_OK && smelt_program_output(p, 0, &out) == SMELT_OK);
+        memcpy(one, out.data, sizeof one);
+        for (int i = 0; i < 1024 && !test_failures; i++) {
+            float relu = x[i] > 0 ? x[i] : 0;
+            CHECK_NEAR(one[i], 1 / (1 + expf(-relu)) + (float)(i % 5), 1e-5);
+        }
+    }
+    smelt_program_free(p);
+    opt.placement = "cost:table";
+    CHECK(smelt_program_compile(&model, &opt, 0, NULL, &p) == SMELT_OK);
+    CHECK(p && !p->cost_measured && p->cost_ms > 0);
+    smelt_program_free(p);
+    opt.placement = "cost";
+    opt.stop_after = SMELT_STAGE_PLAN;
+    CHECK(smelt_program_compile(&model, &opt, 0, NULL, &p) == SMELT_OK);
+    CHECK(p && !p->cost_measured);
+    smelt_program_free(p);
     ir_graph_free(model.g);
 }
