@@ -105,6 +105,12 @@ if [ "$have_ocl" -eq 1 ]; then
     expect_line "fallback two PoCL devices classes" '^target classes: 2$' "$info"
     expect_line "fallback two PoCL devices transfers" '^transfers: 4 per run, 24696 bytes$' "$info"
     expect_error "malformed smem limit" "workgroup-memory limit 'opencl=x'" env SMELT_DEVICE_SMEM=opencl=x "$smelt" info "$cnn" --device opencl,cpu
+    # The same through the threads a workgroup may have: 128, under the tiled GEMM's 256.
+    out="$(SMELT_DEVICE_WG=128 timeout 300 "$smelt" check "$cnn" --device opencl,cpu 2>&1)"; rc=$?
+    if [ "$rc" -eq 0 ]; then pass; else fail "cnn --device opencl,cpu with 128 threads per workgroup: $out"; fi
+    info="$(SMELT_DEVICE_WG=128 "$smelt" info "$cnn" --device opencl,cpu 2>&1)"
+    expect_line "wg limit: opencl,cpu transfers" '^transfers: 4 per run, 24696 bytes$' "$info"
+    expect_line "wg limit: the device line" '^  d0 opencl:0: .*workgroup 128 \(at most 128\)' "$info"
 fi
 expect_error "missing cpu" "device 'cpu:99' is not available" "$smelt" info "$cnn" --device cpu,cpu:99
 expect_error "unknown device" "device 'gpu' is not known" "$smelt" info "$cnn" --device cpu,gpu

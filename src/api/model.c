@@ -189,9 +189,9 @@ static void dump_devices(const smelt_program *p, FILE *f)
     fprintf(f, "devices: %d\n", ds->n);
     for (int d = 0; d < ds->n; d++) {
         const place_device *x = &ds->dev[d];
-        fprintf(f, "  d%d %s: %s, target %s [%s], vector width %d, workgroup %d, workgroup memory %lld bytes, class %d\n", d,
-                x->spec, p->dev[d] ? p->dev[d]->name : "(not opened)", x->target.name, x->ident, x->target.vector_width,
-                x->target.wg_size, (long long)x->target.smem_limit, x->cls);
+        fprintf(f, "  d%d %s: %s, target %s [%s], vector width %d, workgroup %d (at most %d), workgroup memory %lld bytes, class %d\n",
+                d, x->spec, p->dev[d] ? p->dev[d]->name : "(not opened)", x->target.name, x->ident, x->target.vector_width,
+                x->target.wg_size, x->target.max_wg, (long long)x->target.smem_limit, x->cls);
     }
     int n_exe = 0;
     for (int c = 0; c < ds->n_classes; c++) n_exe += p->cls[c].source != NULL;

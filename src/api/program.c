@@ -47,6 +47,9 @@ static smelt_status finish_kernels(lower_program *lp, int first, const target_in
         if (t->smem_limit > 0 && k->smem_bytes > t->smem_limit)
             return diag_fail(SMELT_ERR_UNSUPPORTED, "kernel %d needs %lld bytes of workgroup memory, over %s's %lld", k->id,
                              (long long)k->smem_bytes, t->name, (long long)t->smem_limit);
+        if (t->max_wg > 0 && k->wg_size > t->max_wg)
+            return diag_fail(SMELT_ERR_UNSUPPORTED, "kernel %d runs %d threads per workgroup, over %s's %d", k->id, k->wg_size,
+                             t->name, t->max_wg);
     }
     return SMELT_OK;
 }
@@ -261,10 +264,12 @@ static smelt_status open_devices(smelt_program *p, const smelt_options *opt)
         place_device *x = &p->devs.dev[d];
         TRY(rt_device_open(x->spec, threads, &p->dev[d]));
         if (p->dev[d]->smem_bytes > 0 && x->target.smem_limit > 0) x->target.smem_limit = p->dev[d]->smem_bytes;
+        if (x->target.max_wg > 0) place_device_fit_wg(x, p->dev[d]->max_wg);
         x->target.host_memory = p->dev[d]->ops->host_memory;
         snprintf(x->ident, sizeof x->ident, "%s", p->dev[d]->ident);
     }
     TRY(place_devices_limit_smem(&p->devs, getenv("SMELT_DEVICE_SMEM")));
+    TRY(place_devices_limit_wg(&p->devs, getenv("SMELT_DEVICE_WG")));
     place_classes(&p->devs);
     return SMELT_OK;
 }
@@ -333,6 +338,7 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     double t0 = now_ms();
     TRY(place_devices_parse(opt->devices, &p->devs));
     TRY(place_devices_limit_smem(&p->devs, getenv("SMELT_DEVICE_SMEM"))); /* for tests: a device that cannot run a kernel */
+    TRY(place_devices_limit_wg(&p->devs, getenv("SMELT_DEVICE_WG")));
     place_classes(&p->devs);
     place_policy pol;
     TRY(place_policy_parse(opt->placement, &p->devs, &pol));

@@ -72,7 +72,7 @@ static bool compatible(const place_device *a, const place_device *b)
 {
     const target_info *x = &a->target, *y = &b->target;
     return a->kind == b->kind && strcmp(x->name, y->name) == 0 && x->vector_width == y->vector_width &&
-           x->wg_size == y->wg_size && x->smem_limit == y->smem_limit && x->locals == y->locals &&
+           x->wg_size == y->wg_size && x->smem_limit == y->smem_limit && x->max_wg == y->max_wg && x->locals == y->locals &&
            x->stream_min_bytes == y->stream_min_bytes && x->host_memory == y->host_memory && strcmp(a->ident, b->ident) == 0;
 }
 
@@ -117,33 +117,53 @@ static long long parse_bytes(const char *s, size_t n)
     return v > 0 ? v : -1;
 }
 
-static void lower_smem(place_device *x, long long bytes)
+void place_device_fit_wg(place_device *x, int max_wg)
 {
-    if (x->target.smem_limit > 0 && bytes < x->target.smem_limit) x->target.smem_limit = bytes;
+    if (max_wg > 0) {
+        x->target.max_wg = max_wg;
+        while (x->target.wg_size > max_wg && x->target.wg_size > 1) x->target.wg_size /= 2;
+    }
 }
 
-smelt_status place_devices_limit_smem(place_devices *d, const char *limits)
+/* Lower device x's limit `which` (0: workgroup memory, 1: threads per
+ * workgroup) to `v`, where it has one. Its lowerings' own workgroup size
+ * follows the thread limit down (a power of two: the reductions halve it). */
+static void lower_limit(place_device *x, int which, long long v)
 {
+    target_info *t = &x->target;
+    if (which == 0) {
+        if (t->smem_limit > 0 && v < t->smem_limit) t->smem_limit = v;
+        return;
+    }
+    if (t->max_wg > 0 && v < t->max_wg) place_device_fit_wg(x, (int)v);
+}
+
+static smelt_status limit(place_devices *d, int which, const char *limits)
+{
+    const char *what = which ? "workgroup-size limit" : "workgroup-memory limit";
     if (!limits || !*limits) return SMELT_OK;
     if (!strchr(limits, '=')) {
-        long long bytes = parse_bytes(limits, strlen(limits));
-        if (bytes < 0)
-            return diag_fail(SMELT_ERR_INVALID_ARG, "workgroup-memory limit '%.80s' is neither BYTES nor DEVICE=BYTES,...", limits);
-        for (int i = 0; i < d->n; i++) lower_smem(&d->dev[i], bytes);
+        long long v = parse_bytes(limits, strlen(limits));
+        if (v < 0) return diag_fail(SMELT_ERR_INVALID_ARG, "%s '%.80s' is neither N nor DEVICE=N,...", what, limits);
+        for (int i = 0; i < d->n; i++) lower_limit(&d->dev[i], which, v);
         return SMELT_OK;
     }
     for (const char *p = limits; *p;) {
         size_t n = strcspn(p, ",");
         const char *eq = memchr(p, '=', n);
         place_device one;
-        long long bytes = eq ? parse_bytes(eq + 1, n - (size_t)(eq + 1 - p)) : -1;
-        if (!eq || bytes < 0 || !parse_one(p, (size_t)(eq - p), &one))
-            return diag_fail(SMELT_ERR_INVALID_ARG, "workgroup-memory limit '%.*s' is not DEVICE=BYTES (as opencl:0=1024)",
-                             (int)(n < 80 ? n : 80), p);
+        long long v = eq ? parse_bytes(eq + 1, n - (size_t)(eq + 1 - p)) : -1;
+        if (!eq || v < 0 || !parse_one(p, (size_t)(eq - p), &one))
+            return diag_fail(SMELT_ERR_INVALID_ARG, "%s '%.*s' is not DEVICE=N (as opencl:0=%s)", what, (int)(n < 80 ? n : 80), p,
+                             which ? "128" : "1024");
         for (int i = 0; i < d->n; i++)
-            if (strcmp(d->dev[i].spec, one.spec) == 0) lower_smem(&d->dev[i], bytes);
+            if (strcmp(d->dev[i].spec, one.spec) == 0) lower_limit(&d->dev[i], which, v);
         p += n;
         if (*p == ',') p++;
     }
     return SMELT_OK;
 }
+
+smelt_status place_devices_limit_smem(place_devices *d, const char *limits) { return limit(d, 0, limits); }
+
+smelt_status place_devices_limit_wg(place_devices *d, const char *limits) { return limit(d, 1, limits); }

@@ -69,6 +69,16 @@ void place_classes(place_devices *d);
  * (place_classes after). */
 smelt_status place_devices_limit_smem(place_devices *d, const char *limits);
 
+/* The same for the threads one workgroup may have (SMELT_DEVICE_WG: N or
+ * DEVICE=N,...): a kernel with more (the tiled GEMM's 16x16) cannot run
+ * there and falls back; the target's own workgroup size (elementwise and
+ * reduction kernels) comes down to the largest power of two within it. */
+smelt_status place_devices_limit_wg(place_devices *d, const char *limits);
+
+/* The opened device's thread limit (0: none) into x's target, its workgroup
+ * size brought within it as above. */
+void place_device_fit_wg(place_device *x, int max_wg);
+
 const char *place_kind_name(place_kind k);
 
 #endif

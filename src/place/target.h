@@ -28,6 +28,8 @@ typedef struct target_info {
     int vector_width;        /* f32 lanes the target compiler vectorizes to */
     int wg_size;             /* threads per workgroup of GPU lowerings; 1: CPU */
     int64_t smem_limit;      /* bytes of workgroup memory per workgroup */
+    int max_wg;              /* threads a workgroup may have (a kernel's own wg_size, as the tiled
+                              * GEMM's 256, must fit); 0: no limit (the CPU) */
     locals_strategy locals;  /* default local-variable allocator */
     int64_t stream_min_bytes; /* outputs this large may be written by stream loops (kir.h); 0: never */
     bool host_memory;        /* its buffers are host memory: inputs and constants are bound in place, no copies */

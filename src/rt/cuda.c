@@ -27,7 +27,7 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef unsigned long long CUdeviceptr;
-enum { CU_ATTR_SMEM_PER_BLOCK = 8, CU_ATTR_CC_MAJOR = 75, CU_ATTR_CC_MINOR = 76 };
+enum { CU_ATTR_MAX_THREADS_PER_BLOCK = 1, CU_ATTR_SMEM_PER_BLOCK = 8, CU_ATTR_CC_MAJOR = 75, CU_ATTR_CC_MINOR = 76 };
 
 typedef int nvrtcResult; /* 0: NVRTC_SUCCESS */
 typedef struct _nvrtcProgram *nvrtcProgram;
@@ -207,6 +207,8 @@ static smelt_status cuda_open(int index, int threads, rt_device **out)
     cu.cuDeviceGetAttribute(&minor, CU_ATTR_CC_MINOR, d->dev);
     int smem = 0; /* static __shared__ arrays: 48 KiB on every architecture so far */
     if (!cu.cuDeviceGetAttribute(&smem, CU_ATTR_SMEM_PER_BLOCK, d->dev)) d->base.smem_bytes = smem;
+    int per_block = 0;
+    if (!cu.cuDeviceGetAttribute(&per_block, CU_ATTR_MAX_THREADS_PER_BLOCK, d->dev)) d->base.max_wg = per_block;
     cu.cuDriverGetVersion(&drv);
     nv.nvrtcVersion(&nvm, &nvn);
     snprintf(d->arch, sizeof d->arch, "sm_%d%d", major, minor);

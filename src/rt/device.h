@@ -82,6 +82,7 @@ struct rt_device {
     char name[160];     /* "opencl:0 (pthread-skylake...)": for messages */
     char ident[256];    /* what decides compiled code: part of the cache key */
     int64_t smem_bytes; /* workgroup (local/shared) memory one workgroup may use; 0: not applicable */
+    int max_wg;         /* threads one workgroup may have; 0: not applicable (the CPU's workgroups are loops) */
 };
 
 extern const rt_device_ops rt_cpu_ops, rt_opencl_ops, rt_cuda_ops;

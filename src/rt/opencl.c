@@ -108,6 +108,9 @@ static smelt_status ocl_open(int index, int threads, rt_device **out)
         cl_ulong local_mem = 0;
         if (cl.clGetDeviceInfo(d->id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem, &local_mem, NULL) == CL_SUCCESS)
             d->base.smem_bytes = (int64_t)local_mem;
+        size_t max_wg = 0;
+        if (cl.clGetDeviceInfo(d->id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof max_wg, &max_wg, NULL) == CL_SUCCESS)
+            d->base.max_wg = max_wg > 1u << 20 ? 1 << 20 : (int)max_wg;
         snprintf(d->base.name, sizeof d->base.name, "opencl:%d (%.100s)", index, dname);
         snprintf(d->base.ident, sizeof d->base.ident, "opencl|%.60s|%.80s|%.50s|%.50s", pname, dname, drv, ver);
         d->ctx = cl.clCreateContext(NULL, 1, &d->id, NULL, NULL, &err);

@@ -524,6 +524,26 @@ TEST(place_fallback_moves_a_region_over_the_device_limit)
     CHECK(d.dev[2].target.smem_limit == 1000);
     place_classes(&d);
     CHECK_EQ_INT(d.n_classes, 3); /* the two PoCL devices differ in limits now: two classes */
+    /* A device whose workgroups may have 128 threads: the tiled GEMM's 256
+     * cannot run there (its region falls back), and the target's own
+     * workgroup size comes down to fit (64 under a limit of 100). */
+    unsetenv("SMELT_DEVICE_SMEM");
+    setenv("SMELT_DEVICE_WG", "opencl:0=128", 1);
+    opt.stop_after = SMELT_STAGE_PLAN;
+    CHECK(smelt_program_compile(&model, &opt, 0, NULL, &p) == SMELT_OK);
+    CHECK(p && p->devs.dev[0].target.max_wg == 128 && p->devs.dev[0].target.wg_size == 128);
+    CHECK(p && p->region_device[0] == 1 && p->region_device[1] == 0);
+    smelt_program_free(p);
+    setenv("SMELT_DEVICE_WG", "100", 1);
+    CHECK(smelt_program_compile(&model, &opt, 0, NULL, &p) == SMELT_OK);
+    CHECK(p && p->devs.dev[0].target.max_wg == 100 && p->devs.dev[0].target.wg_size == 64 && p->devs.dev[1].target.max_wg == 0);
+    CHECK(p && p->region_device[0] == 1 && p->region_device[1] == 0);
+    smelt_program_free(p);
+    setenv("SMELT_DEVICE_WG", "opencl:0=", 1);
+    CHECK(smelt_program_compile(&model, &opt, 0, NULL, &p) != SMELT_OK);
+    CHECK_STR_HAS(smelt_last_error(), "workgroup-size limit 'opencl:0='");
+    unsetenv("SMELT_DEVICE_WG");
+    diag_clear();
     /* Run for real where PoCL is installed: the outputs equal relu(x w). */
     rt_device *probe = NULL;
     if (rt_device_open("opencl", 1, &probe) == SMELT_OK) {
@@ -531,22 +551,26 @@ TEST(place_fallback_moves_a_region_over_the_device_limit)
         char dir[] = "/tmp/smelt-test-fb-XXXXXX";
         CHECK(mkdtemp(dir) != NULL);
         setenv("SMELT_CACHE_DIR", dir, 1);
-        setenv("SMELT_DEVICE_SMEM", "1024", 1);
         opt.stop_after = SMELT_STAGE_ALL;
-        CHECK(smelt_program_compile(&model, &opt, 0, NULL, &p) == SMELT_OK);
-        CHECK(p && p->region_device[0] == 1 && p->region_device[1] == 0);
-        float xd[M * K];
-        for (int i = 0; i < M * K; i++) xd[i] = (float)((i * 5) % 13) * 0.25f - 1.5f;
-        smelt_tensor tin = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {M, K}, .data = xd}, out;
-        CHECK(p && smelt_program_run(p, 1, &tin) == SMELT_OK && smelt_program_output(p, 0, &out) == SMELT_OK);
-        const float *yd = p ? out.data : NULL;
-        for (int i = 0; yd && i < M && !test_failures; i++)
-            for (int j = 0; j < N; j++) {
-                float want = 0;
-                for (int kk = 0; kk < K; kk++) want += xd[i * K + kk] * wd[kk * N + j];
-                CHECK_NEAR(yd[i * N + j], want > 0 ? want : 0, 1e-4);
-            }
-        smelt_program_free(p);
+        for (int lim = 0; lim < 2; lim++) { /* over the workgroup memory, then over the threads per workgroup */
+            const char *var = lim ? "SMELT_DEVICE_WG" : "SMELT_DEVICE_SMEM";
+            setenv(var, lim ? "128" : "1024", 1);
+            CHECK(smelt_program_compile(&model, &opt, 0, NULL, &p) == SMELT_OK);
+            unsetenv(var);
+            CHECK(p && p->region_device[0] == 1 && p->region_device[1] == 0);
+            float xd[M * K];
+            for (int i = 0; i < M * K; i++) xd[i] = (float)((i * 5) % 13) * 0.25f - 1.5f;
+            smelt_tensor tin = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {M, K}, .data = xd}, out;
+            CHECK(p && smelt_program_run(p, 1, &tin) == SMELT_OK && smelt_program_output(p, 0, &out) == SMELT_OK);
+            const float *yd = p ? out.data : NULL;
+            for (int i = 0; yd && i < M && !test_failures; i++)
+                for (int j = 0; j < N; j++) {
+                    float want = 0;
+                    for (int kk = 0; kk < K; kk++) want += xd[i * K + kk] * wd[kk * N + j];
+                    CHECK_NEAR(yd[i * N + j], want > 0 ? want : 0, 1e-4);
+                }
+            smelt_program_free(p);
+        }
     }
     diag_clear();
     unsetenv("SMELT_DEVICE_SMEM");
