@@ -7,21 +7,35 @@
  *        rt_pool_run_jobs runs several such loops as one: their workgroups are
  *        numbered one after another and handed out together.
  *
- * A run bumps `gen` under the mutex and wakes every worker; each worker takes
+ * A run is one word, `run`: a generation, a closed bit and the number of
+ * workers inside. The caller writes the job, then a new generation (open, no
+ * one inside); a worker that sees it joins by raising the count (a
+ * compare-and-swap that fails once the run is closed or replaced), takes
  * chunks of workgroup indices from the shared counter `next` until they run
- * out, then checks in by decrementing `pending`. The caller works too and
- * returns once every worker has checked in, so no worker can still be reading
- * the job when the next run replaces it. Idle workers spin briefly on `gen`
- * (runs often come back to back) and then sleep on `wake`.
+ * out, and leaves by lowering the count. The caller works too; when the
+ * workgroups run out it closes the run and waits only for the workers inside,
+ * so none can still be reading the job when the next run replaces it.
  *
- * Waking the workers costs microseconds when they spin and tens of them when
- * they sleep (a futex wake and a trip through the scheduler, more on a loaded
- * machine). A run worth less than that is faster on the caller alone, so the
- * pool learns what each kernel costs: every thread times the workgroups it
- * runs, the caller adds them up after the run into a small table keyed by the
- * kernel's function, and a run whose predicted serial time
- * is under POOL_INLINE_NS runs inline. A kernel not yet timed is spread: a
- * wrong guess that way costs one wake, the other way a lost speed-up.
+ * A worker that is late, asleep or preempted (this machine is shared, and a
+ * woken thread may wait a scheduler tick for a core) never joins: its share
+ * was taken by the caller, who does not wait for it. Two threads are then
+ * never much slower than one. The earlier scheme had every worker check in,
+ * and a run on a loaded machine waited milliseconds for a worker that had
+ * nothing left to do.
+ *
+ * Idle workers spin (a pause, now and then a yield) for POOL_SPIN_NS after
+ * the last run they saw, as runs come back to back within a model's run and
+ * between runs, then sleep on `wake`; the caller takes the mutex to wake them
+ * only when one sleeps (`sleepers`).
+ *
+ * Waking sleeping workers costs tens of microseconds (a futex wake and a trip
+ * through the scheduler, more on a loaded machine). A run worth less than that
+ * is faster on the caller alone, so the pool learns what each kernel costs:
+ * every thread times the workgroups it runs, the caller adds them up after the
+ * run into a small table keyed by the kernel's function, and a run whose
+ * predicted serial time is under POOL_INLINE_NS runs inline. A kernel not yet
+ * timed is spread: a wrong guess that way costs one wake, the other way a lost
+ * speed-up.
  */
 #include "rt/rt.h"
 
@@ -33,7 +47,10 @@
 #include <unistd.h>
 
 #define POOL_MAX_THREADS 1024
-#define POOL_SPIN 512
+/* How long an idle worker spins for the next run before it sleeps, and how
+ * long the caller spins for the workers inside a run before it sleeps. */
+#define POOL_SPIN_NS 200000.0
+#define POOL_WAIT_SPIN_NS 500000.0
 /* Chunks per thread: enough to balance uneven workgroups, few enough that the
  * shared counter stays cold for many tiny ones. */
 #define POOL_CHUNKS_PER_THREAD 8
@@ -44,6 +61,11 @@
  * older one: it is timed again, spread). */
 #define POOL_COSTS 256
 #define POOL_RETIME 64
+
+/* The run word: generation << 32 | RUN_CLOSED | workers inside. */
+#define RUN_CLOSED ((uint64_t)1 << 31)
+#define RUN_INSIDE (RUN_CLOSED - 1)
+#define RUN_GEN(w) ((w) >> 32)
 
 /* What the threads spent on one job of a run (summed over them). */
 typedef struct run_time {
@@ -60,17 +82,18 @@ struct rt_pool {
     pthread_t *workers;
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
-    _Atomic uint64_t gen;
+    _Atomic uint64_t run;
     _Atomic int stop;
-    _Atomic int pending; /* workers yet to check in for the current run */
-    /* The current run, written under mu before gen is bumped. */
+    _Atomic int sleepers; /* workers asleep on wake, or about to be */
+    /* The current run, written before its generation is published and read
+     * only by workers inside it. */
     const rt_job *jobs;  /* with workgroups; they sum to n_wg */
     run_time *times;     /* per job */
     int64_t n_wg, chunk; /* workgroups of all jobs */
     _Atomic int64_t next;
     /* Read and written by the calling thread only (runs are serialized). */
     pool_cost costs[POOL_COSTS];
-    uint64_t inline_runs, spread_runs;
+    uint64_t gen, inline_runs, spread_runs;
 };
 
 static double now_ns(void)
@@ -153,30 +176,53 @@ static void take_workgroups(rt_pool *p, run_time *times, const rt_job *jobs, int
     }
 }
 
+/* Waits for a run newer than `seen`: spins for POOL_SPIN_NS, then sleeps.
+ * Returns the run word, or 0 when the pool stops. */
+static uint64_t await_run(rt_pool *p, uint64_t seen)
+{
+    double t0 = now_ns();
+    for (int i = 0;; i++) {
+        if (atomic_load_explicit(&p->stop, memory_order_relaxed)) return 0;
+        uint64_t w = atomic_load_explicit(&p->run, memory_order_acquire);
+        if (RUN_GEN(w) != seen) return w;
+        if ((i & 63) == 63 && now_ns() - t0 > POOL_SPIN_NS) break;
+        cpu_relax(i);
+    }
+    /* sleepers is raised before run is read again, and the caller writes run
+     * before it reads sleepers (all sequentially consistent): either this
+     * thread sees the new run or the caller sees a sleeper and broadcasts
+     * under the mutex, which this thread holds until it waits. */
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add(&p->sleepers, 1);
+    uint64_t w;
+    while (RUN_GEN(w = atomic_load(&p->run)) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->wake, &p->mu);
+    atomic_fetch_sub(&p->sleepers, 1);
+    pthread_mutex_unlock(&p->mu);
+    return atomic_load(&p->stop) ? 0 : w;
+}
+
 static void *worker_main(void *arg)
 {
     rt_pool *p = arg;
     uint64_t seen = 0;
     for (;;) {
-        for (int i = 0; i < POOL_SPIN && atomic_load(&p->gen) == seen && !atomic_load(&p->stop); i++)
-            cpu_relax(i);
-        pthread_mutex_lock(&p->mu);
-        while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop))
-            pthread_cond_wait(&p->wake, &p->mu);
-        if (atomic_load(&p->stop)) {
-            pthread_mutex_unlock(&p->mu);
-            return NULL;
-        }
-        seen = atomic_load(&p->gen);
-        const rt_job *jobs = p->jobs;
-        run_time *times = p->times;
-        int64_t n = p->n_wg, chunk = p->chunk;
-        pthread_mutex_unlock(&p->mu);
-
-        take_workgroups(p, times, jobs, n, chunk);
-        if (atomic_fetch_sub(&p->pending, 1) == 1) {
-            /* Signal under the mutex: the caller checks `pending` under it
-             * before sleeping, so the wakeup cannot be lost. */
+        uint64_t w = await_run(p, seen);
+        if (!w) return NULL;
+        seen = RUN_GEN(w);
+        /* Join while the run is open; one that replaced it meanwhile is
+         * newer than `seen`, so the next turn finds it at once. */
+        bool joined = false;
+        while (!(w & RUN_CLOSED) && RUN_GEN(w) == seen)
+            if (atomic_compare_exchange_weak_explicit(&p->run, &w, w + 1, memory_order_acquire, memory_order_acquire)) {
+                joined = true;
+                break;
+            }
+        if (!joined) continue;
+        take_workgroups(p, p->times, p->jobs, p->n_wg, p->chunk);
+        uint64_t left = atomic_fetch_sub_explicit(&p->run, 1, memory_order_release);
+        if ((left & RUN_CLOSED) && (left & RUN_INSIDE) == 1) {
+            /* The last one out of a closed run: the caller may be asleep on
+             * done (it checks the count under the mutex before it waits). */
             pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->done);
             pthread_mutex_unlock(&p->mu);
@@ -278,26 +324,36 @@ void rt_pool_run_jobs(rt_pool *p, const rt_job *jobs, int n_jobs)
     if (chunk < 1) chunk = 1;
 
     p->spread_runs++;
-    pthread_mutex_lock(&p->mu);
     p->jobs = live;
     p->times = times;
     p->n_wg = n;
     p->chunk = chunk;
-    atomic_store(&p->next, 0);
-    atomic_store(&p->pending, p->n_threads - 1);
-    atomic_fetch_add(&p->gen, 1);
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
+    atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+    p->gen = (p->gen + 1) & 0xffffffffu;
+    if (!p->gen) p->gen = 1; /* 0 is the generation workers start from */
+    atomic_store(&p->run, p->gen << 32);
+    if (atomic_load(&p->sleepers) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+    }
 
     take_workgroups(p, times, live, n, chunk);
 
-    for (int i = 0; i < POOL_SPIN && atomic_load(&p->pending) > 0; i++) cpu_relax(i);
-    if (atomic_load(&p->pending) > 0) {
-        pthread_mutex_lock(&p->mu);
-        while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done, &p->mu);
-        pthread_mutex_unlock(&p->mu);
+    /* Close the run: workers not inside now never join it. Wait for those inside. */
+    if (atomic_fetch_or_explicit(&p->run, RUN_CLOSED, memory_order_acq_rel) & RUN_INSIDE) {
+        double t0 = now_ns();
+        for (int i = 0; atomic_load_explicit(&p->run, memory_order_acquire) & RUN_INSIDE; i++) {
+            if ((i & 63) == 63 && now_ns() - t0 > POOL_WAIT_SPIN_NS) {
+                pthread_mutex_lock(&p->mu);
+                while (atomic_load(&p->run) & RUN_INSIDE) pthread_cond_wait(&p->done, &p->mu);
+                pthread_mutex_unlock(&p->mu);
+                break;
+            }
+            cpu_relax(i);
+        }
     }
-    /* Every worker has checked in: their times are all added. */
+    /* Every worker that joined has left: their times are all added. */
     for (int j = 0; j < n_live; j++)
         cost_note(p, live[j].fn, atomic_load_explicit(&times[j].wgs, memory_order_relaxed),
                   (double)atomic_load_explicit(&times[j].ns, memory_order_relaxed));

@@ -1,10 +1,8 @@
-/* The CPU runtime: compile cache, compiler errors, thread pool. */
+/* The CPU runtime: compile cache, compiler errors (the thread pool: test_pool.c). */
 #include <dirent.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/sha256.h"
@@ -305,37 +303,6 @@ TEST(rt_cc_concurrent_loads_share_the_cache)
     cache_end(&c);
 }
 
-static _Atomic int64_t hits[5000];
-
-static void count_hit(int64_t wg, void *const *bufs)
-{
-    (void)bufs;
-    atomic_fetch_add(&hits[wg], 1);
-}
-
-TEST(rt_pool_runs_every_workgroup_once)
-{
-    rt_pool *def = rt_pool_new(0);
-    CHECK(def && rt_pool_threads(def) >= 1);
-    rt_pool_free(def);
-
-    for (int round = 0; round < 20; round++) {
-        int threads = 1 + round % 5;
-        rt_pool *p = rt_pool_new(threads);
-        CHECK(p != NULL);
-        if (!p) continue;
-        static const int64_t sizes[] = {0, 1, 2, 7, 64, 4999};
-        for (int s = 0; s < 6; s++) {
-            for (int i = 0; i < 5000; i++) atomic_store(&hits[i], 0);
-            rt_pool_run(p, count_hit, sizes[s], NULL);
-            int bad = 0;
-            for (int64_t i = 0; i < 5000; i++) bad += atomic_load(&hits[i]) != (i < sizes[s]);
-            CHECK_EQ_INT(bad, 0);
-        }
-        rt_pool_free(p);
-    }
-}
-
 /* An opened OpenCL device reports its own workgroup-memory size (OpenCL
  * guarantees at least 32 KiB on full-profile devices); the CPU has none. */
 TEST(rt_device_reports_workgroup_memory)
@@ -348,100 +315,6 @@ TEST(rt_device_reports_workgroup_memory)
     if (rt_device_open("opencl", 1, &d) != SMELT_OK) return; /* no OpenCL here: nothing to ask */
     CHECK(d->smem_bytes >= 32 * 1024);
     rt_device_close(d);
-}
-
-/* Each job counts into its own block of hits (bufs[0] holds the block's start). */
-static void count_job_hit(int64_t wg, void *const *bufs)
-{
-    atomic_fetch_add(&hits[(int64_t)(intptr_t)bufs[0] + wg], 1);
-}
-
-TEST(rt_pool_runs_every_workgroup_of_every_job_once)
-{
-    for (int round = 0; round < 12; round++) {
-        int threads = 1 + round % 4;
-        rt_pool *p = rt_pool_new(threads);
-        CHECK(p != NULL);
-        if (!p) continue;
-        /* 20 jobs (more than the 16 kept on the stack) of 0..97 workgroups, some empty. */
-        int n_jobs = round % 2 ? 20 : 3;
-        rt_job jobs[20];
-        void *starts[20];
-        int64_t total = 0;
-        for (int j = 0; j < n_jobs; j++) {
-            int64_t n = (j * 37 + round * 11) % 98;
-            if (j % 5 == 2) n = 0;
-            starts[j] = (void *)(intptr_t)total;
-            jobs[j] = (rt_job){count_job_hit, &starts[j], n};
-            total += n;
-        }
-        CHECK(total < 5000);
-        for (int i = 0; i < 5000; i++) atomic_store(&hits[i], 0);
-        rt_pool_run_jobs(p, jobs, n_jobs);
-        int bad = 0;
-        for (int64_t i = 0; i < 5000; i++) bad += atomic_load(&hits[i]) != (i < total);
-        CHECK_EQ_INT(bad, 0);
-        rt_pool_free(p);
-    }
-}
-
-/* Where workgroups ran: which thread ran each (0 the caller, 1 another), and
- * in wait mode workgroup 0 waits (up to 2 s) until another thread has run one,
- * which only a spread run can give it. */
-static pthread_t caller_thread;
-static _Atomic int ran_elsewhere;
-static _Atomic int wait_mode, waited_out;
-
-static void note_thread(int64_t wg, void *const *bufs)
-{
-    (void)bufs;
-    if (!pthread_equal(pthread_self(), caller_thread)) atomic_store(&ran_elsewhere, 1);
-    if (wg != 0 || !atomic_load(&wait_mode)) return;
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    do {
-        if (atomic_load(&ran_elsewhere)) return;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-    } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 2000000000L);
-    atomic_store(&waited_out, 1);
-}
-
-/* The same, under another address: a kernel the pool has not timed. */
-static void note_thread_untimed(int64_t wg, void *const *bufs) { note_thread(wg, bufs); }
-
-/* A run worth less than a wake of the workers stays on the caller (pool.c
- * times each kernel); a kernel not yet timed, and one whose run grew costly,
- * is spread over the threads. */
-TEST(rt_pool_runs_tiny_kernels_inline_and_spreads_costly_runs)
-{
-    caller_thread = pthread_self();
-    rt_pool *p = rt_pool_new(2);
-    CHECK(p != NULL);
-    if (!p) return;
-    /* not timed yet: spread, so the waiting workgroup sees the worker's */
-    atomic_store(&wait_mode, 1);
-    atomic_store(&ran_elsewhere, 0);
-    atomic_store(&waited_out, 0);
-    rt_pool_run(p, note_thread_untimed, 64, NULL);
-    CHECK(!atomic_load(&waited_out));
-    CHECK_EQ_INT(rt_pool_spread_runs(p), 1);
-    /* timed tiny: after its first run, 8 workgroups of nothing run inline */
-    atomic_store(&wait_mode, 0);
-    rt_pool_run(p, note_thread, 8, NULL);
-    atomic_store(&ran_elsewhere, 0);
-    int64_t spread = rt_pool_spread_runs(p);
-    for (int i = 0; i < 200; i++) rt_pool_run(p, note_thread, 8, NULL);
-    CHECK(!atomic_load(&ran_elsewhere));
-    CHECK_EQ_INT(rt_pool_spread_runs(p), spread);
-    /* the same kernel over 200000 workgroups is worth far more than a wake */
-    atomic_store(&wait_mode, 1);
-    atomic_store(&ran_elsewhere, 0);
-    rt_pool_run(p, note_thread, 200000, NULL);
-    CHECK(!atomic_load(&waited_out));
-    CHECK_EQ_INT(rt_pool_spread_runs(p), spread + 1);
-    CHECK(atomic_load(&ran_elsewhere));
-    atomic_store(&wait_mode, 0);
-    rt_pool_free(p);
 }
 
 /* ---- the compile cache trusts nothing it did not write --------------------------------------- */

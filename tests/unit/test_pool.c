@@ -1,0 +1,296 @@
+/* The thread pool (rt/pool.c): every workgroup of every job runs once, at
+ * every thread count; tiny kernels stay on the caller; sleeping workers are
+ * woken; a worker that never joins a run is not waited for; pools are run
+ * from several threads. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rt/rt.h"
+#include "test.h"
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static _Atomic int64_t hits[5000];
+
+static void count_hit(int64_t wg, void *const *bufs)
+{
+    (void)bufs;
+    atomic_fetch_add(&hits[wg], 1);
+}
+
+TEST(rt_pool_runs_every_workgroup_once)
+{
+    rt_pool *def = rt_pool_new(0);
+    CHECK(def && rt_pool_threads(def) >= 1);
+    rt_pool_free(def);
+
+    for (int round = 0; round < 20; round++) {
+        int threads = 1 + round % 5;
+        rt_pool *p = rt_pool_new(threads);
+        CHECK(p != NULL);
+        if (!p) continue;
+        static const int64_t sizes[] = {0, 1, 2, 7, 64, 4999};
+        for (int s = 0; s < 6; s++) {
+            for (int i = 0; i < 5000; i++) atomic_store(&hits[i], 0);
+            rt_pool_run(p, count_hit, sizes[s], NULL);
+            int bad = 0;
+            for (int64_t i = 0; i < 5000; i++) bad += atomic_load(&hits[i]) != (i < sizes[s]);
+            CHECK_EQ_INT(bad, 0);
+        }
+        rt_pool_free(p);
+    }
+}
+
+/* Each job counts into its own block of hits (bufs[0] holds the block's start). */
+static void count_job_hit(int64_t wg, void *const *bufs)
+{
+    atomic_fetch_add(&hits[(int64_t)(intptr_t)bufs[0] + wg], 1);
+}
+
+TEST(rt_pool_runs_every_workgroup_of_every_job_once)
+{
+    for (int round = 0; round < 12; round++) {
+        int threads = 1 + round % 4;
+        rt_pool *p = rt_pool_new(threads);
+        CHECK(p != NULL);
+        if (!p) continue;
+        /* 20 jobs (more than the 16 kept on the stack) of 0..97 workgroups, some empty. */
+        int n_jobs = round % 2 ? 20 : 3;
+        rt_job jobs[20];
+        void *starts[20];
+        int64_t total = 0;
+        for (int j = 0; j < n_jobs; j++) {
+            int64_t n = (j * 37 + round * 11) % 98;
+            if (j % 5 == 2) n = 0;
+            starts[j] = (void *)(intptr_t)total;
+            jobs[j] = (rt_job){count_job_hit, &starts[j], n};
+            total += n;
+        }
+        CHECK(total < 5000);
+        for (int i = 0; i < 5000; i++) atomic_store(&hits[i], 0);
+        rt_pool_run_jobs(p, jobs, n_jobs);
+        int bad = 0;
+        for (int64_t i = 0; i < 5000; i++) bad += atomic_load(&hits[i]) != (i < total);
+        CHECK_EQ_INT(bad, 0);
+        rt_pool_free(p);
+    }
+}
+
+/* Where workgroups ran: which thread ran each (0 the caller, 1 another), and
+ * in wait mode workgroup 0 waits (up to 2 s) until another thread has run one,
+ * which only a spread run can give it. */
+static pthread_t caller_thread;
+static _Atomic int ran_elsewhere;
+static _Atomic int wait_mode, waited_out;
+
+static void note_thread(int64_t wg, void *const *bufs)
+{
+    (void)bufs;
+    if (!pthread_equal(pthread_self(), caller_thread)) atomic_store(&ran_elsewhere, 1);
+    if (wg != 0 || !atomic_load(&wait_mode)) return;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        if (atomic_load(&ran_elsewhere)) return;
+    } while (seconds_since(&t0) < 2.0);
+    atomic_store(&waited_out, 1);
+}
+
+/* The same, under another address: a kernel the pool has not timed. */
+static void note_thread_untimed(int64_t wg, void *const *bufs) { note_thread(wg, bufs); }
+
+/* A run worth less than a wake of the workers stays on the caller (pool.c
+ * times each kernel); a kernel not yet timed, and one whose run grew costly,
+ * is spread over the threads. */
+TEST(rt_pool_runs_tiny_kernels_inline_and_spreads_costly_runs)
+{
+    caller_thread = pthread_self();
+    rt_pool *p = rt_pool_new(2);
+    CHECK(p != NULL);
+    if (!p) return;
+    /* not timed yet: spread, so the waiting workgroup sees the worker's */
+    atomic_store(&wait_mode, 1);
+    atomic_store(&ran_elsewhere, 0);
+    atomic_store(&waited_out, 0);
+    rt_pool_run(p, note_thread_untimed, 64, NULL);
+    CHECK(!atomic_load(&waited_out));
+    CHECK_EQ_INT(rt_pool_spread_runs(p), 1);
+    /* timed tiny: after its first run, 8 workgroups of nothing run inline */
+    atomic_store(&wait_mode, 0);
+    rt_pool_run(p, note_thread, 8, NULL);
+    atomic_store(&ran_elsewhere, 0);
+    int64_t spread = rt_pool_spread_runs(p);
+    for (int i = 0; i < 200; i++) rt_pool_run(p, note_thread, 8, NULL);
+    CHECK(!atomic_load(&ran_elsewhere));
+    CHECK_EQ_INT(rt_pool_spread_runs(p), spread);
+    /* the same kernel over 200000 workgroups is worth far more than a wake */
+    atomic_store(&wait_mode, 1);
+    atomic_store(&ran_elsewhere, 0);
+    rt_pool_run(p, note_thread, 200000, NULL);
+    CHECK(!atomic_load(&waited_out));
+    CHECK_EQ_INT(rt_pool_spread_runs(p), spread + 1);
+    CHECK(atomic_load(&ran_elsewhere));
+    atomic_store(&wait_mode, 0);
+    rt_pool_free(p);
+}
+
+
+/* note_thread, then 2 us of work: 1000 workgroups are always worth a wake. */
+static void note_thread_costly(int64_t wg, void *const *bufs)
+{
+    note_thread(wg, bufs);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (seconds_since(&t0) < 2e-6) {
+    }
+}
+
+/* Workers that have slept (idle longer than they spin) are woken by the next
+ * run: each run waits in workgroup 0 until another thread has run one. */
+TEST(rt_pool_wakes_parked_workers)
+{
+    caller_thread = pthread_self();
+    static const int threads[] = {2, 3};
+    for (int t = 0; t < 2; t++) {
+        rt_pool *p = rt_pool_new(threads[t]);
+        CHECK(p != NULL);
+        if (!p) continue;
+        atomic_store(&wait_mode, 1);
+        for (int round = 0; round < 4; round++) {
+            sleep_ms(20); /* far longer than a worker spins */
+            atomic_store(&ran_elsewhere, 0);
+            atomic_store(&waited_out, 0);
+            rt_pool_run(p, note_thread_costly, 1000, NULL);
+            CHECK(!atomic_load(&waited_out));
+            CHECK(atomic_load(&ran_elsewhere));
+        }
+        atomic_store(&wait_mode, 0);
+        rt_pool_free(p);
+    }
+}
+
+/* A worker held elsewhere (here: in a signal handler, standing for a thread
+ * the scheduler has not run) is not waited for: the caller runs every
+ * workgroup itself and returns. The handler holds the worker for 2 s; a pool
+ * that waited for every worker to check in would take that long. */
+static _Atomic int held, holding;
+
+static void hold_worker(int sig)
+{
+    (void)sig;
+    atomic_store(&holding, 1);
+    while (atomic_load(&held)) {
+    }
+    atomic_store(&holding, 0);
+}
+
+static void *release_after_2s(void *arg)
+{
+    (void)arg;
+    sleep_ms(2000);
+    atomic_store(&held, 0);
+    return NULL;
+}
+
+TEST(rt_pool_does_not_wait_for_a_worker_that_never_joined)
+{
+    caller_thread = pthread_self();
+    struct sigaction sa = {0}, old_sa;
+    sa.sa_handler = hold_worker;
+    sigemptyset(&sa.sa_mask);
+    CHECK(sigaction(SIGUSR1, &sa, &old_sa) == 0);
+    /* The worker inherits an open SIGUSR1; this thread (and the releaser) block it. */
+    sigset_t usr1, old_mask;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    rt_pool *p = rt_pool_new(2);
+    CHECK(p != NULL);
+    pthread_sigmask(SIG_BLOCK, &usr1, &old_mask);
+    pthread_t releaser;
+    if (p) {
+        atomic_store(&held, 1);
+        CHECK(pthread_create(&releaser, NULL, release_after_2s, NULL) == 0);
+        kill(getpid(), SIGUSR1);
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        while (!atomic_load(&holding) && seconds_since(&t0) < 1.0) sleep_ms(1);
+        CHECK(atomic_load(&holding));
+        atomic_store(&wait_mode, 0);
+        atomic_store(&ran_elsewhere, 0);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        rt_pool_run(p, note_thread_untimed, 5000, NULL);
+        double took = seconds_since(&t0);
+        CHECK(took < 1.0);
+        CHECK(!atomic_load(&ran_elsewhere));
+        CHECK(atomic_load(&holding)); /* the worker was held throughout */
+        pthread_join(releaser, NULL);
+        rt_pool_free(p);
+    }
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+    sigaction(SIGUSR1, &old_sa, NULL);
+}
+
+/* Programs run from several threads at once: each thread its own pool, and
+ * one pool shared, its runs serialized by a lock (the caller is a different
+ * thread from run to run). */
+typedef struct pool_user {
+    rt_pool *pool;
+    pthread_mutex_t *lock; /* NULL: the pool is this thread's own */
+    _Atomic int64_t *counts;
+    int64_t n;
+    int bad;
+} pool_user;
+
+static void count_into(int64_t wg, void *const *bufs) { atomic_fetch_add((_Atomic int64_t *)bufs[0] + wg, 1); }
+
+static void *use_pool(void *arg)
+{
+    pool_user *u = arg;
+    void *bufs[1] = {(void *)u->counts};
+    for (int r = 0; r < 200; r++) {
+        if (u->lock) pthread_mutex_lock(u->lock);
+        for (int64_t i = 0; i < u->n; i++) atomic_store(&u->counts[i], 0);
+        rt_pool_run(u->pool, count_into, u->n - r % 3, bufs);
+        for (int64_t i = 0; i < u->n; i++) u->bad += atomic_load(&u->counts[i]) != (i < u->n - r % 3);
+        if (u->lock) pthread_mutex_unlock(u->lock);
+    }
+    return NULL;
+}
+
+TEST(rt_pool_runs_from_several_threads)
+{
+    static _Atomic int64_t counts[4][300];
+    rt_pool *own[2] = {rt_pool_new(2), rt_pool_new(3)};
+    rt_pool *shared = rt_pool_new(2);
+    CHECK(own[0] && own[1] && shared);
+    if (!own[0] || !own[1] || !shared) return;
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pool_user u[4] = {
+        {own[0], NULL, counts[0], 300, 0},
+        {own[1], NULL, counts[1], 7, 0},
+        {shared, &lock, counts[2], 64, 0},
+        {shared, &lock, counts[3], 3, 0},
+    };
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) CHECK(pthread_create(&th[i], NULL, use_pool, &u[i]) == 0);
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++) CHECK_EQ_INT(u[i].bad, 0);
+    rt_pool_free(own[0]);
+    rt_pool_free(own[1]);
+    rt_pool_free(shared);
+}
