@@ -481,6 +481,53 @@ int64_t rt_cc_stream_min_bytes(void)
     return (int64_t)16 << 20;
 }
 
+/* The object's cache key: 128 bits, two FNV-1a passes with different seeds
+ * over everything that decides its contents, and the user (the name is an
+ * address, not a check: rt_cache_open_verified checks the bytes). */
+static void object_key(const char *source, const cc_info *info, char key[33])
+{
+    unsigned long uid = (unsigned long)geteuid();
+    uint64_t h[2] = {HASH_SEED, HASH_SEED ^ 0x9e3779b97f4a7c15ull};
+    for (int k = 0; k < 2; k++) {
+        size_t len = strlen(source);
+        h[k] = hash_bytes(h[k], &len, sizeof len);
+        h[k] = hash_str(h[k], source);
+        for (int i = 0; i < CC_N_FLAGS; i++) h[k] = hash_str(h[k], cc_flag(i));
+        h[k] = hash_str(h[k], info->cmd);
+        h[k] = hash_str(h[k], info->ident);
+        h[k] = hash_bytes(h[k], &uid, sizeof uid);
+    }
+    snprintf(key, 33, "%016llx%016llx", (unsigned long long)h[0], (unsigned long long)h[1]);
+}
+
+smelt_status rt_cc_object_key(const char *source, char key[33])
+{
+    cc_cmd c;
+    TRY(cc_cmd_parse(&c));
+    cc_info info;
+    TRY(cc_info_get(&c, &info));
+    object_key(source, &info, key);
+    return SMELT_OK;
+}
+
+smelt_status rt_cc_load_key(const char *key, rt_so **out)
+{
+    *out = NULL;
+    if (strlen(key) != 32 || strspn(key, "0123456789abcdef") != 32)
+        return diag_fail(SMELT_ERR_INVALID_ARG, "rt_cc_load_key: '%.40s' is not an object key", key);
+    rt_cache cache;
+    TRY(rt_cache_open(&cache));
+    char so_name[64], so_path[CC_PATH_CAP + 64];
+    snprintf(so_name, sizeof so_name, "%s.so", key);
+    snprintf(so_path, sizeof so_path, "%s/%s", cache.dir, so_name);
+    int fd = rt_cache_open_verified(&cache, so_name, NULL);
+    smelt_status st = fd < 0 ? diag_fail(SMELT_ERR_IO, "no verified object '%s' in the cache", so_path) : SMELT_OK;
+    if (fd >= 0) close(fd);
+    if (!st) st = so_open(&cache, so_name, so_path, out);
+    rt_cache_close(&cache);
+    return st;
+}
+
 smelt_status rt_cc_load(const char *source, rt_so **out, bool *cached)
 {
     if (!source || !out) return diag_fail(SMELT_ERR_INVALID_ARG, "rt_cc_load: NULL argument");
@@ -492,22 +539,8 @@ smelt_status rt_cc_load(const char *source, rt_so **out, bool *cached)
     cc_info info;
     TRY(cc_info_get(&c, &info));
 
-    /* 128-bit key: two FNV-1a passes with different seeds over everything
-     * that decides the object's contents, and the user (the name is an
-     * address, not a check: rt_cache_open_verified checks the bytes). */
-    unsigned long uid = (unsigned long)geteuid();
-    uint64_t h[2] = {HASH_SEED, HASH_SEED ^ 0x9e3779b97f4a7c15ull};
-    for (int k = 0; k < 2; k++) {
-        size_t len = strlen(source);
-        h[k] = hash_bytes(h[k], &len, sizeof len);
-        h[k] = hash_str(h[k], source);
-        for (int i = 0; i < CC_N_FLAGS; i++) h[k] = hash_str(h[k], cc_flag(i));
-        h[k] = hash_str(h[k], info.cmd);
-        h[k] = hash_str(h[k], info.ident);
-        h[k] = hash_bytes(h[k], &uid, sizeof uid);
-    }
     char key[33];
-    snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h[0], (unsigned long long)h[1]);
+    object_key(source, &info, key);
 
     rt_cache cache;
     TRY(rt_cache_open(&cache));
