@@ -29,7 +29,7 @@
 #include "target/emit.h"
 
 #define ENTRY_MAGIC "smeltprg"
-#define ENTRY_VERSION 1u
+#define ENTRY_VERSION 2u
 #define ENTRY_SUFFIX ".prog"
 #define ENTRY_ALIGN 64
 /* All program entries together: beyond this the oldest are deleted. */
@@ -210,13 +210,15 @@ void program_cache_store(const smelt_program *p, const char key[33])
 {
     if (!storable(p)) return;
     char object[33];
-    if (rt_cc_object_key(p->cls[0].source, object)) {
+    uint64_t object_digest[2];
+    if (rt_cc_object_key(p->cls[0].source, object) || rt_cc_object_digest(object, object_digest)) {
         diag_clear();
         return;
     }
     const ir_graph *g = p->g, *mg = p->model->g;
     wbuf w = {0}, blob = {0};
     put_str(&w, object);
+    put(&w, object_digest, sizeof object_digest);
     put_i64(&w, g->n_nodes);
     put_i64(&w, p->fp.n_regions);
     put_i64(&w, p->stats.bytes_moved);
@@ -399,11 +401,13 @@ static const smelt_tensor *given_for(const smelt_program *p, int i, int n, const
 }
 
 /* p's run-time state from the entry's description; false on anything out of range. */
-static bool read_program(smelt_program *p, rbuf *r, const char *blob, size_t blob_bytes, const char **object)
+static bool read_program(smelt_program *p, rbuf *r, const char *blob, size_t blob_bytes, const char **object,
+                         uint64_t object_digest[2])
 {
     const ir_graph *mg = p->model->g;
     struct program_cached *pc = p->cached;
     *object = get_str(r);
+    get_into(r, object_digest, sizeof(uint64_t) * 2);
     pc->n_nodes = get_count(r, 0);
     pc->n_regions = get_count(r, 0);
     int64_t bytes_moved = get_i64(r);
@@ -589,7 +593,8 @@ smelt_status program_cache_load(smelt_program *p, const smelt_options *opt, int 
     p->cached->map_bytes = size;
     rbuf r = {(const char *)map + sizeof *hd, 0, hd->meta_bytes, false};
     const char *object = NULL;
-    bool ok = read_program(p, &r, (const char *)map + hd->blob_offset, size - hd->blob_offset, &object) &&
+    uint64_t object_digest[2] = {0, 0};
+    bool ok = read_program(p, &r, (const char *)map + hd->blob_offset, size - hd->blob_offset, &object, object_digest) &&
               keep_origin(p->cached, opt, n_inputs, inputs);
     for (int i = 0; ok && i < p->n_inputs; i++) { /* the folded values must be the ones given now */
         const program_input *x = &p->inputs[i];
@@ -598,7 +603,7 @@ smelt_status program_cache_load(smelt_program *p, const smelt_options *opt, int 
             ok = in && in->data && in->dtype == x->dtype && in->rank == x->shape.rank &&
                  !memcmp(in->shape, x->shape.dim, sizeof(int64_t) * (size_t)in->rank) && !memcmp(in->data, x->values, x->bytes);
     }
-    if (ok && rt_cpu_module_load(object, &p->module[0]) != SMELT_OK) {
+    if (ok && rt_cpu_module_load(object, object_digest, &p->module[0]) != SMELT_OK) {
         diag_clear(); /* the object is gone or fails its check: compile */
         ok = false;
     }

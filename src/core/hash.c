@@ -36,20 +36,36 @@ static inline uint64_t wide_mix(uint64_t h)
 }
 
 /* One stripe into the lanes: each lane adds the product of its word's
- * halves (keyed per lane) and the word itself, so a change to any bit of the
- * word changes the lane. Independent lanes of 32x32-bit products: the
- * compiler runs them in vector registers. */
+ * halves (keyed per lane) and its neighbour's word, so a change to any bit
+ * of a word changes a lane. Independent lanes of 32x32-bit products, in
+ * pairs of vector registers where the compiler has them (pmuludq). */
+static const uint64_t wide_key[WIDE_LANES] = {WIDE_P1, WIDE_P2, WIDE_P3, WIDE_P1 ^ WIDE_P2,
+                                              WIDE_P2 ^ WIDE_P3, WIDE_P1 + WIDE_P3, ~WIDE_P1, ~WIDE_P2};
+#if defined(__GNUC__)
+typedef uint64_t wide_v __attribute__((vector_size(16)));
 static inline void wide_stripe(uint64_t *a, const unsigned char *b)
 {
-    static const uint64_t key[WIDE_LANES] = {WIDE_P1, WIDE_P2, WIDE_P3, WIDE_P1 ^ WIDE_P2,
-                                             WIDE_P2 ^ WIDE_P3, WIDE_P1 + WIDE_P3, ~WIDE_P1, ~WIDE_P2};
+    for (int l = 0; l < WIDE_LANES; l += 2) {
+        wide_v w, k, acc;
+        memcpy(&w, b + 8 * l, sizeof w);
+        memcpy(&k, wide_key + l, sizeof k);
+        memcpy(&acc, a + l, sizeof acc);
+        wide_v x = w ^ k, swapped = {w[1], w[0]};
+        acc += (x & 0xffffffffu) * (x >> 32) + swapped;
+        memcpy(a + l, &acc, sizeof acc);
+    }
+}
+#else
+static inline void wide_stripe(uint64_t *a, const unsigned char *b)
+{
     uint64_t w[WIDE_LANES];
     memcpy(w, b, sizeof w);
     for (int l = 0; l < WIDE_LANES; l++) {
-        uint64_t x = w[l] ^ key[l];
+        uint64_t x = w[l] ^ wide_key[l];
         a[l] += (x & 0xffffffffu) * (x >> 32) + w[l ^ 1];
     }
 }
+#endif
 
 static inline void wide_scramble(uint64_t *a)
 {

@@ -177,6 +177,44 @@ int rt_cache_open_verified(const rt_cache *c, const char *name, size_t *size)
     return fd;
 }
 
+/* hash_wide of the whole file; false on a read error. */
+static bool wide_fd(int fd, uint64_t out[2])
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size < 0 || (uint64_t)st.st_size > SIZE_MAX - 1) return false;
+    size_t size = (size_t)st.st_size, got = 0;
+    char *buf = malloc(size + 1);
+    while (buf && got < size) {
+        ssize_t n = pread(fd, buf + got, size - got, (off_t)got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    bool ok = buf && got == size;
+    if (ok) hash_wide(buf, size, HASH_SEED, out);
+    free(buf);
+    return ok;
+}
+
+bool rt_cache_wide_digest(const rt_cache *c, const char *name, uint64_t out[2])
+{
+    int fd = rt_cache_open_verified(c, name, NULL);
+    bool ok = fd >= 0 && wide_fd(fd, out);
+    if (fd >= 0) close(fd);
+    return ok;
+}
+
+int rt_cache_open_wide(const rt_cache *c, const char *name, const uint64_t want[2])
+{
+    int fd = open_private_file(c->dfd, name);
+    uint64_t got[2];
+    if (fd >= 0 && (!wide_fd(fd, got) || got[0] != want[0] || got[1] != want[1])) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
 smelt_status rt_cache_publish(const rt_cache *c, const char *tmp, const char *name, int *fd_out)
 {
     *fd_out = -1;

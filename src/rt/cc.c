@@ -510,18 +510,32 @@ smelt_status rt_cc_object_key(const char *source, char key[33])
     return SMELT_OK;
 }
 
-smelt_status rt_cc_load_key(const char *key, rt_so **out)
+static bool key_ok(const char *key) { return strlen(key) == 32 && strspn(key, "0123456789abcdef") == 32; }
+
+smelt_status rt_cc_object_digest(const char *key, uint64_t digest[2])
+{
+    if (!key_ok(key)) return diag_fail(SMELT_ERR_INVALID_ARG, "'%.40s' is not an object key", key);
+    rt_cache cache;
+    TRY(rt_cache_open(&cache));
+    char so_name[64];
+    snprintf(so_name, sizeof so_name, "%s.so", key);
+    bool ok = rt_cache_wide_digest(&cache, so_name, digest);
+    smelt_status st = ok ? SMELT_OK : diag_fail(SMELT_ERR_IO, "no verified object '%s/%s' in the cache", cache.dir, so_name);
+    rt_cache_close(&cache);
+    return st;
+}
+
+smelt_status rt_cc_load_key(const char *key, const uint64_t digest[2], rt_so **out)
 {
     *out = NULL;
-    if (strlen(key) != 32 || strspn(key, "0123456789abcdef") != 32)
-        return diag_fail(SMELT_ERR_INVALID_ARG, "rt_cc_load_key: '%.40s' is not an object key", key);
+    if (!key_ok(key)) return diag_fail(SMELT_ERR_INVALID_ARG, "'%.40s' is not an object key", key);
     rt_cache cache;
     TRY(rt_cache_open(&cache));
     char so_name[64], so_path[CC_PATH_CAP + 64];
     snprintf(so_name, sizeof so_name, "%s.so", key);
     snprintf(so_path, sizeof so_path, "%s/%s", cache.dir, so_name);
-    int fd = rt_cache_open_verified(&cache, so_name, NULL);
-    smelt_status st = fd < 0 ? diag_fail(SMELT_ERR_IO, "no verified object '%s' in the cache", so_path) : SMELT_OK;
+    int fd = rt_cache_open_wide(&cache, so_name, digest);
+    smelt_status st = fd < 0 ? diag_fail(SMELT_ERR_IO, "no object '%s' with the expected bytes in the cache", so_path) : SMELT_OK;
     if (fd >= 0) close(fd);
     if (!st) st = so_open(&cache, so_name, so_path, out);
     rt_cache_close(&cache);

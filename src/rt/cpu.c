@@ -85,11 +85,11 @@ static smelt_status cpu_build(rt_device *d, const char *source, rt_module **out,
     return SMELT_OK;
 }
 
-smelt_status rt_cpu_module_load(const char *object_key, rt_module **out)
+smelt_status rt_cpu_module_load(const char *object_key, const uint64_t digest[2], rt_module **out)
 {
     rt_module *m = calloc(1, sizeof *m);
     if (!m) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
-    smelt_status st = rt_cc_load_key(object_key, &m->so);
+    smelt_status st = rt_cc_load_key(object_key, digest, &m->so);
     if (st) {
         free(m);
         return st;

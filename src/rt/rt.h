@@ -40,9 +40,11 @@ smelt_status rt_cc_load(const char *source, rt_so **out, bool *cached);
  * the program cache (api/program_cache.c) to find the object again without
  * the source. */
 smelt_status rt_cc_object_key(const char *source, char key[33]);
-/* dlopen the cached object of that key if it is there and verifies (as
- * rt_cc_load does); SMELT_ERR_IO when it is not: the caller compiles. */
-smelt_status rt_cc_load_key(const char *key, rt_so **out);
+/* The cached object's bytes under hash_wide (rt_cache_wide_digest). */
+smelt_status rt_cc_object_digest(const char *key, uint64_t digest[2]);
+/* dlopen the cached object of that key if it is there and its bytes hash to
+ * digest; SMELT_ERR_IO when not: the caller compiles. */
+smelt_status rt_cc_load_key(const char *key, const uint64_t digest[2], rt_so **out);
 /* f32 lanes of the vectors kernels compiled by rt_cc_load use on this host:
  * 16 where the CPU has AVX-512F (the flags ask for 512-bit vectors), 8 with
  * AVX, else 4; $SMELT_VECTOR_WIDTH (4, 8 or 16) overrides it, for a SMELT_CC
@@ -89,6 +91,12 @@ void rt_cache_close(rt_cache *c);
 /* An fd at offset 0 on the verified entry `name` (its size in *size, may be
  * NULL), or -1 when it is absent or fails any check above. */
 int rt_cache_open_verified(const rt_cache *c, const char *name, size_t *size);
+/* A verified entry's bytes under hash_wide (core/hash.h), for a record that
+ * is itself verified (a program cache entry) to name the entry by; and the
+ * entry opened if it is a file of ours whose bytes hash to `want` (-1 if
+ * not): the SHA-256 check's equal at a tenth of its cost. */
+bool rt_cache_wide_digest(const rt_cache *c, const char *name, uint64_t out[2]);
+int rt_cache_open_wide(const rt_cache *c, const char *name, const uint64_t want[2]);
 /* Publishes `tmp` (a file of ours in the directory) as `name`: made 0600, its
  * digest recorded, renamed into place. *fd_out: an fd on the published bytes
  * (the caller closes it), so the caller uses exactly what it hashed. */

@@ -231,9 +231,13 @@ TEST(program_cache_damaged_entries_compile_again)
     CHECK_EQ_INT(file_size(entry), size);
     CHECK(truncate(entry, 0) == 0);
     CHECK(!compile_and_check(m));
-    /* the compiled object gone: the entry alone cannot run, so compile */
+    /* the compiled object damaged, then gone: the entry alone cannot run, so compile */
     char so[256];
     CHECK(find_entry(c.dir, ".so", so, sizeof so));
+    CHECK(compile_and_check(m));
+    flip_byte(so, file_size(so) / 2);
+    CHECK(!compile_and_check(m));
+    CHECK(compile_and_check(m));
     CHECK(unlink(so) == 0);
     CHECK(!compile_and_check(m));
     CHECK(compile_and_check(m));
