@@ -12,7 +12,7 @@
 #include "target/emit.h"
 
 /* What the pipeline reads of a graph, hashed: tensors (names, types,
- * shapes, constant bytes), nodes (ops, names, wiring, attributes, subgraphs),
+ * shapes and their symbolic dims, constant bytes), nodes (ops, names, wiring, attributes, subgraphs),
  * inputs and outputs. False where it holds what a digest cannot stand for
  * (string constants are pointers). */
 static bool digest_graph(const ir_graph *g, uint64_t h[2])
@@ -24,6 +24,7 @@ static bool digest_graph(const ir_graph *g, uint64_t h[2])
         int64_t d[2] = {x->dtype, x->data != NULL};
         h[0] = hash_bytes(h[0], d, sizeof d);
         h[0] = hash_bytes(h[0], &x->shape, sizeof x->shape);
+        for (int d = 0; d < x->shape.rank && d < IR_MAX_RANK; d++) h[0] = hash_str(h[0], x->dim_param[d] ? x->dim_param[d] : "");
         if (!x->data) continue;
         if (x->dtype == SMELT_STRING || x->enc.kind != IR_ENC_NONE) ok = false;
         uint64_t w[2];
