@@ -324,6 +324,7 @@ void rt_cache_prune(const rt_cache *c, const char *suffix, int64_t max_bytes, co
         if (dfd >= 0) close(dfd);
         return;
     }
+    rewinddir(d); /* the duplicate shares the directory's offset, where an earlier scan left it */
     aged *e = NULL;
     int n = 0, cap = 0;
     int64_t total = 0;

@@ -3,6 +3,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/uio.h>
+#include <sys/mman.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -322,6 +325,45 @@ TEST(rt_cc_compiles_identical_kernels_once)
     rt_so_close(so);
     unsetenv("SMELT_CC_JOBS");
     free(src);
+    cache_end(&c);
+}
+
+/* Whole entries: written atomically 0600, mapped back, and the oldest of a
+ * suffix deleted past a total size (never the one kept). */
+TEST(rt_cache_entries_are_put_mapped_and_pruned_oldest_first)
+{
+    test_cache c;
+    cache_begin(&c);
+    rt_cache rc;
+    CHECK_EQ_INT(rt_cache_open(&rc), SMELT_OK);
+    char data[1000];
+    memset(data, 'x', sizeof data);
+    struct iovec parts[2] = {{data, 600}, {data, 400}};
+    const char *names[4] = {"a.prog", "b.prog", "c.prog", "d.other"};
+    for (int i = 0; i < 4; i++) {
+        CHECK_EQ_INT(rt_cache_put(&rc, names[i], parts, 2), SMELT_OK);
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", c.dir, names[i]);
+        struct stat st;
+        CHECK(stat(path, &st) == 0 && st.st_size == 1000 && (st.st_mode & 0777) == 0600);
+        struct timespec t[2] = {{1000 + 10 * i, 0}, {1000 + 10 * i, 0}}; /* a older than b older than c */
+        CHECK(utimensat(AT_FDCWD, path, t, 0) == 0);
+    }
+    size_t size = 0;
+    void *m = rt_cache_map(&rc, "b.prog", &size);
+    CHECK(m != NULL && size == 1000 && ((const char *)m)[999] == 'x');
+    if (m) munmap(m, size);
+    CHECK(rt_cache_map(&rc, "absent.prog", &size) == NULL);
+    rt_cache_prune(&rc, ".prog", 2500, "a.prog"); /* 3000 bytes: one must go, the oldest but a */
+    CHECK(rt_cache_map(&rc, "b.prog", &size) == NULL);
+    m = rt_cache_map(&rc, "a.prog", &size);
+    CHECK(m != NULL);
+    if (m) munmap(m, size);
+    CHECK_EQ_INT(count_files(c.dir, ".prog"), 2);
+    rt_cache_prune(&rc, ".prog", 0, NULL);
+    CHECK_EQ_INT(count_files(c.dir, ".prog"), 0);
+    CHECK_EQ_INT(count_files(c.dir, ".other"), 1); /* another suffix is not counted or deleted */
+    rt_cache_close(&rc);
     cache_end(&c);
 }
 
