@@ -7,10 +7,60 @@
 #include <string.h>
 
 #include "api/program.h"
+#include "core/hash.h"
 #include "onnx/onnx.h"
 #include "target/emit.h"
 
-static smelt_status wrap_model(ir_graph *g, smelt_model **out)
+/* What the pipeline reads of a graph, hashed: tensors (names, types,
+ * shapes and their symbolic dims, constant bytes), nodes (ops, names, wiring, attributes, subgraphs),
+ * inputs and outputs. False where it holds what a digest cannot stand for
+ * (string constants are pointers). */
+static bool digest_graph(const ir_graph *g, uint64_t h[2])
+{
+    bool ok = true;
+    for (int t = 0; t < g->n_tensors; t++) {
+        const ir_tensor *x = &g->tensors[t];
+        h[0] = hash_str(h[0], x->name ? x->name : "");
+        int64_t d[2] = {x->dtype, x->data != NULL};
+        h[0] = hash_bytes(h[0], d, sizeof d);
+        h[0] = hash_bytes(h[0], &x->shape, sizeof x->shape);
+        for (int d = 0; d < x->shape.rank && d < IR_MAX_RANK; d++) h[0] = hash_str(h[0], x->dim_param[d] ? x->dim_param[d] : "");
+        if (!x->data) continue;
+        if (x->dtype == SMELT_STRING || x->enc.kind != IR_ENC_NONE) ok = false;
+        uint64_t w[2];
+        hash_wide(x->data, (size_t)ir_tensor_numel(x) * smelt_dtype_size(x->dtype), h[1], w);
+        h[0] = hash_bytes(h[0], w, sizeof w);
+        h[1] ^= w[1];
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        int d[4] = {n->op, n->n_in, n->n_out, n->n_attr};
+        h[0] = hash_str(h[0], n->name ? n->name : "");
+        h[0] = hash_bytes(h[0], d, sizeof d);
+        h[0] = hash_bytes(h[0], n->in, sizeof(int) * (size_t)n->n_in);
+        h[0] = hash_bytes(h[0], n->out, sizeof(int) * (size_t)n->n_out);
+        for (int a = 0; a < n->n_attr; a++) {
+            const ir_attr *x = &n->attr[a];
+            int64_t v[5] = {x->type, x->i, x->n, x->tensor, x->n_cap};
+            h[0] = hash_str(h[0], x->name ? x->name : "");
+            h[0] = hash_bytes(h[0], v, sizeof v);
+            h[0] = hash_bytes(h[0], &x->f, sizeof x->f);
+            h[0] = hash_str(h[0], x->s ? x->s : "");
+            if (x->ints) h[0] = hash_bytes(h[0], x->ints, sizeof(int64_t) * (size_t)x->n);
+            if (x->floats) h[0] = hash_bytes(h[0], x->floats, sizeof(float) * (size_t)x->n);
+            for (int k = 0; x->strings && k < x->n; k++) h[0] = hash_str(h[0], x->strings[k] ? x->strings[k] : "");
+            if (x->cap) h[0] = hash_bytes(h[0], x->cap, sizeof(int) * (size_t)x->n_cap);
+            if (x->graph) ok &= digest_graph(x->graph, h);
+        }
+    }
+    int d[3] = {g->n_inputs, g->n_outputs, g->opset};
+    h[0] = hash_bytes(h[0], d, sizeof d);
+    h[0] = hash_bytes(h[0], g->inputs, sizeof(int) * (size_t)g->n_inputs);
+    h[0] = hash_bytes(h[0], g->outputs, sizeof(int) * (size_t)g->n_outputs);
+    return ok;
+}
+
+smelt_status program_model_wrap(ir_graph *g, smelt_model **out)
 {
     smelt_model *m = calloc(1, sizeof *m);
     if (!m) {
@@ -18,6 +68,9 @@ static smelt_status wrap_model(ir_graph *g, smelt_model **out)
         return diag_fail(SMELT_ERR_NOMEM, "out of memory");
     }
     m->g = g;
+    m->digest[0] = HASH_SEED;
+    m->digest[1] = HASH_SEED ^ 0x9e3779b97f4a7c15ull;
+    m->digest_ok = digest_graph(g, m->digest);
     *out = m;
     return SMELT_OK;
 }
@@ -28,7 +81,7 @@ smelt_status smelt_model_load_file(const char *path, smelt_model **out)
     *out = NULL;
     if (!path) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_model_load_file: no path");
     TRY(onnx_load_file(path, &g));
-    return wrap_model(g, out);
+    return program_model_wrap(g, out);
 }
 
 smelt_status smelt_model_load_memory(const void *data, size_t size, const char *base_dir, smelt_model **out)
@@ -37,7 +90,7 @@ smelt_status smelt_model_load_memory(const void *data, size_t size, const char *
     *out = NULL;
     if (!data) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_model_load_memory: no data");
     TRY(onnx_load_memory(data, size, base_dir, &g));
-    return wrap_model(g, out);
+    return program_model_wrap(g, out);
 }
 
 void smelt_model_free(smelt_model *m)
@@ -115,8 +168,8 @@ smelt_status smelt_program_get_stats(const smelt_program *p, smelt_program_stats
 {
     if (!p || !out) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_get_stats: no program");
     if (p->split) return program_split_stats(p, out);
-    out->nodes = p->g->n_nodes;
-    out->regions = p->fp.n_regions;
+    out->nodes = program_cache_nodes(p);
+    out->regions = program_cache_regions(p);
     out->kernels = p->lp.n_kernels;
     out->bytes_moved = p->stats.bytes_moved;
     out->arena_bytes = p->plan.arena_bytes;
@@ -246,6 +299,13 @@ smelt_status smelt_program_dump(const smelt_program *p, const char *what, char *
     *text = NULL;
     if (!p || !what) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_dump: nothing to dump");
     if (p->split) return program_split_dump(p, what, text);
+    if (p->cached) { /* loaded whole from the program cache: the stages to show are made again */
+        smelt_program *full;
+        TRY(program_cache_full(p, &full));
+        smelt_status st = smelt_program_dump(full, what, text);
+        smelt_program_free(full);
+        return st;
+    }
     int need = dump_stage(what);
     if (need < 0) return diag_fail(SMELT_ERR_INVALID_ARG, "unknown dump '%s' (ir, regions, dot, kir, c, opencl, cuda, plan, info)", what);
     if (p->stage != SMELT_STAGE_ALL && (need == SMELT_STAGE_ALL || (int)p->stage < need))

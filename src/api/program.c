@@ -332,8 +332,25 @@ static void *pack_keep(void *user, const void *src, int64_t nr, bool trans, void
 
 static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, const place_policy *pol, double t0);
 
+/* A program the program cache gave: linked as compile_graph links one. */
+static smelt_status link_cached(smelt_program *p, const smelt_options *opt, double t0)
+{
+    double t1 = now_ms();
+    int64_t moved = p->stats.bytes_moved; /* its kernels carry no buffers to count again */
+    TRY(link_program(p));
+    TRY(program_streams_init(p));
+    p->stats.bytes_moved = moved;
+    p->stats.cc_cached = true;
+    p->stats.t_frontend_ms = t1 - t0;
+    p->stats.t_cc_ms = now_ms() - t1;
+    if (opt->verbose)
+        fprintf(stderr, "smelt: %s: program cache: entry %.1f ms, link %.1f ms, %d kernels\n", p->dev[0]->name, t1 - t0,
+                now_ms() - t1, p->lp.n_kernels);
+    return SMELT_OK;
+}
+
 static smelt_status compile_program(smelt_program *p, const smelt_model *m, const smelt_options *opt, int n_inputs,
-                                    const smelt_tensor *inputs)
+                                    const smelt_tensor *inputs, bool use_cache)
 {
     double t0 = now_ms();
     TRY(place_devices_parse(opt->devices, &p->devs));
@@ -354,11 +371,20 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
      * emitted for absent devices (with the targets' portable limits). */
     if (p->stage == SMELT_STAGE_ALL) TRY(open_devices(p, opt));
     p->model = m;
+    char key[33];
+    bool keyed = use_cache && program_cache_key(p, opt, n_inputs, inputs, key);
+    if (keyed) {
+        bool hit = false;
+        TRY(program_cache_load(p, opt, n_inputs, inputs, key, &hit));
+        if (hit) return link_cached(p, opt, t0);
+    }
     p->g = ir_graph_clone_sharing_data(m->g); /* weights stay the model's: the model outlives its programs (smelt.h) */
     if (!p->g) return diag_fail(SMELT_ERR_NOMEM, "out of memory copying the model");
     TRY(graph_bind_inputs(p->g, n_inputs, inputs));
     TRY(program_record_inputs(p, m->g));
-    return compile_graph(p, opt, &pol, t0);
+    TRY(compile_graph(p, opt, &pol, t0));
+    if (keyed) program_cache_store(p, key);
+    return SMELT_OK;
 }
 
 smelt_status program_compile_graph(smelt_program *p, const smelt_options *opt)
@@ -446,8 +472,14 @@ static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, co
     return SMELT_OK;
 }
 
-smelt_status smelt_program_compile(const smelt_model *m, const smelt_options *opt_in, int n_inputs,
-                                   const smelt_tensor *inputs, smelt_program **out)
+smelt_status smelt_program_compile(const smelt_model *m, const smelt_options *opt, int n_inputs, const smelt_tensor *inputs,
+                                   smelt_program **out)
+{
+    return program_compile(m, opt, n_inputs, inputs, true, out);
+}
+
+smelt_status program_compile(const smelt_model *m, const smelt_options *opt_in, int n_inputs, const smelt_tensor *inputs,
+                             bool use_cache, smelt_program **out)
 {
     *out = NULL;
     if (!m || (n_inputs > 0 && !inputs)) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_compile: no model");
@@ -457,7 +489,7 @@ smelt_status smelt_program_compile(const smelt_model *m, const smelt_options *op
     smelt_program *p = calloc(1, sizeof *p);
     if (!p) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
     arena_init(&p->arena);
-    smelt_status st = compile_program(p, m, opt, n_inputs, inputs);
+    smelt_status st = compile_program(p, m, opt, n_inputs, inputs, use_cache);
     if (st) {
         smelt_program_free(p);
         return st;
@@ -504,6 +536,7 @@ void smelt_program_free(smelt_program *p)
     lower_program_free(&p->lp);
     arena_free(&p->arena);
     ir_graph_free(p->g);
+    program_cache_free(p); /* last: the constants of a loaded program are in its entry */
     free(p);
 }
 

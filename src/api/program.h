@@ -51,6 +51,8 @@ typedef struct packed_weight {
 struct smelt_model {
     ir_graph *g;
     _Atomic(packed_weight *) packed; /* pushed lock-free: programs may compile at once */
+    uint64_t digest[2];    /* of everything the pipeline reads of g (model.c), for the program cache's key */
+    bool digest_ok;        /* false: g holds what the digest cannot cover (string constants): no program cache */
 };
 
 typedef struct program_stats {
@@ -135,6 +137,7 @@ struct smelt_program {
     bool cost_measured;    /* ... from measured region times (api/place_measure.c), not the table */
     double cost_dev_ms[PLACE_MAX_DEVICES]; /* measured: per device, its regions' times summed (those it can run) */
     struct program_split *split; /* the split placement: child programs per share (api/split.c), else NULL */
+    struct program_cached *cached; /* loaded from the program cache (api/program_cache.c), else NULL */
 };
 
 /* api/control.c: compile the child programs the if/loop commands name (at
@@ -177,6 +180,41 @@ smelt_status program_split_profile(const smelt_program *p, int i, smelt_kernel_p
 smelt_status program_split_stats(const smelt_program *p, smelt_program_stats *out);
 smelt_status program_split_dump(const smelt_program *p, const char *what, char **text);
 void program_split_free(smelt_program *p);
+/* api/program_cache.c: compiled CPU programs kept whole in the compile cache.
+ * A program compiled to the end for one CPU device without run-time control
+ * flow is written as one entry under a key of everything that decides it:
+ * the model's digest, the options, the given inputs' names, types and shapes,
+ * the device's identity and vector width, the SMELT_ variables of the
+ * environment, this build of smelt, the user. The entry holds what a run
+ * needs: the graph's tensors (names, shapes, constants: the model's own by
+ * reference, the ones the passes made as bytes), the folded inputs' values,
+ * the memory plan, the command list, the kernels' ids and descriptions, and
+ * the key of the compiled object (rt_cc_object_key). A later compile with the
+ * same key maps the entry, checks its header, size and digest, and skips the
+ * pipeline and the compiler; any mismatch is a miss.
+ *   program_cache_key:  false when p may not use the cache (not one CPU
+ *                       device, not compiled to the end, no model digest);
+ *   program_cache_load: *hit true: p holds the program (link it); false: p is
+ *                       as it was (compile it). Fails only on OOM;
+ *   program_cache_store: after a full compile; failures are silent;
+ *   program_cache_full: the program compiled again through the pipeline with
+ *                       the cache off, for dumps of a loaded one;
+ *   program_cache_nodes/regions: the compiled graph's counts, either way. */
+bool program_cache_key(const smelt_program *p, const smelt_options *opt, int n_inputs, const smelt_tensor *inputs,
+                       char key[33]);
+smelt_status program_cache_load(smelt_program *p, const smelt_options *opt, int n_inputs, const smelt_tensor *inputs,
+                                const char key[33], bool *hit);
+void program_cache_store(const smelt_program *p, const char key[33]);
+smelt_status program_cache_full(const smelt_program *p, smelt_program **full);
+void program_cache_free(smelt_program *p);
+int program_cache_nodes(const smelt_program *p);
+int program_cache_regions(const smelt_program *p);
+/* api/model.c: a model of g (owned by it from now on, freed on failure), its digest taken. */
+smelt_status program_model_wrap(ir_graph *g, smelt_model **out);
+/* api/program.c: smelt_program_compile, with the program cache or without. */
+smelt_status program_compile(const smelt_model *m, const smelt_options *opt, int n_inputs, const smelt_tensor *inputs,
+                             bool use_cache, smelt_program **out);
+
 /* Rows per device: batch * weight / sum rounded by largest remainder (a
  * device may get none). */
 void split_shares(int64_t batch, int n, const double *weight, int64_t *share);

@@ -11,6 +11,11 @@
 
 uint64_t hash_bytes(uint64_t h, const void *p, size_t n);
 uint64_t hash_str(uint64_t h, const char *s);
+/* A 128-bit hash of n bytes, eight bytes at a time in four independent
+ * multiply-rotate lanes: several GB/s, for digests of weights and cache
+ * entries where FNV-1a (a byte per step) would take longer than the work it
+ * guards. Not cryptographic: it catches corruption, not an adversary. */
+void hash_wide(const void *p, size_t n, uint64_t seed, uint64_t out[2]);
 
 /* A string → int map with open addressing (names to tensor ids). */
 typedef struct strmap {

@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "core/diag.h"
@@ -174,6 +177,44 @@ int rt_cache_open_verified(const rt_cache *c, const char *name, size_t *size)
     return fd;
 }
 
+/* hash_wide of the whole file; false on a read error. */
+static bool wide_fd(int fd, uint64_t out[2])
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size < 0 || (uint64_t)st.st_size > SIZE_MAX - 1) return false;
+    size_t size = (size_t)st.st_size, got = 0;
+    char *buf = malloc(size + 1);
+    while (buf && got < size) {
+        ssize_t n = pread(fd, buf + got, size - got, (off_t)got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    bool ok = buf && got == size;
+    if (ok) hash_wide(buf, size, HASH_SEED, out);
+    free(buf);
+    return ok;
+}
+
+bool rt_cache_wide_digest(const rt_cache *c, const char *name, uint64_t out[2])
+{
+    int fd = rt_cache_open_verified(c, name, NULL);
+    bool ok = fd >= 0 && wide_fd(fd, out);
+    if (fd >= 0) close(fd);
+    return ok;
+}
+
+int rt_cache_open_wide(const rt_cache *c, const char *name, const uint64_t want[2])
+{
+    int fd = open_private_file(c->dfd, name);
+    uint64_t got[2];
+    if (fd >= 0 && (!wide_fd(fd, got) || got[0] != want[0] || got[1] != want[1])) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
 smelt_status rt_cache_publish(const rt_cache *c, const char *tmp, const char *name, int *fd_out)
 {
     *fd_out = -1;
@@ -212,6 +253,107 @@ smelt_status rt_cache_publish(const rt_cache *c, const char *tmp, const char *na
     }
     *fd_out = fd;
     return SMELT_OK;
+}
+
+/* ---- whole entries with their digest inside ------------------------------------------------ */
+
+void *rt_cache_map(const rt_cache *c, const char *name, size_t *size)
+{
+    int fd = open_private_file(c->dfd, name);
+    if (fd < 0) return NULL;
+    struct stat st;
+    void *m = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size <= SIZE_MAX)
+        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) return NULL;
+    *size = (size_t)st.st_size;
+    return m;
+}
+
+static bool write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        p += n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+smelt_status rt_cache_put(const rt_cache *c, const char *name, const struct iovec *parts, int n_parts)
+{
+    char tmp[RT_CACHE_PATH_CAP + 128];
+    snprintf(tmp, sizeof tmp, "%s/%s-XXXXXX", c->dir, name);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) return diag_fail(SMELT_ERR_IO, "cannot create a file in the cache '%s': %s", c->dir, strerror(errno));
+    bool ok = fchmod(fd, 0600) == 0;
+    for (int i = 0; ok && i < n_parts; i++) ok = write_all(fd, parts[i].iov_base, parts[i].iov_len);
+    ok &= close(fd) == 0;
+    const char *base = strrchr(tmp, '/') + 1;
+    ok = ok && renameat(c->dfd, base, c->dfd, name) == 0;
+    if (!ok) {
+        smelt_status s = diag_fail(SMELT_ERR_IO, "cannot write the cache entry '%s/%s': %s", c->dir, name, strerror(errno));
+        unlinkat(c->dfd, base, 0);
+        return s;
+    }
+    return SMELT_OK;
+}
+
+typedef struct aged {
+    char name[256];
+    int64_t bytes;
+    struct timespec mtime;
+} aged;
+
+static int by_age(const void *a, const void *b)
+{
+    const struct timespec *x = &((const aged *)a)->mtime, *y = &((const aged *)b)->mtime;
+    if (x->tv_sec != y->tv_sec) return x->tv_sec < y->tv_sec ? -1 : 1;
+    return x->tv_nsec < y->tv_nsec ? -1 : x->tv_nsec > y->tv_nsec;
+}
+
+void rt_cache_prune(const rt_cache *c, const char *suffix, int64_t max_bytes, const char *keep)
+{
+    int dfd = dup(c->dfd);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0) close(dfd);
+        return;
+    }
+    rewinddir(d); /* the duplicate shares the directory's offset, where an earlier scan left it */
+    aged *e = NULL;
+    int n = 0, cap = 0;
+    int64_t total = 0;
+    size_t sl = strlen(suffix);
+    for (struct dirent *x; (x = readdir(d));) {
+        size_t l = strlen(x->d_name);
+        struct stat st;
+        if (l <= sl || l >= sizeof e->name || strcmp(x->d_name + l - sl, suffix) != 0 ||
+            fstatat(c->dfd, x->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (n == cap) {
+            aged *bigger = realloc(e, sizeof *e * (size_t)(cap = cap ? 2 * cap : 32));
+            if (!bigger) break;
+            e = bigger;
+        }
+        snprintf(e[n].name, sizeof e[n].name, "%s", x->d_name);
+        e[n].bytes = (int64_t)st.st_size;
+        e[n].mtime = st.st_mtim;
+        total += e[n++].bytes;
+    }
+    closedir(d);
+    if (total > max_bytes && n > 0) {
+        qsort(e, (size_t)n, sizeof *e, by_age);
+        for (int i = 0; i < n && total > max_bytes; i++) {
+            if (keep && !strcmp(e[i].name, keep)) continue;
+            if (unlinkat(c->dfd, e[i].name, 0) == 0) total -= e[i].bytes;
+        }
+    }
+    free(e);
 }
 
 /* ---- device builds (rt/device.h) ------------------------------------------------------------ */

@@ -24,6 +24,7 @@
 
 #include "core/diag.h"
 #include "core/hash.h"
+#include "rt/cc_units.h"
 
 /* The one place the kernel compile flags live. The first CC_N_NATIVE flags
  * tune for this CPU and are dropped together for compilers that reject them;
@@ -308,9 +309,9 @@ static smelt_status compile(cc_cmd *c, cc_info *info, const char *c_path, const 
  * kernels, each starting at a line "/" "* k<digits>" (target/emit_c.c). The
  * system compiler spends its time in the kernels and is single-threaded, so a
  * large source is cut at kernel boundaries into as many units as there are
- * online CPUs, each unit the prelude plus its share of the kernels (balanced
- * by bytes, largest first), compiled with -c concurrently and linked into the
- * one shared object. The object's cache key stays that of the whole source.
+ * online CPUs, each unit the prelude plus its share of the kernels (identical
+ * ones once, balanced by estimated compile time: rt/cc_units.h), compiled
+ * with -c concurrently and linked into the one shared object. The object's cache key stays that of the whole source.
  * Sources under CC_SPLIT_MIN_BYTES are not worth the extra link. */
 #define CC_SPLIT_MIN_BYTES (64 * 1024)
 #define CC_MAX_UNITS 16
@@ -343,7 +344,6 @@ static int kernel_starts(const char *source, size_t *starts, int cap)
 
 typedef struct cc_unit {
     char c[CC_PATH_CAP + 64], o[CC_PATH_CAP + 64];
-    size_t bytes;
     pid_t pid;
     int fd;
 } cc_unit;
@@ -355,43 +355,16 @@ static smelt_status compile_split(cc_cmd *c, const cc_info *info, const char *di
                                   const char *source, const size_t *starts, int n_k, int jobs,
                                   const char *so_path, char *text, size_t cap, int *code)
 {
-    size_t len = strlen(source), pre = starts[0];
     cc_unit *u = calloc((size_t)jobs, sizeof *u);
-    int *owner = malloc(sizeof(int) * (size_t)n_k), *order = malloc(sizeof(int) * (size_t)n_k);
-    char *buf = malloc(len + 1);
-    smelt_status st = SMELT_OK;
+    cc_units *plan = NULL;
+    char *buf = NULL;
+    smelt_status st = u ? cc_units_plan(source, starts, n_k, jobs, &plan) : diag_fail(SMELT_ERR_NOMEM, "out of memory compiling kernels");
     int made = 0, spawned = 0;
     *code = 0;
-    if (!u || !owner || !order || !buf) {
-        st = diag_fail(SMELT_ERR_NOMEM, "out of memory compiling kernels");
-        goto out;
-    }
-    /* largest kernels first, each to the unit with the fewest bytes so far */
-#define KBYTES(i) (((i) + 1 < n_k ? starts[(i) + 1] : len) - starts[i])
-    for (int i = 0; i < n_k; i++) order[i] = i;
-    for (int i = 1; i < n_k; i++)
-        for (int j = i; j > 0 && KBYTES(order[j]) > KBYTES(order[j - 1]); j--) {
-            int t = order[j];
-            order[j] = order[j - 1];
-            order[j - 1] = t;
-        }
-    for (int i = 0; i < n_k; i++) {
-        int best = 0;
-        for (int j = 1; j < jobs; j++)
-            if (u[j].bytes < u[best].bytes) best = j;
-        owner[order[i]] = best;
-        u[best].bytes += KBYTES(order[i]);
-    }
+    if (!st && !(buf = malloc(cc_units_max_bytes(plan)))) st = diag_fail(SMELT_ERR_NOMEM, "out of memory compiling kernels");
+    if (st) goto out;
     for (int j = 0; j < jobs; j++) {
-        size_t at = pre;
-        memcpy(buf, source, pre);
-        for (int i = 0; i < n_k; i++)
-            if (owner[i] == j) {
-                memcpy(buf + at, source + starts[i], KBYTES(i));
-                at += KBYTES(i);
-            }
-        buf[at] = 0;
-#undef KBYTES
+        cc_units_text(plan, j, buf);
         snprintf(u[j].c, sizeof u[j].c, "%s/%s-u%d-XXXXXX.c", dir, key, j);
         int fd = mkstemps(u[j].c, 2);
         if (fd < 0) {
@@ -436,8 +409,7 @@ out:
         unlink(u[j].o);
     }
     free(u);
-    free(owner);
-    free(order);
+    cc_units_free(plan);
     free(buf);
     return st;
 }
@@ -481,6 +453,67 @@ int64_t rt_cc_stream_min_bytes(void)
     return (int64_t)16 << 20;
 }
 
+/* The object's cache key: 128 bits, two FNV-1a passes with different seeds
+ * over everything that decides its contents, and the user (the name is an
+ * address, not a check: rt_cache_open_verified checks the bytes). */
+static void object_key(const char *source, const cc_info *info, char key[33])
+{
+    unsigned long uid = (unsigned long)geteuid();
+    uint64_t h[2] = {HASH_SEED, HASH_SEED ^ 0x9e3779b97f4a7c15ull};
+    for (int k = 0; k < 2; k++) {
+        size_t len = strlen(source);
+        h[k] = hash_bytes(h[k], &len, sizeof len);
+        h[k] = hash_str(h[k], source);
+        for (int i = 0; i < CC_N_FLAGS; i++) h[k] = hash_str(h[k], cc_flag(i));
+        h[k] = hash_str(h[k], info->cmd);
+        h[k] = hash_str(h[k], info->ident);
+        h[k] = hash_bytes(h[k], &uid, sizeof uid);
+    }
+    snprintf(key, 33, "%016llx%016llx", (unsigned long long)h[0], (unsigned long long)h[1]);
+}
+
+smelt_status rt_cc_object_key(const char *source, char key[33])
+{
+    cc_cmd c;
+    TRY(cc_cmd_parse(&c));
+    cc_info info;
+    TRY(cc_info_get(&c, &info));
+    object_key(source, &info, key);
+    return SMELT_OK;
+}
+
+static bool key_ok(const char *key) { return strlen(key) == 32 && strspn(key, "0123456789abcdef") == 32; }
+
+smelt_status rt_cc_object_digest(const char *key, uint64_t digest[2])
+{
+    if (!key_ok(key)) return diag_fail(SMELT_ERR_INVALID_ARG, "'%.40s' is not an object key", key);
+    rt_cache cache;
+    TRY(rt_cache_open(&cache));
+    char so_name[64];
+    snprintf(so_name, sizeof so_name, "%s.so", key);
+    bool ok = rt_cache_wide_digest(&cache, so_name, digest);
+    smelt_status st = ok ? SMELT_OK : diag_fail(SMELT_ERR_IO, "no verified object '%s/%s' in the cache", cache.dir, so_name);
+    rt_cache_close(&cache);
+    return st;
+}
+
+smelt_status rt_cc_load_key(const char *key, const uint64_t digest[2], rt_so **out)
+{
+    *out = NULL;
+    if (!key_ok(key)) return diag_fail(SMELT_ERR_INVALID_ARG, "'%.40s' is not an object key", key);
+    rt_cache cache;
+    TRY(rt_cache_open(&cache));
+    char so_name[64], so_path[CC_PATH_CAP + 64];
+    snprintf(so_name, sizeof so_name, "%s.so", key);
+    snprintf(so_path, sizeof so_path, "%s/%s", cache.dir, so_name);
+    int fd = rt_cache_open_wide(&cache, so_name, digest);
+    smelt_status st = fd < 0 ? diag_fail(SMELT_ERR_IO, "no object '%s' with the expected bytes in the cache", so_path) : SMELT_OK;
+    if (fd >= 0) close(fd);
+    if (!st) st = so_open(&cache, so_name, so_path, out);
+    rt_cache_close(&cache);
+    return st;
+}
+
 smelt_status rt_cc_load(const char *source, rt_so **out, bool *cached)
 {
     if (!source || !out) return diag_fail(SMELT_ERR_INVALID_ARG, "rt_cc_load: NULL argument");
@@ -492,22 +525,8 @@ smelt_status rt_cc_load(const char *source, rt_so **out, bool *cached)
     cc_info info;
     TRY(cc_info_get(&c, &info));
 
-    /* 128-bit key: two FNV-1a passes with different seeds over everything
-     * that decides the object's contents, and the user (the name is an
-     * address, not a check: rt_cache_open_verified checks the bytes). */
-    unsigned long uid = (unsigned long)geteuid();
-    uint64_t h[2] = {HASH_SEED, HASH_SEED ^ 0x9e3779b97f4a7c15ull};
-    for (int k = 0; k < 2; k++) {
-        size_t len = strlen(source);
-        h[k] = hash_bytes(h[k], &len, sizeof len);
-        h[k] = hash_str(h[k], source);
-        for (int i = 0; i < CC_N_FLAGS; i++) h[k] = hash_str(h[k], cc_flag(i));
-        h[k] = hash_str(h[k], info.cmd);
-        h[k] = hash_str(h[k], info.ident);
-        h[k] = hash_bytes(h[k], &uid, sizeof uid);
-    }
     char key[33];
-    snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)h[0], (unsigned long long)h[1]);
+    object_key(source, &info, key);
 
     rt_cache cache;
     TRY(rt_cache_open(&cache));

@@ -85,6 +85,19 @@ static smelt_status cpu_build(rt_device *d, const char *source, rt_module **out,
     return SMELT_OK;
 }
 
+smelt_status rt_cpu_module_load(const char *object_key, const uint64_t digest[2], rt_module **out)
+{
+    rt_module *m = calloc(1, sizeof *m);
+    if (!m) return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+    smelt_status st = rt_cc_load_key(object_key, digest, &m->so);
+    if (st) {
+        free(m);
+        return st;
+    }
+    *out = m;
+    return SMELT_OK;
+}
+
 /* A kernel handle is the function itself. */
 static smelt_status cpu_kernel(rt_device *d, rt_module *m, const char *name, rt_kernel **out)
 {

@@ -87,6 +87,12 @@ struct rt_device {
 
 extern const rt_device_ops rt_cpu_ops, rt_opencl_ops, rt_cuda_ops;
 
+/* A CPU module from the compiled object cached under object_key
+ * (rt_cc_object_key) whose bytes hash to digest (rt_cc_object_digest),
+ * without its source; SMELT_ERR_IO when it is not in the cache or fails the
+ * check (the caller builds from source). */
+smelt_status rt_cpu_module_load(const char *object_key, const uint64_t digest[2], rt_module **out);
+
 /* Open the device named by `spec` ("cpu", "opencl:1", ...; see above).
  * The name must be exactly one device, no list. */
 smelt_status rt_device_open(const char *spec, int threads, rt_device **out);

@@ -36,6 +36,15 @@ typedef struct rt_so rt_so;
  *   SMELT_ERR_IO       the cache directory cannot be found, created or written.
  * A compiler that rejects the -march/-mprefer flags is retried without them. */
 smelt_status rt_cc_load(const char *source, rt_so **out, bool *cached);
+/* The cache key rt_cc_load files source's object under (32 hex digits), for
+ * the program cache (api/program_cache.c) to find the object again without
+ * the source. */
+smelt_status rt_cc_object_key(const char *source, char key[33]);
+/* The cached object's bytes under hash_wide (rt_cache_wide_digest). */
+smelt_status rt_cc_object_digest(const char *key, uint64_t digest[2]);
+/* dlopen the cached object of that key if it is there and its bytes hash to
+ * digest; SMELT_ERR_IO when not: the caller compiles. */
+smelt_status rt_cc_load_key(const char *key, const uint64_t digest[2], rt_so **out);
 /* f32 lanes of the vectors kernels compiled by rt_cc_load use on this host:
  * 16 where the CPU has AVX-512F (the flags ask for 512-bit vectors), 8 with
  * AVX, else 4; $SMELT_VECTOR_WIDTH (4, 8 or 16) overrides it, for a SMELT_CC
@@ -82,10 +91,30 @@ void rt_cache_close(rt_cache *c);
 /* An fd at offset 0 on the verified entry `name` (its size in *size, may be
  * NULL), or -1 when it is absent or fails any check above. */
 int rt_cache_open_verified(const rt_cache *c, const char *name, size_t *size);
+/* A verified entry's bytes under hash_wide (core/hash.h), for a record that
+ * is itself verified (a program cache entry) to name the entry by; and the
+ * entry opened if it is a file of ours whose bytes hash to `want` (-1 if
+ * not): the SHA-256 check's equal at a tenth of its cost. */
+bool rt_cache_wide_digest(const rt_cache *c, const char *name, uint64_t out[2]);
+int rt_cache_open_wide(const rt_cache *c, const char *name, const uint64_t want[2]);
 /* Publishes `tmp` (a file of ours in the directory) as `name`: made 0600, its
  * digest recorded, renamed into place. *fd_out: an fd on the published bytes
  * (the caller closes it), so the caller uses exactly what it hashed. */
 smelt_status rt_cache_publish(const rt_cache *c, const char *tmp, const char *name, int *fd_out);
+
+/* Entries that carry their own digest (the program cache's, api/program_cache.c).
+ * rt_cache_map: the entry `name` mapped read-only and private (its size in
+ * *size; munmap it), if it is a regular file of ours writable by no one else,
+ * else NULL; the caller checks the bytes before believing any. Entries are
+ * only ever replaced by rename, so a mapping keeps the bytes it was checked on.
+ * rt_cache_put: the parts written 0600 under a temporary name and renamed to
+ * `name` (atomic for concurrent processes).
+ * rt_cache_prune: entries ending in `suffix` beyond max_bytes in all are
+ * deleted, oldest first (by modification time), never `keep`. */
+struct iovec;
+void *rt_cache_map(const rt_cache *c, const char *name, size_t *size);
+smelt_status rt_cache_put(const rt_cache *c, const char *name, const struct iovec *parts, int n_parts);
+void rt_cache_prune(const rt_cache *c, const char *suffix, int64_t max_bytes, const char *keep);
 
 typedef void (*rt_kernel_fn)(int64_t wg, void *const *bufs);
 

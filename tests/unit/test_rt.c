@@ -2,11 +2,15 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/uio.h>
+#include <sys/mman.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/sha256.h"
 #include "rt/device.h"
+#include "rt/cc_units.h"
 #include "rt/rt.h"
 #include "test.h"
 
@@ -254,6 +258,110 @@ TEST(rt_cc_compiles_large_sources_in_units_at_once)
     rt_so_close(so);
     free(src);
     unsetenv("SMELT_CC_JOBS");
+    cache_end(&c);
+}
+
+/* Kernels 0..11 of three bodies (0 mod 3: "+ 7", 1 mod 3: "+ 9", 2 mod 3: one
+ * that reads its own address), padded past the split size. */
+static char *dup_source(void)
+{
+    size_t cap = 1 << 20, len = 0;
+    char *s = malloc(cap);
+    if (!s) return NULL;
+    len += (size_t)snprintf(s + len, cap - len, "/* generated */\n#include <stdint.h>\n");
+    for (int k = 0; k < 12; k++) {
+        len += (size_t)snprintf(s + len, cap - len, "\n/* k%d: test kernel %d */\n/*", k, k);
+        for (int i = 0; i < 9000; i++) s[len++] = '.';
+        if (k % 3 == 2)
+            len += (size_t)snprintf(s + len, cap - len, "*/\nvoid smelt_k%d(int64_t wg, void *const *bufs)\n"
+                                                        "{ ((int64_t *)bufs[0])[wg] = (&smelt_k%d != 0) ? 5 : 0; }\n", k, k);
+        else
+            len += (size_t)snprintf(s + len, cap - len, "*/\nvoid smelt_k%d(int64_t wg, void *const *bufs)\n"
+                                                        "{ ((int64_t *)bufs[0])[wg] = wg + %d; }\n", k, k % 3 ? 9 : 7);
+    }
+    return s;
+}
+
+TEST(rt_cc_compiles_identical_kernels_once)
+{
+    char *src = dup_source();
+    CHECK(src != NULL && strlen(src) > 64 * 1024);
+    if (!src) return;
+    size_t starts[16];
+    const char *p = src;
+    int n = 0;
+    for (; (p = strstr(p, "\n/* k")); p++) starts[n++] = (size_t)(p - src) + 1;
+    CHECK_EQ_INT(n, 12);
+    cc_units *plan = NULL;
+    CHECK_EQ_INT(cc_units_plan(src, starts, n, 2, &plan), SMELT_OK);
+    CHECK(plan && cc_units_distinct(plan) == 3);
+    char *buf = plan ? malloc(cc_units_max_bytes(plan)) : NULL;
+    size_t total = 0;
+    for (int j = 0; buf && j < 2; j++) {
+        total += cc_units_text(plan, j, buf);
+        CHECK(strstr(buf, "smelt_k11(wg, bufs)") == NULL || strstr(buf, "void smelt_k2(int64_t wg") != NULL);
+    }
+    CHECK(total < strlen(src) / 2); /* three bodies of twelve */
+    free(buf);
+    cc_units_free(plan);
+
+    test_cache c;
+    cache_begin(&c);
+    setenv("SMELT_CC_JOBS", "2", 1);
+    rt_so *so = NULL;
+    CHECK_EQ_INT(rt_cc_load(src, &so, NULL), SMELT_OK);
+    for (int k = 0; so && k < 12; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "smelt_k%d", k);
+        rt_kernel_fn fn = (rt_kernel_fn)rt_so_sym(so, name);
+        CHECK(fn != NULL);
+        int64_t v[4] = {0};
+        void *bufs[1] = {v};
+        if (fn) fn(3, bufs);
+        CHECK_EQ_INT(v[3], k % 3 == 2 ? 5 : 3 + (k % 3 ? 9 : 7));
+    }
+    rt_so_close(so);
+    unsetenv("SMELT_CC_JOBS");
+    free(src);
+    cache_end(&c);
+}
+
+/* Whole entries: written atomically 0600, mapped back, and the oldest of a
+ * suffix deleted past a total size (never the one kept). */
+TEST(rt_cache_entries_are_put_mapped_and_pruned_oldest_first)
+{
+    test_cache c;
+    cache_begin(&c);
+    rt_cache rc;
+    CHECK_EQ_INT(rt_cache_open(&rc), SMELT_OK);
+    char data[1000];
+    memset(data, 'x', sizeof data);
+    struct iovec parts[2] = {{data, 600}, {data, 400}};
+    const char *names[4] = {"a.prog", "b.prog", "c.prog", "d.other"};
+    for (int i = 0; i < 4; i++) {
+        CHECK_EQ_INT(rt_cache_put(&rc, names[i], parts, 2), SMELT_OK);
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", c.dir, names[i]);
+        struct stat st;
+        CHECK(stat(path, &st) == 0 && st.st_size == 1000 && (st.st_mode & 0777) == 0600);
+        struct timespec t[2] = {{1000 + 10 * i, 0}, {1000 + 10 * i, 0}}; /* a older than b older than c */
+        CHECK(utimensat(AT_FDCWD, path, t, 0) == 0);
+    }
+    size_t size = 0;
+    void *m = rt_cache_map(&rc, "b.prog", &size);
+    CHECK(m != NULL && size == 1000 && ((const char *)m)[999] == 'x');
+    if (m) munmap(m, size);
+    CHECK(rt_cache_map(&rc, "absent.prog", &size) == NULL);
+    rt_cache_prune(&rc, ".prog", 2500, "a.prog"); /* 3000 bytes: one must go, the oldest but a */
+    CHECK(rt_cache_map(&rc, "b.prog", &size) == NULL);
+    m = rt_cache_map(&rc, "a.prog", &size);
+    CHECK(m != NULL);
+    if (m) munmap(m, size);
+    CHECK_EQ_INT(count_files(c.dir, ".prog"), 2);
+    rt_cache_prune(&rc, ".prog", 0, NULL);
+    CHECK_EQ_INT(count_files(c.dir, ".prog"), 0);
+    CHECK_EQ_INT(count_files(c.dir, ".other"), 1); /* another suffix is not counted or deleted */
+    rt_cache_close(&rc);
     cache_end(&c);
 }
 
