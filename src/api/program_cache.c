@@ -26,6 +26,15 @@
 #include "api/program.h"
 #include "core/hash.h"
 #include "rt/rt.h"
+
+/* The entry stores mem_plan and plan_commands byte for byte and the loader
+ * clears every pointer in them: a field added to either must be looked at
+ * here (a new pointer left as stored was a double free once). The sizes are
+ * those of LP64; elsewhere the check is skipped. */
+#if UINTPTR_MAX == 0xffffffffffffffffu
+_Static_assert(sizeof(mem_plan) == 192, "mem_plan changed: check what the program cache stores and clears");
+_Static_assert(sizeof(plan_commands) == 232, "plan_commands changed: check what the program cache stores and clears");
+#endif
 #include "target/emit.h"
 
 #define ENTRY_MAGIC "smeltprg"
@@ -468,6 +477,8 @@ static bool read_program(smelt_program *p, rbuf *r, const char *blob, size_t blo
     m->barrier_before = NULL; /* emission and dumps only */
     m->in_place_of = NULL;
     m->in_place_table = NULL;
+    m->kernel_device = NULL;  /* one device: every kernel on device 0 */
+    m->dev_offset = NULL;     /* one device: its arena is the slots' offsets */
     m->slots = NULL;
     if (m->n_slots < nt || (uint64_t)m->n_slots > (r->len - r->at) / sizeof(plan_slot)) return false;
     m->slots = dup_array(r, (size_t)m->n_slots, sizeof(plan_slot));
@@ -484,6 +495,7 @@ static bool read_program(smelt_program *p, rbuf *r, const char *blob, size_t blo
     c->args = NULL;
     c->ranges = NULL;
     c->home = NULL;
+    c->held = NULL; /* only several devices' arenas read it */
     c->cmds = NULL;
     if (c->n_cmds < 0 || (uint64_t)c->n_cmds > (r->len - r->at) / sizeof(plan_cmd)) return false;
     c->cmds = dup_array(r, (size_t)c->n_cmds, sizeof(plan_cmd));
