@@ -353,3 +353,33 @@ TEST(fuse_two_transposed_sources_are_staged_in_two_tiles)
     smelt_program_free(p);
     check_case(g, plan_two_staged, 1, 1, 1e-6);
 }
+
+/* A tile copy's panels are not a multiple of 4 KiB apart: pass B reads one
+ * vector from each panel of a row, and at 4 KiB apart all of them fall into
+ * one L1 set (lower/tiles.c, tile_at). 128-row tiles of 8-lane panels are
+ * exactly 4 KiB apart unpadded. */
+TEST(fuse_staged_panels_are_padded_off_the_page_stride)
+{
+    setenv("SMELT_VECTOR_WIDTH", "8", 1);
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(3, 2, 256, 256));
+    int t = op1(g, "transpose", OP_Transpose, x);
+    attr_ints(g, node_named(g, "transpose"), "perm", 3, (const int64_t[]){0, 2, 1});
+    t = op2(g, "mul", OP_Mul, op1(g, "sigmoid", OP_Sigmoid, t), x);
+    ir_graph_set_io(g, 1, &x, 1, &t);
+    smelt_program *p = compile(g, 0);
+    int tiles = 0;
+    for (int i = 0; p && i < p->lp.n_kernels; i++) {
+        const kir_kernel *k = p->lp.kernels[i];
+        for (int b = 0; b < k->n_bufs; b++) {
+            if (!k->bufs[b].workgroup || k->bufs[b].numel <= 8) continue; /* a stream row, not a tile */
+            int64_t panel_bytes = k->bufs[b].numel / (128 / 8) * (int64_t)smelt_dtype_size(k->bufs[b].type);
+            CHECK(panel_bytes >= 128 * 8 * 4 && panel_bytes % 4096 != 0);
+            tiles++;
+        }
+    }
+    CHECK(tiles == 1);
+    smelt_program_free(p);
+    unsetenv("SMELT_VECTOR_WIDTH");
+    check_case(g, plan_any, 1, 1, 1e-6);
+}
