@@ -443,9 +443,18 @@ static smelt_status run(const kir_kernel *k, void *const *bufs, const int *match
                 break;
             case KS_ELSE: pc = match[pc]; break;
             case KS_VAR_SET: var[s->var] = val[s->val]; break;
+            case KS_PREFETCH: {
+                /* harmless on a CPU, but an address outside the buffer is a wrong one */
+                int64_t i = val[s->idx].i;
+                if (i < 0 || i >= k->bufs[s->buf].numel)
+                    return diag_fail(SMELT_ERR_INTERNAL,
+                                     "kernel %d, workgroup %lld: prefetch of buffer %d at index %lld "
+                                     "outside [0, %lld)", k->id, (long long)wg, s->buf, (long long)i,
+                                     (long long)k->bufs[s->buf].numel);
+                break;
+            }
             case KS_IF_END:
             case KS_BARRIER:
-            case KS_PREFETCH:
             case KS_COUNT:
                 break;
             }

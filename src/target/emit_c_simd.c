@@ -69,7 +69,7 @@ static const vec_isa vec_isas[] = {
      "    const __m256i bt = _mm256_castps_si256(t), bias = _mm256_set1_epi32((int)(254u - 0x4b400000u));\n"
      "    const __m256i s1 = _mm256_slli_epi32(_mm256_srli_epi32(_mm256_add_epi32(bt, bias), 1), 23);\n"
      "    const __m256i s2 = _mm256_sub_epi32(_mm256_add_epi32(_mm256_slli_epi32(bt, 23), _mm256_slli_epi32(bias, 23)), s1);\n"
-     "    return _mm256_mul_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(s1)), _mm256_castsi256_ps(s2));\n", 4},
+     "    return _mm256_mul_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(s1)), _mm256_castsi256_ps(s2));\n", 8},
 };
 #define N_VEC_ISAS ((int)(sizeof vec_isas / sizeof vec_isas[0]))
 
@@ -490,8 +490,12 @@ smelt_status emit_put_vec_loop(emitter *e, int i, int end, int ind, int depth)
  * iteration did, in the same order, so the results are the same bits; only
  * the order of independent stores changes. Measured on the 4096x4096
  * transpose-and-sigmoid chain at 1 thread: 5.5 -> 4.3 ms with 8 copies of
- * 16 lanes (4 copies: 4.7); AVX2 has half the vector registers, so 4 copies
- * of 8 lanes. */
+ * 16 lanes (4 copies: 4.7). AVX2 has half the vector registers, but 8 copies
+ * of 8 lanes still pay where the body is long, though the C compiler spills:
+ * elementwise_dag's ~100 vector operations per element (two exps, three
+ * divisions; the kernel by hand, best of 15 runs in 5 interleaved rounds at
+ * 1 thread) 14.8 -> 13.5 ms, and that chain 16.6 -> 15.7 ms on a loaded
+ * machine. */
 #define ILV_MAX_STORED 32
 
 /* Whether index `at` of a store that steps 1 per lane moves by at least

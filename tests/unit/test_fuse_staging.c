@@ -353,3 +353,91 @@ TEST(fuse_two_transposed_sources_are_staged_in_two_tiles)
     smelt_program_free(p);
     check_case(g, plan_two_staged, 1, 1, 1e-6);
 }
+
+/* A tile copy's panels are not a multiple of 4 KiB apart: pass B reads one
+ * vector from each panel of a row, and at 4 KiB apart all of them fall into
+ * one L1 set (lower/tiles.c, tile_at). 128-row tiles of 8-lane panels are
+ * exactly 4 KiB apart unpadded. */
+TEST(fuse_staged_panels_are_padded_off_the_page_stride)
+{
+    setenv("SMELT_VECTOR_WIDTH", "8", 1);
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(3, 2, 256, 256));
+    int t = op1(g, "transpose", OP_Transpose, x);
+    attr_ints(g, node_named(g, "transpose"), "perm", 3, (const int64_t[]){0, 2, 1});
+    t = op2(g, "mul", OP_Mul, op1(g, "sigmoid", OP_Sigmoid, t), x);
+    ir_graph_set_io(g, 1, &x, 1, &t);
+    smelt_program *p = compile(g, 0);
+    int tiles = 0;
+    for (int i = 0; p && i < p->lp.n_kernels; i++) {
+        const kir_kernel *k = p->lp.kernels[i];
+        for (int b = 0; b < k->n_bufs; b++) {
+            if (!k->bufs[b].workgroup || k->bufs[b].numel <= 8) continue; /* a stream row, not a tile */
+            int64_t panel_bytes = k->bufs[b].numel / (128 / 8) * (int64_t)smelt_dtype_size(k->bufs[b].type);
+            CHECK(panel_bytes >= 128 * 8 * 4 && panel_bytes % 4096 != 0);
+            tiles++;
+        }
+    }
+    CHECK(tiles == 1);
+    smelt_program_free(p);
+    unsetenv("SMELT_VECTOR_WIDTH");
+    check_case(g, plan_any, 1, 1, 1e-6);
+}
+
+/* Whether p's kernels run in the interpreter, which bounds-checks every load,
+ * store and prefetch (inputs zero: only the addresses matter here). */
+static bool interprets(const smelt_program *p)
+{
+    bool ok = true;
+    for (int i = 0; ok && i < p->lp.n_kernels; i++) {
+        const kir_kernel *k = p->lp.kernels[i];
+        void *bufs[64] = {0};
+        for (int q = 0; q < k->n_bufs && q < 64; q++)
+            if (!k->bufs[q].workgroup) bufs[q] = calloc((size_t)k->bufs[q].numel + 1, (size_t)kir_buffer_elem_bytes(&k->bufs[q]));
+        ok = k->n_bufs <= 64 && kir_interpret(k, bufs) == SMELT_OK;
+        for (int q = 0; q < k->n_bufs && q < 64; q++) free(bufs[q]);
+    }
+    return ok;
+}
+
+/* Whether a kernel of p prefetches from the buffer of graph tensor t. */
+static bool prefetches(const smelt_program *p, int t)
+{
+    for (int i = 0; i < p->lp.n_kernels; i++) {
+        const kir_kernel *k = p->lp.kernels[i];
+        for (int s = 0; s < k->n_stmts; s++)
+            if (k->stmts[s].kind == KS_PREFETCH && k->bufs[k->stmts[s].buf].tensor == t) return true;
+    }
+    return false;
+}
+
+/* A staged kernel fetches ahead for the next tile both what pass A copies
+ * (x, read transposed) and what pass B reads along its rows (y), and after a
+ * workgroup's last column tile the next workgroup's first: every address in
+ * the tensors, also where tiles are partial (136 rows, 200 columns: 2 x 2
+ * tiles of 128, the last ones short) and for the last workgroup. */
+static void plan_staged_xy(const ir_graph *g, const fuse_plan *fp)
+{
+    CHECK(region_is(g, fp, "mul", "tx:i sig:i mul:r", "x y", "mul"));
+}
+
+TEST(fuse_staged_tiles_prefetch_the_next_tile_in_range)
+{
+    static const int64_t dims[2][3] = {{2, 200, 136}, {3, 130, 256}};
+    for (int shape = 0; shape < 2; shape++) {
+        const int64_t *d = dims[shape];
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", shp(3, d[0], d[1], d[2])), y = input(g, "y", shp(3, d[0], d[2], d[1]));
+        int t = op1(g, "tx", OP_Transpose, x);
+        attr_ints(g, node_named(g, "tx"), "perm", 3, (const int64_t[]){0, 2, 1});
+        t = op2(g, "mul", OP_Mul, op1(g, "sig", OP_Sigmoid, t), y);
+        int ins[2] = {x, y};
+        ir_graph_set_io(g, 2, ins, 1, &t);
+        smelt_program *p = compile(g, 0);
+        CHECK(p && workgroup_tiles(p) >= 1);
+        CHECK(p && prefetches(p, x) && prefetches(p, y));
+        CHECK(p && interprets(p));
+        smelt_program_free(p);
+        check_case(g, plan_staged_xy, 1, 1, 1e-6);
+    }
+}
