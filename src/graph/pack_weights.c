@@ -96,8 +96,14 @@ smelt_status graph_matmul_encoding(ir_graph *g, int node, bool packed)
  * C * KH * KW multiply-adds, and its A pack (the implicit im2col, a table
  * look-up and bound test per element when the window is larger than 1x1) over
  * the N = M output channels that reuse each packed element. So: 1x1 convs with
- * K >= 64 and M >= 64 (1.9-2.3x faster than direct; 32 -> 96 or 96 -> 24
- * channels were 0.6-0.75x); larger kernels strided (ResNet's 3x3 s2: 1.1-1.3x)
+ * K >= 64 and M >= 32 (1.9-2.3x faster than direct at M >= 64; at 32..63,
+ * since a stride-1 1x1 reads A in place with no pack, 192 -> 32 and 144 -> 32
+ * channels at 28x28 1.5x faster: 0.171 -> 0.114 and 0.118 -> 0.086 ms; 96 ->
+ * 24 and 144 -> 24 at 56x56 tie, 0.224 / 0.337 ms either way, and stay
+ * direct). Small K stays direct, in place or not: 16 -> 96 at 112x112 0.81
+ * against 0.95 ms, 24 -> 144 at 56x56 0.40 against 0.42, 32 -> 16 at 112x112
+ * 0.21 against 0.30 (min of 200 runs, 1 thread); these are memory-bound (16 ->
+ * 96 moves 5.6 MB in 0.81 ms, 6.9 GB/s against memcpy's 8-9). Larger kernels strided (ResNet's 3x3 s2: 1.1-1.3x)
  * with K >= 64 and M >= 128 (the 7x7 s2 stem, 3 -> 64 channels, was 0.8x; a 3x3
  * s2 stem from 3 channels 0.5x). 3x3 stride 1 stays direct (0.4-0.8x here;
  * Winograd's pass takes those); grouped and depthwise convs stay direct. */
@@ -113,7 +119,7 @@ static bool conv_wants_gemm(const ir_graph *g, const ir_node *n)
     int ns = ir_attr_ints(n, "strides", &st);
     bool strided = ns == 2 && (st[0] > 1 || st[1] > 1);
     int64_t kh = w->shape.dim[2], kw = w->shape.dim[3], k = w->shape.dim[1] * kh * kw, m = w->shape.dim[0];
-    if (kh == 1 && kw == 1) return k >= 64 && m >= 64;
+    if (kh == 1 && kw == 1) return k >= 64 && m >= 32;
     return strided && k >= 64 && m >= 128;
 }
 

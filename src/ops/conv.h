@@ -79,6 +79,13 @@ smelt_status lower_ConvTranspose(struct lower_ctx *c);
 bool conv_wide_1d(struct lower_ctx *c, const window_geom *w, int64_t batch, int64_t cg, int64_t m, int64_t group,
                   smelt_dtype dt, bool bias);
 
+/* 2-D depthwise Conv (group == C == M) on the CPU (ops/conv_depthwise.c): all
+ * taps of an output summed in registers from a zero-padded tile of its
+ * channel's rows. False (nothing built) where it does not apply: other
+ * groupings or a channel multiplier above 1, windows over 64 taps, GPU targets. */
+bool conv_depthwise_2d(struct lower_ctx *c, const window_geom *w, int64_t batch, int64_t cg, int64_t m, int64_t group,
+                       smelt_dtype dt, bool bias);
+
 /* Conv whose weight was packed into panels at compile time (graph/pack_weights.c
  * decides which): per image, Y^T[OH*OW, M] = im2col(X)^T [OH*OW, C*k...] x W^T
  * on the packed GEMM (ops/gemm_packed.h), im2col read implicitly. In ops/conv_gemm.c. */

@@ -7,14 +7,15 @@
  * KW] is packed at compile time as B = W^T in panels (graph/pack_weights.c);
  * A, the im2col matrix, exists only as the packed GEMM's per-KC slice of
  * workgroup memory, read straight from X (and its fused producers) by this
- * file's A pack; the store writes Y in NCHW, bias first, through the region's
+ * file's A pack (a flat 1x1 conv, stride 1 without pads over a plain X, has
+ * no pack: A[i][k] is X[n][k][i], which the microkernel reads in place); the store writes Y in NCHW, bias first, through the region's
  * epilogue. This orientation keeps the constant on the packed side (no per-call
  * B pack, which would be the whole im2col matrix) and puts the long dimension,
  * the output positions, on M, where the units split over the threads.
  *
  * Which convolutions come here is decided where their weights are packed
  * (graph/pack_weights.c, conv_wants_gemm), by measurement against the direct
- * form per shape class: 1x1 convs of any stride with C >= 64 input and M >= 64
+ * form per shape class: 1x1 convs of any stride with C >= 64 input and M >= 32
  * output channels, and strided convs with larger kernels where C*KH*KW >= 64
  * and M >= 128 (ResNet's 3x3 s2); group 1 only (grouped and depthwise stay
  * direct), 3x3 stride 1 is left to the direct form and Winograd.
@@ -98,6 +99,14 @@ static void conv_pack_a(lower_ctx *c, const gemm_packed *g, const kir_val *bidx,
     kir_loop_end(K);
 }
 
+/* A flat conv's A[i][k] in place: X[n][k][0][i], i + k*OH*OW past the image's start. */
+static kir_val conv_read_a(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val k)
+{
+    (void)g;
+    kir_val xi[4] = {bidx[0], k, kir_idx(c->k, 0), i};
+    return lower_load(c, 0, xi);
+}
+
 /* The block into Y[n][m][oh][ow]: per channel m, the unit's positions as
  * output rows oh and a unit-stride run of ow in each (no division per element). */
 static void conv_store_block(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, const gemm_c_block *b)
@@ -145,5 +154,6 @@ smelt_status conv_gemm_lower(lower_ctx *c, const window_geom *w)
     gemm_packed g = {.nb = 1, .batch = {x->shape.dim[0]}, .m = w->out[0] * w->out[1], .n = wt->enc.n, .k = wt->enc.k,
                      .dt = SMELT_F32, .tl = tl, .b_input = 1, .b_scratch = -1, .pack_a = conv_pack_a,
                      .store_block = conv_store_block, .nc_min = j.flat ? 0 : CONV_GEMM_NC_MIN, .user = &j};
+    if (j.flat) g.read_a = conv_read_a;
     return gemm_packed_lower(c, &g);
 }

@@ -16,7 +16,14 @@
  * columns (A packed once per 512 columns: 256 cost 4-5% at 512^3), at least
  * MM_MIN_UNITS of them (two per core of a 2-core host; 8 split the columns of
  * 128 x 3072 x 768 into 64-wide units, 5% slower at 1 thread). Workgroup
- * memory: 144 x 528 accumulators + 144 x 256 of A, 450 KiB of stack. */
+ * memory: 144 x 528 accumulators + 144 x 256 of A, 450 KiB of stack.
+ * A read in place (read_a, a 1x1 conv's X) has no pack: at M = 49 or 196 rows
+ * (MobileNetV2's 1x1 convs at 7x7 and 14x14) the pack, a transposing copy
+ * that every one of the MM_MIN_UNITS column blocks repeated, took about half
+ * the time: 960 -> 160 channels at 7x7 0.49 -> 0.21 ms (31 -> 72 GFLOP/s),
+ * 576 -> 96 at 14x14 0.60 -> 0.25 (37 -> 86), 960 -> 320 at 7x7 0.64 -> 0.42
+ * (47 -> 72), 320 -> 1280 at 7x7 0.65 -> 0.60 (62 -> 67; its 1.6 MB of B
+ * streams from memory), min of 300 runs, 1 thread. */
 #define MM_MB 24
 #define MM_NC_P 512
 #define MM_MIN_UNITS 4
@@ -38,9 +45,11 @@ int64_t gemm_packed_panels(const gemm_packed *g) { return (g->n + g->tl.nr - 1) 
 
 /* What a gemm loop of the unit needs (unit_body). */
 typedef struct mm_panel {
-    int ap, acc;           /* workgroup memory: packed A, accumulators */
+    int ap, acc;           /* workgroup memory: packed A (-1: read in place), accumulators */
     int64_t ld, kcap;      /* accumulator row length, KC */
     kir_val kb, kc, p0, bb, p; /* K slice start and length, first panel, B's batch base, panel */
+    kir_val i0;            /* the unit's first row */
+    const kir_val *bidx;
 } mm_panel;
 
 /* acc[rows of block q] += A block q (its first `rows` rows) x panel p, over the K slice. */
@@ -51,8 +60,13 @@ static void gemm_rows(lower_ctx *c, const gemm_packed *g, const mm_panel *pn, ki
     kir_val z = kir_idx(K, 0), one = kir_idx(K, 1);
     kir_val kk = kir_loop_begin_gemm(K, pn->kc);
     kir_val r = rows > 1 ? kir_loop_begin(K, z, kir_idx(K, rows), one) : z;
-    kir_val at = gemm_packed_a_at(K, pn->kcap, mr, q, r, kk);
-    kir_val a = kir_load(K, pn->ap, at);
+    kir_val a;
+    if (pn->ap < 0) {
+        kir_val i = kir_add(K, kir_add(K, pn->i0, kir_mul(K, q, kir_idx(K, mr))), r);
+        a = g->read_a(c, g, pn->bidx, i, kir_add(K, pn->kb, kk));
+    } else {
+        a = kir_load(K, pn->ap, gemm_packed_a_at(K, pn->kcap, mr, q, r, kk));
+    }
     kir_val jj = kir_loop_begin(K, z, kir_idx(K, nr), one);
     kir_val bv;
     if (g->b_input >= 0) {
@@ -99,7 +113,7 @@ static void unit_body(lower_ctx *c, const kir_val *idx, void *user)
     kir_val cols = g->n % g->nc ? min_idx(K, kir_binary(K, KIR_SUB, kir_idx(K, g->n), j0), g->nc) : kir_idx(K, g->nc);
     kir_val nblk = g->m % mcap ? kir_binary(K, KIR_DIV, kir_add(K, rows, kir_idx(K, mr - 1)), kir_idx(K, mr)) : kir_idx(K, g->mb);
     kir_val npan = kir_binary(K, KIR_DIV, kir_add(K, cols, kir_idx(K, nr - 1)), kir_idx(K, nr));
-    int acc = kir_smem_add(K, g->dt, mcap * ld), ap = kir_smem_add(K, g->dt, g->mb * kcap * mr);
+    int acc = kir_smem_add(K, g->dt, mcap * ld), ap = g->read_a ? -1 : kir_smem_add(K, g->dt, g->mb * kcap * mr);
 
     kir_val row = kir_loop_begin(K, z, kir_idx(K, mcap), one);
     kir_val col = kir_loop_begin_parallel(K, z, kir_idx(K, g->nc));
@@ -113,13 +127,13 @@ static void unit_body(lower_ctx *c, const kir_val *idx, void *user)
     kir_val kb = kir_loop_begin(K, z, kir_idx(K, g->k), kir_idx(K, kcap));
     kir_val kc = g->k > kcap ? min_idx(K, kir_binary(K, KIR_SUB, kir_idx(K, g->k), kb), kcap) : kir_idx(K, kcap);
     gemm_a_slice s = {.ap = ap, .kcap = kcap, .mr = mr, .i0 = i0, .rows = rows, .nblk = nblk, .kb = kb, .kc = kc};
-    (g->pack_a ? g->pack_a : pack_a_elements)(c, g, bidx, &s);
+    if (!g->read_a) (g->pack_a ? g->pack_a : pack_a_elements)(c, g, bidx, &s);
 
     /* full row blocks, then (in the unit that has it) the last M % MR rows with
      * a microkernel of that many rows, not a full block of clamped repeats */
     int64_t tail = g->m % mr;
     kir_val nfull = g->m % mcap ? kir_binary(K, KIR_DIV, rows, kir_idx(K, mr)) : kir_idx(K, g->mb);
-    mm_panel pn = {.ap = ap, .acc = acc, .ld = ld, .kcap = kcap, .kb = kb, .kc = kc, .p0 = p0, .bb = bb};
+    mm_panel pn = {.ap = ap, .acc = acc, .ld = ld, .kcap = kcap, .kb = kb, .kc = kc, .p0 = p0, .bb = bb, .i0 = i0, .bidx = bidx};
     pn.p = kir_loop_begin(K, z, npan, one);
     kir_val q = kir_loop_begin(K, z, nfull, one);
     gemm_rows(c, g, &pn, q, mr);

@@ -60,6 +60,12 @@ struct gemm_packed {
     /* A[i][k] for i < M (the default A pack's read), or a pack of one's own */
     kir_val (*load_a)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val k);
     void (*pack_a)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, const gemm_a_slice *s);
+    /* or no pack at all: A[i][k] read in place by the microkernel, where it is
+     * a plain input at an address affine in i and k (a 1x1 conv's X: i + k*P).
+     * The pack is a transposing copy repeated by every column block of the same
+     * rows; reading in place costs nothing (ops/gemm_packed.c says what it
+     * measured). NULL: pack_a or load_a. */
+    kir_val (*read_a)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val k);
     /* C[i][j] = v, i < M, j < N, in a loop with j innermost; or the loops over
      * a whole block written by the caller (store_block, when set) */
     void (*store)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val j, kir_val v);

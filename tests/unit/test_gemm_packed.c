@@ -344,8 +344,12 @@ TEST(gemm_packed_conv_matches_a_reference)
     static const conv_case cases[] = {
         /* 1x1 stride 2, M/C/positions not multiples of the tiles, batch 2, bias + Relu + residual Add */
         {2, 70, 9, 11, 67, {1, 1}, {2, 2}, {0, 0}, {1, 1}, 1, true, true, true},
-        /* 1x1 stride 1: rows read straight from X's planes */
+        /* 1x1 stride 1: A read in place from X's planes, no pack (63 positions: a 3-row tail block) */
         {2, 69, 7, 9, 80, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, false, false, true},
+        /* MobileNet's small-N shapes: 49 positions, K = 300 past one KC slice, N = 96 over several units */
+        {1, 300, 7, 7, 96, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true, true, true},
+        /* 1x1 with 32..63 output channels now on the GEMM (192 -> 32 at 28x28 1.5x faster) */
+        {1, 96, 6, 5, 40, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true, false, true},
         /* ResNet's stem shape: 7x7 stride 2 pad 3 (with channels enough for the GEMM) */
         {1, 3, 19, 23, 130, {7, 7}, {2, 2}, {3, 3}, {1, 1}, 1, true, true, true},
         /* 3x3 stride 2 pad 1, K = 360 past one KC slice, batch 2 */
@@ -355,6 +359,7 @@ TEST(gemm_packed_conv_matches_a_reference)
         /* grouped, too few channels, and 3x3 stride 1: the direct form */
         {1, 128, 9, 9, 128, {1, 1}, {2, 2}, {0, 0}, {1, 1}, 2, true, false, false},
         {1, 13, 9, 9, 37, {1, 1}, {2, 2}, {0, 0}, {1, 1}, 1, true, true, false},
+        {1, 144, 6, 6, 24, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true, false, false}, /* 24 channels: direct */
         {1, 64, 8, 8, 128, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true, false, false},
     };
     for (int ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) {
@@ -384,6 +389,10 @@ TEST(gemm_packed_conv_matches_a_reference)
         const ir_tensor *pw = &p->g->tensors[p->g->nodes[node_named(p->g, "conv")].in[1]];
         CHECK((pw->enc.kind == IR_ENC_PANELS) == cc->gemm);
         CHECK((strstr(p->cls[0].source, "smelt_gemm_f32_") != NULL) == cc->gemm);
+        /* a 1x1 stride 1 without pads has only its accumulators in workgroup memory: A is X, read in place */
+        bool in_place = cc->gemm && cc->k[0] == 1 && cc->k[1] == 1 && cc->s[0] == 1 && cc->s[1] == 1 && !cc->p[0] && !cc->p[1];
+        if (in_place) CHECK_EQ_INT(workgroup_tiles(p), 1);
+        else if (cc->gemm) CHECK(workgroup_tiles(p) >= 2); /* accumulators and the packed A */
         int64_t nx = cc->n * cc->c * cc->h * cc->w, ny = cc->n * cc->m * oh * ow;
         float *xd = malloc(sizeof(float) * (size_t)nx);
         for (int64_t i = 0; i < nx; i++) xd[i] = (float)((i * 13 + 5) % 17 - 8) / 8.0f;

@@ -1,0 +1,137 @@
+/*
+ * test_conv_depthwise.c — the depthwise kernel (ops/conv_depthwise.c) against
+ * a direct reference in double: pads on every side (different on each), stride
+ * 2 (and uneven strides), dilation 2, a 5x5 kernel, batch 2, with and without
+ * bias, a Clip fused after and a Pad of 0.5 fused before (read once per element
+ * into the tile; one kernel either way);
+ * and the convolutions it leaves to the generic flat form: a channel
+ * multiplier of 2 (M = 2C), a grouping with two channels per group, and rows
+ * narrower than its minimum (MobileNet's 14x14 layers).
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/program.h"
+#include "test.h"
+#include "fuse_cases.h"
+
+typedef struct dw_case {
+    int64_t n, c, h, w, m, k[2], s[2], d[2], pads[4]; /* pads: top, left, bottom, right */
+    int64_t group;
+    bool bias, clip, pad_in;  /* Clip(0, 6) after; X padded before (PAD_IN, value 0.5) */
+    bool dw;                  /* expected on the depthwise kernel (one tile, no accumulators in workgroup memory) */
+} dw_case;
+
+static int scalar(ir_graph *g, const char *name, float v)
+{
+    int t = ir_tensor_add(g, name, SMELT_F32, &(ir_shape){.rank = 0});
+    *(float *)ir_tensor_alloc_data(g, t) = v;
+    return t;
+}
+
+/* The Pad before the conv when pad_in: [top, left, bottom, right] of value 0.5. */
+static const int64_t PAD_IN[4] = {1, 0, 0, 2};
+
+/* x as the conv sees it, [n, c, h, w] (padded when pad_in). */
+static double dw_ref(const dw_case *cc, const float *x, int64_t h, int64_t w_, const float *w, const float *b, int64_t n,
+                     int64_t m, int64_t i, int64_t j)
+{
+    int64_t cg = cc->c / cc->group, mg = cc->m / cc->group;
+    double s = cc->bias ? b[m] : 0.0;
+    for (int64_t ci = 0; ci < cg; ci++)
+        for (int64_t kh = 0; kh < cc->k[0]; kh++)
+            for (int64_t kw = 0; kw < cc->k[1]; kw++) {
+                int64_t ih = i * cc->s[0] - cc->pads[0] + kh * cc->d[0], iw = j * cc->s[1] - cc->pads[1] + kw * cc->d[1];
+                if (ih < 0 || ih >= h || iw < 0 || iw >= w_) continue;
+                s += (double)x[((n * cc->c + m / mg * cg + ci) * h + ih) * w_ + iw] * w[((m * cg + ci) * cc->k[0] + kh) * cc->k[1] + kw];
+            }
+    return cc->clip ? fmin(fmax(s, 0.0), 6.0) : s;
+}
+
+TEST(conv_depthwise_matches_a_direct_reference)
+{
+    static const dw_case cases[] = {
+        /* 3x3, pads 1, 2, 0, 1 (top, left, bottom, right), batch 2, bias, Clip after */
+        {2, 5, 9, 40, 5, {3, 3}, {1, 1}, {1, 1}, {1, 2, 0, 1}, 5, true, true, false, true},
+        /* 3x3 stride 2 pad 1 on odd sizes (MobileNet's downsampling), Pad before, Clip after */
+        {1, 7, 13, 61, 7, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 7, true, true, true, true},
+        /* dilation 2, pads 2, no bias */
+        {1, 3, 11, 33, 3, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}, 3, false, false, false, true},
+        /* 5x5 pad 2, batch 2, Pad before */
+        {2, 4, 8, 30, 4, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 4, true, false, true, true},
+        /* uneven strides (2, 3), 3x2 kernel, dilation (1, 2), pads on one side only */
+        {1, 2, 10, 95, 2, {3, 2}, {2, 3}, {1, 2}, {0, 0, 2, 1}, 2, true, true, false, true},
+        /* left to the flat form: multiplier 2, two channels per group, rows of 14 */
+        {1, 4, 9, 40, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 4, true, true, false, false},
+        {1, 6, 9, 40, 6, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 3, true, false, false, false},
+        {1, 6, 14, 14, 6, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 6, true, true, false, false},
+    };
+    for (int ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) {
+        const dw_case *cc = &cases[ci];
+        /* the conv's input: h x w, after the Pad when pad_in */
+        int64_t h0 = cc->h - (cc->pad_in ? PAD_IN[0] + PAD_IN[2] : 0), w0 = cc->w - (cc->pad_in ? PAD_IN[1] + PAD_IN[3] : 0);
+        int64_t oh = (cc->h + cc->pads[0] + cc->pads[2] - (cc->k[0] - 1) * cc->d[0] - 1) / cc->s[0] + 1;
+        int64_t ow = (cc->w + cc->pads[1] + cc->pads[3] - (cc->k[1] - 1) * cc->d[1] - 1) / cc->s[1] + 1;
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", shp(4, cc->n, cc->c, h0, w0)), xin = x;
+        if (cc->pad_in) {
+            int pads = ir_tensor_add(g, "pads", SMELT_I64, &(ir_shape){.rank = 1, .dim = {8}});
+            const int64_t pv[8] = {0, 0, PAD_IN[0], PAD_IN[1], 0, 0, PAD_IN[2], PAD_IN[3]};
+            memcpy(ir_tensor_alloc_data(g, pads), pv, sizeof pv);
+            xin = op(g, "pad", OP_Pad, 3, (const int[]){x, pads, scalar(g, "pad_value", 0.5f)});
+        }
+        int wt = constant(g, "w", shp(4, cc->m, cc->c / cc->group, cc->k[0], cc->k[1]), 0.25f, -0.05f);
+        int b = constant(g, "b", shp(1, cc->m), 0.5f, 0.1f);
+        int y = op(g, "conv", OP_Conv, cc->bias ? 3 : 2, (const int[]){xin, wt, b});
+        int nd = node_named(g, "conv");
+        attr_ints(g, nd, "strides", 2, cc->s);
+        attr_ints(g, nd, "dilations", 2, cc->d);
+        attr_ints(g, nd, "pads", 4, (const int64_t[]){cc->pads[0], cc->pads[1], cc->pads[2], cc->pads[3]});
+        attr_int(g, nd, "group", cc->group);
+        if (cc->clip) y = op(g, "clip", OP_Clip, 3, (const int[]){y, scalar(g, "lo", 0.0f), scalar(g, "hi", 6.0f)});
+        ir_graph_set_io(g, 1, &x, 1, &y);
+        smelt_program *p = compile(g, 0);
+        CHECK(p != NULL);
+        if (!p) {
+            ir_graph_free(g);
+            continue;
+        }
+        CHECK_EQ_INT(p->lp.n_kernels, 1); /* Pad and Clip fused */
+        CHECK_EQ_INT(workgroup_tiles(p), cc->dw ? 1 : 2);
+        int64_t nx = cc->n * cc->c * h0 * w0, nxp = cc->n * cc->c * cc->h * cc->w;
+        float *xd = malloc(sizeof(float) * (size_t)nx), *xp = malloc(sizeof(float) * (size_t)nxp);
+        for (int64_t i = 0; i < nx; i++) xd[i] = (float)((i * 13 + 5) % 17 - 8) / 2.0f;
+        for (int64_t r = 0; r < cc->n * cc->c; r++)
+            for (int64_t i = 0; i < cc->h; i++)
+                for (int64_t j = 0; j < cc->w; j++) {
+                    int64_t si = i - (cc->pad_in ? PAD_IN[0] : 0), sj = j - (cc->pad_in ? PAD_IN[1] : 0);
+                    bool in = si >= 0 && si < h0 && sj >= 0 && sj < w0;
+                    xp[(r * cc->h + i) * cc->w + j] = in ? xd[(r * h0 + si) * w0 + sj] : 0.5f;
+                }
+        smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 4, .shape = {cc->n, cc->c, h0, w0}, .data = xd};
+        CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+        smelt_tensor out;
+        CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+        CHECK(out.rank == 4 && out.shape[1] == cc->m && out.shape[2] == oh && out.shape[3] == ow);
+        const float *wd = g->tensors[wt].data, *bd = g->tensors[b].data, *yd = out.data;
+        int bad = 0;
+        for (int64_t n = 0; n < cc->n; n++)
+            for (int64_t m = 0; m < cc->m; m++)
+                for (int64_t i = 0; i < oh; i++)
+                    for (int64_t j = 0; j < ow; j++) {
+                        double want = dw_ref(cc, xp, cc->h, cc->w, wd, bd, n, m, i, j);
+                        double got = yd[((n * cc->m + m) * oh + i) * ow + j];
+                        if (fabs(got - want) > 1e-4 * (1 + fabs(want)) && bad++ < 3)
+                            fprintf(stderr, "  depthwise case %d [%lld][%lld][%lld][%lld]: %.7g, want %.7g\n", ci,
+                                    (long long)n, (long long)m, (long long)i, (long long)j, got, want);
+                    }
+        CHECK_EQ_INT(bad, 0);
+        free(xp);
+        free(xd);
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
