@@ -2,8 +2,11 @@
  * every thread count; tiny kernels stay on the caller; sleeping workers are
  * woken; a worker that never joins a run is not waited for; pools are run
  * from several threads. */
+#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
@@ -199,6 +202,36 @@ static void hold_worker(int sig)
     atomic_store(&holding, 0);
 }
 
+/* The largest thread id of this process not in `skip` (the threads that
+ * existed before), or -1. */
+static long new_thread(const long *skip, int n_skip)
+{
+    long found = -1;
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return -1;
+    for (struct dirent *e; (e = readdir(d));) {
+        long tid = strtol(e->d_name, NULL, 10);
+        bool old = tid <= 0;
+        for (int i = 0; i < n_skip && !old; i++) old = skip[i] == tid;
+        if (!old && tid > found) found = tid;
+    }
+    closedir(d);
+    return found;
+}
+
+static int list_threads(long *out, int cap)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return 0;
+    for (struct dirent *e; (e = readdir(d)) && n < cap;) {
+        long tid = strtol(e->d_name, NULL, 10);
+        if (tid > 0) out[n++] = tid;
+    }
+    closedir(d);
+    return n;
+}
+
 static void *release_after_2s(void *arg)
 {
     (void)arg;
@@ -218,14 +251,21 @@ TEST(rt_pool_does_not_wait_for_a_worker_that_never_joined)
     sigset_t usr1, old_mask;
     sigemptyset(&usr1);
     sigaddset(&usr1, SIGUSR1);
+    /* The signal goes to the pool's worker by its thread id: earlier tests
+     * may have left threads of their own (an OpenCL runtime's), and a
+     * process-wide signal could land on one of those instead. */
+    long before[256];
+    int n_before = list_threads(before, 256);
     rt_pool *p = rt_pool_new(2);
     CHECK(p != NULL);
+    long worker = new_thread(before, n_before);
+    CHECK(worker > 0);
     pthread_sigmask(SIG_BLOCK, &usr1, &old_mask);
     pthread_t releaser;
-    if (p) {
+    if (p && worker > 0) {
         atomic_store(&held, 1);
         CHECK(pthread_create(&releaser, NULL, release_after_2s, NULL) == 0);
-        kill(getpid(), SIGUSR1);
+        CHECK(syscall(SYS_tgkill, (long)getpid(), worker, SIGUSR1) == 0);
         struct timespec t0;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         while (!atomic_load(&holding) && seconds_since(&t0) < 1.0) sleep_ms(1);
