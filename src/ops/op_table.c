@@ -18,6 +18,7 @@
 #include "ops/gather_scatter.h"
 #include "ops/generate.h"
 #include "ops/layout.h"
+#include "ops/loss.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
 #include "ops/pool.h"
@@ -76,8 +77,8 @@ const op_params_info op_params[OP_COUNT] = {
     [OP_GroupNormalization] = {parse_norm, sizeof(norm_params)},
     [OP_MeanVarianceNormalization] = {parse_norm, sizeof(norm_params)},
     [OP_LRN] = {parse_norm, sizeof(norm_params)},
-    [OP_NegativeLogLikelihoodLoss] = {parse_norm, sizeof(norm_params)},
-    [OP_SoftmaxCrossEntropyLoss] = {parse_norm, sizeof(norm_params)},
+    [OP_NegativeLogLikelihoodLoss] = {parse_loss, sizeof(loss_params)},
+    [OP_SoftmaxCrossEntropyLoss] = {parse_loss, sizeof(loss_params)},
     [OP_Gemm] = {parse_Gemm, sizeof(gemm_params)},
     [OP_Einsum] = {parse_Einsum, sizeof(einsum_params)},
     [OP_OneHot] = {parse_generate, sizeof(generate_params)},

@@ -13,6 +13,7 @@
 #include "ops/gather_scatter.h"
 #include "ops/generate.h"
 #include "ops/layout.h"
+#include "ops/loss.h"
 #include "ops/norm.h"
 #include "ops/quantize.h"
 #include "ops/reduce.h"
@@ -125,8 +126,6 @@ TEST(params_norm_defaults_and_errors)
         CHECK_NEAR(p->epsilon, 1e-5, 1e-12);
         CHECK_EQ_INT(p->stash, SMELT_F32);
         CHECK_EQ_INT(p->n_axes, -1);
-        CHECK_EQ_INT(p->reduction, LOSS_MEAN);
-        CHECK_EQ_INT(p->has_ignore, 0);
     }
     n = bare_node(g, "lrn", OP_LRN);
     attr_int(g, n, "size", 5);
@@ -159,6 +158,20 @@ TEST(params_norm_defaults_and_errors)
     attr_int(g, n, "stash_type", 10);
     CHECK(parsed(g, n, SMELT_ERR_UNSUPPORTED) == NULL);
     CHECK_STR_HAS(smelt_last_error(), "node 'ln2' (LayerNormalization): stash_type 10 is not supported");
+    ir_graph_free(g);
+}
+
+TEST(params_loss_defaults_and_errors)
+{
+    ir_graph *g = ir_graph_new();
+    int n = bare_node(g, "sce", OP_SoftmaxCrossEntropyLoss);
+    const loss_params *p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->reduction == LOSS_MEAN && !p->has_ignore);
+    n = bare_node(g, "nll0", OP_NegativeLogLikelihoodLoss);
+    attr_str(g, n, "reduction", "none");
+    attr_int(g, n, "ignore_index", -1);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->reduction == LOSS_NONE && p->has_ignore && p->ignore_index == -1);
     n = bare_node(g, "nll", OP_NegativeLogLikelihoodLoss);
     attr_str(g, n, "reduction", "max");
     CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
