@@ -24,6 +24,7 @@
 #include "ops/pool.h"
 #include "ops/quantize.h"
 #include "ops/recurrent.h"
+#include "ops/recurrent_params.h"
 #include "ops/reduce.h"
 #include "ops/resize.h"
 #include "ops/scan_topk.h"
@@ -142,4 +143,11 @@ const op_params_info op_params[OP_COUNT] = {
     [OP_ReduceLogSumExp] = {parse_reduce, sizeof(reduce_params)},
     [OP_ArgMax] = {parse_reduce, sizeof(reduce_params)},
     [OP_ArgMin] = {parse_reduce, sizeof(reduce_params)},
+    [OP_RNN] = {parse_recurrent, sizeof(rnn_params)},
+    [OP_GRU] = {parse_recurrent, sizeof(rnn_params)},
+    [OP_LSTM] = {parse_recurrent, sizeof(rnn_params)},
+    [OP_PackedRNN] = {parse_recurrent, sizeof(rnn_params)},
+    [OP_PackedGRU] = {parse_recurrent, sizeof(rnn_params)},
+    [OP_PackedLSTM] = {parse_recurrent, sizeof(rnn_params)},
+    [OP_DynamicQuantizeLSTM] = {parse_recurrent, sizeof(rnn_params)},
 };
