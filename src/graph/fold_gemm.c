@@ -65,7 +65,7 @@ static smelt_status pack_recurrent(ir_graph *g, int node)
             return diag_fail(SMELT_ERR_NOMEM, "out of memory packing the weights of '%s'", g->nodes[node].name);
     }
     g->nodes[node].op = packed[k].to;
-    return SMELT_OK;
+    return ir_node_parse_params(g, node); /* the params say which form the lowering reads */
 }
 
 static void set_int_attr(ir_node *n, const char *name, int64_t v)

@@ -1,4 +1,5 @@
-/* import.c — ModelProto → ir_graph: opsets, inputs, initializers, nodes, attributes, functions.
+/* import.c — ModelProto → ir_graph: opsets, inputs, initializers, nodes, attributes (calls of
+ * model-local functions are inlined by function.c).
  * Nodes of opsets before ONNX_OPSET_NATIVE are upgraded as they are imported (upgrade.c). */
 #include "onnx/onnx.h"
 
@@ -19,17 +20,12 @@
 #include "onnx/importer.h"
 #include "onnx/onnx.pb-c.h"
 
-#define FUNCTION_DEPTH_MAX 16
 #define MESSAGE_DEPTH_MAX 100
 #define INLINED_NODES_MAX (1 << 20)
-/* FunctionProto fields newer than the onnx.proto we compile against. */
-#define FUNCTION_FIELD_ATTRIBUTE_PROTO 11
 
 static bool is_default_domain(const char *d) { return !*str(d) || strcmp(d, "ai.onnx") == 0; }
 
-static smelt_status node_fail(const char *node, const char *op, smelt_status st, const char *fmt, ...)
-    DIAG_PRINTF(4, 5);
-static smelt_status node_fail(const char *node, const char *op, smelt_status st, const char *fmt, ...)
+smelt_status import_node_fail(const char *node, const char *op, smelt_status st, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
@@ -174,21 +170,21 @@ smelt_status import_input_resolve(importer *im, scope *sc, const char *node, con
     int v = strmap_get(&sc->map, name);
     if (v == -1 && sc->parent) TRY(subgraph_lookup(im, sc, name, &v));
     if (v == -1)
-        return node_fail(node, op, SMELT_ERR_MODEL, "input '%s' is not defined by any earlier node, input or initializer",
+        return import_node_fail(node, op, SMELT_ERR_MODEL, "input '%s' is not defined by any earlier node, input or initializer",
                          name);
     *t = v == OMITTED ? -1 : v;
     return SMELT_OK;
 }
 
 /* The tensor a node output names: fresh, or the call site's for a function output. */
-static smelt_status output_define(importer *im, scope *sc, const char *node, const char *op, const char *name, int *t)
+smelt_status import_output_define(importer *im, scope *sc, const char *node, const char *op, const char *name, int *t)
 {
     if (!*str(name)) {
         *t = import_tensor_new(im, "", false);
         return *t < 0 ? import_oom() : SMELT_OK;
     }
     if (strmap_get(&sc->map, name) != -1)
-        return node_fail(node, op, SMELT_ERR_MODEL, "output '%s' is already defined", name);
+        return import_node_fail(node, op, SMELT_ERR_MODEL, "output '%s' is already defined", name);
     *t = -1;
     for (size_t k = 0; sc->fn && k < sc->fn->n_output; k++)
         if (strcmp(str(sc->fn->output[k]), name) == 0) *t = sc->out_bound[k];
@@ -238,7 +234,7 @@ static smelt_status attrs_resolve(scope *sc, const Onnx__NodeProto *np, const ch
         const char *ref = str(a->ref_attr_name);
         rattr r = {str(a->name), *ref ? NULL : a};
         if (*ref && !sc->fn)
-            return node_fail(node, str(np->op_type), SMELT_ERR_MODEL,
+            return import_node_fail(node, str(np->op_type), SMELT_ERR_MODEL,
                              "attribute '%s' refers to '%s' outside a function", r.name, ref);
         for (int k = 0; *ref && !r.a && k < sc->n_call_attr; k++)
             if (strcmp(sc->call_attr[k].name, ref) == 0) r.a = sc->call_attr[k].a;
@@ -246,7 +242,7 @@ static smelt_status attrs_resolve(scope *sc, const Onnx__NodeProto *np, const ch
             if (strcmp(str(sc->defaults[k]->name), ref) == 0) r.a = sc->defaults[k];
         for (int k = 0; k < *n; k++)
             if (strcmp((*out)[k].name, r.name) == 0)
-                return node_fail(node, str(np->op_type), SMELT_ERR_MODEL, "attribute '%s' is given twice", r.name);
+                return import_node_fail(node, str(np->op_type), SMELT_ERR_MODEL, "attribute '%s' is given twice", r.name);
         if (r.a) (*out)[(*n)++] = r; /* an unresolved reference means "absent" */
     }
     return SMELT_OK;
@@ -259,7 +255,7 @@ static smelt_status attr_convert(importer *im, scope *sc, const char *node, cons
     arena *ar = &im->g->arena;
     memset(d, 0, sizeof *d);
     if (a->n_floats > INT_MAX || a->n_ints > INT_MAX || a->n_strings > INT_MAX)
-        return node_fail(node, op, SMELT_ERR_MODEL, "attribute '%s' has too many elements", r->name);
+        return import_node_fail(node, op, SMELT_ERR_MODEL, "attribute '%s' has too many elements", r->name);
     d->name = r->name;
     d->tensor = -1;
     switch (attr_type(a)) {
@@ -287,7 +283,7 @@ static smelt_status attr_convert(importer *im, scope *sc, const char *node, cons
             if (!(d->strings[i] = bytes_str(ar, a->strings[i]))) return import_oom();
         break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
-        if (!a->t) return node_fail(node, op, SMELT_ERR_MODEL, "attribute '%s' has no tensor", r->name);
+        if (!a->t) return import_node_fail(node, op, SMELT_ERR_MODEL, "attribute '%s' has no tensor", r->name);
         char what[512];
         snprintf(what, sizeof what, "%s/%s", node, r->name);
         int t = import_tensor_new(im, what, true);
@@ -307,7 +303,7 @@ static smelt_status attr_convert(importer *im, scope *sc, const char *node, cons
     /* An int where a float is expected is read as that float (ir_attr_float). */
     int want = onnx_attr_expected_type(r->name);
     if (want >= 0 && (int)d->type != want && !(want == IR_ATTR_FLOAT && d->type == IR_ATTR_INT))
-        return node_fail(node, op, SMELT_ERR_MODEL, "attribute '%s' is %s but must be %s", r->name,
+        return import_node_fail(node, op, SMELT_ERR_MODEL, "attribute '%s' is %s but must be %s", r->name,
                          onnx_attr_type_name(d->type), onnx_attr_type_name((ir_attr_type)want));
     return SMELT_OK;
 }
@@ -320,14 +316,14 @@ static smelt_status constant_import(importer *im, scope *sc, const Onnx__NodePro
 {
     const char *op = "Constant";
     if (np->n_output != 1 || np->n_input != 0)
-        return node_fail(node, op, SMELT_ERR_MODEL, "takes no inputs and one output, got %zu and %zu", np->n_input,
+        return import_node_fail(node, op, SMELT_ERR_MODEL, "takes no inputs and one output, got %zu and %zu", np->n_input,
                          np->n_output);
     if (n_attr != 1)
-        return node_fail(node, op, SMELT_ERR_MODEL, "needs exactly one value attribute, got %d", n_attr);
+        return import_node_fail(node, op, SMELT_ERR_MODEL, "needs exactly one value attribute, got %d", n_attr);
     const char *an = attr->name;
     const Onnx__AttributeProto *a = attr->a;
     int t;
-    TRY(output_define(im, sc, node, op, np->output[0], &t));
+    TRY(import_output_define(im, sc, node, op, np->output[0], &t));
     if (strcmp(an, "value") == 0 && a->t) {
         char what[512];
         snprintf(what, sizeof what, "node '%s' (Constant): attribute 'value'", node);
@@ -338,55 +334,12 @@ static smelt_status constant_import(importer *im, scope *sc, const Onnx__NodePro
     if (strcmp(an, "value_floats") == 0) return tensor_set_const(im, t, SMELT_F32, 1, a->n_floats, a->floats);
     if (strcmp(an, "value_ints") == 0) return tensor_set_const(im, t, SMELT_I64, 1, a->n_ints, a->ints);
     if (!strcmp(an, "value_string") || !strcmp(an, "value_strings") || !strcmp(an, "sparse_value"))
-        return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "attribute '%s' is not supported (smelt holds no %s tensors)",
+        return import_node_fail(node, op, SMELT_ERR_UNSUPPORTED, "attribute '%s' is not supported (smelt holds no %s tensors)",
                          an, an[0] == 's' ? "sparse" : "string");
-    return node_fail(node, op, SMELT_ERR_MODEL, "attribute '%s' is not a valid Constant value", an);
+    return import_node_fail(node, op, SMELT_ERR_MODEL, "attribute '%s' is not a valid Constant value", an);
 }
 
-static const Onnx__FunctionProto *function_find(const Onnx__ModelProto *m, const char *domain, const char *name)
-{
-    for (size_t i = 0; i < m->n_functions; i++)
-        if (strcmp(str(m->functions[i]->domain), domain) == 0 && strcmp(str(m->functions[i]->name), name) == 0)
-            return m->functions[i];
-    return NULL;
-}
-
-static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-    *v = 0;
-    for (int s = 0; s < 64 && *p < end; s += 7) {
-        uint8_t b = *(*p)++;
-        *v |= (uint64_t)(b & 0x7f) << s;
-        if (!(b & 0x80)) return true;
-    }
-    return false;
-}
-
-/* FunctionProto.attribute_proto (default attribute values) postdates the
- * onnx.proto we build against, so protobuf-c keeps it as an unknown field. */
-static smelt_status function_defaults(const Onnx__FunctionProto *fn, const char *node, scope *sc)
-{
-    const ProtobufCMessage *base = &fn->base;
-    sc->defaults = calloc(base->n_unknown_fields + 1, sizeof *sc->defaults);
-    if (!sc->defaults) return import_oom();
-    for (unsigned i = 0; i < base->n_unknown_fields; i++) {
-        const ProtobufCMessageUnknownField *u = &base->unknown_fields[i];
-        if (u->tag != FUNCTION_FIELD_ATTRIBUTE_PROTO || u->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED) continue;
-        /* protobuf-c keeps the length prefix in an unknown field's data. */
-        const uint8_t *p = u->data;
-        uint64_t len;
-        Onnx__AttributeProto *a = NULL;
-        if (read_varint(&p, u->data + u->len, &len) && len == (uint64_t)(u->data + u->len - p))
-            a = onnx__attribute_proto__unpack(NULL, (size_t)len, p);
-        if (!a)
-            return node_fail(node, str(fn->name), SMELT_ERR_MODEL, "function '%s' has a malformed attribute default",
-                             str(fn->name));
-        sc->defaults[sc->n_defaults++] = a;
-    }
-    return SMELT_OK;
-}
-
-static smelt_status opsets_check(size_t n, Onnx__OperatorSetIdProto *const *ops, const char *where, int *opset)
+smelt_status import_opsets_check(size_t n, Onnx__OperatorSetIdProto *const *ops, const char *where, int *opset)
 {
     for (size_t i = 0; i < n; i++) {
         if (!is_default_domain(ops[i]->domain)) continue;
@@ -400,75 +353,12 @@ static smelt_status opsets_check(size_t n, Onnx__OperatorSetIdProto *const *ops,
     return SMELT_OK;
 }
 
-/* Inline a call to model-local function `fn`: its body's nodes join the graph,
- * its tensors renamed under "<call>/", its formal inputs and outputs bound to
- * the call site's tensors. */
-static smelt_status function_inline(importer *im, scope *outer, const Onnx__NodeProto *np, const char *node,
-                                    const Onnx__FunctionProto *fn, const rattr *attr, int n_attr)
-{
-    const char *op = str(np->op_type);
-    char where[600];
-    snprintf(where, sizeof where, "node '%s' (%s): function '%s'", node, op, str(fn->name));
-    if (outer->depth >= FUNCTION_DEPTH_MAX)
-        return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "functions nest deeper than %d (recursive?)",
-                         FUNCTION_DEPTH_MAX);
-    if (np->n_input > fn->n_input || np->n_output > fn->n_output)
-        return node_fail(node, op, SMELT_ERR_MODEL, "%zu inputs and %zu outputs, but function '%s' has %zu and %zu",
-                         np->n_input, np->n_output, str(fn->name), fn->n_input, fn->n_output);
-    int opset = outer->opset; /* a body imports its own opset, or uses the model's */
-    TRY(opsets_check(fn->n_opset_import, fn->opset_import, where, &opset));
-
-    scope sc = {.depth = outer->depth + 1, .opset = opset, .fn = fn, .call_attr = attr, .n_call_attr = n_attr,
-                .g = outer->g};
-    strmap_init(&sc.map);
-    size_t plen = strlen(node) + 2; /* node already carries the outer prefix */
-    char *prefix = malloc(plen);
-    int *bound = malloc(sizeof(int) * (fn->n_output + 1));
-    smelt_status st = prefix && bound ? SMELT_OK : import_oom();
-    if (!st) {
-        snprintf(prefix, plen, "%s/", node);
-        sc.prefix = prefix;
-        sc.out_bound = bound;
-        st = function_defaults(fn, node, &sc);
-    }
-    for (size_t i = 0; !st && i < fn->n_input; i++) {
-        int t = -1;
-        if (i < np->n_input) st = import_input_resolve(im, outer, node, op, np->input[i], &t);
-        if (!st) st = import_scope_bind(&sc, str(fn->input[i]), t < 0 ? OMITTED : t);
-    }
-    for (size_t k = 0; !st && k < fn->n_output; k++) {
-        bound[k] = -1;
-        if (k < np->n_output && *str(np->output[k])) st = output_define(im, outer, node, op, np->output[k], &bound[k]);
-    }
-    for (size_t i = 0; !st && i < fn->n_node; i++) st = import_node(im, &sc, fn->node[i]);
-    /* An output the body never computes may name a function input or another output. */
-    for (size_t k = 0; !st && k < fn->n_output; k++) {
-        const ir_tensor *x = bound[k] >= 0 ? &im->g->tensors[bound[k]] : NULL;
-        if (!x || x->producer >= 0 || x->data) continue;
-        int src = strmap_get(&sc.map, str(fn->output[k]));
-        if (src < 0 || src == bound[k]) {
-            st = node_fail(node, op, SMELT_ERR_MODEL, "function '%s' never computes its output '%s'", str(fn->name),
-                           str(fn->output[k]));
-            break;
-        }
-        char name[600];
-        snprintf(name, sizeof name, "%sIdentity_%d", prefix, im->g->n_nodes);
-        if (ir_node_add(im->g, name, OP_Identity, 1, &src, 1, &bound[k]) < 0) st = import_oom();
-    }
-    for (int i = 0; i < sc.n_defaults; i++) onnx__attribute_proto__free_unpacked(sc.defaults[i], NULL);
-    free(sc.defaults);
-    strmap_free(&sc.map);
-    free(prefix);
-    free(bound);
-    return st;
-}
-
 static smelt_status op_node_import(importer *im, scope *sc, const Onnx__NodeProto *np, const char *node, op_id op,
                                    const rattr *attr, int n_attr)
 {
     const char *opn = str(np->op_type);
     if (np->n_input > INT_MAX / 2 || np->n_output > INT_MAX / 2)
-        return node_fail(node, opn, SMELT_ERR_MODEL, "too many inputs or outputs");
+        return import_node_fail(node, opn, SMELT_ERR_MODEL, "too many inputs or outputs");
     /* Subgraphs first: the outer-scope values they read become implicit inputs. */
     capture_list caps = {.base = (int)np->n_input};
     ir_attr *at = malloc(sizeof(ir_attr) * ((size_t)n_attr + 1));
@@ -480,7 +370,7 @@ static smelt_status op_node_import(importer *im, scope *sc, const Onnx__NodeProt
     int *out = in ? in + np->n_input + caps.n : NULL;
     for (size_t i = 0; !st && i < np->n_input; i++) st = import_input_resolve(im, sc, node, opn, np->input[i], &in[i]);
     for (int i = 0; !st && i < caps.n; i++) in[np->n_input + (size_t)i] = caps.t[i];
-    for (size_t i = 0; !st && i < np->n_output; i++) st = output_define(im, sc, node, opn, np->output[i], &out[i]);
+    for (size_t i = 0; !st && i < np->n_output; i++) st = import_output_define(im, sc, node, opn, np->output[i], &out[i]);
     int n = -1;
     if (!st && (n = ir_node_add(im->g, node, op, (int)np->n_input + caps.n, in, (int)np->n_output, out)) < 0)
         st = import_oom();
@@ -505,13 +395,13 @@ static smelt_status detached_node_import(importer *im, scope *sc, const Onnx__No
 {
     const char *opn = str(np->op_type);
     if (np->n_input > INT_MAX / 2 || np->n_output > INT_MAX / 2)
-        return node_fail(node, opn, SMELT_ERR_MODEL, "too many inputs or outputs");
+        return import_node_fail(node, opn, SMELT_ERR_MODEL, "too many inputs or outputs");
     int *in = malloc(sizeof(int) * (np->n_input + np->n_output + 1));
     ir_attr *at = malloc(sizeof(ir_attr) * ((size_t)n_attr + 1));
     smelt_status st = in && at ? SMELT_OK : import_oom();
     int *out = in ? in + np->n_input : NULL;
     for (size_t i = 0; !st && i < np->n_input; i++) st = import_input_resolve(im, sc, node, opn, np->input[i], &in[i]);
-    for (size_t i = 0; !st && i < np->n_output; i++) st = output_define(im, sc, node, opn, np->output[i], &out[i]);
+    for (size_t i = 0; !st && i < np->n_output; i++) st = import_output_define(im, sc, node, opn, np->output[i], &out[i]);
     for (int i = 0; !st && i < n_attr; i++) st = attr_convert(im, sc, node, opn, &attr[i], &at[i], NULL);
     if (!st) {
         ir_node n = {.name = node, .op = OP_INVALID, .n_in = (int)np->n_input, .n_out = (int)np->n_output,
@@ -546,22 +436,22 @@ static smelt_status node_dispatch(importer *im, scope *sc, const Onnx__NodeProto
                                   const rattr *attr, int n_attr)
 {
     const char *op = str(np->op_type), *domain = str(np->domain);
-    const Onnx__FunctionProto *fn = function_find(im->m, domain, op);
-    if (fn) return function_inline(im, sc, np, node, fn, attr, n_attr);
+    const Onnx__FunctionProto *fn = import_function_find(im->m, domain, op);
+    if (fn) return import_function_inline(im, sc, np, node, fn, attr, n_attr);
     const expand_rule *ex = expand_find(domain, op, sc->opset);
     if (ex && !im->g->opset)
-        return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "the model imports no opset of the default ONNX domain");
+        return import_node_fail(node, op, SMELT_ERR_UNSUPPORTED, "the model imports no opset of the default ONNX domain");
     if (ex) return expanded_node_import(im, sc, np, node, ex, attr, n_attr);
     if (!is_default_domain(domain))
-        return node_fail(node, op, SMELT_ERR_UNSUPPORTED,
+        return import_node_fail(node, op, SMELT_ERR_UNSUPPORTED,
                          "unsupported op domain '%s': '%s' is neither an ONNX op nor a model-local function", domain, op);
     if (!im->g->opset)
-        return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "the model imports no opset of the default ONNX domain");
+        return import_node_fail(node, op, SMELT_ERR_UNSUPPORTED, "the model imports no opset of the default ONNX domain");
     if (strcmp(op, "Constant") == 0) return constant_import(im, sc, np, node, attr, n_attr);
     op_id id = op_lookup(op);
-    if (id == OP_INVALID) return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "unsupported op type '%s'", op);
+    if (id == OP_INVALID) return import_node_fail(node, op, SMELT_ERR_UNSUPPORTED, "unsupported op type '%s'", op);
     if (op_table[id].flags & OPF_INTERNAL)
-        return node_fail(node, op, SMELT_ERR_UNSUPPORTED, "unsupported op type '%s' (smelt's own form of an op, not an ONNX op)", op);
+        return import_node_fail(node, op, SMELT_ERR_UNSUPPORTED, "unsupported op type '%s' (smelt's own form of an op, not an ONNX op)", op);
     return op_node_import(im, sc, np, node, id, attr, n_attr);
 }
 
@@ -685,9 +575,9 @@ static bool nesting_ok(const uint8_t *p, size_t size)
             continue;
         }
         uint64_t key, len;
-        if (!read_varint(&p, st[top].end, &key)) return true; /* malformed: unpack reports it */
+        if (!pb_read_varint(&p, st[top].end, &key)) return true; /* malformed: unpack reports it */
         switch (key & 7) {
-        case 0: if (!read_varint(&p, st[top].end, &len)) return true; break;
+        case 0: if (!pb_read_varint(&p, st[top].end, &len)) return true; break;
         case 1: case 5: {
             size_t n = (key & 7) == 1 ? 8 : 4;
             if ((size_t)(st[top].end - p) < n) return true;
@@ -695,7 +585,7 @@ static bool nesting_ok(const uint8_t *p, size_t size)
             break;
         }
         case 2: {
-            if (!read_varint(&p, st[top].end, &len) || len > (uint64_t)(st[top].end - p)) return true;
+            if (!pb_read_varint(&p, st[top].end, &len) || len > (uint64_t)(st[top].end - p)) return true;
             const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(st[top].d, (unsigned)(key >> 3));
             if (f && f->type == PROTOBUF_C_TYPE_MESSAGE) {
                 if (top + 1 >= MESSAGE_DEPTH_MAX) return false;
@@ -733,7 +623,7 @@ smelt_status onnx_load_memory(const void *data, size_t size, const char *base_di
     smelt_status st = im.g ? SMELT_OK : import_oom();
     int opset = 0;
     if (!st && !m->graph) st = diag_fail(SMELT_ERR_MODEL, "the model has no graph");
-    if (!st) st = opsets_check(m->n_opset_import, m->opset_import, "the model", &opset);
+    if (!st) st = import_opsets_check(m->n_opset_import, m->opset_import, "the model", &opset);
     if (!st) {
         im.g->opset = sc.opset = opset; /* 0 when not imported: then no default-domain node may appear */
         sc.g = im.g;

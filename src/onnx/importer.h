@@ -1,12 +1,14 @@
 /*
  * importer.h — the importer's state, shared by import.c (the main graph,
- * nodes, attributes, functions) and subgraph.c (If/Loop/Scan bodies).
+ * nodes, attributes), function.c (model-local functions) and subgraph.c
+ * (If/Loop/Scan bodies).
  *
  * Private to onnx/: nothing outside the folder includes it.
  */
 #ifndef SMELT_ONNX_IMPORTER_H
 #define SMELT_ONNX_IMPORTER_H
 
+#include "core/diag.h"
 #include "core/hash.h"
 #include "ir/ir.h"
 #include "onnx/onnx.pb-c.h"
@@ -67,6 +69,19 @@ typedef struct capture_list {
     int *t, n, base;
 } capture_list;
 
+/* A protobuf varint at *p (before end), *p moved past it; false when it runs
+ * past end or over 64 bits. */
+static inline bool pb_read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    *v = 0;
+    for (int s = 0; s < 64 && *p < end; s += 7) {
+        uint8_t b = *(*p)++;
+        *v |= (uint64_t)(b & 0x7f) << s;
+        if (!(b & 0x80)) return true;
+    }
+    return false;
+}
+
 static inline const char *str(const char *s) { return s ? s : ""; }
 
 smelt_status import_oom(void);
@@ -80,6 +95,25 @@ smelt_status import_scope_bind(scope *sc, const char *name, int t);
 smelt_status import_input_resolve(importer *im, scope *sc, const char *node, const char *op, const char *name, int *t);
 /* One NodeProto of scope `sc` into im->g. */
 smelt_status import_node(importer *im, scope *sc, const Onnx__NodeProto *np);
+/* A diagnostic naming the model node and its op: "node 'x' (Op): ...". */
+smelt_status import_node_fail(const char *node, const char *op, smelt_status st, const char *fmt, ...)
+    DIAG_PRINTF(4, 5);
+/* Output `name` of a node of scope `sc`: a fresh tensor under the scope's
+ * prefix, or the call site's tensor bound to a function output; *t = its index. */
+smelt_status import_output_define(importer *im, scope *sc, const char *node, const char *op, const char *name, int *t);
+/* The default-domain opset among `ops` in *opset (left as is when none is
+ * imported); `where` names the model or function in the error. */
+smelt_status import_opsets_check(size_t n, Onnx__OperatorSetIdProto *const *ops, const char *where, int *opset);
+
+/* function.c */
+
+/* The model-local function domain::name, or NULL. */
+const Onnx__FunctionProto *import_function_find(const Onnx__ModelProto *m, const char *domain, const char *name);
+/* Inline a call to model-local function `fn`: its body's nodes join the graph,
+ * its tensors renamed under "<call>/", its formal inputs and outputs bound to
+ * the call site's tensors. */
+smelt_status import_function_inline(importer *im, scope *outer, const Onnx__NodeProto *np, const char *node,
+                                    const Onnx__FunctionProto *fn, const rattr *attr, int n_attr);
 
 /* subgraph.c */
 

@@ -5,14 +5,16 @@
  *
  * The functions the op table's rows name for this family (ir/ops.h gives the
  * columns; ops/op_table.c fills the table) and what the family shares between
- * its shape rules and its lowerings. Defined in ops/layout.c.
+ * its shape rules and its lowerings. Defined in ops/layout.c, but Concat,
+ * Split, Slice, Pad and CenterCropPad's, which are in ops/slice_pad.c.
  */
 #ifndef SMELT_OPS_LAYOUT_H
 #define SMELT_OPS_LAYOUT_H
 
 #include "lower/lower.h"
 
-typedef enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP } pad_mode;
+typedef enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP, PAD_MODE_COUNT } pad_mode;
+extern const char *const pad_mode_names[PAD_MODE_COUNT]; /* as ONNX spells them: "constant", ... */
 
 /* The attributes of the layout ops, parsed once (ir/ops.h op_params) with
  * their defaults and the checks that need no shape. The list operands that
@@ -43,6 +45,11 @@ typedef struct layout_params {
     const int64_t *list[LIST_N]; /* the node's attribute values (in the graph's arena) */
 } layout_params;
 smelt_status parse_layout(const struct ir_graph *g, const struct ir_node *n, void *params);
+/* n's layout_params (ir_node_params_get). */
+smelt_status layout_params_of(const struct ir_graph *g, const struct ir_node *n, layout_params *scratch,
+                              const layout_params **p);
+/* The node's params in an index map (which cannot fail: shape inference parsed them). */
+const layout_params *layout_elem_params(const struct lower_ctx *c, layout_params *scratch);
 
 smelt_status infer_Reshape(struct ir_graph *g, int node);
 smelt_status infer_Flatten(struct ir_graph *g, int node);

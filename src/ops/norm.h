@@ -1,6 +1,5 @@
 /*
- * norm.h — normalizations (Batch, Layer, Instance, Lp, RMS, Group, MeanVariance, LRN)
- * and the classification losses built on the same row statistics.
+ * norm.h — normalizations (Batch, Layer, Instance, Lp, RMS, Group, MeanVariance, LRN).
  *
  * The functions the op table's rows name for this family (ir/ops.h gives the
  * columns; ops/op_table.c fills the table) and what the family shares between
@@ -12,10 +11,9 @@
 #include "ir/op_params.h"
 #include "lower/lower.h"
 
-/* The attributes of the normalizations and losses but BatchNormalization
+/* The attributes of the normalizations but BatchNormalization
  * (ir/op_params.h), parsed once (ir/ops.h op_params) with their defaults and
  * the checks that need no shapes; the shape rules check axes against the rank. */
-typedef enum loss_reduction { LOSS_NONE, LOSS_SUM, LOSS_MEAN } loss_reduction;
 typedef struct norm_params {
     int64_t axis;           /* Layer, Lp, RMS: as written, default -1 */
     float epsilon;          /* default 1e-5 */
@@ -26,9 +24,6 @@ typedef struct norm_params {
     int64_t axes[IR_MAX_RANK];
     int64_t size;           /* LRN: required, 1..2^40 */
     float alpha, beta, bias; /* LRN: defaults 1e-4, 0.75, 1 */
-    loss_reduction reduction; /* the losses: default mean */
-    bool has_ignore;        /* the losses: ignore_index given */
-    int64_t ignore_index;
 } norm_params;
 smelt_status parse_norm(const struct ir_graph *g, const struct ir_node *n, void *params);
 smelt_status parse_BatchNormalization(const struct ir_graph *g, const struct ir_node *n, void *params);
@@ -45,12 +40,10 @@ smelt_status infer_RMSNormalization(struct ir_graph *g, int node);
 smelt_status infer_GroupNormalization(struct ir_graph *g, int node);
 smelt_status infer_MeanVarianceNormalization(struct ir_graph *g, int node);
 smelt_status infer_LRN(struct ir_graph *g, int node);
-smelt_status infer_NegativeLogLikelihoodLoss(struct ir_graph *g, int node); /* also SoftmaxCrossEntropyLoss */
 smelt_status lower_RMSNormalization(struct lower_ctx *c);
 smelt_status lower_GroupNormalization(struct lower_ctx *c);
 smelt_status lower_MeanVarianceNormalization(struct lower_ctx *c);
 smelt_status lower_LRN(struct lower_ctx *c);
-smelt_status lower_NegativeLogLikelihoodLoss(struct lower_ctx *c); /* also SoftmaxCrossEntropyLoss */
 
 smelt_status lower_gpu_LayerNormalization(struct lower_ctx *c); /* GPU form, in ops/reduce_gpu.c */
 

@@ -18,11 +18,13 @@
 #include "ops/gather_scatter.h"
 #include "ops/generate.h"
 #include "ops/layout.h"
+#include "ops/loss.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
 #include "ops/pool.h"
 #include "ops/quantize.h"
 #include "ops/recurrent.h"
+#include "ops/recurrent_params.h"
 #include "ops/reduce.h"
 #include "ops/resize.h"
 #include "ops/scan_topk.h"
@@ -76,8 +78,8 @@ const op_params_info op_params[OP_COUNT] = {
     [OP_GroupNormalization] = {parse_norm, sizeof(norm_params)},
     [OP_MeanVarianceNormalization] = {parse_norm, sizeof(norm_params)},
     [OP_LRN] = {parse_norm, sizeof(norm_params)},
-    [OP_NegativeLogLikelihoodLoss] = {parse_norm, sizeof(norm_params)},
-    [OP_SoftmaxCrossEntropyLoss] = {parse_norm, sizeof(norm_params)},
+    [OP_NegativeLogLikelihoodLoss] = {parse_loss, sizeof(loss_params)},
+    [OP_SoftmaxCrossEntropyLoss] = {parse_loss, sizeof(loss_params)},
     [OP_Gemm] = {parse_Gemm, sizeof(gemm_params)},
     [OP_Einsum] = {parse_Einsum, sizeof(einsum_params)},
     [OP_OneHot] = {parse_generate, sizeof(generate_params)},
@@ -141,4 +143,11 @@ const op_params_info op_params[OP_COUNT] = {
     [OP_ReduceLogSumExp] = {parse_reduce, sizeof(reduce_params)},
     [OP_ArgMax] = {parse_reduce, sizeof(reduce_params)},
     [OP_ArgMin] = {parse_reduce, sizeof(reduce_params)},
+    [OP_RNN] = {parse_recurrent, sizeof(rnn_params)},
+    [OP_GRU] = {parse_recurrent, sizeof(rnn_params)},
+    [OP_LSTM] = {parse_recurrent, sizeof(rnn_params)},
+    [OP_PackedRNN] = {parse_recurrent, sizeof(rnn_params)},
+    [OP_PackedGRU] = {parse_recurrent, sizeof(rnn_params)},
+    [OP_PackedLSTM] = {parse_recurrent, sizeof(rnn_params)},
+    [OP_DynamicQuantizeLSTM] = {parse_recurrent, sizeof(rnn_params)},
 };

@@ -4,8 +4,9 @@
  * recurrent_lower.c.
  *
  * requires: a node of one of those ops.
- * guarantees: the attributes are parsed once (rnn_parse) and checked against
- *             the input shapes with a diagnostic naming the node and the rule.
+ * guarantees: the attributes are parsed once (parse_recurrent, ir/ops.h
+ *             op_params) and checked against the input shapes (rnn_parse) with
+ *             a diagnostic naming the node and the rule.
  */
 #include <stdint.h>
 #include <string.h>
@@ -128,9 +129,10 @@ static smelt_status check_quant_dtypes(const ir_graph *g, const ir_node *n)
     return SMELT_OK;
 }
 
-smelt_status rnn_parse(const ir_graph *g, const ir_node *n, rnn_params *p)
+smelt_status parse_recurrent(const ir_graph *g, const ir_node *n, void *params)
 {
-    memset(p, 0, sizeof *p);
+    (void)g;
+    rnn_params *p = params;
     p->quant = n->op == OP_DynamicQuantizeLSTM;
     p->packed = p->quant || n->op == OP_PackedRNN || n->op == OP_PackedGRU || n->op == OP_PackedLSTM;
     p->cell = n->op == OP_LSTM || n->op == OP_PackedLSTM || p->quant ? CELL_LSTM
@@ -162,7 +164,15 @@ smelt_status rnn_parse(const ir_graph *g, const ir_node *n, rnn_params *p)
     p->input_forget = p->cell == CELL_LSTM && ir_attr_int(n, "input_forget", 0) != 0;
     p->lbr = p->cell == CELL_GRU && ir_attr_int(n, "linear_before_reset", 0) != 0;
     TRY(parse_activations(n, p));
+    p->hidden_size = ir_attr_int(n, "hidden_size", -1);
+    return SMELT_OK;
+}
 
+smelt_status rnn_parse(const ir_graph *g, const ir_node *n, rnn_params *p)
+{
+    const void *v;
+    TRY(ir_node_params_get(g, n, p, &v));
+    if (v != p) memcpy(p, v, sizeof *p);
     const ir_tensor *x = ir_in(g, n, IN_X), *w = ir_in(g, n, IN_W), *r = ir_in(g, n, IN_R);
     if (!x || !w || !r) return ir_node_fail(n, SMELT_ERR_MODEL, "inputs X, W and R are required");
     TRY(infer_check_dtypes(g, n));
@@ -184,7 +194,7 @@ smelt_status rnn_parse(const ir_graph *g, const ir_node *n, rnn_params *p)
     p->batch = x->shape.dim[p->layout ? 0 : 1];
     p->input = x->shape.dim[2];
     p->hidden = r->shape.dim[p->packed ? 1 : 2];
-    int64_t hs = ir_attr_int(n, "hidden_size", -1);
+    int64_t hs = p->hidden_size;
     if (hs >= 0 && !dim_ok(p->hidden, hs))
         return ir_node_fail(n, SMELT_ERR_SHAPE, "hidden_size %lld does not match R's last dim %lld", (long long)hs,
                             (long long)p->hidden);

@@ -1,8 +1,8 @@
 /*
  * recurrent_params.h — what ops/recurrent.c (attributes, shape rule) and
  * ops/recurrent_lower.c (kernels) share about RNN, GRU, LSTM, their packed
- * forms and DynamicQuantizeLSTM: the node's attributes and sizes, parsed once.
- * Private to those two files.
+ * forms and DynamicQuantizeLSTM: the node's attributes and sizes, parsed once;
+ * and the params struct the op table (ops/op_table.c) sizes.
  */
 #ifndef SMELT_OPS_RECURRENT_PARAMS_H
 #define SMELT_OPS_RECURRENT_PARAMS_H
@@ -41,14 +41,16 @@ typedef struct rnn_params {
     bool lbr;          /* GRU linear_before_reset */
     bool packed;       /* W [D, input, G*H] and R [D, H, G*H]: the packed order */
     bool quant;        /* DynamicQuantizeLSTM (packed): 8-bit W and R, uint8 X */
+    int64_t hidden_size; /* the attribute: -1 when absent (R's shape decides) */
+    /* Sizes from the input shapes (rnn_parse); 0 in the parsed params. */
     int64_t seq, batch, input, hidden;
     rnn_fn fn[2][3];
     smelt_dtype dt;
 } rnn_params;
 
 
-/* Attributes and sizes of node n, checked against its input shapes; errors
- * name the node and the rule. */
+/* Node n's attributes (parse_recurrent, recurrent.h) and sizes, checked
+ * against its input shapes; errors name the node and the rule. */
 smelt_status rnn_parse(const ir_graph *g, const ir_node *n, rnn_params *p);
 
 #endif

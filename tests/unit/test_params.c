@@ -13,8 +13,11 @@
 #include "ops/gather_scatter.h"
 #include "ops/generate.h"
 #include "ops/layout.h"
+#include "ops/loss.h"
 #include "ops/norm.h"
 #include "ops/quantize.h"
+#include "ops/recurrent.h"
+#include "ops/recurrent_params.h"
 #include "ops/reduce.h"
 #include "ops/resize.h"
 #include "ops/shape.h"
@@ -125,8 +128,6 @@ TEST(params_norm_defaults_and_errors)
         CHECK_NEAR(p->epsilon, 1e-5, 1e-12);
         CHECK_EQ_INT(p->stash, SMELT_F32);
         CHECK_EQ_INT(p->n_axes, -1);
-        CHECK_EQ_INT(p->reduction, LOSS_MEAN);
-        CHECK_EQ_INT(p->has_ignore, 0);
     }
     n = bare_node(g, "lrn", OP_LRN);
     attr_int(g, n, "size", 5);
@@ -159,6 +160,48 @@ TEST(params_norm_defaults_and_errors)
     attr_int(g, n, "stash_type", 10);
     CHECK(parsed(g, n, SMELT_ERR_UNSUPPORTED) == NULL);
     CHECK_STR_HAS(smelt_last_error(), "node 'ln2' (LayerNormalization): stash_type 10 is not supported");
+    ir_graph_free(g);
+}
+
+TEST(params_recurrent_defaults_and_errors)
+{
+    ir_graph *g = ir_graph_new();
+    int n = bare_node(g, "lstm", OP_LSTM);
+    const rnn_params *p = parsed(g, n, SMELT_OK);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK(p->cell == CELL_LSTM && p->gates == 4 && p->n_fn == 3 && p->dirs == 1 && !p->reverse[0]);
+        CHECK(p->layout == 0 && !p->has_clip && !p->input_forget && !p->packed && p->hidden_size == -1);
+        CHECK(p->fn[0][0].act == ACT_SIGMOID && p->fn[0][1].act == ACT_TANH && p->fn[0][2].act == ACT_TANH);
+    }
+    n = bare_node(g, "gru", OP_PackedGRU);
+    attr_str(g, n, "direction", "bidirectional");
+    attr_int(g, n, "linear_before_reset", 1);
+    attr_int(g, n, "hidden_size", 7);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->cell == CELL_GRU && p->packed && p->dirs == 2 && p->reverse[1] && p->lbr && p->hidden_size == 7);
+    n = bare_node(g, "rnn", OP_RNN);
+    attr_str(g, n, "direction", "sideways");
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'rnn' (RNN): direction 'sideways' must be forward, reverse or bidirectional");
+    n = bare_node(g, "rnn2", OP_RNN);
+    attr_int(g, n, "layout", 2);
+    CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);
+    CHECK_STR_HAS(smelt_last_error(), "node 'rnn2' (RNN): layout 2 must be 0 or 1");
+    ir_graph_free(g);
+}
+
+TEST(params_loss_defaults_and_errors)
+{
+    ir_graph *g = ir_graph_new();
+    int n = bare_node(g, "sce", OP_SoftmaxCrossEntropyLoss);
+    const loss_params *p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->reduction == LOSS_MEAN && !p->has_ignore);
+    n = bare_node(g, "nll0", OP_NegativeLogLikelihoodLoss);
+    attr_str(g, n, "reduction", "none");
+    attr_int(g, n, "ignore_index", -1);
+    p = parsed(g, n, SMELT_OK);
+    CHECK(p && p->reduction == LOSS_NONE && p->has_ignore && p->ignore_index == -1);
     n = bare_node(g, "nll", OP_NegativeLogLikelihoodLoss);
     attr_str(g, n, "reduction", "max");
     CHECK(parsed(g, n, SMELT_ERR_MODEL) == NULL);

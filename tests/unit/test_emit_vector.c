@@ -1,0 +1,250 @@
+/* The C emitter's vector loops (target/emit_c_simd.c): a parallel loop over
+ * AVX2 and AVX-512 lanes and the interleaved staged-tile loops, compiled for
+ * each vector ISA without a warning and run against the interpreter, bit for
+ * bit. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "emit_compile.h"
+#include "kir/kir.h"
+#include "kir/smem.h"
+#include "kir/locals.h"
+#include "rt/rt.h"
+#include "target/emit.h"
+#include "test.h"
+
+/* Loops of 16 (8) f32 lanes are emitted as AVX-512 (AVX2) intrinsics as well
+ * as scalar C (emit_c_simd.c): on a host with that ISA the vector code runs,
+ * and it must give the interpreter's bits for every input, NaN and
+ * infinities and subnormals included. 64 workgroups x 19 blocks x `lanes`
+ * lanes of inputs: a few special values, then random bit patterns, small
+ * magnitudes and exp's range; the second operand of the two-vector min/max
+ * is the next element, so NaN meets numbers, NaN and signed zeros. The source must
+ * compile for every ISA, whichever runs here. */
+static void check_vector_loops(int lanes)
+{
+    if (!have_cc()) return;
+    enum { WG = 64, BLOCKS = 19 }; /* 19 blocks: 2 x 8 interleaved, 3 after */
+    const int N = WG * BLOCKS * lanes, copies = 8;
+    arena a;
+    arena_init(&a);
+    kir_kernel *k = kir_kernel_new(&a, 0, WG, "vector loop");
+    int xb = kir_buffer_add(k, SMELT_F32, N + 1, 0, true, false);
+    enum { OUTS = 23 };
+    int ob[OUTS];
+    for (int o = 0; o < OUTS; o++) ob[o] = kir_buffer_add(k, SMELT_F32, N, 1 + o, false, true);
+    kir_val blk = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, BLOCKS), kir_idx(k, 1));
+    kir_val base = kir_mul(k, kir_add(k, kir_mul(k, kir_wg(k), kir_idx(k, BLOCKS)), blk), kir_idx(k, lanes));
+    kir_val first = kir_load(k, xb, base); /* one element for all lanes */
+    kir_val q = kir_loop_begin_parallel(k, kir_idx(k, 0), kir_idx(k, lanes));
+    kir_val i = kir_add(k, base, q);
+    kir_val x = kir_load(k, xb, i);
+    kir_val x2 = kir_load(k, xb, kir_add(k, i, kir_idx(k, 1))); /* the next element: NaN next to NaN and numbers */
+    kir_val zero = kir_const_f(k, SMELT_F32, 0), c = kir_const_f(k, SMELT_F32, -2.5);
+    kir_val out[OUTS] = {
+        kir_unary(k, KIR_EXP, x),
+        kir_unary(k, KIR_NEG, x),
+        kir_unary(k, KIR_ABS, x),
+        kir_unary(k, KIR_SQRT, x),
+        kir_binary(k, KIR_MAX, x, zero),
+        kir_binary(k, KIR_MIN, x, c),
+        kir_binary(k, KIR_MAX, c, x),
+        kir_binary(k, KIR_MIN, zero, x),
+        kir_binary(k, KIR_DIV, kir_const_f(k, SMELT_F32, 1), kir_binary(k, KIR_ADD, kir_const_f(k, SMELT_F32, 1), x)),
+        kir_binary(k, KIR_SUB, x, first),
+        kir_binary(k, KIR_MUL, x, x),
+        kir_unary(k, KIR_EXP, kir_unary(k, KIR_NEG, kir_unary(k, KIR_ABS, x))),
+        kir_binary(k, KIR_DIV, x, kir_const_f(k, SMELT_F32, 3)),
+        kir_binary(k, KIR_DIV, x, kir_const_f(k, SMELT_F32, -0x1p-126)), /* a multiply by -2^126 */
+        kir_binary(k, KIR_DIV, x, kir_const_f(k, SMELT_F32, 0x1p127)),   /* by 2^-127, a subnormal */
+        kir_unary(k, KIR_EXP, kir_binary(k, KIR_MUL, x, kir_const_f(k, SMELT_F32, 0.001))),
+        kir_unary(k, KIR_NEG, kir_binary(k, KIR_MUL, x, kir_const_f(k, SMELT_F32, -3))), /* one fnmadd */
+        kir_unary(k, KIR_TANH, x),
+        kir_unary(k, KIR_ERF, x),
+        kir_binary(k, KIR_MAX, x, x2),
+        kir_binary(k, KIR_MIN, x, x2),
+        kir_unary(k, KIR_TANH, kir_binary(k, KIR_MUL, x, kir_const_f(k, SMELT_F32, 0.01))),
+        kir_unary(k, KIR_ERF, kir_binary(k, KIR_MUL, x, kir_const_f(k, SMELT_F32, 0.01))),
+    };
+    for (int o = 0; o < OUTS; o++) kir_store(k, ob[o], i, out[o]);
+    kir_loop_end(k);
+    kir_loop_end(k);
+    CHECK_EQ_INT(kir_verify(k), SMELT_OK);
+
+    float *in = malloc(sizeof(float) * (size_t)(N + 1));
+    static const float special[] = {0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY, NAN, -NAN, 1e-45f, -1e-45f,
+                                    1e-40f, 88.72f, 88.73f, -87.4f, -103.9f, -104.1f, 89.5f, 1e30f, -1e30f};
+    uint32_t r = 12345;
+    for (int n = 0; n < N + 1; n++) {
+        r = r * 1664525u + 1013904223u;
+        uint32_t bits = r;
+        if (n % 3 == 1) bits = (bits & 0x807fffffu) | ((uint32_t)(100 + (r >> 27)) << 23); /* |x| in [2^-27, 2^5) */
+        memcpy(&in[n], &bits, 4);
+        if (n % 3 == 2) in[n] = -104.5f + 194.0f * (float)(r >> 8) / 16777216.0f; /* exp's whole range */
+        if (n < (int)(sizeof special / sizeof special[0])) in[n] = special[n];
+    }
+    void *want[1 + OUTS], *got[1 + OUTS];
+    want[0] = got[0] = in;
+    for (int o = 0; o < OUTS; o++) {
+        want[1 + o] = calloc(N, sizeof(float));
+        got[1 + o] = calloc(N, sizeof(float));
+    }
+    CHECK_EQ_INT(kir_interpret(k, want), SMELT_OK);
+    char *src = NULL;
+    CHECK_EQ_INT(emit_program(&k, 1, EMIT_C, LOCALS_HYBRID, NULL, &src), SMELT_OK);
+    char want_s[4][64];
+    snprintf(want_s[0], sizeof want_s[0], "smelt_expf_v%d(", lanes);
+    snprintf(want_s[1], sizeof want_s[1], "for (; i0 + %d < 19; i0 += %d) {", copies - 1, copies);
+    snprintf(want_s[2], sizeof want_s[2], "smelt_v%d_nabs(x", lanes);
+    snprintf(want_s[3], sizeof want_s[3], ", _mm%d_set1_ps(-0.0f))", lanes * 32);
+    for (int w = 0; w < 4; w++) CHECK(src && strstr(src, want_s[w]));
+    CHECK(src && strstr(src, "set1_ps(-0x1p+126f))") && strstr(src, "set1_ps(0x1p-127f))"));
+    CHECK(src && strstr(src, lanes == 16 ? "#if defined(__AVX512F__)" : "#if defined(__AVX2__) && defined(__FMA__)"));
+    CHECK(src && strstr(src, "_le0(") && strstr(src, "smelt_tanhf_v") && strstr(src, "smelt_erff_v"));
+    if (src) check_compiles_for_isas(src);
+    rt_so *so = NULL;
+    CHECK_EQ_INT(rt_cc_load(src, &so, NULL), SMELT_OK);
+    rt_kernel_fn fn = so ? (rt_kernel_fn)rt_so_sym(so, "smelt_k0") : NULL;
+    CHECK(fn != NULL);
+    for (int wg = 0; fn && wg < WG; wg++) fn(wg, got);
+    int bad = 0;
+    for (int o = 0; fn && o < OUTS; o++)
+        for (int n = 0; n < N; n++) {
+            float w = ((float *)want[1 + o])[n], g = ((float *)got[1 + o])[n];
+            if (!(memcmp(&w, &g, 4) == 0 || (w != w && g != g)) && bad++ < 5)
+                fprintf(stderr, "  output %d element %d (x = %a): %a, want %a\n", o, n, in[n], g, w);
+        }
+    CHECK_EQ_INT(bad, 0);
+    rt_so_close(so);
+    free(src);
+    for (int o = 0; o < OUTS; o++) {
+        free(want[1 + o]);
+        free(got[1 + o]);
+    }
+    free(in);
+    arena_free(&a);
+}
+
+TEST(emit_vector_loops_match_interpreter_avx512) { check_vector_loops(16); }
+TEST(emit_vector_loops_match_interpreter_avx2) { check_vector_loops(8); }
+
+/* ---- interleaved loops ---------------------------------------------------- */
+
+/* A staged-tile pass B in small (emit_c_simd.c, "interleaved loops"): rows of
+ * cols columns per workgroup, panels of 16 whose lanes compute
+ * -(sigmoid(-|1.5x + 0.25|))^2 into a workgroup row that a stream loop copies
+ * out at dst[row * cols + panel]. Workgroup wg has its last wg % 3 panels cut
+ * off, so the panel loop's end is known only at run time. in_place: the
+ * lanes read y itself (its iterations are not independent); overlap: panels
+ * step 8, so each one's 16 elements meet the next one's. */
+static kir_kernel *k_panels(arena *a, int64_t rows, int64_t cols, bool in_place, bool overlap, int lanes)
+{
+    kir_kernel *k = kir_kernel_new(a, 0, 3, "panels");
+    int64_t n = 3 * rows * cols;
+    int x = kir_buffer_add(k, SMELT_F32, n, 0, true, false);
+    int y = kir_buffer_add(k, SMELT_F32, n, 1, in_place, true);
+    int row = kir_smem_add(k, SMELT_F32, lanes);
+    kir_val r = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, rows), kir_idx(k, 1));
+    kir_val start = kir_mul(k, kir_add(k, kir_mul(k, kir_wg(k), kir_idx(k, rows)), r), kir_idx(k, cols));
+    kir_val hi = kir_binary(k, KIR_SUB, kir_idx(k, cols),
+                            kir_mul(k, kir_binary(k, KIR_MOD, kir_wg(k), kir_idx(k, 3)), kir_idx(k, lanes)));
+    if (overlap) hi = kir_binary(k, KIR_SUB, hi, kir_idx(k, lanes / 2)); /* the last panel still ends in the row */
+    kir_val jp = kir_loop_begin(k, kir_idx(k, 0), hi, kir_idx(k, overlap ? lanes / 2 : lanes));
+    kir_val base = kir_add(k, start, jp);
+    kir_val q = kir_loop_begin_parallel(k, kir_idx(k, 0), kir_idx(k, lanes));
+    kir_val i = kir_add(k, base, q);
+    kir_val v = kir_load(k, in_place ? y : x, i);
+    v = kir_binary(k, KIR_ADD, kir_binary(k, KIR_MUL, v, kir_const_f(k, SMELT_F32, 1.5)),
+                   kir_const_f(k, SMELT_F32, 0.25));
+    v = kir_unary(k, KIR_EXP, kir_unary(k, KIR_NEG, kir_unary(k, KIR_ABS, v)));
+    v = kir_binary(k, KIR_DIV, kir_const_f(k, SMELT_F32, 1), kir_binary(k, KIR_ADD, kir_const_f(k, SMELT_F32, 1), v));
+    v = kir_unary(k, KIR_NEG, kir_binary(k, KIR_MUL, v, v));
+    kir_store(k, row, q, v);
+    kir_loop_end(k);
+    kir_val c = kir_loop_begin_stream(k, lanes);
+    kir_store(k, y, kir_add(k, base, c), kir_load(k, row, c));
+    kir_loop_end(k);
+    kir_loop_end(k);
+    kir_loop_end(k);
+    return k;
+}
+
+/* Interleaved panels give the interpreter's bits, with the destination
+ * aligned for non-temporal stores and not; panels whose iterations depend on
+ * each other keep their plain loop. */
+static void check_interleaved_loops(int lanes)
+{
+    arena a;
+    arena_init(&a);
+    static const struct {
+        int64_t cols;
+        bool in_place, overlap, interleaved;
+    } cases[] = {
+        {11, false, false, true}, /* 8 panels at once, then 3 */
+        {5, false, false, true},  /* 16 lanes: fewer panels than copies, only the loop of one runs */
+        {11, true, false, false},
+        {11, false, true, false},
+    };
+    for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
+        enum { ROWS = 5 };
+        int64_t cols = cases[c].cols * lanes;
+        kir_kernel *k = k_panels(&a, ROWS, cols, cases[c].in_place, cases[c].overlap, lanes);
+        CHECK_EQ_INT(kir_verify(k), SMELT_OK);
+        CHECK_EQ_INT(smem_assign(k, NULL), SMELT_OK);
+        char *src = NULL;
+        CHECK_EQ_INT(emit_program(&k, 1, EMIT_C, LOCALS_HYBRID, NULL, &src), SMELT_OK);
+        CHECK(src != NULL);
+        if (!src) continue;
+        char stream[32], ilv[32];
+        snprintf(stream, sizeof stream, "smelt_stream_v%d(&b1[", lanes);
+        snprintf(ilv, sizeof ilv, "i1 + %d < ", 7 * lanes);
+        CHECK(!!strstr(src, stream) == cases[c].interleaved);
+        CHECK(!!strstr(src, ilv) == cases[c].interleaved);
+        CHECK(strstr(src, "smelt_stream_f32(&b1[") != NULL); /* the plain form, for other CPUs */
+        check_compiles_for_isas(src);
+        if (!have_cc()) {
+            free(src);
+            continue;
+        }
+        int64_t n = 3 * ROWS * cols;
+        float *in = malloc(sizeof(float) * (size_t)n), *want = calloc((size_t)n, sizeof(float));
+        float *out = aligned_alloc(64, sizeof(float) * (size_t)((n + 31) / 16 * 16)); /* a multiple of 64 bytes */
+        uint32_t r = 777;
+        for (int64_t e = 0; e < n; e++) {
+            r = r * 1664525u + 1013904223u;
+            in[e] = e == 5 ? NAN : e == 6 ? INFINITY : -80.0f + 160.0f * (float)(r >> 8) / 16777216.0f;
+            want[e] = in[e];
+        }
+        void *wb[2] = {in, want};
+        CHECK_EQ_INT(kir_interpret(k, wb), SMELT_OK);
+        rt_so *so = NULL;
+        CHECK_EQ_INT(rt_cc_load(src, &so, NULL), SMELT_OK);
+        rt_kernel_fn fn = so ? (rt_kernel_fn)rt_so_sym(so, "smelt_k0") : NULL;
+        CHECK(fn != NULL);
+        for (int shift = 0; fn && shift < 2; shift++) { /* y at a 64-byte boundary, then 4 bytes past one */
+            float *y = out + shift;
+            memcpy(y, in, sizeof(float) * (size_t)n);
+            void *gb[2] = {in, y};
+            for (int wg = 0; wg < 3; wg++) fn(wg, gb);
+            int bad = 0;
+            for (int64_t e = 0; e < n; e++)
+                if (!(memcmp(&want[e], &y[e], 4) == 0 || (want[e] != want[e] && y[e] != y[e])) && bad++ < 3)
+                    fprintf(stderr, "  case %d shift %d element %lld: %a, want %a\n", c, shift, (long long)e,
+                            y[e], want[e]);
+            CHECK_EQ_INT(bad, 0);
+        }
+        rt_so_close(so);
+        free(in);
+        free(want);
+        free(out);
+        free(src);
+    }
+    arena_free(&a);
+}
+
+TEST(emit_interleaved_loops_match_interpreter_avx512) { check_interleaved_loops(16); }
+TEST(emit_interleaved_loops_match_interpreter_avx2) { check_interleaved_loops(8); }
