@@ -87,6 +87,23 @@ typedef struct graph_pack_cache {
  * the original constant is left for graph_dce when nothing else reads it. */
 smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache *cache, bool keep_plain);
 
+/* The most bytes of im2col scratch a Conv on the packed GEMM takes
+ * (ops/conv_gemm.c: A^T of as many images as fit, KH*KW/(sh*sw) times X's
+ * size each); a kernel larger than 1x1 whose one image needs more stays on the
+ * direct form. 16 MiB: a 3x3 32 -> 32 conv at 112x112 (14 MiB) ran 1.5x faster
+ * than direct, at 224x224 (56 MiB, written and read back from DRAM) 1.3x slower. */
+#define GRAPH_IM2COL_MAX_BYTES ((int64_t)16 << 20)
+/* That scratch's row length: K = C*KH*KW rows of M = OH*OW output positions
+ * per image, each row M rounded up to an odd number of 64-byte lines (the
+ * microkernel reads down a column of it, rows apart; an odd number of lines
+ * spreads those reads over all of L1's sets). */
+static inline int64_t graph_im2col_ld(int64_t m) { return ((m + 15) / 16 | 1) * 16; }
+/* Whether the im2col of one image of such a conv fits the scratch. */
+static inline bool graph_im2col_fits(int64_t m, int64_t k)
+{
+    return k * graph_im2col_ld(m) <= GRAPH_IM2COL_MAX_BYTES / 4;
+}
+
 #define GRAPH_PLAIN_B "smelt.plain_b"
 #define GRAPH_PACKED_B "smelt.packed_b"
 #define GRAPH_PLAIN_TRANS_B "smelt.plain_trans_b"

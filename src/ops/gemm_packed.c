@@ -41,6 +41,7 @@ typedef struct mm_panel {
     int ap, acc;           /* workgroup memory: packed A, accumulators */
     int64_t ld, kcap;      /* accumulator row length, KC */
     kir_val kb, kc, p0, bb, p; /* K slice start and length, first panel, B's batch base, panel */
+    kir_val abase;         /* a_direct: A^T's element (i0, 0) in its scratch */
 } mm_panel;
 
 /* acc[rows of block q] += A block q (its first `rows` rows) x panel p, over the K slice. */
@@ -51,8 +52,13 @@ static void gemm_rows(lower_ctx *c, const gemm_packed *g, const mm_panel *pn, ki
     kir_val z = kir_idx(K, 0), one = kir_idx(K, 1);
     kir_val kk = kir_loop_begin_gemm(K, pn->kc);
     kir_val r = rows > 1 ? kir_loop_begin(K, z, kir_idx(K, rows), one) : z;
-    kir_val at = gemm_packed_a_at(K, pn->kcap, mr, q, r, kk);
-    kir_val a = kir_load(K, pn->ap, at);
+    kir_val a;
+    if (g->a_direct) {
+        kir_val t = kir_add(K, kir_mul(K, q, kir_idx(K, mr)), r);
+        a = lower_scratch_load(c, g->a_scratch, kir_add(K, kir_add(K, pn->abase, kir_mul(K, kir_add(K, pn->kb, kk), kir_idx(K, g->a_ld))), t));
+    } else {
+        a = kir_load(K, pn->ap, gemm_packed_a_at(K, pn->kcap, mr, q, r, kk));
+    }
     kir_val jj = kir_loop_begin(K, z, kir_idx(K, nr), one);
     kir_val bv;
     if (g->b_input >= 0) {
@@ -99,7 +105,7 @@ static void unit_body(lower_ctx *c, const kir_val *idx, void *user)
     kir_val cols = g->n % g->nc ? min_idx(K, kir_binary(K, KIR_SUB, kir_idx(K, g->n), j0), g->nc) : kir_idx(K, g->nc);
     kir_val nblk = g->m % mcap ? kir_binary(K, KIR_DIV, kir_add(K, rows, kir_idx(K, mr - 1)), kir_idx(K, mr)) : kir_idx(K, g->mb);
     kir_val npan = kir_binary(K, KIR_DIV, kir_add(K, cols, kir_idx(K, nr - 1)), kir_idx(K, nr));
-    int acc = kir_smem_add(K, g->dt, mcap * ld), ap = kir_smem_add(K, g->dt, g->mb * kcap * mr);
+    int acc = kir_smem_add(K, g->dt, mcap * ld), ap = g->a_direct ? -1 : kir_smem_add(K, g->dt, g->mb * kcap * mr);
 
     kir_val row = kir_loop_begin(K, z, kir_idx(K, mcap), one);
     kir_val col = kir_loop_begin_parallel(K, z, kir_idx(K, g->nc));
@@ -110,16 +116,24 @@ static void unit_body(lower_ctx *c, const kir_val *idx, void *user)
     kir_val p0 = kir_mul(K, idx[g->nb + 1], kir_idx(K, g->nc / nr)); /* the unit's first panel */
     kir_val bb = g->b_input >= 0 ? z
                  : kir_mul(K, g->b_index ? g->b_index(c, g, bidx) : z, kir_idx(K, np * g->k * nr));
+    kir_val abase = z;
+    if (g->a_direct) {
+        kir_val b = z;
+        for (int d = 0; d < g->nb; d++) b = kir_add(K, kir_mul(K, b, kir_idx(K, g->batch[d])), bidx[d]);
+        abase = kir_add(K, kir_mul(K, b, kir_idx(K, g->k * g->a_ld)), i0);
+    }
     kir_val kb = kir_loop_begin(K, z, kir_idx(K, g->k), kir_idx(K, kcap));
     kir_val kc = g->k > kcap ? min_idx(K, kir_binary(K, KIR_SUB, kir_idx(K, g->k), kb), kcap) : kir_idx(K, kcap);
-    gemm_a_slice s = {.ap = ap, .kcap = kcap, .mr = mr, .i0 = i0, .rows = rows, .nblk = nblk, .kb = kb, .kc = kc};
-    (g->pack_a ? g->pack_a : pack_a_elements)(c, g, bidx, &s);
+    if (!g->a_direct) {
+        gemm_a_slice s = {.ap = ap, .kcap = kcap, .mr = mr, .i0 = i0, .rows = rows, .nblk = nblk, .kb = kb, .kc = kc};
+        (g->pack_a ? g->pack_a : pack_a_elements)(c, g, bidx, &s);
+    }
 
     /* full row blocks, then (in the unit that has it) the last M % MR rows with
      * a microkernel of that many rows, not a full block of clamped repeats */
     int64_t tail = g->m % mr;
     kir_val nfull = g->m % mcap ? kir_binary(K, KIR_DIV, rows, kir_idx(K, mr)) : kir_idx(K, g->mb);
-    mm_panel pn = {.ap = ap, .acc = acc, .ld = ld, .kcap = kcap, .kb = kb, .kc = kc, .p0 = p0, .bb = bb};
+    mm_panel pn = {.ap = ap, .acc = acc, .ld = ld, .kcap = kcap, .kb = kb, .kc = kc, .p0 = p0, .bb = bb, .abase = abase};
     pn.p = kir_loop_begin(K, z, npan, one);
     kir_val q = kir_loop_begin(K, z, nfull, one);
     gemm_rows(c, g, &pn, q, mr);

@@ -60,6 +60,12 @@ struct gemm_packed {
     /* A[i][k] for i < M (the default A pack's read), or a pack of one's own */
     kir_val (*load_a)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val k);
     void (*pack_a)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, const gemm_a_slice *s);
+    /* or, when a_direct, no pack at all: A^T ready in scratch a_scratch as
+     * [batch][K][a_ld] (element (i, k) of batch b at (b*K + k)*a_ld + i, the
+     * batch linear over the batch dims), read by the microkernel in place */
+    bool a_direct;
+    int a_scratch;
+    int64_t a_ld;
     /* C[i][j] = v, i < M, j < N, in a loop with j innermost; or the loops over
      * a whole block written by the caller (store_block, when set) */
     void (*store)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val j, kir_val v);
