@@ -14,7 +14,7 @@
  *    planes, packed per KC slice straight from X;
  *  - im2col (every other shape whose image fits GRAPH_IM2COL_MAX_BYTES): a
  *    kernel of its own writes A^T for as many images as fit into scratch
- *    (conv_im2col_body: runs along the output row, copies and zero fills, X's
+ *    (conv_im2col_body: runs along the output rows, copies and zero fills, X's
  *    fused producers computed once per element), then the GEMM's microkernel
  *    reads it in place (gemm_packed's a_direct), shared by all units and
  *    column blocks; a batch larger than the scratch holds is lowered a chunk
@@ -117,51 +117,66 @@ static void conv_pack_a(lower_ctx *c, const gemm_packed *g, const kir_val *bidx,
     kir_loop_end(K);
 }
 
+/* The first i in [0, n) with i*s + a0 >= 0, and the first with i*s + a0 >= lim
+ * (clamped to at least the former): the range where a window row or column,
+ * offset a0 and stepping s, lies inside [0, lim). A truncating division rounds
+ * a negative quotient up, which the clamp to 0 then makes right. */
+static void inside(kir_kernel *K, kir_val a0, int64_t s, int64_t lim, int64_t n, kir_val *lo, kir_val *hi)
+{
+    kir_val z = kir_idx(K, 0), nn = kir_idx(K, n), s1 = kir_idx(K, s - 1), sv = kir_idx(K, s);
+    kir_val l = kir_binary(K, KIR_DIV, kir_add(K, kir_binary(K, KIR_SUB, z, a0), s1), sv);
+    *lo = kir_binary(K, KIR_MIN, kir_binary(K, KIR_MAX, l, z), nn);
+    kir_val h = kir_binary(K, KIR_DIV, kir_add(K, kir_binary(K, KIR_SUB, kir_idx(K, lim), a0), s1), sv);
+    *hi = kir_binary(K, KIR_MIN, kir_binary(K, KIR_MAX, h, *lo), nn);
+}
+
+static void zero_fill(lower_ctx *c, int a, kir_val base, kir_val from, kir_val to)
+{
+    kir_val t = kir_loop_begin_parallel(c->k, from, to);
+    lower_scratch_store(c, a, kir_add(c->k, base, t), kir_const_f(c->k, SMELT_F32, 0));
+    kir_loop_end(c->k);
+}
+
 /* The im2col matrix, transposed, into scratch: A^T[n][k][i] at (n*K + k)*ld + i
  * (ld: M rounded up to whole cache lines, an odd number of them, so the
  * microkernel's reads down k, ld apart, spread over all of L1's sets). One
- * kernel over (n, k, oh) fills each output row's run of ow: the window's column
- * ow*sw - pw + kw*dw lies inside X for ow in [lo, hi), computed once per run,
- * so the run is a zero fill, a copy (unit stride in both when sw = 1: the
- * compiler vectorizes it) and a zero fill, with no test per element; a row
- * oh*sh - ph + kh*dh outside X makes the copy empty. X's fused producers are
- * computed here, once per element of the im2col. */
+ * kernel over (n, k): the tap's window column ow*sw - pw + kw*dw lies inside X
+ * for ow in [lo, hi) and its row for oh in [oh_lo, oh_hi), both computed once
+ * per k, so each output row's run is a zero fill, a copy (unit stride in both
+ * when sw = 1: the compiler vectorizes it) and a zero fill, and the rows wholly
+ * in the padding one zero fill, with no test per element. X's fused producers
+ * are computed here, once per element of the im2col. */
 static void conv_im2col_body(lower_ctx *c, const kir_val *idx, void *user)
 {
     const conv_gemm_job *j = user;
     const window_geom *w = j->w;
     kir_kernel *K = c->k;
-    kir_val z = kir_idx(K, 0), ow_n = kir_idx(K, w->out[1]);
-    kir_val n = idx[0], k = idx[1], oh = idx[2];
+    int64_t oh_n = w->out[0], ow_n = w->out[1];
+    kir_val z = kir_idx(K, 0), one = kir_idx(K, 1), own = kir_idx(K, ow_n);
+    kir_val n = idx[0], k = idx[1];
     kir_val ch = j->taps > 1 ? kir_binary(K, KIR_DIV, k, kir_idx(K, j->taps)) : k;
     kir_val tap = kir_binary(K, KIR_SUB, k, kir_mul(K, ch, kir_idx(K, j->taps)));
     kir_val kh = kir_binary(K, KIR_DIV, tap, kir_idx(K, w->kernel[1]));
     kir_val kw = kir_binary(K, KIR_SUB, tap, kir_mul(K, kh, kir_idx(K, w->kernel[1])));
-    kir_val ih = kir_add(K, kir_mul(K, oh, kir_idx(K, w->stride[0])),
-                         kir_binary(K, KIR_SUB, kir_mul(K, kh, kir_idx(K, w->dilation[0])), kir_idx(K, w->pad_lo[0])));
-    kir_val row_ok = kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, ih, z), kir_binary(K, KIR_LT, ih, kir_idx(K, w->in[0])));
-    /* iw = ow*sw + a0; inside for ow >= ceil(-a0 / sw) and ow < ceil((W - a0) / sw)
-     * (a truncating division rounds a negative quotient up: clamped to 0 anyway) */
+    /* ih = oh*sh + r0, iw = ow*sw + a0 */
+    kir_val r0 = kir_binary(K, KIR_SUB, kir_mul(K, kh, kir_idx(K, w->dilation[0])), kir_idx(K, w->pad_lo[0]));
     kir_val a0 = kir_binary(K, KIR_SUB, kir_mul(K, kw, kir_idx(K, w->dilation[1])), kir_idx(K, w->pad_lo[1]));
-    kir_val sw1 = kir_idx(K, w->stride[1] - 1), sw = kir_idx(K, w->stride[1]);
-    kir_val lo = kir_binary(K, KIR_DIV, kir_binary(K, KIR_ADD, kir_binary(K, KIR_SUB, z, a0), sw1), sw);
-    lo = kir_binary(K, KIR_MIN, kir_binary(K, KIR_MAX, lo, z), ow_n);
-    kir_val hi = kir_binary(K, KIR_DIV, kir_binary(K, KIR_ADD, kir_binary(K, KIR_SUB, kir_idx(K, w->in[1]), a0), sw1), sw);
-    hi = kir_binary(K, KIR_MIN, kir_binary(K, KIR_MAX, hi, lo), ow_n);
-    hi = kir_select(K, row_ok, hi, lo);
-    kir_val base = kir_add(K, kir_mul(K, kir_add(K, kir_mul(K, n, kir_idx(K, j->k)), k), kir_idx(K, j->ld)),
-                           kir_mul(K, oh, ow_n));
-    kir_val zero = kir_const_f(K, SMELT_F32, 0);
-    kir_val ow = kir_loop_begin_parallel(K, z, lo);
-    lower_scratch_store(c, j->a, kir_add(K, base, ow), zero);
+    kir_val oh_lo, oh_hi, lo, hi;
+    inside(K, r0, w->stride[0], w->in[0], oh_n, &oh_lo, &oh_hi);
+    inside(K, a0, w->stride[1], w->in[1], ow_n, &lo, &hi);
+    kir_val base = kir_mul(K, kir_add(K, kir_mul(K, n, kir_idx(K, j->k)), k), kir_idx(K, j->ld));
+    zero_fill(c, j->a, base, z, kir_mul(K, oh_lo, own));
+    kir_val oh = kir_loop_begin(K, oh_lo, oh_hi, one);
+    kir_val row = kir_add(K, base, kir_mul(K, oh, own));
+    zero_fill(c, j->a, row, z, lo);
+    kir_val ow = kir_loop_begin_parallel(K, lo, hi);
+    kir_val xi[4] = {kir_add(K, n, kir_idx(K, j->n0)), ch, kir_add(K, kir_mul(K, oh, kir_idx(K, w->stride[0])), r0),
+                     kir_add(K, kir_mul(K, ow, kir_idx(K, w->stride[1])), a0)};
+    lower_scratch_store(c, j->a, kir_add(K, row, ow), lower_load(c, 0, xi));
     kir_loop_end(K);
-    ow = kir_loop_begin_parallel(K, lo, hi);
-    kir_val xi[4] = {kir_add(K, n, kir_idx(K, j->n0)), ch, lower_clamp(K, ih, w->in[0]), kir_add(K, kir_mul(K, ow, sw), a0)};
-    lower_scratch_store(c, j->a, kir_add(K, base, ow), lower_load(c, 0, xi));
+    zero_fill(c, j->a, row, hi, own);
     kir_loop_end(K);
-    ow = kir_loop_begin_parallel(K, hi, ow_n);
-    lower_scratch_store(c, j->a, kir_add(K, base, ow), zero);
-    kir_loop_end(K);
+    zero_fill(c, j->a, base, kir_mul(K, oh_hi, own), kir_idx(K, oh_n * ow_n));
 }
 
 /* The block into Y[n][m][oh][ow]: per channel m, the unit's positions as
@@ -223,8 +238,8 @@ smelt_status conv_gemm_lower(lower_ctx *c, const window_geom *w)
     g.a_direct = true, g.a_scratch = j.a, g.a_ld = j.ld, g.nc_min = 0;
     for (j.n0 = 0; j.n0 < batch; j.n0 += chunk) {
         int64_t nb = batch - j.n0 < chunk ? batch - j.n0 : chunk;
-        ir_shape fill = {.rank = 4, .dim = {nb, j.k, w->out[0], 1}};
-        lower_parallel_for(c, &fill, w->out[1], conv_im2col_body, &j);
+        ir_shape fill = {.rank = 3, .dim = {nb, j.k, 1}};
+        lower_parallel_for(c, &fill, w->out[0] * w->out[1], conv_im2col_body, &j);
         if (!c->k) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
         g.batch[0] = nb;
         TRY(gemm_packed_lower(c, &g));
