@@ -234,7 +234,8 @@ smelt_status conv_gemm_lower(lower_ctx *c, const window_geom *w)
     int64_t batch = x->shape.dim[0];
     if (chunk > batch) chunk = batch;
     j.k = g.k;
-    if ((j.a = lower_scratch(c, SMELT_F32, chunk * j.k * j.ld)) < 0) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    if ((j.a = lower_scratch(c, SMELT_F32, chunk * j.k * j.ld)) < 0)
+        return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
     g.a_direct = true, g.a_scratch = j.a, g.a_ld = j.ld, g.nc_min = 0;
     for (j.n0 = 0; j.n0 < batch; j.n0 += chunk) {
         int64_t nb = batch - j.n0 < chunk ? batch - j.n0 : chunk;

@@ -55,7 +55,8 @@ static void gemm_rows(lower_ctx *c, const gemm_packed *g, const mm_panel *pn, ki
     kir_val a;
     if (g->a_direct) {
         kir_val t = kir_add(K, kir_mul(K, q, kir_idx(K, mr)), r);
-        a = lower_scratch_load(c, g->a_scratch, kir_add(K, kir_add(K, pn->abase, kir_mul(K, kir_add(K, pn->kb, kk), kir_idx(K, g->a_ld))), t));
+        kir_val col = kir_mul(K, kir_add(K, pn->kb, kk), kir_idx(K, g->a_ld)); /* A^T's row k */
+        a = lower_scratch_load(c, g->a_scratch, kir_add(K, kir_add(K, pn->abase, col), t));
     } else {
         a = kir_load(K, pn->ap, gemm_packed_a_at(K, pn->kcap, mr, q, r, kk));
     }
