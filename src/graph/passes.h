@@ -101,7 +101,8 @@ static inline int64_t graph_im2col_ld(int64_t m) { return ((m + 15) / 16 | 1) * 
 /* Whether the im2col of one image of such a conv fits the scratch. */
 static inline bool graph_im2col_fits(int64_t m, int64_t k)
 {
-    return k * graph_im2col_ld(m) <= GRAPH_IM2COL_MAX_BYTES / 4;
+    int64_t lim = GRAPH_IM2COL_MAX_BYTES / 4; /* floats; the tests keep k * ld from overflowing */
+    return m >= 1 && k >= 1 && m <= lim && k <= lim / graph_im2col_ld(m);
 }
 
 #define GRAPH_PLAIN_B "smelt.plain_b"

@@ -228,7 +228,8 @@ smelt_status conv_gemm_lower(lower_ctx *c, const window_geom *w)
                      .store_block = conv_store_block, .nc_min = j.flat ? 0 : CONV_GEMM_NC_MIN, .user = &j};
     j.a = -1;
     j.ld = graph_im2col_ld(g.m);
-    int64_t chunk = j.flat ? 0 : GRAPH_IM2COL_MAX_BYTES / (int64_t)sizeof(float) / (g.k * j.ld);
+    bool fits = !j.flat && graph_im2col_fits(g.m, g.k);
+    int64_t chunk = fits ? GRAPH_IM2COL_MAX_BYTES / (int64_t)sizeof(float) / (g.k * j.ld) : 0;
     if (chunk < 1) return gemm_packed_lower(c, &g);
     /* the im2col of `chunk` images at a time into scratch, then the GEMM over them */
     int64_t batch = x->shape.dim[0];
