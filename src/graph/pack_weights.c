@@ -93,34 +93,38 @@ smelt_status graph_matmul_encoding(ir_graph *g, int node, bool packed)
  * the rule measured per shape class against the direct form (ops/conv.c) at 1
  * thread, README "Benchmarks". The GEMM's fixed costs per output element
  * (accumulators zeroed, stored through the epilogue) are paid back over K =
- * C * KH * KW multiply-adds, and its A pack (the implicit im2col, a table
- * look-up and bound test per element when the window is larger than 1x1) over
- * the N = M output channels that reuse each packed element. So: 1x1 convs with
- * K >= 64 and M >= 32 (1.9-2.3x faster than direct at M >= 64; at 32..63,
- * since a stride-1 1x1 reads A in place with no pack, 192 -> 32 and 144 -> 32
- * channels at 28x28 1.5x faster: 0.171 -> 0.114 and 0.118 -> 0.086 ms; 96 ->
- * 24 and 144 -> 24 at 56x56 tie, 0.224 / 0.337 ms either way, and stay
- * direct). Small K stays direct, in place or not: 16 -> 96 at 112x112 0.81
- * against 0.95 ms, 24 -> 144 at 56x56 0.40 against 0.42, 32 -> 16 at 112x112
- * 0.21 against 0.30 (min of 200 runs, 1 thread); these are memory-bound (16 ->
- * 96 moves 5.6 MB in 0.81 ms, 6.9 GB/s against memcpy's 8-9). Larger kernels strided (ResNet's 3x3 s2: 1.1-1.3x)
- * with K >= 64 and M >= 128 (the 7x7 s2 stem, 3 -> 64 channels, was 0.8x; a 3x3
- * s2 stem from 3 channels 0.5x). 3x3 stride 1 stays direct (0.4-0.8x here;
- * Winograd's pass takes those); grouped and depthwise convs stay direct. */
+ * C * KH * KW multiply-adds. So: 1x1 convs with K >= 64 and M >= 32 (1.9-2.3x
+ * faster than direct at M >= 64; at 32..63, since a stride-1 1x1 reads A in
+ * place with no pack, 192 -> 32 and 144 -> 32 channels at 28x28 1.5x faster:
+ * 0.171 -> 0.114 and 0.118 -> 0.086 ms; 96 -> 24 and 144 -> 24 at 56x56 tie,
+ * 0.224 / 0.337 ms either way, and stay direct). Small K stays direct, in
+ * place or not: 16 -> 96 at 112x112 0.81 against 0.95 ms, 24 -> 144 at 56x56
+ * 0.40 against 0.42, 32 -> 16 at 112x112 0.21 against 0.30 (min of 200 runs, 1
+ * thread); these are memory-bound (16 -> 96 moves 5.6 MB in 0.81 ms, 6.9 GB/s
+ * against memcpy's 8-9).
+ * Larger kernels, any stride, read an im2col written once per image into
+ * scratch (its cost ~7-14% of the GEMM's), with M >= 32 output channels, K >=
+ * 27 and that im2col within GRAPH_IM2COL_MAX_BYTES; measured (single-conv
+ * models + ReLU, min of 3 x 100 runs on the 2-core VM under load, direct ->
+ * GEMM): ResNet-18's 3x3 s1 128 -> 128 at 28x28 4.0 -> 3.1 ms, 256 -> 256 at
+ * 14x14 4.5 -> 3.0, 512 -> 512 at 7x7 5.4 -> 3.5; the 7x7 s2 stem 3 -> 64 at
+ * 224 5.2 -> 4.6; MobileNetV2's 3x3 s2 stem 3 -> 32 0.54 -> 0.45; 3x3 32 -> 32
+ * at 56x56 1.0 -> 0.86, 32 -> 64 2.0 -> 1.6; but 3x3 16 -> 16 at 56x56 0.25 ->
+ * 0.29 and 5x5 8 -> 16 at 28x28 0.09 -> 0.13 (M 16: too few columns per
+ * packed A element). 3x3 s1 convs that Winograd's pass takes (graph/winograd.c)
+ * never get here: at 64 -> 64, 56x56 it ran 2.0 ms, the GEMM 3.7. Grouped and
+ * depthwise convs stay direct. */
 static bool conv_wants_gemm(const ir_graph *g, const ir_node *n)
 {
-    const ir_tensor *x = ir_in(g, n, 0), *w = ir_in(g, n, 1);
-    if (!x || x->data || x->dtype != SMELT_F32 || x->shape.rank != 4 || w->shape.rank != 4 ||
+    const ir_tensor *x = ir_in(g, n, 0), *w = ir_in(g, n, 1), *y = &g->tensors[n->out[0]];
+    if (!x || x->data || x->dtype != SMELT_F32 || x->shape.rank != 4 || w->shape.rank != 4 || y->shape.rank != 4 ||
         ir_attr_int(n, "group", 1) != 1 || ir_tensor_numel(w) == 0)
         return false;
     for (int d = 0; d < 4; d++)
-        if (x->shape.dim[d] < 1) return false;
-    const int64_t *st;
-    int ns = ir_attr_ints(n, "strides", &st);
-    bool strided = ns == 2 && (st[0] > 1 || st[1] > 1);
+        if (x->shape.dim[d] < 1 || y->shape.dim[d] < 1) return false;
     int64_t kh = w->shape.dim[2], kw = w->shape.dim[3], k = w->shape.dim[1] * kh * kw, m = w->shape.dim[0];
     if (kh == 1 && kw == 1) return k >= 64 && m >= 32;
-    return strided && k >= 64 && m >= 128;
+    return k >= 27 && m >= 32 && graph_im2col_fits(y->shape.dim[2] * y->shape.dim[3], k);
 }
 
 smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache *cache, bool keep_plain)

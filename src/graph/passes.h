@@ -87,6 +87,24 @@ typedef struct graph_pack_cache {
  * the original constant is left for graph_dce when nothing else reads it. */
 smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache *cache, bool keep_plain);
 
+/* The most bytes of im2col scratch a Conv on the packed GEMM takes
+ * (ops/conv_gemm.c: A^T of as many images as fit, KH*KW/(sh*sw) times X's
+ * size each); a kernel larger than 1x1 whose one image needs more stays on the
+ * direct form. 16 MiB: a 3x3 32 -> 32 conv at 112x112 (14 MiB) ran 1.5x faster
+ * than direct, at 224x224 (56 MiB, written and read back from DRAM) 1.3x slower. */
+#define GRAPH_IM2COL_MAX_BYTES ((int64_t)16 << 20)
+/* That scratch's row length: K = C*KH*KW rows of M = OH*OW output positions
+ * per image, each row M rounded up to an odd number of 64-byte lines (the
+ * microkernel reads down a column of it, rows apart; an odd number of lines
+ * spreads those reads over all of L1's sets). */
+static inline int64_t graph_im2col_ld(int64_t m) { return ((m + 15) / 16 | 1) * 16; }
+/* Whether the im2col of one image of such a conv fits the scratch. */
+static inline bool graph_im2col_fits(int64_t m, int64_t k)
+{
+    int64_t lim = GRAPH_IM2COL_MAX_BYTES / 4; /* floats; the tests keep k * ld from overflowing */
+    return m >= 1 && k >= 1 && m <= lim && k <= lim / graph_im2col_ld(m);
+}
+
 #define GRAPH_PLAIN_B "smelt.plain_b"
 #define GRAPH_PACKED_B "smelt.packed_b"
 #define GRAPH_PLAIN_TRANS_B "smelt.plain_trans_b"
@@ -98,7 +116,8 @@ smelt_status graph_matmul_encoding(ir_graph *g, int node, bool packed);
 /* Winograd F(m x m, 3 x 3) (graph/winograd.c, ops/conv_winograd.h): a
  * float32 Conv with a constant 3x3 weight, stride 1, dilation 1, group 1,
  * explicit pads (auto_pad NOTSET), at least `min_channels` input and output
- * channels and `min_tiles` output tiles of m x m becomes WinogradInput ->
+ * channels and `min_tiles` output tiles of m x m (else, for m = 4, of 2 x 2:
+ * F(2x2, 3x3) then) becomes WinogradInput ->
  * (m+2)^2 MatMuls with constant, compile-time transformed filters ->
  * WinogradOutput (bias added there). With nr > 0 the filters are made as
  * panels of nr columns (IR_ENC_PANELS, as graph_pack_weights would make them)
@@ -114,7 +133,14 @@ typedef struct graph_winograd_rule {
 /* The C target's rule, measured (README, "Benchmarks"). */
 #define GRAPH_WINOGRAD_M 4
 #define GRAPH_WINOGRAD_MIN_CHANNELS 64 /* K = C per GEMM: at 16 (bench cnn8) 1.5x slower than direct */
-#define GRAPH_WINOGRAD_MIN_TILES 128
+/* Tiles at least (per m, F(4x4) first): 49, measured against the im2col GEMM
+ * (ops/conv_gemm.c; single-conv models + ReLU, min of 3 x 100 runs at 1
+ * thread on the loaded 2-core VM): 3x3 128 -> 128 at 28x28 (49 tiles of 4x4)
+ * 1.36 ms against 3.1; 256 -> 256 at 14x14 (16 tiles of 4x4: 3.14 ms; 49 of
+ * 2x2: 1.60) against 3.1; 512 -> 512 at 7x7 (16 tiles of 2x2: 3.16 ms, 4 of
+ * 4x4: 4.1) against 3.4, left to the GEMM (its weights, streamed for 49 rows,
+ * are most of its time; the transformed ones 16/9 of them). */
+#define GRAPH_WINOGRAD_MIN_TILES 49
 smelt_status graph_winograd(ir_graph *g, const graph_winograd_rule *rule);
 
 /* If, Loop, Scan (graph/control.c), the op table's shape rule for them (OPF_CONTROL):

@@ -70,12 +70,17 @@ static bool conv_candidate(const ir_graph *g, const ir_node *n, wino_conv *cv)
 
 /* The T*T products are GEMMs of `tiles` rows by C deep by K wide: with few
  * channels the transforms cost more than the multiplications saved, and with
- * few tiles the GEMMs stream T*T/9 times the direct weights for few rows. */
-static bool conv_pays(const wino_conv *cv, const graph_winograd_rule *rule)
+ * few tiles the GEMMs stream T*T/9 times the direct weights for few rows. The
+ * rule's m, else F(2x2) (T*T 16 products, not 36) where m x m tiles are too
+ * few and 2 x 2 ones enough; 0: neither pays. */
+static int conv_m(const wino_conv *cv, const graph_winograd_rule *rule)
 {
-    int m = rule->m;
-    int64_t tiles = cv->n * ((cv->oh + m - 1) / m) * ((cv->ow + m - 1) / m);
-    return cv->c >= rule->min_channels && cv->k >= rule->min_channels && tiles >= rule->min_tiles;
+    if (cv->c < rule->min_channels || cv->k < rule->min_channels) return 0;
+    for (int m = rule->m; m >= 2; m -= 2) {
+        int64_t tiles = cv->n * ((cv->oh + m - 1) / m) * ((cv->ow + m - 1) / m);
+        if (tiles >= rule->min_tiles) return m;
+    }
+    return 0;
 }
 
 /* The T*T transformed filters U_p as constants (panels of nr columns when
@@ -161,8 +166,7 @@ static bool rewrite(ir_graph *g, int i, const wino_conv *cv, int m, int64_t nr)
 
 smelt_status graph_winograd(ir_graph *g, const graph_winograd_rule *rule)
 {
-    int m = rule->m;
-    if (m != 2 && m != 4) return diag_fail(SMELT_ERR_INTERNAL, "graph_winograd: m is %d, must be 2 or 4", m);
+    if (rule->m != 2 && rule->m != 4) return diag_fail(SMELT_ERR_INTERNAL, "graph_winograd: m is %d, must be 2 or 4", rule->m);
     int n0 = g->n_nodes;
     int *first = malloc(sizeof(int) * ((size_t)n0 + 1));
     if (!first) return diag_fail(SMELT_ERR_NOMEM, "out of memory rewriting convolutions");
@@ -170,7 +174,8 @@ smelt_status graph_winograd(ir_graph *g, const graph_winograd_rule *rule)
     for (int i = 0; i < n0; i++) {
         wino_conv cv;
         first[i] = -1;
-        if (!conv_candidate(g, &g->nodes[i], &cv) || !conv_pays(&cv, rule)) continue;
+        int m = conv_candidate(g, &g->nodes[i], &cv) ? conv_m(&cv, rule) : 0;
+        if (!m) continue;
         first[i] = g->n_nodes;
         if (!rewrite(g, i, &cv, m, rule->nr)) {
             free(first);

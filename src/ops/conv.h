@@ -88,7 +88,8 @@ bool conv_depthwise_2d(struct lower_ctx *c, const window_geom *w, int64_t batch,
 
 /* Conv whose weight was packed into panels at compile time (graph/pack_weights.c
  * decides which): per image, Y^T[OH*OW, M] = im2col(X)^T [OH*OW, C*k...] x W^T
- * on the packed GEMM (ops/gemm_packed.h), im2col read implicitly. In ops/conv_gemm.c. */
+ * on the packed GEMM (ops/gemm_packed.h), the im2col written once into scratch
+ * (or read implicitly per KC slice). In ops/conv_gemm.c. */
 smelt_status conv_gemm_lower(struct lower_ctx *c, const window_geom *w);
 
 smelt_status lower_gpu_Conv(struct lower_ctx *c); /* GPU form, in ops/gemm_gpu.c */

@@ -5,29 +5,44 @@
  *     A[i][k] = X[n][c][oh*sh - ph + kh*dh][ow*sw - pw + kw*dw],  k = (c*KH + kh)*KW + kw
  * (zero where the row or column falls in the padding). The weight [M, C, KH,
  * KW] is packed at compile time as B = W^T in panels (graph/pack_weights.c);
- * A, the im2col matrix, exists only as the packed GEMM's per-KC slice of
- * workgroup memory, read straight from X (and its fused producers) by this
- * file's A pack (a flat 1x1 conv, stride 1 without pads over a plain X, has
- * no pack: A[i][k] is X[n][k][i], which the microkernel reads in place); the store writes Y in NCHW, bias first, through the region's
- * epilogue. This orientation keeps the constant on the packed side (no per-call
- * B pack, which would be the whole im2col matrix) and puts the long dimension,
- * the output positions, on M, where the units split over the threads.
+ * the store writes Y in NCHW, bias first, through the region's epilogue. This
+ * orientation keeps the constant on the packed side and puts the long
+ * dimension, the output positions, on M, where the units split over the threads.
+ *
+ * A, the im2col matrix, is read in one of three ways:
+ *  - flat (1x1, stride 1, no pads, a plain X): A[i][k] is X[n][k][i], read
+ *    in place by the microkernel (gemm_packed's read_a, conv_read_a), no pack;
+ *  - im2col (every other shape whose image fits GRAPH_IM2COL_MAX_BYTES): a
+ *    kernel of its own writes A^T for as many images as fit into scratch
+ *    (conv_im2col_body: runs along the output rows, copies and zero fills, X's
+ *    fused producers computed once per element), then the GEMM's microkernel
+ *    reads it in place (gemm_packed's read_a, conv_read_im2col), shared by all units and
+ *    column blocks; a batch larger than the scratch holds is lowered a chunk
+ *    of images at a time (a kernel pair each);
+ *  - otherwise (a 1x1 conv whose image is too large for the scratch) the per-KC
+ *    slice A pack of conv_pack_a, a table of window corners and a bound test
+ *    per element, repeated per column block.
+ * Before the im2col (per-slice pack for all), ResNet-18's 3x3 s1 512 -> 512
+ * conv at 7x7 ran ~38 GFLOP/s: its four 128-column units each packed the same
+ * 49 x 4608 slices with a division, table load and select per element.
  *
  * Which convolutions come here is decided where their weights are packed
- * (graph/pack_weights.c, conv_wants_gemm), by measurement against the direct
- * form per shape class: 1x1 convs of any stride with C >= 64 input and M >= 32
- * output channels, and strided convs with larger kernels where C*KH*KW >= 64
- * and M >= 128 (ResNet's 3x3 s2); group 1 only (grouped and depthwise stay
- * direct), 3x3 stride 1 is left to the direct form and Winograd.
+ * (graph/pack_weights.c, conv_wants_gemm, with the measurements): 1x1 convs
+ * with C >= 64 input and M >= 32 output channels, larger kernels with
+ * C*KH*KW >= 27 and M >= 32 whose im2col fits; group 1 only (grouped and
+ * depthwise stay direct); 3x3 stride 1 convs with tiles enough go to
+ * Winograd's pass first.
  *
  * requires: a Conv node whose weight has the IR_ENC_PANELS encoding; the C target.
- * guarantees: one kernel computing the Conv (bias included).
+ * guarantees: the Conv computed, bias included: one kernel (flat, per-slice
+ *             pack) or an im2col kernel and a GEMM kernel per batch chunk.
  */
+#include "graph/passes.h"
 #include "ops/conv.h"
 #include "ops/gemm_packed.h"
 
-/* Columns (output channels) per unit at least, when A is an im2col read (not
- * flat): a 3x3 s2 conv of 128 -> 256 channels at 10x10 outputs split into 64
+/* Columns (output channels) per unit at least, when A is the per-slice pack
+ * of conv_pack_a (neither flat nor im2col): a 3x3 s2 conv of 128 -> 256 channels at 10x10 outputs split into 64
  * columns per unit for the threads packed A four times and cost more than
  * the direct form (nudenet_320n). */
 #define CONV_GEMM_NC_MIN 128
@@ -37,6 +52,9 @@ typedef struct conv_gemm_job {
     int64_t c, taps;   /* input channels; KH * KW */
     bool flat;         /* 1x1, stride 1, no pads, plain X: row i is X's element i of the plane */
     bool bias;
+    int a;             /* im2col: scratch holding A^T (conv_im2col_body), or -1 */
+    int64_t k, ld;     /* its K (C * KH * KW) and row length */
+    int64_t n0;        /* the first image of the batch chunk being lowered (im2col) */
 } conv_gemm_job;
 
 /* The A pack. Flat: k outer, the unit's rows inner, read straight along X's
@@ -107,6 +125,78 @@ static kir_val conv_read_a(lower_ctx *c, const gemm_packed *g, const kir_val *bi
     return lower_load(c, 0, xi);
 }
 
+/* The im2col's A[i][k] in place: A^T[n][k][i] in scratch j->a, n the image
+ * within the chunk. */
+static kir_val conv_read_im2col(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val k)
+{
+    const conv_gemm_job *j = g->user;
+    kir_kernel *K = c->k;
+    kir_val row = kir_add(K, kir_mul(K, bidx[0], kir_idx(K, j->k)), k);
+    return lower_scratch_load(c, j->a, kir_add(K, kir_mul(K, row, kir_idx(K, j->ld)), i));
+}
+
+/* The first i in [0, n) with i*s + a0 >= 0, and the first with i*s + a0 >= lim
+ * (clamped to at least the former): the range where a window row or column,
+ * offset a0 and stepping s, lies inside [0, lim). A truncating division rounds
+ * a negative quotient up, which the clamp to 0 then makes right. */
+static void inside(kir_kernel *K, kir_val a0, int64_t s, int64_t lim, int64_t n, kir_val *lo, kir_val *hi)
+{
+    kir_val z = kir_idx(K, 0), nn = kir_idx(K, n), s1 = kir_idx(K, s - 1), sv = kir_idx(K, s);
+    kir_val l = kir_binary(K, KIR_DIV, kir_add(K, kir_binary(K, KIR_SUB, z, a0), s1), sv);
+    *lo = kir_binary(K, KIR_MIN, kir_binary(K, KIR_MAX, l, z), nn);
+    kir_val h = kir_binary(K, KIR_DIV, kir_add(K, kir_binary(K, KIR_SUB, kir_idx(K, lim), a0), s1), sv);
+    *hi = kir_binary(K, KIR_MIN, kir_binary(K, KIR_MAX, h, *lo), nn);
+}
+
+static void zero_fill(lower_ctx *c, int a, kir_val base, kir_val from, kir_val to)
+{
+    kir_val t = kir_loop_begin_parallel(c->k, from, to);
+    lower_scratch_store(c, a, kir_add(c->k, base, t), kir_const_f(c->k, SMELT_F32, 0));
+    kir_loop_end(c->k);
+}
+
+/* The im2col matrix, transposed, into scratch: A^T[n][k][i] at (n*K + k)*ld + i
+ * (ld: M rounded up to whole cache lines, an odd number of them, so the
+ * microkernel's reads down k, ld apart, spread over all of L1's sets). One
+ * kernel over (n, k): the tap's window column ow*sw - pw + kw*dw lies inside X
+ * for ow in [lo, hi) and its row for oh in [oh_lo, oh_hi), both computed once
+ * per k, so each output row's run is a zero fill, a copy (unit stride in both
+ * when sw = 1: the compiler vectorizes it) and a zero fill, and the rows wholly
+ * in the padding one zero fill, with no test per element. X's fused producers
+ * are computed here, once per element of the im2col. */
+static void conv_im2col_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const conv_gemm_job *j = user;
+    const window_geom *w = j->w;
+    kir_kernel *K = c->k;
+    int64_t oh_n = w->out[0], ow_n = w->out[1];
+    kir_val z = kir_idx(K, 0), one = kir_idx(K, 1), own = kir_idx(K, ow_n);
+    kir_val n = idx[0], k = idx[1];
+    kir_val ch = j->taps > 1 ? kir_binary(K, KIR_DIV, k, kir_idx(K, j->taps)) : k;
+    kir_val tap = kir_binary(K, KIR_SUB, k, kir_mul(K, ch, kir_idx(K, j->taps)));
+    kir_val kh = kir_binary(K, KIR_DIV, tap, kir_idx(K, w->kernel[1]));
+    kir_val kw = kir_binary(K, KIR_SUB, tap, kir_mul(K, kh, kir_idx(K, w->kernel[1])));
+    /* ih = oh*sh + r0, iw = ow*sw + a0 */
+    kir_val r0 = kir_binary(K, KIR_SUB, kir_mul(K, kh, kir_idx(K, w->dilation[0])), kir_idx(K, w->pad_lo[0]));
+    kir_val a0 = kir_binary(K, KIR_SUB, kir_mul(K, kw, kir_idx(K, w->dilation[1])), kir_idx(K, w->pad_lo[1]));
+    kir_val oh_lo, oh_hi, lo, hi;
+    inside(K, r0, w->stride[0], w->in[0], oh_n, &oh_lo, &oh_hi);
+    inside(K, a0, w->stride[1], w->in[1], ow_n, &lo, &hi);
+    kir_val base = kir_mul(K, kir_add(K, kir_mul(K, n, kir_idx(K, j->k)), k), kir_idx(K, j->ld));
+    zero_fill(c, j->a, base, z, kir_mul(K, oh_lo, own));
+    kir_val oh = kir_loop_begin(K, oh_lo, oh_hi, one);
+    kir_val row = kir_add(K, base, kir_mul(K, oh, own));
+    zero_fill(c, j->a, row, z, lo);
+    kir_val ow = kir_loop_begin_parallel(K, lo, hi);
+    kir_val xi[4] = {kir_add(K, n, kir_idx(K, j->n0)), ch, kir_add(K, kir_mul(K, oh, kir_idx(K, w->stride[0])), r0),
+                     kir_add(K, kir_mul(K, ow, kir_idx(K, w->stride[1])), a0)};
+    lower_scratch_store(c, j->a, kir_add(K, row, ow), lower_load(c, 0, xi));
+    kir_loop_end(K);
+    zero_fill(c, j->a, row, hi, own);
+    kir_loop_end(K);
+    zero_fill(c, j->a, base, kir_mul(K, oh_hi, own), kir_idx(K, oh_n * ow_n));
+}
+
 /* The block into Y[n][m][oh][ow]: per channel m, the unit's positions as
  * output rows oh and a unit-stride run of ow in each (no division per element). */
 static void conv_store_block(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, const gemm_c_block *b)
@@ -124,11 +214,11 @@ static void conv_store_block(lower_ctx *c, const gemm_packed *g, const kir_val *
     kir_val rowstart = kir_mul(K, oh, ow_n);
     kir_val lo = kir_binary(K, KIR_MAX, z, kir_binary(K, KIR_SUB, b->i0, rowstart));
     kir_val hi = kir_binary(K, KIR_MIN, ow_n, kir_binary(K, KIR_SUB, i1, rowstart));
-    kir_val ow = kir_loop_begin(K, lo, hi, one);
+    kir_val ow = kir_loop_begin_parallel(K, lo, hi);
     kir_val t = kir_binary(K, KIR_SUB, kir_add(K, rowstart, ow), b->i0);
     kir_val v = kir_load(K, b->acc, kir_add(K, kir_mul(K, t, kir_idx(K, b->ld)), u));
     if (bias) v = kir_binary(K, KIR_ADD, v, bias);
-    kir_val yi[4] = {bidx[0], m, oh, ow};
+    kir_val yi[4] = {kir_add(K, bidx[0], kir_idx(K, j->n0)), m, oh, ow};
     lower_store(c, 0, yi, v);
     kir_loop_end(K);
     kir_loop_end(K);
@@ -155,5 +245,25 @@ smelt_status conv_gemm_lower(lower_ctx *c, const window_geom *w)
                      .dt = SMELT_F32, .tl = tl, .b_input = 1, .b_scratch = -1, .pack_a = conv_pack_a,
                      .store_block = conv_store_block, .nc_min = j.flat ? 0 : CONV_GEMM_NC_MIN, .user = &j};
     if (j.flat) g.read_a = conv_read_a;
-    return gemm_packed_lower(c, &g);
+    j.a = -1;
+    j.ld = graph_im2col_ld(g.m);
+    bool fits = !j.flat && graph_im2col_fits(g.m, g.k);
+    int64_t chunk = fits ? GRAPH_IM2COL_MAX_BYTES / (int64_t)sizeof(float) / (g.k * j.ld) : 0;
+    if (chunk < 1) return gemm_packed_lower(c, &g);
+    /* the im2col of `chunk` images at a time into scratch, then the GEMM over them */
+    int64_t batch = x->shape.dim[0];
+    if (chunk > batch) chunk = batch;
+    j.k = g.k;
+    if ((j.a = lower_scratch(c, SMELT_F32, chunk * j.k * j.ld)) < 0)
+        return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    g.read_a = conv_read_im2col, g.nc_min = 0;
+    for (j.n0 = 0; j.n0 < batch; j.n0 += chunk) {
+        int64_t nb = batch - j.n0 < chunk ? batch - j.n0 : chunk;
+        ir_shape fill = {.rank = 3, .dim = {nb, j.k, 1}};
+        lower_parallel_for(c, &fill, w->out[0] * w->out[1], conv_im2col_body, &j);
+        if (!c->k) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+        g.batch[0] = nb;
+        TRY(gemm_packed_lower(c, &g));
+    }
+    return SMELT_OK;
 }

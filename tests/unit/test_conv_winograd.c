@@ -167,6 +167,30 @@ TEST(conv_winograd_matches_a_direct_reference)
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) run_case(i, &cases[i]);
 }
 
+/* The default rule's choice of m by tiles: F(4x4) with 4x4 tiles enough,
+ * F(2x2) where only 2x2 ones are, a Conv where neither (ResNet-18's layer2,
+ * layer3 and layer4 shapes). */
+TEST(conv_winograd_picks_m_by_tiles)
+{
+    static const struct { int64_t hw; int m; } cases[] = {{28, 4}, {14, 2}, {7, 0}};
+    for (int i = 0; i < 3; i++) {
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", (ir_shape){.rank = 4, .dim = {1, 64, cases[i].hw, cases[i].hw}});
+        int w = constant(g, "w", (ir_shape){.rank = 4, .dim = {64, 64, 3, 3}}, 0.1f, 0);
+        int y = op(g, "conv", OP_Conv, 2, (const int[]){x, w});
+        attr_ints(g, node_named(g, "conv"), "pads", 4, (const int64_t[]){1, 1, 1, 1});
+        ir_graph_set_io(g, 1, &x, 1, &y);
+        CHECK(graph_infer(g, NULL) == SMELT_OK);
+        graph_winograd_rule rule = {GRAPH_WINOGRAD_M, GRAPH_WINOGRAD_MIN_CHANNELS, GRAPH_WINOGRAD_MIN_TILES, 0};
+        CHECK(graph_winograd(g, &rule) == SMELT_OK);
+        CHECK_EQ_INT(count_op(g, OP_Conv), cases[i].m ? 0 : 1);
+        int wi = node_named(g, "conv/winograd_in");
+        CHECK((wi >= 0) == (cases[i].m != 0));
+        if (wi >= 0) CHECK_EQ_INT(ir_attr_int(&g->nodes[wi], "m", 0), cases[i].m);
+        ir_graph_free(g);
+    }
+}
+
 TEST(conv_winograd_leaves_other_convs_direct)
 {
     /* stride 2, a 5x5 kernel, a group of 2 and too few channels stay Convs */
