@@ -9,22 +9,8 @@
 #include "lower/lower.h"
 #include "onnx/onnx.h"
 #include "onnx/onnx.pb-c.h"
+#include "onnx_models.h"
 #include "test.h"
-
-static void *pool[256];
-static int n_pool;
-
-static void *palloc(size_t n)
-{
-    void *p = calloc(1, n ? n : 1);
-    if (n_pool < (int)(sizeof pool / sizeof pool[0])) pool[n_pool++] = p;
-    return p;
-}
-
-static void pool_free(void)
-{
-    while (n_pool) free(pool[--n_pool]);
-}
 
 static char **names(int n, const char *a, const char *b)
 {
@@ -48,34 +34,11 @@ static Onnx__NodeProto *node(const char *op, const char *name, int n_in, const c
     return n;
 }
 
+/* A float or bool value of shape 2x3 (rank 2) or a scalar (rank 0). */
 static Onnx__ValueInfoProto *vinfo(const char *name, int elem, int rank)
 {
     static const int64_t dims[2] = {2, 3};
-    Onnx__ValueInfoProto *v = palloc(sizeof *v);
-    Onnx__TypeProto *tp = palloc(sizeof *tp);
-    Onnx__TypeProto__Tensor *tt = palloc(sizeof *tt);
-    Onnx__TensorShapeProto *sh = palloc(sizeof *sh);
-    onnx__value_info_proto__init(v);
-    onnx__type_proto__init(tp);
-    onnx__type_proto__tensor__init(tt);
-    onnx__tensor_shape_proto__init(sh);
-    v->name = (char *)name;
-    v->type = tp;
-    tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-    tp->tensor_type = tt;
-    tt->has_elem_type = 1;
-    tt->elem_type = elem;
-    tt->shape = sh;
-    sh->n_dim = (size_t)rank;
-    sh->dim = palloc(sizeof(void *) * 2);
-    for (int i = 0; i < rank; i++) {
-        Onnx__TensorShapeProto__Dimension *d = palloc(sizeof *d);
-        onnx__tensor_shape_proto__dimension__init(d);
-        d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-        d->dim_value = dims[i];
-        sh->dim[i] = d;
-    }
-    return v;
+    return value_info(name, elem, rank, dims, NULL);
 }
 
 /* A branch graph of one node computing `out`. */
