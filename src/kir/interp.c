@@ -358,6 +358,15 @@ static smelt_status prepare(const kir_kernel *k, void *const *bufs, int *match, 
     return SMELT_OK;
 }
 
+/* An access (`what`: "load from", "store to", "prefetch of") of buffer buf at
+ * element i, in workgroup wg, must lie inside the buffer. */
+static smelt_status index_in(const kir_kernel *k, int64_t wg, const char *what, int buf, int64_t i)
+{
+    if (i >= 0 && i < k->bufs[buf].numel) return SMELT_OK;
+    return diag_fail(SMELT_ERR_INTERNAL, "kernel %d, workgroup %lld: %s buffer %d at index %lld outside [0, %lld)", k->id,
+                     (long long)wg, what, buf, (long long)i, (long long)k->bufs[buf].numel);
+}
+
 static smelt_status run(const kir_kernel *k, void *const *bufs, const int *match, cell *val, cell *var)
 {
     const kir_stmt *stmts = k->stmts;
@@ -385,11 +394,7 @@ static smelt_status run(const kir_kernel *k, void *const *bufs, const int *match
                 switch (x->op) {
                 case KIR_LOAD: {
                     int64_t i = val[x->a].i;
-                    if (i < 0 || i >= k->bufs[x->buf].numel)
-                        return diag_fail(SMELT_ERR_INTERNAL,
-                                         "kernel %d, workgroup %lld: load from buffer %d at index %lld "
-                                         "outside [0, %lld)", k->id, (long long)wg, x->buf, (long long)i,
-                                         (long long)k->bufs[x->buf].numel);
+                    TRY(index_in(k, wg, "load from", x->buf, i));
                     *r = load(mem_type(&k->bufs[x->buf]), bufs[x->buf], i);
                     break;
                 }
@@ -410,11 +415,7 @@ static smelt_status run(const kir_kernel *k, void *const *bufs, const int *match
             }
             case KS_STORE: {
                 int64_t i = val[s->idx].i;
-                if (i < 0 || i >= k->bufs[s->buf].numel)
-                    return diag_fail(SMELT_ERR_INTERNAL,
-                                     "kernel %d, workgroup %lld: store to buffer %d at index %lld "
-                                     "outside [0, %lld)", k->id, (long long)wg, s->buf, (long long)i,
-                                     (long long)k->bufs[s->buf].numel);
+                TRY(index_in(k, wg, "store to", s->buf, i));
                 store(mem_type(&k->bufs[s->buf]), bufs[s->buf], i, val[s->val]);
                 break;
             }
@@ -445,12 +446,7 @@ static smelt_status run(const kir_kernel *k, void *const *bufs, const int *match
             case KS_VAR_SET: var[s->var] = val[s->val]; break;
             case KS_PREFETCH: {
                 /* harmless on a CPU, but an address outside the buffer is a wrong one */
-                int64_t i = val[s->idx].i;
-                if (i < 0 || i >= k->bufs[s->buf].numel)
-                    return diag_fail(SMELT_ERR_INTERNAL,
-                                     "kernel %d, workgroup %lld: prefetch of buffer %d at index %lld "
-                                     "outside [0, %lld)", k->id, (long long)wg, s->buf, (long long)i,
-                                     (long long)k->bufs[s->buf].numel);
+                TRY(index_in(k, wg, "prefetch of", s->buf, val[s->idx].i));
                 break;
             }
             case KS_IF_END:
