@@ -210,6 +210,20 @@ static char *split_source(int n_k, int bad_k)
     return s;
 }
 
+/* Kernel smelt_k<k> of so run as one workgroup (index 3) over a 4-element
+ * int64 buffer, zeroed first: the element it wrote at 3 (0 when missing). */
+static int64_t call_kernel(rt_so *so, int k)
+{
+    char name[32];
+    snprintf(name, sizeof name, "smelt_k%d", k);
+    rt_kernel_fn fn = (rt_kernel_fn)rt_so_sym(so, name);
+    CHECK(fn != NULL);
+    int64_t v[4] = {0};
+    void *bufs[1] = {v};
+    if (fn) fn(3, bufs);
+    return v[3];
+}
+
 TEST(rt_cc_compiles_large_sources_in_units_at_once)
 {
     test_cache c;
@@ -224,16 +238,7 @@ TEST(rt_cc_compiles_large_sources_in_units_at_once)
     CHECK_EQ_INT(count_files(c.dir, ".so"), 1);
     CHECK_EQ_INT(count_files(c.dir, ".c"), 1); /* the units are gone, the whole source kept */
     CHECK_EQ_INT(count_files(c.dir, ".o"), 0);
-    for (int k = 0; so && k < 8; k++) {
-        char name[32];
-        snprintf(name, sizeof name, "smelt_k%d", k);
-        rt_kernel_fn fn = (rt_kernel_fn)rt_so_sym(so, name);
-        CHECK(fn != NULL);
-        int64_t v[4] = {0};
-        void *bufs[1] = {v};
-        if (fn) fn(3, bufs);
-        CHECK_EQ_INT(v[3], 6 + k);
-    }
+    for (int k = 0; so && k < 8; k++) CHECK_EQ_INT(call_kernel(so, k), 6 + k);
     rt_so_close(so);
     free(src);
 
@@ -310,16 +315,7 @@ TEST(rt_cc_compiles_identical_kernels_once)
     setenv("SMELT_CC_JOBS", "2", 1);
     rt_so *so = NULL;
     CHECK_EQ_INT(rt_cc_load(src, &so, NULL), SMELT_OK);
-    for (int k = 0; so && k < 12; k++) {
-        char name[32];
-        snprintf(name, sizeof name, "smelt_k%d", k);
-        rt_kernel_fn fn = (rt_kernel_fn)rt_so_sym(so, name);
-        CHECK(fn != NULL);
-        int64_t v[4] = {0};
-        void *bufs[1] = {v};
-        if (fn) fn(3, bufs);
-        CHECK_EQ_INT(v[3], k % 3 == 2 ? 5 : 3 + (k % 3 ? 9 : 7));
-    }
+    for (int k = 0; so && k < 12; k++) CHECK_EQ_INT(call_kernel(so, k), k % 3 == 2 ? 5 : 3 + (k % 3 ? 9 : 7));
     rt_so_close(so);
     unsetenv("SMELT_CC_JOBS");
     free(src);
