@@ -117,11 +117,12 @@ smelt_status graph_matmul_encoding(ir_graph *g, int node, bool packed);
  * float32 Conv with a constant 3x3 weight, stride 1, dilation 1, group 1,
  * explicit pads (auto_pad NOTSET), at least `min_channels` input and output
  * channels and `min_tiles` output tiles of m x m (else, for m = 4, of 2 x 2:
- * F(2x2, 3x3) then) becomes WinogradInput ->
- * (m+2)^2 MatMuls with constant, compile-time transformed filters ->
- * WinogradOutput (bias added there). With nr > 0 the filters are made as
- * panels of nr columns (IR_ENC_PANELS, as graph_pack_weights would make them)
- * for the C target's microkernels; else row-major [C, K].
+ * F(2x2, 3x3) then) becomes WinogradInput -> WinogradGemm (the (m+2)^2
+ * products as one batched GEMM with constant, compile-time transformed
+ * filters) -> WinogradOutput (bias added there): three kernels. With nr > 0
+ * the filters are made as each product's panels of nr columns one after the
+ * other (IR_ENC_PANELS with the logical shape [(m+2)^2, C, K]) for the C
+ * target's microkernels; else row-major [(m+2)^2, C, K].
  * requires: inferred graph. guarantees: the graph computes the same values up
  * to the transforms' rounding; rewritten Convs are dead (run graph_dce after);
  * nodes stay in topological order. */

@@ -2,15 +2,18 @@
  * winograd.c — 3x3 stride-1 convolutions rewritten as Winograd F(m x m, 3 x 3)
  * (graph/passes.h, graph_winograd; the ops in ops/conv_winograd.h):
  *
- *   Conv(X, W, B) -> WinogradInput(X) -> V_p [C, tiles]        p < T*T
- *                    MatMul(Transpose(V_p), U_p) -> M_p [tiles, K]   U_p constant [C, K]
- *                    WinogradOutput(M_0.., B) -> Y [N, K, OH, OW]
+ *   Conv(X, W, B) -> WinogradInput(X) -> V [P, C, tiles]          P = T*T
+ *                    WinogradGemm(V, U) -> M [P, tiles, K]        U constant [P, C, K]
+ *                    WinogradOutput(M, B) -> Y [N, K, OH, OW]
  *
- * with U_p[c][k] = (G W[k][c] G^T)[a][b], p = a*T + b, computed here in
- * double. Each product is an ordinary MatMul with a constant B (packed here
- * for the microkernels when nr > 0), so the GEMM microkernels do the work:
- * 9 m^2 / (m+2)^2 times fewer multiplications than the direct convolution
- * (4 for m = 4, 2.25 for m = 2), plus the transforms of X and of the products.
+ * with U[p][c][k] = (G W[k][c] G^T)[a][b], p = a*T + b, computed here in
+ * double. The P products are one batched GEMM with a constant B (packed here
+ * for the microkernels when nr > 0: the panels of product p after those of
+ * p - 1), so the GEMM microkernels do the work in one kernel whose units
+ * range over the products: 9 m^2 / (m+2)^2 times fewer multiplications than
+ * the direct convolution (4 for m = 4, 2.25 for m = 2), plus the transforms
+ * of X and of the products. Three kernels a convolution (there were P + 2,
+ * one MatMul per product, when each product was its own dispatch).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,19 +86,23 @@ static int conv_m(const wino_conv *cv, const graph_winograd_rule *rule)
     return 0;
 }
 
-/* The T*T transformed filters U_p as constants (panels of nr columns when
- * nr > 0, ir.h IR_ENC_PANELS; else row-major [C, K]); ids into u. */
-static bool filter_consts(ir_graph *g, int wt, const wino_conv *cv, int m, int64_t nr, const char *base, int *u)
+/* The T*T transformed filters U as one constant, logically [P, C, K]: the
+ * panels of nr columns of each product one after the other when nr > 0
+ * ([P * ceil(K/nr), C, nr], ir.h IR_ENC_PANELS), else row-major; -1: out of
+ * memory. */
+static int filter_const(ir_graph *g, int wt, const wino_conv *cv, int m, int64_t nr, const char *base)
 {
     int t = m + 2, p = t * t;
     int64_t np = nr > 0 ? (cv->k + nr - 1) / nr : 0;
-    for (int q = 0; q < p; q++) {
-        char name[300];
-        snprintf(name, sizeof name, "%s/winograd%d_u%d", base, m, q);
-        ir_shape s = nr > 0 ? (ir_shape){.rank = 3, .dim = {np, cv->c, nr}} : (ir_shape){.rank = 2, .dim = {cv->c, cv->k}};
-        if ((u[q] = ir_tensor_add(g, name, SMELT_F32, &s)) < 0 || !ir_tensor_alloc_data(g, u[q])) return false;
-        if (nr > 0) g->tensors[u[q]].enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = cv->c, .n = cv->k, .nr = nr};
-    }
+    char name[300];
+    snprintf(name, sizeof name, "%s/winograd%d_u", base, m);
+    ir_shape logical = {.rank = 3, .dim = {p, cv->c, cv->k}};
+    ir_shape s = nr > 0 ? (ir_shape){.rank = 3, .dim = {p * np, cv->c, nr}} : logical;
+    int u = ir_tensor_add(g, name, SMELT_F32, &s);
+    if (u < 0 || !ir_tensor_alloc_data(g, u)) return -1;
+    if (nr > 0) g->tensors[u].enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = cv->c, .n = cv->k, .nr = nr, .logical = logical};
+    float *ud = g->tensors[u].data; /* zeroed: the last panel's columns past K stay 0 */
+    int64_t per = nr > 0 ? np * cv->c * nr : cv->c * cv->k; /* one product's elements */
     const float *w = g->tensors[wt].data;
     for (int64_t k = 0; k < cv->k; k++)
         for (int64_t c = 0; c < cv->c; c++) {
@@ -107,10 +114,10 @@ static bool filter_consts(ir_graph *g, int wt, const wino_conv *cv, int m, int64
             for (int a = 0; a < t; a++)
                 for (int b = 0; b < t; b++) {
                     double v = gf[a][0] * gm(m, b, 0) + gf[a][1] * gm(m, b, 1) + gf[a][2] * gm(m, b, 2);
-                    ((float *)g->tensors[u[a * t + b]].data)[at] = (float)v;
+                    ud[(a * t + b) * per + at] = (float)v;
                 }
         }
-    return true;
+    return u;
 }
 
 static bool attr_ints_add(ir_graph *g, int node, const char *name, int n, int64_t *v)
@@ -124,41 +131,27 @@ static bool rewrite(ir_graph *g, int i, const wino_conv *cv, int m, int64_t nr)
 {
     int t = m + 2, p = t * t;
     int64_t tiles = cv->n * ((cv->oh + m - 1) / m) * ((cv->ow + m - 1) / m);
-    int u[36], v[36], vt[36], mm[37];
     char base[256], name[300];
     snprintf(base, sizeof base, "%s", g->nodes[i].name);
     int x = g->nodes[i].in[0], wt = g->nodes[i].in[1], y = g->nodes[i].out[0];
     int bias = g->nodes[i].n_in > 2 ? g->nodes[i].in[2] : -1;
-    if (!filter_consts(g, wt, cv, m, nr, base, u)) return false;
-    for (int q = 0; q < p; q++) {
-        snprintf(name, sizeof name, "%s/winograd_v%d", base, q);
-        if ((v[q] = ir_tensor_add(g, name, SMELT_F32, &(ir_shape){.rank = 2, .dim = {cv->c, tiles}})) < 0) return false;
-        snprintf(name, sizeof name, "%s/winograd_vt%d", base, q);
-        if ((vt[q] = ir_tensor_add(g, name, SMELT_F32, &(ir_shape){.rank = 2, .dim = {tiles, cv->c}})) < 0) return false;
-        snprintf(name, sizeof name, "%s/winograd_m%d", base, q);
-        if ((mm[q] = ir_tensor_add(g, name, SMELT_F32, &(ir_shape){.rank = 2, .dim = {tiles, cv->k}})) < 0) return false;
-    }
+    int u = filter_const(g, wt, cv, m, nr, base);
+    if (u < 0) return false;
+    snprintf(name, sizeof name, "%s/winograd_v", base);
+    int v = ir_tensor_add(g, name, SMELT_F32, &(ir_shape){.rank = 3, .dim = {p, cv->c, tiles}});
+    snprintf(name, sizeof name, "%s/winograd_m", base);
+    int mm = ir_tensor_add(g, name, SMELT_F32, &(ir_shape){.rank = 3, .dim = {p, tiles, cv->k}});
+    if (v < 0 || mm < 0) return false;
     snprintf(name, sizeof name, "%s/winograd_in", base);
-    int ni = ir_node_add(g, name, OP_WinogradInput, 1, &x, p, v);
+    int ni = ir_node_add(g, name, OP_WinogradInput, 1, &x, 1, &v);
     int64_t pads[2] = {cv->pad_top, cv->pad_left}, hw[2] = {cv->oh, cv->ow}, shape[4] = {cv->n, cv->k, cv->oh, cv->ow};
     ir_attr am = {.name = "m", .type = IR_ATTR_INT, .i = m, .tensor = -1};
     if (ni < 0 || !ir_node_attr_add(g, ni, &am) || !attr_ints_add(g, ni, "pads", 2, pads) || !attr_ints_add(g, ni, "out_hw", 2, hw))
         return false;
-    /* V_p is [C, tiles] (WinogradInput stores it unit-stride); the MatMul reads
-     * it through a Transpose that fusion inlines into its A packing, which then
-     * reads MR tiles of one channel side by side. */
-    int64_t perm[2] = {1, 0};
-    for (int q = 0; q < p; q++) {
-        snprintf(name, sizeof name, "%s/winograd_t%d", base, q);
-        int nt = ir_node_add(g, name, OP_Transpose, 1, &v[q], 1, &vt[q]);
-        if (nt < 0 || !attr_ints_add(g, nt, "perm", 2, perm)) return false;
-        snprintf(name, sizeof name, "%s/winograd_mm%d", base, q);
-        if (ir_node_add(g, name, OP_MatMul, 2, (int[2]){vt[q], u[q]}, 1, &mm[q]) < 0) return false;
-    }
-    int n_in = p;
-    if (bias >= 0) mm[n_in++] = bias;
+    snprintf(name, sizeof name, "%s/winograd_gemm", base);
+    if (ir_node_add(g, name, OP_WinogradGemm, 2, (int[2]){v, u}, 1, &mm) < 0) return false;
     snprintf(name, sizeof name, "%s/winograd_out", base);
-    int no = ir_node_add(g, name, OP_WinogradOutput, n_in, mm, 1, &y);
+    int no = ir_node_add(g, name, OP_WinogradOutput, bias >= 0 ? 2 : 1, (int[2]){mm, bias}, 1, &y);
     if (no < 0 || !ir_node_attr_add(g, no, &am) || !attr_ints_add(g, no, "shape", 4, shape)) return false;
     g->nodes[i].dead = true;
     return true;

@@ -42,7 +42,10 @@ typedef struct ir_shape {
  * columns past n zero (graph/pack_weights.c makes them, for the C target's
  * microkernels, ops/gemm_packed.h). A Conv's weight [M, C, k...] is packed the
  * same way as B[k][n] = W[n][k] over its rows flattened (k = C * k..., n = M).
- * `logical` is the shape the reading op sees ([k, n], or the Conv weight's). */
+ * `logical` is the shape the reading op sees ([k, n], or the Conv weight's).
+ * A batched GEMM's B, logically [batch, k, n] (Winograd's transformed
+ * filters, ops/conv_winograd.h), is each batch's panels one after the other:
+ * [batch * ceil(n / nr), k, nr]. */
 typedef enum ir_enc_kind { IR_ENC_NONE, IR_ENC_PANELS } ir_enc_kind;
 typedef struct ir_encoding {
     ir_enc_kind kind;

@@ -236,8 +236,9 @@ typedef smelt_status (*op_parse_fn)(const struct ir_graph *g, const struct ir_no
     X(PackedRNN,                OPAQUE,      3, 6, 0, 2, 0x0, infer_Recurrent,                OP_NONE,      OP_NONE,             lower_Recurrent,                 OPF_INTERNAL, OP_NONE) \
     X(PackedGRU,                OPAQUE,      3, 6, 0, 2, 0x0, infer_Recurrent,                OP_NONE,      OP_NONE,             lower_Recurrent,                 OPF_INTERNAL, OP_NONE) \
     X(PackedLSTM,               OPAQUE,      3, 8, 0, 3, 0x0, infer_Recurrent,                OP_NONE,      OP_NONE,             lower_Recurrent,                 OPF_INTERNAL, OP_NONE) \
-    X(WinogradInput,            OPAQUE,      1, 1, 16, 36, 0x0, infer_WinogradInput,          OP_NONE,      OP_NONE,             lower_WinogradInput,             OPF_INTERNAL, OP_NONE) \
-    X(WinogradOutput,           OPAQUE,     16, 37, 1, 1, 0x0, infer_WinogradOutput,          OP_NONE,      OP_NONE,             lower_WinogradOutput,            OPF_INTERNAL, OP_NONE) \
+    X(WinogradInput,            OPAQUE,      1, 1, 1, 1, 0x0, infer_WinogradInput,            OP_NONE,      OP_NONE,             lower_WinogradInput,             OPF_INTERNAL, OP_NONE) \
+    X(WinogradGemm,             OPAQUE,      2, 2, 1, 1, 0x0, infer_WinogradGemm,             OP_NONE,      OP_NONE,             lower_WinogradGemm,              OPF_INTERNAL, OP_NONE) \
+    X(WinogradOutput,           OPAQUE,      1, 2, 1, 1, 0x0, infer_WinogradOutput,           OP_NONE,      OP_NONE,             lower_WinogradOutput,            OPF_INTERNAL, OP_NONE) \
     X(If,                       OPAQUE,      1, 1 << 20, 1, 1 << 20, 0x1, control_expand,  OP_NONE,      OP_NONE,             lower_control_host,              OPF_CONTROL, OP_NONE) \
     X(Loop,                     OPAQUE,      2, 1 << 20, 1, 1 << 20, 0x3, control_expand,  OP_NONE,      OP_NONE,             lower_control_host,              OPF_CONTROL, OP_NONE) \
     X(Scan,                     OPAQUE,      1, 1 << 20, 1, 1 << 20, 0x0, control_expand,  OP_NONE,      OP_NONE,             lower_control_host,              OPF_CONTROL, OP_NONE)

@@ -1,18 +1,23 @@
 /*
- * conv_winograd.c — WinogradInput and WinogradOutput (ops/conv_winograd.h):
- * shape rules and lowerings.
+ * conv_winograd.c — WinogradInput, WinogradGemm and WinogradOutput
+ * (ops/conv_winograd.h): shape rules and lowerings.
  *
  * requires: nodes written by graph/winograd.c (attributes m, pads, out_hw,
- *           shape), shapes set by these rules.
- * guarantees: one kernel per node over [N, TH, TW, channels]; each element
- *             does one tile of one channel: T*T loads, the two 1-D transforms
- *             as sums with the constant coefficients (zero terms skipped),
- *             T*T (input) or up to m*m (output) stores.
+ *           shape), shapes set by these rules; a WinogradGemm's panels made
+ *           with the C target's NR (mm_tiles_for).
+ * guarantees: one kernel per node. The transforms run over [N, C, TH] (input)
+ *             and [N, TH, TW, K] (output); each element does one tile of one
+ *             channel: T*T loads, the two 1-D transforms as sums with the
+ *             constant coefficients (zero terms skipped), T*T (input) or up to
+ *             m*m (output) stores. The GEMM is the packed GEMM's kernel with
+ *             the products as its batch (C target), else one element of M per
+ *             element of a plain loop nest.
  */
 #include <stdlib.h>
 
 #include "lower/lower.h"
 #include "ops/conv_winograd.h"
+#include "ops/gemm_packed.h"
 #include "ops/shape.h"
 
 #define WINO_T_MAX 6
@@ -91,9 +96,8 @@ smelt_status infer_WinogradInput(ir_graph *g, int node)
     if (x->shape.rank != 4) return ir_node_fail(n, SMELT_ERR_SHAPE, "X %s must have rank 4", infer_shp(&x->shape, s));
     wino_geom w;
     TRY(input_geom(n, &w));
-    if (n->n_out != w.t * w.t) return ir_node_fail(n, SMELT_ERR_MODEL, "F(%d,3) needs %d outputs, not %d", w.m, w.t * w.t, n->n_out);
-    ir_shape out = {.rank = 2, .dim = {x->shape.dim[1], x->shape.dim[0] * w.tiles_h * w.tiles_w}};
-    for (int o = 0; o < n->n_out; o++) infer_put_out(g, n, o, x->dtype, &out);
+    ir_shape out = {.rank = 3, .dim = {w.t * w.t, x->shape.dim[1], x->shape.dim[0] * w.tiles_h * w.tiles_w}};
+    infer_put_out(g, n, 0, x->dtype, &out);
     return SMELT_OK;
 }
 
@@ -104,19 +108,15 @@ smelt_status infer_WinogradOutput(ir_graph *g, int node)
     const int64_t *shape;
     TRY(output_geom(n, &w, &shape));
     int p = w.t * w.t;
-    if (n->n_in != p && n->n_in != p + 1)
-        return ir_node_fail(n, SMELT_ERR_MODEL, "F(%d,3) takes %d products and an optional bias, not %d inputs", w.m, p, n->n_in);
     int64_t tiles = shape[0] * w.tiles_h * w.tiles_w;
     char s[160];
-    for (int i = 0; i < p; i++) {
-        TRY(infer_need_input(g, n, i, "M"));
-        const ir_tensor *m = ir_in(g, n, i);
-        TRY(infer_need_dtype(n, m, "M", DT(F32)));
-        if (m->shape.rank != 2 || m->shape.dim[0] != tiles || m->shape.dim[1] != shape[1])
-            return ir_node_fail(n, SMELT_ERR_SHAPE, "product %d %s must be [%lld, %lld]", i, infer_shp(&m->shape, s),
-                                (long long)tiles, (long long)shape[1]);
-    }
-    const ir_tensor *b = ir_in(g, n, p);
+    TRY(infer_need_input(g, n, 0, "M"));
+    const ir_tensor *m = ir_in(g, n, 0);
+    TRY(infer_need_dtype(n, m, "M", DT(F32)));
+    if (m->shape.rank != 3 || m->shape.dim[0] != p || m->shape.dim[1] != tiles || m->shape.dim[2] != shape[1])
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "F(%d,3) products M %s must be [%d, %lld, %lld]", w.m,
+                            infer_shp(&m->shape, s), p, (long long)tiles, (long long)shape[1]);
+    const ir_tensor *b = ir_in(g, n, 1);
     if (b && (b->dtype != SMELT_F32 || b->shape.rank != 1 || b->shape.dim[0] != shape[1]))
         return ir_node_fail(n, SMELT_ERR_SHAPE, "bias %s must be float32 [%lld]", infer_shp(&b->shape, s), (long long)shape[1]);
     ir_shape out = {.rank = 4, .dim = {shape[0], shape[1], shape[2], shape[3]}};
@@ -190,7 +190,7 @@ static void input_tile(lower_ctx *c, const wino_geom *w, const kir_val *idx, con
         coef_row(w->m, false, a, coef);
         for (int b = 0; b < t; b++) {
             for (int i = 0; i < t; i++) col[i] = r[i][b];
-            lower_store(c, a * t + b, (kir_val[2]){idx[1], tile}, combine(K, col, coef, t));
+            lower_store(c, 0, (kir_val[3]){kir_idx(K, a * t + b), idx[1], tile}, combine(K, col, coef, t));
         }
     }
 }
@@ -241,11 +241,11 @@ static void output_body(lower_ctx *c, const kir_val *idx, void *user)
 {
     const wino_geom *w = user;
     kir_kernel *K = c->k;
-    int t = w->t, m = w->m, p = t * t;
+    int t = w->t, m = w->m;
     kir_val tile = tile_index(K, w, idx[0], idx[1], idx[2]);
     kir_val mv[WINO_T_MAX][WINO_T_MAX];
     for (int a = 0; a < t; a++)
-        for (int b = 0; b < t; b++) mv[a][b] = lower_load(c, a * t + b, (kir_val[2]){tile, idx[3]});
+        for (int b = 0; b < t; b++) mv[a][b] = lower_load(c, 0, (kir_val[3]){kir_idx(K, a * t + b), tile, idx[3]});
     /* rows: r[a][j] = sum_b M[a][b] A^T[j][b]; then Y[i][j] = sum_a A^T[i][a] r[a][j] */
     kir_val r[WINO_T_MAX][WINO_T_MAX], col[WINO_T_MAX];
     double coef[WINO_T_MAX];
@@ -253,7 +253,7 @@ static void output_body(lower_ctx *c, const kir_val *idx, void *user)
         coef_row(m, true, j, coef);
         for (int a = 0; a < t; a++) r[a][j] = combine(K, mv[a], coef, t);
     }
-    kir_val bias = c->n->n_in > p && c->n->in[p] >= 0 ? lower_load(c, p, &idx[3]) : 0;
+    kir_val bias = c->n->n_in > 1 && c->n->in[1] >= 0 ? lower_load(c, 1, &idx[3]) : 0;
     kir_val y0 = kir_mul(K, idx[1], kir_idx(K, m)), x0 = kir_mul(K, idx[2], kir_idx(K, m));
     for (int i = 0; i < m; i++) {
         coef_row(m, true, i, coef);
@@ -284,4 +284,90 @@ smelt_status lower_WinogradOutput(lower_ctx *c)
     if (ir_shape_numel(&space) == 0) return SMELT_OK;
     lower_parallel_for(c, &space, 8 * w.t * w.t, output_body, &w);
     return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+}
+
+/* ---- the products: one batched GEMM ------------------------------------- */
+
+/* V [P, C, tiles], U [P, C, K] as its logical shape (a row-major constant or
+ * the panels of every product, ir.h IR_ENC_PANELS). */
+smelt_status infer_WinogradGemm(ir_graph *g, int node)
+{
+    const ir_node *n = &g->nodes[node];
+    TRY(infer_need_input(g, n, 0, "V"));
+    TRY(infer_need_input(g, n, 1, "U"));
+    const ir_tensor *v = ir_in(g, n, 0), *u = ir_in(g, n, 1);
+    TRY(infer_need_dtype(n, v, "V", DT(F32)));
+    TRY(infer_need_dtype(n, u, "U", DT(F32)));
+    ir_shape ul = ir_tensor_logical_shape(u);
+    char s1[160], s2[160];
+    if (v->shape.rank != 3 || (v->shape.dim[0] != 16 && v->shape.dim[0] != 36))
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "V %s must be [16 or 36 products, C, tiles]", infer_shp(&v->shape, s1));
+    if (ul.rank != 3 || ul.dim[0] != v->shape.dim[0] || ul.dim[1] != v->shape.dim[1])
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "U %s must be [%lld, %lld, K] to multiply V %s", infer_shp(&ul, s1),
+                            (long long)v->shape.dim[0], (long long)v->shape.dim[1], infer_shp(&v->shape, s2));
+    if (u->enc.kind == IR_ENC_PANELS) {
+        int64_t np = u->enc.nr > 0 ? (ul.dim[2] + u->enc.nr - 1) / u->enc.nr : 0;
+        if (u->enc.k != ul.dim[1] || u->enc.n != ul.dim[2] || u->shape.rank != 3 || u->shape.dim[0] != ul.dim[0] * np ||
+            u->shape.dim[1] != ul.dim[1] || u->shape.dim[2] != u->enc.nr)
+            return ir_node_fail(n, SMELT_ERR_SHAPE, "U's panels %s are not those of %lld products of [%lld, %lld] by %lld columns",
+                                infer_shp(&u->shape, s1), (long long)ul.dim[0], (long long)ul.dim[1], (long long)ul.dim[2],
+                                (long long)u->enc.nr);
+    }
+    ir_shape out = {.rank = 3, .dim = {v->shape.dim[0], v->shape.dim[2], ul.dim[2]}};
+    infer_put_out(g, n, 0, SMELT_F32, &out);
+    return SMELT_OK;
+}
+
+/* A[tile][c] of product bidx[0] = V[p][c][tile], read in place (tile + c*tiles). */
+static kir_val gemm_read_v(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val k)
+{
+    (void)g;
+    return lower_load(c, 0, (kir_val[3]){bidx[0], k, i});
+}
+
+static kir_val gemm_product(lower_ctx *c, const gemm_packed *g, const kir_val *bidx)
+{
+    (void)c, (void)g;
+    return bidx[0];
+}
+
+static void gemm_store_m(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val j, kir_val v)
+{
+    (void)g;
+    lower_store(c, 0, (kir_val[3]){bidx[0], i, j}, v);
+}
+
+/* idx: p, tile, k; M[p][tile][k] = sum over c of V[p][c][tile] * U[p][c][k]. */
+static void gemm_plain_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const int64_t *channels = user;
+    kir_kernel *K = c->k;
+    int acc = kir_var_new(K, SMELT_F32, kir_const_f(K, SMELT_F32, 0));
+    kir_val ch = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, *channels), kir_idx(K, 1));
+    kir_val v = lower_load(c, 0, (kir_val[3]){idx[0], ch, idx[1]});
+    kir_val u = lower_load(c, 1, (kir_val[3]){idx[0], ch, idx[2]});
+    kir_var_set(K, acc, kir_add(K, kir_var_get(K, acc), kir_mul(K, v, u)));
+    kir_loop_end(K);
+    lower_store(c, 0, idx, kir_var_get(K, acc));
+}
+
+smelt_status lower_WinogradGemm(lower_ctx *c)
+{
+    const ir_tensor *v = ir_in(c->g, c->n, 0), *u = ir_in(c->g, c->n, 1);
+    ir_shape ul = ir_tensor_logical_shape(u);
+    int64_t p = v->shape.dim[0], channels = v->shape.dim[1], tiles = v->shape.dim[2], k = ul.dim[2];
+    if (p * channels * tiles * k == 0) return SMELT_OK;
+    if (u->enc.kind != IR_ENC_PANELS) {
+        ir_shape space = {.rank = 3, .dim = {p, tiles, k}};
+        lower_parallel_for(c, &space, 2 * channels, gemm_plain_body, &channels);
+        return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    }
+    mm_tiles tl = mm_tiles_for(c->target->vector_width);
+    if (c->target->wg_size != 1 || u->enc.nr != tl.nr)
+        return ir_node_fail(c->n, SMELT_ERR_UNSUPPORTED, "filter panels of %lld columns need the C target's packed GEMM with NR %d",
+                            (long long)u->enc.nr, c->target->wg_size != 1 ? 0 : tl.nr);
+    gemm_packed g = {.nb = 1, .batch = {p}, .m = tiles, .n = k, .k = channels, .dt = SMELT_F32, .tl = tl,
+                     .b_input = 1, .b_scratch = -1, .b_index = gemm_product, .b_batched = true,
+                     .read_a = gemm_read_v, .store = gemm_store_m};
+    return gemm_packed_lower(c, &g);
 }

@@ -122,6 +122,7 @@ static void unit_body(lower_ctx *c, const kir_val *idx, void *user)
     kir_loop_end(K);
 
     kir_val p0 = kir_mul(K, idx[g->nb + 1], kir_idx(K, g->nc / nr)); /* the unit's first panel */
+    if (g->b_input >= 0 && g->b_batched) p0 = kir_add(K, p0, kir_mul(K, g->b_index(c, g, bidx), kir_idx(K, np)));
     kir_val bb = g->b_input >= 0 ? z
                  : kir_mul(K, g->b_index ? g->b_index(c, g, bidx) : z, kir_idx(K, np * g->k * nr));
     kir_val kb = kir_loop_begin(K, z, kir_idx(K, g->k), kir_idx(K, kcap));

@@ -57,6 +57,11 @@ struct gemm_packed {
      * them per batch, batch b_index(bidx) at b * ceil(N/NR)*K*NR (b_index NULL: 0) */
     int b_input, b_scratch;
     kir_val (*b_index)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx);
+    /* a batched GEMM's constant B: input b_input holds every batch's panels,
+     * batch b_index(bidx)'s from panel b * ceil(N/NR) on ([batch * ceil(N/NR)]
+     * [K][NR], ir.h IR_ENC_PANELS with a logical [batch, K, N]); false: one
+     * B shared by all batch indices */
+    bool b_batched;
     /* A[i][k] for i < M (the default A pack's read), or a pack of one's own */
     kir_val (*load_a)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val k);
     void (*pack_a)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, const gemm_a_slice *s);

@@ -5,20 +5,25 @@
  * tile (partial tiles at the right and bottom), pads 0 and 1, batch 2, channel
  * counts that are no multiple of the GEMM tiles, no bias, and a Relu or a
  * residual Add + Relu epilogue that fusion must put into WinogradOutput's
- * kernel; each case compiled fused and --no-fuse, and on OpenCL where a
- * device opens (the pass runs for the C target only; a graph rewritten
- * beforehand must still lower on a GPU target). One case goes through the
- * default pipeline only (the C target's rule, its filters made as panels).
+ * kernel; each case with its filters as the C target's panels (the batched
+ * packed GEMM) compiled fused and --no-fuse, with row-major filters (the plain
+ * loop), and on OpenCL where a device opens (the pass runs for the C target
+ * only; a graph rewritten beforehand must still lower on a GPU target). One
+ * case goes through the default pipeline only (the C target's rule). And the
+ * batched GEMM alone (WinogradGemm) on hand-made products against a reference.
  */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "api/program.h"
 #include "fuse_cases.h"
 #include "graph/passes.h"
+#include "ops/matmul.h"
 #include "rt/device.h"
+#include "rt/rt.h"
 #include "test.h"
 
 typedef struct wino_case {
@@ -87,7 +92,14 @@ static int count_op(const ir_graph *g, op_id op)
     return n;
 }
 
-static void run_case(int ci, const wino_case *wc)
+typedef struct wino_graph {
+    ir_graph *g;
+    int w, b;
+} wino_graph;
+
+/* The case's Conv (and epilogue); rewritten here with filters of nr-column
+ * panels (0: row-major) when wc->m is set. */
+static wino_graph build(const wino_case *wc, int ci, int64_t nr)
 {
     int64_t oh = wc->h + 2 * wc->pad - 2, ow = wc->w + 2 * wc->pad - 2;
     ir_graph *g = ir_graph_new();
@@ -106,32 +118,45 @@ static void run_case(int ci, const wino_case *wc)
     if (wc->epi) y = op1(g, "relu", OP_Relu, y);
     int ins[2] = {x, r};
     ir_graph_set_io(g, wc->epi == 2 ? 2 : 1, ins, 1, &y);
-    int m = wc->m ? wc->m : GRAPH_WINOGRAD_M, p = (m + 2) * (m + 2);
     if (wc->m) { /* rewritten here, whatever the default rule says */
         CHECK(graph_infer(g, NULL) == SMELT_OK);
-        graph_winograd_rule rule = {wc->m, 1, 1, 0};
+        graph_winograd_rule rule = {wc->m, 1, 1, nr};
         CHECK(graph_winograd(g, &rule) == SMELT_OK);
         CHECK_EQ_INT(count_op(g, OP_WinogradOutput), 1);
+        CHECK_EQ_INT(count_op(g, OP_WinogradGemm), 1);
         CHECK_EQ_INT(count_op(g, OP_Conv), 0);
     }
+    return (wino_graph){g, w, b};
+}
+
+static void run_case(int ci, const wino_case *wc)
+{
+    int64_t oh = wc->h + 2 * wc->pad - 2, ow = wc->w + 2 * wc->pad - 2;
+    int64_t nr = mm_tiles_for(rt_cc_vector_width()).nr;
+    wino_graph packed = build(wc, ci, nr), plain = {0};
     int64_t nx = wc->n * wc->c * wc->h * wc->w, ny = wc->n * wc->k * oh * ow;
     float *xd = malloc(sizeof(float) * (size_t)nx), *rd = malloc(sizeof(float) * (size_t)ny);
     double *ref = malloc(sizeof(double) * (size_t)ny);
     fill(xd, nx, 3u + (uint32_t)ci);
     fill(rd, ny, 5u + (uint32_t)ci);
-    conv_ref(wc, oh, ow, xd, g->tensors[w].data, g->tensors[b].data, rd, ref);
+    conv_ref(wc, oh, ow, xd, packed.g->tensors[packed.w].data, packed.g->tensors[packed.b].data, rd, ref);
     smelt_tensor in[2] = {{.name = "x", .dtype = SMELT_F32, .rank = 4, .shape = {wc->n, wc->c, wc->h, wc->w}, .data = xd},
                           {.name = "r", .dtype = SMELT_F32, .rank = 4, .shape = {wc->n, wc->k, oh, ow}, .data = rd}};
-    for (int mode = 0; mode < 3; mode++) { /* fused, --no-fuse, OpenCL (a rewritten graph only) */
-        if (mode == 2 && (!wc->m || !wc->opencl)) break;
-        smelt_program *prog = mode == 2 ? compile_opencl(g) : compile(g, mode);
-        if (mode == 2 && !prog) break;
+    /* panels fused, panels --no-fuse, row-major filters fused, row-major on OpenCL */
+    for (int mode = 0; mode < 4; mode++) {
+        if (mode >= 2 && !wc->m) break;
+        if (mode == 3 && !wc->opencl) break;
+        if (mode == 2) plain = build(wc, ci, 0);
+        smelt_program *prog = mode == 3 ? compile_opencl(plain.g) : compile(mode >= 2 ? plain.g : packed.g, mode == 1);
+        if (mode == 3 && !prog) break;
         CHECK(prog != NULL);
         if (!prog) continue;
         CHECK_EQ_INT(count_op(prog->g, OP_WinogradOutput), 1);
-        /* fused: WinogradInput, the p MatMuls (the Transposes inlined into them),
-         * WinogradOutput with the Relu / Add+Relu as its epilogue */
-        if (mode == 0) CHECK_EQ_INT(prog->lp.n_kernels, p + 2);
+        /* fused: WinogradInput, the batched GEMM, WinogradOutput with the
+         * Relu / Add+Relu as its epilogue */
+        if (mode == 0 || mode == 2) CHECK_EQ_INT(prog->lp.n_kernels, 3);
+        /* the products on the microkernel where the filters are panels */
+        if (mode < 3) CHECK(prog->cls[0].source && (strstr(prog->cls[0].source, "smelt_gemm_f32_") != NULL) == (mode < 2));
         smelt_tensor out = {0};
         CHECK(smelt_program_run(prog, wc->epi == 2 ? 2 : 1, in) == SMELT_OK);
         CHECK(smelt_program_output(prog, 0, &out) == SMELT_OK);
@@ -151,7 +176,8 @@ static void run_case(int ci, const wino_case *wc)
     free(ref);
     free(rd);
     free(xd);
-    ir_graph_free(g);
+    ir_graph_free(packed.g);
+    if (plain.g) ir_graph_free(plain.g);
 }
 
 TEST(conv_winograd_matches_a_direct_reference)
@@ -211,6 +237,66 @@ TEST(conv_winograd_leaves_other_convs_direct)
         CHECK(graph_winograd(g, &rule) == SMELT_OK);
         CHECK_EQ_INT(count_op(g, OP_Conv), 1);
         CHECK_EQ_INT(count_op(g, OP_WinogradInput), 0);
+        ir_graph_free(g);
+    }
+}
+
+/* WinogradGemm alone: P products M[p] = V[p]^T U[p] with U made here as the
+ * C target's panels (each product's after the previous one's, the last panel's
+ * columns past K zero), tiles and channels no multiple of the tiles, against
+ * a reference in double from the unpacked U: a product that read another's
+ * panels (a wrong batch offset) would fail, each U[p] being different. */
+TEST(conv_winograd_batched_gemm_matches_a_reference)
+{
+    static const struct { int64_t p, c, tiles, k; } cases[] = {
+        {16, 19, 13, 21}, {36, 33, 50, 70}, {36, 64, 49, 64}, {16, 7, 5, 3},
+    };
+    int64_t nr = mm_tiles_for(rt_cc_vector_width()).nr;
+    for (int ci = 0; ci < 4; ci++) {
+        int64_t p = cases[ci].p, ch = cases[ci].c, tiles = cases[ci].tiles, k = cases[ci].k, np = (k + nr - 1) / nr;
+        ir_graph *g = ir_graph_new();
+        int v = input(g, "v", (ir_shape){.rank = 3, .dim = {p, ch, tiles}});
+        int u = ir_tensor_add(g, "u", SMELT_F32, &(ir_shape){.rank = 3, .dim = {p * np, ch, nr}});
+        float *ud = ir_tensor_alloc_data(g, u), *plain = malloc(sizeof(float) * (size_t)(p * ch * k));
+        fill(plain, p * ch * k, 17u + (uint32_t)ci);
+        for (int64_t q = 0; q < p; q++)
+            for (int64_t c = 0; c < ch; c++)
+                for (int64_t j = 0; j < k; j++) ud[((q * np + j / nr) * ch + c) * nr + j % nr] = plain[(q * ch + c) * k + j];
+        g->tensors[u].enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = ch, .n = k, .nr = nr,
+                                          .logical = {.rank = 3, .dim = {p, ch, k}}};
+        int m = op2(g, "gemm", OP_WinogradGemm, v, u);
+        ir_graph_set_io(g, 1, &v, 1, &m);
+        int64_t nv = p * ch * tiles, nm = p * tiles * k;
+        float *vd = malloc(sizeof(float) * (size_t)nv);
+        fill(vd, nv, 23u + (uint32_t)ci);
+        smelt_program *prog = compile(g, 0);
+        CHECK(prog != NULL);
+        if (prog) {
+            CHECK_EQ_INT(prog->lp.n_kernels, 1);
+            CHECK(prog->cls[0].source && strstr(prog->cls[0].source, "smelt_gemm_f32_") != NULL);
+            smelt_tensor in = {.name = "v", .dtype = SMELT_F32, .rank = 3, .shape = {p, ch, tiles}, .data = vd}, out = {0};
+            CHECK(smelt_program_run(prog, 1, &in) == SMELT_OK);
+            CHECK(smelt_program_output(prog, 0, &out) == SMELT_OK);
+            CHECK_EQ_INT(smelt_tensor_numel(&out), nm);
+            const float *md = out.data;
+            int bad = 0;
+            for (int64_t q = 0; md && q < p; q++)
+                for (int64_t t = 0; t < tiles; t++)
+                    for (int64_t j = 0; j < k && bad < 3; j++) {
+                        double want = 0;
+                        for (int64_t c = 0; c < ch; c++) want += (double)vd[(q * ch + c) * tiles + t] * plain[(q * ch + c) * k + j];
+                        double got = md[(q * tiles + t) * k + j];
+                        if (!(fabs(got - want) <= 1e-5 * (1 + fabs(want)) * sqrt((double)ch))) {
+                            fprintf(stderr, "  case %d M[%lld][%lld][%lld]: %g, want %g\n", ci, (long long)q, (long long)t,
+                                    (long long)j, got, want);
+                            bad++;
+                        }
+                    }
+            CHECK(bad == 0);
+            smelt_program_free(prog);
+        }
+        free(vd);
+        free(plain);
         ir_graph_free(g);
     }
 }
