@@ -414,7 +414,8 @@ static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, co
      * overrides name Conv nodes and the Conv op, which the rewrite replaces;
      * a split's shares are single-device programs and get it);
      * SMELT_NO_WINOGRAD=1: direct, for A/B */
-    graph_winograd_rule wr = {GRAPH_WINOGRAD_M, GRAPH_WINOGRAD_MIN_CHANNELS, GRAPH_WINOGRAD_MIN_TILES, nr};
+    graph_winograd_rule wr = {GRAPH_WINOGRAD_M, GRAPH_WINOGRAD_MIN_CHANNELS, GRAPH_WINOGRAD_MIN_TILES, nr,
+                              GRAPH_WINOGRAD_MIN_TILES_2X2};
     if (nr > 0 && p->devs.n == 1 && !getenv("SMELT_NO_WINOGRAD")) TRY(graph_winograd(p->g, &wr));
     if (nr > 0) {
         graph_pack_cache cache = {pack_find, pack_keep, (void *)p->model}; /* the model's cache is its one mutable part */

@@ -116,13 +116,14 @@ smelt_status graph_matmul_encoding(ir_graph *g, int node, bool packed);
 /* Winograd F(m x m, 3 x 3) (graph/winograd.c, ops/conv_winograd.h): a
  * float32 Conv with a constant 3x3 weight, stride 1, dilation 1, group 1,
  * explicit pads (auto_pad NOTSET), at least `min_channels` input and output
- * channels and `min_tiles` output tiles of m x m (else, for m = 4, of 2 x 2:
- * F(2x2, 3x3) then) becomes WinogradInput -> WinogradGemm (the (m+2)^2
- * products as one batched GEMM with constant, compile-time transformed
- * filters) -> WinogradOutput (bias added there): three kernels. With nr > 0
- * the filters are made as each product's panels of nr columns one after the
- * other (IR_ENC_PANELS with the logical shape [(m+2)^2, C, K]) for the C
- * target's microkernels; else row-major [(m+2)^2, C, K].
+ * channels and `min_tiles` output tiles of m x m (else, for m = 4, F(2x2, 3x3)
+ * from `min_tiles_2x2` tiles of 2 x 2; 0: min_tiles) becomes WinogradInput ->
+ * WinogradGemm (the (m+2)^2 products as one batched GEMM with constant,
+ * compile-time transformed filters) -> WinogradOutput (bias added there):
+ * three kernels. With nr > 0 the filters are made as each product's panels of
+ * nr columns one after the other (IR_ENC_PANELS with the logical shape
+ * [(m+2)^2, C, K]) for the C target's microkernels; else row-major
+ * [(m+2)^2, C, K].
  * requires: inferred graph. guarantees: the graph computes the same values up
  * to the transforms' rounding; rewritten Convs are dead (run graph_dce after);
  * nodes stay in topological order. */
@@ -130,18 +131,33 @@ typedef struct graph_winograd_rule {
     int m;                           /* 2 or 4 */
     int64_t min_channels, min_tiles; /* the rule of when it pays */
     int64_t nr;                      /* panel width, or 0 */
+    int64_t min_tiles_2x2;           /* F(2x2)'s own floor where m = 4 does not pay (0: min_tiles) */
 } graph_winograd_rule;
 /* The C target's rule, measured (README, "Benchmarks"). */
 #define GRAPH_WINOGRAD_M 4
 #define GRAPH_WINOGRAD_MIN_CHANNELS 64 /* K = C per GEMM: at 16 (bench cnn8) 1.5x slower than direct */
-/* Tiles at least (per m, F(4x4) first): 49, measured against the im2col GEMM
- * (ops/conv_gemm.c; single-conv models + ReLU, min of 3 x 100 runs at 1
- * thread on the loaded 2-core VM): 3x3 128 -> 128 at 28x28 (49 tiles of 4x4)
- * 1.36 ms against 3.1; 256 -> 256 at 14x14 (16 tiles of 4x4: 3.14 ms; 49 of
- * 2x2: 1.60) against 3.1; 512 -> 512 at 7x7 (16 tiles of 2x2: 3.16 ms, 4 of
- * 4x4: 4.1) against 3.4, left to the GEMM (its weights, streamed for 49 rows,
- * are most of its time; the transformed ones 16/9 of them). */
+/* Tiles at least: 49 of 4x4 for F(4x4), else 16 of 2x2 for F(2x2), else the
+ * im2col GEMM (ops/conv_gemm.c). Measured with the three-kernel form (one
+ * batched GEMM, the vectorized input transform): single-conv models C -> C
+ * with bias + ReLU, pads 1, batch 1; ms, min of 3 interleaved rounds of 100
+ * runs, on the loaded 2-core AVX2 VM (its second core is mostly busy: the
+ * 2-thread column is noisier, spread up to 1.6):
+ *                      1 thread                 2 threads
+ *   C    HxW   F(4x4)  F(2x2)  im2col    F(4x4)  F(2x2)  im2col   tiles 4x4/2x2
+ *   64   56    1.23    1.92    2.96      1.22    1.79    2.02     196 / 784
+ *   64   28    0.34    0.43    0.73      0.34    0.43    0.73      49 / 196
+ *   128  28    1.01    1.44    2.77      1.02    1.47    1.94      49 / 196
+ *   64   14    0.22    0.11    0.19      0.22    0.11    0.19      16 / 49
+ *   128  14    0.55    0.36    0.69      0.55    0.37    0.69      16 / 49
+ *   256  14    1.62    1.63    2.65      1.64    1.62    2.65      16 / 49
+ *   256  7     0.49    0.51    0.74      0.50    0.51    0.59       4 / 16
+ *   512  7     2.97    2.41    2.91      1.94    1.57    2.32       4 / 16
+ * F(4x4) from 49 tiles; below it F(2x2), now also at 16 tiles (7x7, ResNet-18's
+ * layer4, which the 16 separate GEMMs had left to im2col: 3.16 ms against 3.4).
+ * At 4 tiles of 4x4 F(4x4) is no better than F(2x2) at 512 channels (its 36
+ * transformed filters, 2.25x the direct weights, stream for 4 rows). */
 #define GRAPH_WINOGRAD_MIN_TILES 49
+#define GRAPH_WINOGRAD_MIN_TILES_2X2 16
 smelt_status graph_winograd(ir_graph *g, const graph_winograd_rule *rule);
 
 /* If, Loop, Scan (graph/control.c), the op table's shape rule for them (OPF_CONTROL):

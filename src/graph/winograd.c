@@ -74,14 +74,15 @@ static bool conv_candidate(const ir_graph *g, const ir_node *n, wino_conv *cv)
 /* The T*T products are GEMMs of `tiles` rows by C deep by K wide: with few
  * channels the transforms cost more than the multiplications saved, and with
  * few tiles the GEMMs stream T*T/9 times the direct weights for few rows. The
- * rule's m, else F(2x2) (T*T 16 products, not 36) where m x m tiles are too
- * few and 2 x 2 ones enough; 0: neither pays. */
+ * rule's m from min_tiles m x m tiles, else F(2x2) (16 products, not 36)
+ * from min_tiles_2x2 2 x 2 tiles (0: min_tiles); 0: neither pays. */
 static int conv_m(const wino_conv *cv, const graph_winograd_rule *rule)
 {
     if (cv->c < rule->min_channels || cv->k < rule->min_channels) return 0;
     for (int m = rule->m; m >= 2; m -= 2) {
         int64_t tiles = cv->n * ((cv->oh + m - 1) / m) * ((cv->ow + m - 1) / m);
-        if (tiles >= rule->min_tiles) return m;
+        int64_t need = m == 2 && m != rule->m && rule->min_tiles_2x2 > 0 ? rule->min_tiles_2x2 : rule->min_tiles;
+        if (tiles >= need) return m;
     }
     return 0;
 }

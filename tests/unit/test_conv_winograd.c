@@ -120,7 +120,7 @@ static wino_graph build(const wino_case *wc, int ci, int64_t nr)
     ir_graph_set_io(g, wc->epi == 2 ? 2 : 1, ins, 1, &y);
     if (wc->m) { /* rewritten here, whatever the default rule says */
         CHECK(graph_infer(g, NULL) == SMELT_OK);
-        graph_winograd_rule rule = {wc->m, 1, 1, nr};
+        graph_winograd_rule rule = {wc->m, 1, 1, nr, 0};
         CHECK(graph_winograd(g, &rule) == SMELT_OK);
         CHECK_EQ_INT(count_op(g, OP_WinogradOutput), 1);
         CHECK_EQ_INT(count_op(g, OP_WinogradGemm), 1);
@@ -195,11 +195,11 @@ TEST(conv_winograd_matches_a_direct_reference)
 
 /* The default rule's choice of m by tiles: F(4x4) with 4x4 tiles enough,
  * F(2x2) where only 2x2 ones are, a Conv where neither (ResNet-18's layer2,
- * layer3 and layer4 shapes). */
+ * layer3 and layer4 shapes, and a 5x5 output: 9 tiles of 2x2). */
 TEST(conv_winograd_picks_m_by_tiles)
 {
-    static const struct { int64_t hw; int m; } cases[] = {{28, 4}, {14, 2}, {7, 0}};
-    for (int i = 0; i < 3; i++) {
+    static const struct { int64_t hw; int m; } cases[] = {{28, 4}, {14, 2}, {7, 2}, {5, 0}};
+    for (int i = 0; i < 4; i++) {
         ir_graph *g = ir_graph_new();
         int x = input(g, "x", (ir_shape){.rank = 4, .dim = {1, 64, cases[i].hw, cases[i].hw}});
         int w = constant(g, "w", (ir_shape){.rank = 4, .dim = {64, 64, 3, 3}}, 0.1f, 0);
@@ -207,7 +207,8 @@ TEST(conv_winograd_picks_m_by_tiles)
         attr_ints(g, node_named(g, "conv"), "pads", 4, (const int64_t[]){1, 1, 1, 1});
         ir_graph_set_io(g, 1, &x, 1, &y);
         CHECK(graph_infer(g, NULL) == SMELT_OK);
-        graph_winograd_rule rule = {GRAPH_WINOGRAD_M, GRAPH_WINOGRAD_MIN_CHANNELS, GRAPH_WINOGRAD_MIN_TILES, 0};
+        graph_winograd_rule rule = {GRAPH_WINOGRAD_M, GRAPH_WINOGRAD_MIN_CHANNELS, GRAPH_WINOGRAD_MIN_TILES, 0,
+                                    GRAPH_WINOGRAD_MIN_TILES_2X2};
         CHECK(graph_winograd(g, &rule) == SMELT_OK);
         CHECK_EQ_INT(count_op(g, OP_Conv), cases[i].m ? 0 : 1);
         int wi = node_named(g, "conv/winograd_in");
@@ -233,7 +234,7 @@ TEST(conv_winograd_leaves_other_convs_direct)
         attr_int(g, node, "group", cases[i].group);
         ir_graph_set_io(g, 1, &x, 1, &y);
         CHECK(graph_infer(g, NULL) == SMELT_OK);
-        graph_winograd_rule rule = {4, GRAPH_WINOGRAD_MIN_CHANNELS, 1, 0};
+        graph_winograd_rule rule = {4, GRAPH_WINOGRAD_MIN_CHANNELS, 1, 0, 0};
         CHECK(graph_winograd(g, &rule) == SMELT_OK);
         CHECK_EQ_INT(count_op(g, OP_Conv), 1);
         CHECK_EQ_INT(count_op(g, OP_WinogradInput), 0);
