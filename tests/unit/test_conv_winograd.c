@@ -301,3 +301,53 @@ TEST(conv_winograd_batched_gemm_matches_a_reference)
         ir_graph_free(g);
     }
 }
+
+/* A program with Winograd convolutions (the default rule: F(4x4), the
+ * transformed filters as batched panels, constants the pass made) stored in
+ * the program cache and loaded again computes what the compiled one does. */
+TEST(conv_winograd_program_cache_round_trips)
+{
+    static const wino_case wc = {1, 64, 64, 28, 28, 1, 0, 1, true, false};
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/smelt-test-wino-XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    setenv("SMELT_CACHE_DIR", dir, 1);
+    wino_graph wg = build(&wc, 9, 0);
+    int64_t nx = wc.n * wc.c * wc.h * wc.w, ny = wc.n * wc.k * wc.h * wc.w;
+    float *xd = malloc(sizeof(float) * (size_t)nx), *first = calloc((size_t)ny, sizeof(float));
+    double *ref = malloc(sizeof(double) * (size_t)ny);
+    fill(xd, nx, 31u);
+    conv_ref(&wc, wc.h, wc.w, xd, wg.g->tensors[wg.w].data, wg.g->tensors[wg.b].data, NULL, ref);
+    smelt_model *m = NULL;
+    CHECK_EQ_INT(program_model_wrap(wg.g, &m), SMELT_OK);
+    smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 4, .shape = {wc.n, wc.c, wc.h, wc.w}, .data = xd};
+    for (int pass = 0; pass < 2 && m; pass++) { /* compiled and stored, then loaded */
+        smelt_options opt;
+        smelt_options_init(&opt);
+        opt.threads = 2;
+        smelt_program *p = NULL;
+        CHECK_EQ_INT(program_compile(m, &opt, 0, NULL, true, &p), SMELT_OK);
+        if (!p) continue;
+        CHECK((p->cached != NULL) == (pass == 1));
+        if (pass == 0) CHECK_EQ_INT(count_op(p->g, OP_WinogradGemm), 1);
+        smelt_tensor out = {0};
+        CHECK_EQ_INT(smelt_program_run(p, 1, &in), SMELT_OK);
+        CHECK_EQ_INT(smelt_program_output(p, 0, &out), SMELT_OK);
+        CHECK_EQ_INT(smelt_tensor_numel(&out), ny);
+        const float *yd = out.data;
+        if (yd && pass == 0) memcpy(first, yd, sizeof(float) * (size_t)ny);
+        if (yd && pass == 1) CHECK(memcmp(first, yd, sizeof(float) * (size_t)ny) == 0);
+        int bad = 0;
+        for (int64_t i = 0; yd && i < ny; i++) bad += !(fabs(yd[i] - ref[i]) <= 2e-4 * (1 + fabs(ref[i])));
+        CHECK_EQ_INT(bad, 0);
+        smelt_program_free(p);
+    }
+    smelt_model_free(m);
+    unsetenv("SMELT_CACHE_DIR");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+    free(ref);
+    free(first);
+    free(xd);
+}
