@@ -225,29 +225,44 @@ static void input_body(lower_ctx *c, const kir_val *idx, void *user)
     }
 }
 
+/* Rows of tiles a C-target input element does: the fewest that divide TH and
+ * give at least WINO_ROW_TILES tiles (else all TH), so the row transform's
+ * loop over them is vectors long (a 28x28 output has 7 tiles a row). */
+#define WINO_ROW_TILES 32
+static int64_t rows_per_elem(const wino_geom *w)
+{
+    for (int64_t r = 1; r < w->tiles_h; r++)
+        if (w->tiles_h % r == 0 && r * w->tiles_w >= WINO_ROW_TILES) return r;
+    return w->tiles_h;
+}
+
 /* The C target's form of input_body (one thread a workgroup, so workgroup
- * memory is the element's own), in three loops that each run unit-stride and
+ * memory is the element's own), in loops that each run unit-stride and
  * vectorize: where the per-tile form loads each tile's T x T patch at a
- * stride of m tiles (no vectors: 28-50% of a conv's time in the profile, the
- * GEMM the rest), this first takes the column transform of the T rows for
- * every input column x the row of tiles reads (x = tw*m + j, columns outside
- * X read as 0, checked only in the edge loops): s[a][x] = sum_i B^T[a][i]
- * d[i][x]; then splits each row by x mod m (s2[a][x % m][x / m], a copy of
- * T*(TW+1)*m elements), so that for tile tw the column tw*m + j is
- * s2[a][j % m][tw + j / m], unit-stride over tw; then the row transform,
- * V[a*T + b][c][tile] = sum_j s[a][tw*m + j] B^T[b][j], stored unit-stride
- * into each of the T*T products. */
+ * stride of m columns (no vectors: 28-50% of a conv's time in the profile,
+ * the GEMM the rest), this takes, for each of the element's R rows of tiles,
+ * the column transform of its T input rows for every input column x the row
+ * reads (columns outside X read as 0, checked only in the edge loops):
+ * s[a][x] = sum_i B^T[a][i] d[i][x]; then copies the columns each tile reads
+ * into per-tile order, lo[a][j][r*TW + tw] = s[a][tw*m + j] for j < m and
+ * hi[a][j - m][..] = s[a][(tw+1)*m + j - m] for the last two; then runs the
+ * row transform over the element's R*TW tiles (contiguous in V) as one loop,
+ * V[a*T + b][c][tile] = sum_j s[a][tw*m + j] B^T[b][j], unit-stride into each
+ * of the T*T products. idx: n, c, block of R rows of tiles, 0. */
 static void input_body_rows(lower_ctx *c, const kir_val *idx, void *user)
 {
     const wino_geom *w = user;
     kir_kernel *K = c->k;
     const ir_shape *xs = &ir_in(c->g, c->n, 0)->shape;
     int t = w->t, m = w->m;
-    int64_t width = xs->dim[3], q = w->tiles_w + 1, xw = q * m; /* columns computed: every x = tw*m + j, j < T */
+    int64_t width = xs->dim[3], tw_n = w->tiles_w, xw = (tw_n + 1) * m, rows = rows_per_elem(w), rt = rows * tw_n;
     kir_val zero = kir_idx(K, 0), one = kir_idx(K, 1), fzero = kir_const_f(K, SMELT_F32, 0);
-    int s1 = kir_smem_add(K, SMELT_F32, t * xw), s2 = kir_smem_add(K, SMELT_F32, t * xw);
+    int s1 = kir_smem_add(K, SMELT_F32, t * xw), lo_buf = kir_smem_add(K, SMELT_F32, t * m * rt),
+        hi_buf = kir_smem_add(K, SMELT_F32, t * 2 * rt);
+    kir_val th0 = kir_mul(K, idx[2], kir_idx(K, rows));
+    kir_val r = kir_loop_begin(K, zero, kir_idx(K, rows), one);
     wino_row row;
-    kir_val y0 = kir_binary(K, KIR_SUB, kir_mul(K, idx[2], kir_idx(K, m)), kir_idx(K, w->pad[0]));
+    kir_val y0 = kir_binary(K, KIR_SUB, kir_mul(K, kir_add(K, th0, r), kir_idx(K, m)), kir_idx(K, w->pad[0]));
     for (int i = 0; i < t; i++) {
         kir_val y = kir_add(K, y0, kir_idx(K, i));
         row.y_ok[i] = kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, y, zero), kir_binary(K, KIR_LT, y, kir_idx(K, xs->dim[2])));
@@ -274,22 +289,29 @@ static void input_body_rows(lower_ctx *c, const kir_val *idx, void *user)
         }
         kir_loop_end(K);
     }
-    /* s2[(a*m + ph)*q + k] = s1[a*xw + k*m + ph] */
+    /* lo[(a*m + j)*rt + r*TW + tw] = s[a][tw*m + j], hi[(a*2 + j - m)*rt + ..] = s[a][(tw+1)*m + j - m] */
     kir_val a = kir_loop_begin(K, zero, kir_idx(K, t), one);
-    kir_val ph = kir_loop_begin(K, zero, kir_idx(K, m), one);
-    kir_val base2 = kir_mul(K, kir_add(K, kir_mul(K, a, kir_idx(K, m)), ph), kir_idx(K, q));
-    kir_val base1 = kir_add(K, kir_mul(K, a, kir_idx(K, xw)), ph);
-    kir_val k = kir_loop_begin(K, zero, kir_idx(K, q), one);
-    kir_store(K, s2, kir_add(K, base2, k), kir_load(K, s1, kir_add(K, base1, kir_mul(K, k, kir_idx(K, m)))));
+    kir_val rbase = kir_mul(K, r, kir_idx(K, tw_n));
+    for (int j = 0; j < t; j++) {
+        int buf = j < m ? lo_buf : hi_buf;
+        int64_t lanes = j < m ? m : 2, jj = j < m ? j : j - m;
+        kir_val base = kir_add(K, kir_mul(K, kir_add(K, kir_mul(K, a, kir_idx(K, lanes)), kir_idx(K, jj)), kir_idx(K, rt)), rbase);
+        kir_val src = kir_add(K, kir_mul(K, a, kir_idx(K, xw)), kir_idx(K, j));
+        kir_val tw = kir_loop_begin(K, zero, kir_idx(K, tw_n), one);
+        kir_store(K, buf, kir_add(K, base, tw), kir_load(K, s1, kir_add(K, src, kir_mul(K, tw, kir_idx(K, m)))));
+        kir_loop_end(K);
+    }
     kir_loop_end(K);
     kir_loop_end(K);
-    kir_loop_end(K);
-    kir_val tw = kir_loop_begin(K, zero, kir_idx(K, w->tiles_w), one);
-    kir_val tile = tile_index(K, w, idx[0], idx[2], tw);
+    /* the row transform over the block's tiles */
+    kir_val f = kir_loop_begin(K, zero, kir_idx(K, rt), one);
+    kir_val tile = kir_add(K, tile_index(K, w, idx[0], th0, zero), f);
     for (int ar = 0; ar < t; ar++) {
         kir_val sv[WINO_T_MAX];
-        for (int j = 0; j < t; j++)
-            sv[j] = kir_load(K, s2, kir_add(K, kir_idx(K, (int64_t)(ar * m + j % m) * q + j / m), tw));
+        for (int j = 0; j < t; j++) {
+            int64_t at = j < m ? (int64_t)(ar * m + j) * rt : (int64_t)(ar * 2 + j - m) * rt;
+            sv[j] = kir_load(K, j < m ? lo_buf : hi_buf, kir_add(K, kir_idx(K, at), f));
+        }
         for (int b = 0; b < t; b++) {
             coef_row(m, false, b, coef);
             lower_store(c, 0, (kir_val[3]){kir_idx(K, ar * t + b), idx[1], tile}, combine(K, sv, coef, t));
@@ -303,9 +325,11 @@ smelt_status lower_WinogradInput(lower_ctx *c)
     wino_geom w;
     TRY(input_geom(c->n, &w));
     const ir_shape *xs = &ir_in(c->g, c->n, 0)->shape;
-    ir_shape space = {.rank = 4, .dim = {xs->dim[0], xs->dim[1], w.tiles_h, 1}};
+    bool rows = c->target->wg_size == 1;
+    int64_t per = rows ? rows_per_elem(&w) : 1;
+    ir_shape space = {.rank = 4, .dim = {xs->dim[0], xs->dim[1], w.tiles_h / per, 1}};
     if (ir_shape_numel(&space) == 0) return SMELT_OK;
-    lower_parallel_for(c, &space, 8 * w.t * w.t * w.tiles_w, c->target->wg_size == 1 ? input_body_rows : input_body, &w);
+    lower_parallel_for(c, &space, 8 * w.t * w.t * w.tiles_w * per, rows ? input_body_rows : input_body, &w);
     return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
 }
 
