@@ -5,11 +5,12 @@
  * requires: nodes written by graph/winograd.c (attributes m, pads, out_hw,
  *           shape), shapes set by these rules; a WinogradGemm's panels made
  *           with the C target's NR (mm_tiles_for).
- * guarantees: one kernel per node. The transforms run over [N, C, TH] (input)
- *             and [N, TH, TW, K] (output); each element does one tile of one
- *             channel: T*T loads, the two 1-D transforms as sums with the
- *             constant coefficients (zero terms skipped), T*T (input) or up to
- *             m*m (output) stores. The GEMM is the packed GEMM's kernel with
+ * guarantees: one kernel per node. The transforms run over [N, C, TH] (input;
+ *             on the C target [N, C, TH / R], R rows of tiles an element) and
+ *             [N, TH, TW, K] (output); each tile of each channel costs T*T
+ *             loads (input: T per column on the C target), the two 1-D
+ *             transforms as sums with the constant coefficients (zero terms
+ *             skipped), T*T (input) or up to m*m (output) stores. The GEMM is the packed GEMM's kernel with
  *             the products as its batch (C target), else one element of M per
  *             element of a plain loop nest.
  */
@@ -460,9 +461,11 @@ smelt_status lower_WinogradGemm(lower_ctx *c)
         return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
     }
     mm_tiles tl = mm_tiles_for(c->target->vector_width);
-    if (c->target->wg_size != 1 || u->enc.nr != tl.nr)
-        return ir_node_fail(c->n, SMELT_ERR_UNSUPPORTED, "filter panels of %lld columns need the C target's packed GEMM with NR %d",
-                            (long long)u->enc.nr, c->target->wg_size != 1 ? 0 : tl.nr);
+    if (c->target->wg_size != 1)
+        return ir_node_fail(c->n, SMELT_ERR_UNSUPPORTED, "filters packed into panels are read by the C target's packed GEMM only");
+    if (u->enc.nr != tl.nr)
+        return ir_node_fail(c->n, SMELT_ERR_UNSUPPORTED, "filter panels of %lld columns, but this target's GEMM reads panels of %d",
+                            (long long)u->enc.nr, tl.nr);
     gemm_packed g = {.nb = 1, .batch = {p}, .m = tiles, .n = k, .k = channels, .dt = SMELT_F32, .tl = tl,
                      .b_input = 1, .b_scratch = -1, .b_index = gemm_product, .b_batched = true,
                      .read_a = gemm_read_v, .store = gemm_store_m};

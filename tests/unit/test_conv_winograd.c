@@ -351,3 +351,26 @@ TEST(conv_winograd_program_cache_round_trips)
     free(first);
     free(xd);
 }
+
+/* Panels of another width than the C target's GEMM reads fail to compile,
+ * naming the node and the widths, not a crash or a wrong read. */
+TEST(conv_winograd_gemm_rejects_foreign_panels)
+{
+    int64_t nr = mm_tiles_for(rt_cc_vector_width()).nr + 1, p = 16, ch = 8, tiles = 9, k = 20, np = (k + nr - 1) / nr;
+    ir_graph *g = ir_graph_new();
+    int v = input(g, "v", (ir_shape){.rank = 3, .dim = {p, ch, tiles}});
+    int u = ir_tensor_add(g, "u", SMELT_F32, &(ir_shape){.rank = 3, .dim = {p * np, ch, nr}});
+    ir_tensor_alloc_data(g, u);
+    g->tensors[u].enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = ch, .n = k, .nr = nr, .logical = {.rank = 3, .dim = {p, ch, k}}};
+    int m = op2(g, "gemm", OP_WinogradGemm, v, u);
+    ir_graph_set_io(g, 1, &v, 1, &m);
+    smelt_options opt;
+    smelt_options_init(&opt);
+    struct smelt_model model = {.g = g};
+    smelt_program *prog = NULL;
+    CHECK(smelt_program_compile(&model, &opt, 0, NULL, &prog) != SMELT_OK);
+    CHECK_STR_HAS(smelt_last_error(), "gemm");
+    CHECK_STR_HAS(smelt_last_error(), "panels of");
+    if (prog) smelt_program_free(prog);
+    ir_graph_free(g);
+}
