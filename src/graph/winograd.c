@@ -47,12 +47,32 @@ static bool ints_all(const ir_node *n, const char *name, int count, int64_t want
     return true;
 }
 
+/* Whether every use of tensor t is a Cast to an integer type: the float Conv
+ * of integers that onnx/quantized.c makes of a ConvInteger, whose sums are
+ * exact only without Winograd's fractional transforms. */
+static bool only_int_casts(const ir_graph *g, int t)
+{
+    if (g->tensors[t].is_output) return false;
+    int uses = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *u = &g->nodes[i];
+        for (int j = 0; j < u->n_in && !u->dead; j++) {
+            if (u->in[j] != t) continue;
+            smelt_dtype to = (smelt_dtype)ir_attr_int(u, "to", SMELT_F32);
+            if (u->op != OP_Cast || (to != SMELT_I32 && to != SMELT_I64)) return false;
+            uses++;
+        }
+    }
+    return uses > 0;
+}
+
 static bool conv_candidate(const ir_graph *g, const ir_node *n, wino_conv *cv)
 {
     if (n->dead || n->op != OP_Conv || n->n_in < 2 || n->n_out != 1 || n->out[0] < 0) return false;
     const ir_tensor *x = ir_in(g, n, 0), *w = ir_in(g, n, 1), *b = ir_in(g, n, 2), *y = &g->tensors[n->out[0]];
     if (!x || !w || x->data || !w->data || w->enc.kind != IR_ENC_NONE) return false;
     if (x->dtype != SMELT_F32 || w->dtype != SMELT_F32 || y->dtype != SMELT_F32) return false;
+    if (only_int_casts(g, n->out[0])) return false;
     if (x->shape.rank != 4 || w->shape.rank != 4 || y->shape.rank != 4) return false;
     if (w->shape.dim[2] != 3 || w->shape.dim[3] != 3 || w->shape.dim[1] != x->shape.dim[1]) return false;
     if (b && (b->dtype != SMELT_F32 || b->shape.rank != 1)) return false;

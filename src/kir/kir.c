@@ -301,10 +301,50 @@ kir_val kir_select(kir_kernel *k, kir_val cond, kir_val a, kir_val b)
     return def_value(k, KIR_SELECT, k->vals[a].type, cond, a, b);
 }
 
+/* Whether float value v is an integer (or NaN or inf): rounded, an integer
+ * cast to float, an integral constant, or sums, differences, minima, maxima
+ * and selects of those. */
+static bool integral_float(const kir_kernel *k, kir_val v, int depth)
+{
+    const kir_value *x = &k->vals[v];
+    switch (x->op) {
+    case KIR_ROUND: case KIR_FLOOR: case KIR_CEIL: return true;
+    case KIR_CAST: return !kir_is_float(k->vals[x->a].type);
+    case KIR_CONST: return x->imm.f == floor(x->imm.f);
+    case KIR_ADD: case KIR_SUB: case KIR_MIN: case KIR_MAX:
+        return depth < 6 && integral_float(k, x->a, depth + 1) && integral_float(k, x->b, depth + 1);
+    case KIR_SELECT: return depth < 6 && integral_float(k, x->b, depth + 1) && integral_float(k, x->c, depth + 1);
+    default: return false;
+    }
+}
+
+/* Whether v is clamp(y, lo, hi) (a min and a max by constants, either order)
+ * with lo..hi inside the integer type t's range and y integral. */
+static bool clamped_integral(const kir_kernel *k, kir_val v, smelt_dtype t)
+{
+    double tlo = t == SMELT_I8 ? INT8_MIN : t == SMELT_I16 ? INT16_MIN : 0;
+    double thi = t == SMELT_U8 ? UINT8_MAX : t == SMELT_I8 ? INT8_MAX : t == SMELT_U16 ? UINT16_MAX : INT16_MAX;
+    const kir_value *o = &k->vals[v];
+    if ((o->op != KIR_MIN && o->op != KIR_MAX) || k->vals[o->b].op != KIR_CONST) return false;
+    const kir_value *i = &k->vals[o->a];
+    if ((i->op != KIR_MIN && i->op != KIR_MAX) || i->op == o->op || k->vals[i->b].op != KIR_CONST) return false;
+    double c1 = k->vals[o->b].imm.f, c2 = k->vals[i->b].imm.f;
+    return c1 >= tlo && c1 <= thi && c2 >= tlo && c2 <= thi && integral_float(k, i->a, 0);
+}
+
 kir_val kir_cast(kir_kernel *k, smelt_dtype to, kir_val a)
 {
     const kir_value *va = &k->vals[a];
     if (va->type == to) return a;
+    /* float x clamped into an 8/16-bit type's range and integral, cast to that
+     * type and back: x itself (NaN casts to 0), with no integer between, so
+     * the loop around it stays in float vector lanes */
+    if (va->op == KIR_CAST && k->vals[va->a].type == to && kir_is_float(to) && !kir_is_half(to) &&
+        (va->type == SMELT_U8 || va->type == SMELT_I8 || va->type == SMELT_U16 || va->type == SMELT_I16) &&
+        clamped_integral(k, va->a, va->type)) {
+        kir_val x = va->a;
+        return kir_select(k, kir_unary(k, KIR_ISNAN, x), kir_const_f(k, to, 0.0), x);
+    }
     if (va->op == KIR_CONST) {
         if (kir_is_float(va->type) && !kir_is_float(to)) {
             if (to == SMELT_BOOL) return kir_const_i(k, to, va->imm.f != 0);

@@ -12,12 +12,24 @@
  *   DynamicQuantizeLinear  min/max reductions, then QuantizeLinear.
  * Constant weights are shifted at compile time; a computed operand's shift is
  * its own elementwise kernel (fusion inlines only free index maps into a
- * contraction's loads), then the int32 MatMul/Conv kernel runs with the
+ * contraction's loads), then the MatMul/Conv kernel runs with the
  * requantization's float ops as its epilogue.
+ *
+ * The contraction runs in float32 where that is exact (ex_int_matmul, int_conv):
+ * every partial sum of integers of magnitude at most 2^24 is an integer float32
+ * holds exactly, in any order of summation, so a float MatMul/Conv (the packed
+ * GEMM's kernels) gives int32's result when max|a - a_zp| times the largest
+ * column sum of |b - b_zp| stays within 2^24. Where it does not, K (a MatMul's
+ * rows of B, a Conv's input channels) is cut into chunks that each keep it,
+ * each chunk's float result is cast to int32 and the chunks are added as
+ * int32. A bound known only from the dtypes (a computed B) gives chunks of
+ * 2^24 / (255 * 255) = 258 rows.
  */
 #include "onnx/expand.h"
 
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 smelt_status ex_need_8bit(expand_ctx *x, int t, const char *what)
 {
@@ -35,10 +47,158 @@ int ex_shifted(expand_ctx *x, int t, int zp)
     return zp < 0 ? v : ex_binary(x, OP_Sub, v, ex_cast(x, zp, SMELT_I32));
 }
 
+/* ---- integer contractions in float32 ------------------------------------ */
+
+#define EXACT_F32 16777216.0 /* 2^24: float32 holds every integer up to it */
+#define MAX_CHUNKS 64
+
+/* The largest |v - zp| of an 8-bit operand t (zp -1: none). */
+static double max_shifted(const expand_ctx *x, int t, int zp)
+{
+    return zp < 0 && x->g->tensors[t].dtype == SMELT_I8 ? 128.0 : 255.0;
+}
+
+/* Element i of a constant 8-bit tensor as an int. */
+static int q8_at(const ir_tensor *t, int64_t i)
+{
+    return t->dtype == SMELT_I8 ? ((const int8_t *)t->data)[i] : ((const uint8_t *)t->data)[i];
+}
+
+static bool const_8bit(const expand_ctx *x, int t)
+{
+    const ir_tensor *v = &x->g->tensors[t];
+    return v->data && v->enc.kind == IR_ENC_NONE && (v->dtype == SMELT_U8 || v->dtype == SMELT_I8);
+}
+
+/* B's rows of the contraction as [outer][k][inner] columns: a MatMul's B
+ * [batch.., K, N] (outer = batch, inner = N, zp per N) or a Conv's W
+ * [Cout, C, kh, kw] (outer = Cout with its zp, inner = kh*kw summed into one
+ * column per Cout). */
+typedef struct k_rows {
+    int64_t outer, k, inner;
+    bool zp_outer;   /* zp indexed by outer (Conv) rather than inner (MatMul) */
+    bool sum_inner;  /* the inner elements of a row add into one column (Conv) */
+} k_rows;
+
+/* Where K is cut so that amax * (sum over each chunk of |b - zp|) <= 2^24 for
+ * every column: cut[0] = 0 < cut[1] < ... < cut[n] = K; returns n, or 0 when
+ * a chunk cannot be formed (more than MAX_CHUNKS, or out of memory). B (and
+ * its zero point) not constant: the dtypes' bound, 255 per element. */
+static int k_chunks(const expand_ctx *x, int b, int b_zp, double amax, const k_rows *r, int64_t cut[MAX_CHUNKS + 1])
+{
+    double lim = EXACT_F32 / amax;
+    int n = 0;
+    cut[0] = 0;
+    if (!const_8bit(x, b) || (b_zp >= 0 && !const_8bit(x, b_zp))) {
+        int64_t per = (int64_t)(lim / (255.0 * (r->sum_inner ? (double)r->inner : 1.0)));
+        if (per < 1) return 0;
+        for (int64_t k = per; k < r->k; k += per) {
+            if (n + 1 >= MAX_CHUNKS) return 0;
+            cut[++n] = k;
+        }
+        cut[++n] = r->k;
+        return n;
+    }
+    const ir_tensor *bt = &x->g->tensors[b], *zt = b_zp >= 0 ? &x->g->tensors[b_zp] : NULL;
+    int64_t zn = zt ? ir_shape_numel(&zt->shape) : 0;
+    int64_t cols = r->outer * (r->sum_inner ? 1 : r->inner);
+    double *sum = calloc((size_t)cols, sizeof(double)), *row = malloc(sizeof(double) * (size_t)cols);
+    if (!sum || !row) {
+        free(sum);
+        free(row);
+        return 0;
+    }
+    for (int64_t k = 0; k < r->k && n >= 0; k++) {
+        bool over = false;
+        for (int64_t o = 0; o < r->outer; o++)
+            for (int64_t i = 0; i < r->inner; i++) {
+                int64_t col = r->sum_inner ? o : o * r->inner + i;
+                int64_t zi = zn <= 1 ? 0 : r->zp_outer ? o : i;
+                int z = zt ? q8_at(zt, zi) : 0;
+                double v = abs(q8_at(bt, (o * r->k + k) * r->inner + i) - z);
+                row[col] = (r->sum_inner && i ? row[col] : 0.0) + v;
+            }
+        for (int64_t c = 0; c < cols; c++) over |= sum[c] + row[c] > lim;
+        if (over && k > cut[n]) {
+            if (n + 1 >= MAX_CHUNKS) n = -1;
+            else cut[++n] = k, memset(sum, 0, sizeof(double) * (size_t)cols);
+        }
+        for (int64_t c = 0; c < cols && n >= 0; c++) {
+            sum[c] += row[c];
+            if (sum[c] > lim) n = -1; /* one row alone over: 255 * 255 * inner > 2^24 */
+        }
+    }
+    free(sum);
+    free(row);
+    if (n < 0) return 0;
+    cut[++n] = r->k;
+    return n;
+}
+
+/* t[k0:k1] along axis (negative: from the end), in the node's opset's form. */
+static int ex_slice(expand_ctx *x, int t, int64_t axis, int64_t k0, int64_t k1)
+{
+    if (x->g->opset >= 10) {
+        int in[4] = {t, ex_const_i64s(x, 1, &k0), ex_const_i64s(x, 1, &k1), ex_const_i64s(x, 1, &axis)};
+        return ex_node(x, OP_Slice, -1, 4, in);
+    }
+    int r = ex_node(x, OP_Slice, -1, 1, &t);
+    ex_attr_copy(x, &(ir_attr){.name = "starts", .type = IR_ATTR_INTS, .n = 1, .ints = &k0, .tensor = -1});
+    ex_attr_copy(x, &(ir_attr){.name = "ends", .type = IR_ATTR_INTS, .n = 1, .ints = &k1, .tensor = -1});
+    ex_attr_copy(x, &(ir_attr){.name = "axes", .type = IR_ATTR_INTS, .n = 1, .ints = &axis, .tensor = -1});
+    return r;
+}
+
+static int ex_shifted_f32(expand_ctx *x, int t, int zp)
+{
+    int v = ex_cast(x, t, SMELT_F32);
+    return zp < 0 ? v : ex_binary(x, OP_Sub, v, ex_cast(x, zp, SMELT_F32));
+}
+
+/* The int32 sum over chunks of cut of contraction op (MatMul or Conv, with the
+ * node's attributes for Conv) of float a and b sliced along their K axes. */
+static int chunked(expand_ctx *x, op_id op, int af, int64_t a_axis, int bf, int64_t b_axis, int n,
+                   const int64_t *cut, int out)
+{
+    int acc = -1;
+    for (int c = 0; c < n; c++) {
+        int in[2] = {n > 1 ? ex_slice(x, af, a_axis, cut[c], cut[c + 1]) : af,
+                     n > 1 ? ex_slice(x, bf, b_axis, cut[c], cut[c + 1]) : bf};
+        int y = ex_node(x, op, -1, 2, in);
+        if (op == OP_Conv)
+            for (int a = 0; a < x->n->n_attr; a++) ex_attr_copy(x, &x->n->attr[a]);
+        int yi = ex_node(x, OP_Cast, c == n - 1 && acc < 0 ? out : -1, 1, &y);
+        ex_attr_int(x, "to", SMELT_I32);
+        if (acc < 0) {
+            acc = yi;
+            continue;
+        }
+        int sum[2] = {acc, yi};
+        acc = ex_node(x, OP_Add, c == n - 1 ? out : -1, 2, sum);
+    }
+    return acc;
+}
+
 int ex_int_matmul(expand_ctx *x, int a, int a_zp, int b, int b_zp, int out)
 {
-    int in[2] = {ex_shifted(x, a, ex_align(x, a_zp, 0, 2)), ex_shifted(x, b, b_zp)};
-    return ex_node(x, OP_MatMul, out, 2, in);
+    a_zp = ex_align(x, a_zp, 0, 2);
+    const ir_tensor *bt = &x->g->tensors[b];
+    int64_t cut[MAX_CHUNKS + 1];
+    int n = 0;
+    if (!x->st && ex_rank(x, b) >= 2) {
+        const ir_shape *s = &bt->shape;
+        k_rows r = {ir_shape_numel(s) / (s->dim[s->rank - 2] * s->dim[s->rank - 1]), s->dim[s->rank - 2],
+                    s->dim[s->rank - 1], false, false};
+        /* a per-column zero point is [N]; any other shape is left to the int32 form's broadcasting */
+        bool zp_ok = b_zp < 0 || ir_shape_numel(&x->g->tensors[b_zp].shape) == 1 ||
+                     (ex_rank(x, b_zp) == 1 && x->g->tensors[b_zp].shape.dim[0] == r.inner);
+        if (zp_ok && r.k > 0) n = k_chunks(x, b, b_zp, max_shifted(x, a, a_zp), &r, cut);
+    }
+    if (!n) {
+        int in[2] = {ex_shifted(x, a, a_zp), ex_shifted(x, b, b_zp)};
+        return ex_node(x, OP_MatMul, out, 2, in);
+    }
+    return chunked(x, OP_MatMul, ex_shifted_f32(x, a, a_zp), -1, ex_shifted_f32(x, b, b_zp), -2, n, cut, out);
 }
 
 int ex_dequantize_acc(expand_ctx *x, int acc, int scale, int bias, int out)
@@ -157,7 +317,21 @@ static int int_conv(expand_ctx *x, int xin, int x_zp, int win, int w_zp, int bia
         x->st = ex_fail(x, SMELT_ERR_MODEL, "the input's zero point must be a scalar (per-tensor)");
         return -1;
     }
-    int in[3] = {ex_shifted(x, xin, x_zp), ex_shifted(x, win, conv_align(x, w_zp, xin, win, true)), bias};
+    int wz = conv_align(x, w_zp, xin, win, true);
+    int64_t cut[MAX_CHUNKS + 1];
+    int n = 0;
+    const ir_tensor *w = &x->g->tensors[win];
+    /* float32 chunks of input channels: group 1 only (a chunk must hold whole groups) */
+    if (!x->st && bias < 0 && ex_rank(x, win) >= 3 && ir_attr_int(x->n, "group", 1) == 1) {
+        int64_t inner = 1;
+        for (int d = 2; d < w->shape.rank; d++) inner *= w->shape.dim[d];
+        k_rows r = {w->shape.dim[0], w->shape.dim[1], inner, true, true};
+        bool zp_ok = w_zp < 0 || ir_shape_numel(&x->g->tensors[w_zp].shape) == 1 ||
+                     ir_shape_numel(&x->g->tensors[w_zp].shape) == r.outer;
+        if (zp_ok && r.k > 0 && inner > 0) n = k_chunks(x, win, w_zp, max_shifted(x, xin, x_zp), &r, cut);
+    }
+    if (n) return chunked(x, OP_Conv, ex_shifted_f32(x, xin, x_zp), 1, ex_shifted_f32(x, win, wz), 1, n, cut, out);
+    int in[3] = {ex_shifted(x, xin, x_zp), ex_shifted(x, win, wz), bias};
     int y = ex_node(x, OP_Conv, out, bias < 0 ? 2 : 3, in);
     for (int a = 0; a < x->n->n_attr; a++) ex_attr_copy(x, &x->n->attr[a]);
     return y;

@@ -396,6 +396,46 @@ static void mmp_store(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, k
 
 static kir_val mmp_b_index(lower_ctx *c, const gemm_packed *g, const kir_val *bidx) { return b_batch(c, g->user, bidx); }
 
+/* A MatMul whose B every batch index shares, with fewer rows per batch than
+ * the microkernel's MR (attention's per-token projections, [48, 1, 192] x
+ * [192, 576]): the batch folds into M, so one GEMM of batch * M rows fills the
+ * microkernel's rows where each batch index alone would fill one. Row i of the
+ * folded A is row i % M of batch index i / M. */
+static bool mm_fold_batch(const lower_ctx *c, const mm_job *j)
+{
+    if (j->gemm || j->nb == 0 || j->a_vec || j->m >= mm_tiles_for(c->target->vector_width).mr) return false;
+    const ir_shape *s = &ir_in(c->g, c->n, 1)->shape;
+    if (j->b_enc) return true;
+    for (int d = 0; d < s->rank - 2; d++)
+        if (s->dim[d] != 1) return false;
+    return true;
+}
+
+static void mmf_index(lower_ctx *c, const mm_job *j, kir_val i, kir_val *bidx, kir_val *row)
+{
+    kir_kernel *K = c->k;
+    ir_shape bs = {.rank = j->nb};
+    for (int d = 0; d < j->nb; d++) bs.dim[d] = j->out->dim[d];
+    lower_unravel(K, &bs, j->m == 1 ? i : kir_binary(K, KIR_DIV, i, kir_idx(K, j->m)), bidx);
+    *row = j->m == 1 ? kir_idx(K, 0) : kir_binary(K, KIR_MOD, i, kir_idx(K, j->m));
+}
+
+static kir_val mmf_load_a(lower_ctx *c, const gemm_packed *g, const kir_val *unused, kir_val i, kir_val k)
+{
+    (void)unused;
+    kir_val bidx[IR_MAX_RANK], row;
+    mmf_index(c, g->user, i, bidx, &row);
+    return load_a(c, g->user, bidx, row, k);
+}
+
+static void mmf_store(lower_ctx *c, const gemm_packed *g, const kir_val *unused, kir_val i, kir_val col, kir_val v)
+{
+    (void)unused;
+    kir_val bidx[IR_MAX_RANK], row;
+    mmf_index(c, g->user, i, bidx, &row);
+    store_c(c, g->user, bidx, row, col, v);
+}
+
 /* Whether the packed path takes this matmul: the C target, float32, B a
  * matrix; a B not packed at compile time is packed per call (K x N copies),
  * which pays where A has rows enough to reuse it (two row blocks), or where
@@ -413,6 +453,11 @@ static smelt_status mm_lower_packed(lower_ctx *c, mm_job *j)
     gemm_packed g = {.nb = j->nb, .m = j->m, .n = j->n, .k = j->kk, .dt = j->dt, .b_input = j->b_enc ? 1 : -1,
                      .b_scratch = -1, .b_index = mmp_b_index, .load_a = mmp_load_a, .store = mmp_store, .user = j};
     for (int d = 0; d < j->nb; d++) g.batch[d] = out->dim[d];
+    if (mm_fold_batch(c, j)) {
+        g.nb = 0;
+        g.m = ir_shape_numel(out) / (j->m * j->n) * j->m;
+        g.b_index = NULL, g.load_a = mmf_load_a, g.store = mmf_store;
+    }
     g.tl = j->tl = mm_tiles_for(c->target->vector_width);
     j->np = gemm_packed_panels(&g);
     if (!j->b_enc) {

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "lower/lower.h"
+#include "ops/gemm_packed.h"
 #include "ops/recurrent.h"
 #include "ops/recurrent_params.h"
 
@@ -233,6 +234,87 @@ static void proj_col_body(lower_ctx *c, const kir_val *idx, void *user)
         if (j->p.quant) v = bin(K, KIR_MUL, v, m);
         lower_scratch_store(c, j->proj, kir_add(K, base, kir_add(K, kir_idx(K, q * j->n), nn)), v);
     }
+}
+
+static smelt_status no_mem(lower_ctx *c) { return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory"); }
+
+/* CPU, weights copied per call anyway (8-bit, or not stored packed): kernel 1
+ * writes WT as the packed GEMM's panels [D][ceil(N/NR)][I][NR] (zero past N)
+ * and the projection is that GEMM (ops/gemm_packed.h), batch D, M the rows,
+ * with the bias or the quantized scales applied as each element is stored. */
+typedef struct panel_job {
+    const rnn_job *j;
+    int64_t np, nr;
+} panel_job;
+
+static void panel_pack_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const panel_job *pj = user;
+    const rnn_job *j = pj->j;
+    kir_kernel *K = c->k;
+    kir_val col = kir_add(K, kir_mul(K, idx[1], kir_idx(K, pj->nr)), idx[3]);
+    kir_val nn = j->n % pj->nr ? bin(K, KIR_MIN, col, kir_idx(K, j->n - 1)) : col;
+    kir_val v;
+    if (j->p.quant) {
+        kir_val src[3] = {idx[0], idx[2], nn};
+        v = bin(K, KIR_SUB, kir_cast(K, SMELT_F32, lower_load(c, IN_W, src)), qparam(c, IN_WZ, idx[0], nn));
+    } else {
+        kir_val src[3] = {idx[0], nn, idx[2]};
+        v = lower_load(c, IN_W, src);
+    }
+    if (j->n % pj->nr) v = kir_select(K, bin(K, KIR_LT, col, kir_idx(K, j->n)), v, fc(K, j->p.dt, 0));
+    ir_shape ps = {.rank = 4, .dim = {j->p.dirs, pj->np, j->p.input, pj->nr}};
+    lower_scratch_store(c, j->wt, lower_linear(K, &ps, idx), v);
+}
+
+static kir_val proj_gemm_b(lower_ctx *c, const gemm_packed *g, const kir_val *bidx)
+{
+    (void)c, (void)g;
+    return bidx[0];
+}
+
+static kir_val proj_gemm_a(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val k)
+{
+    (void)bidx;
+    return x_row_load(c, ((const panel_job *)g->user)->j, i, k);
+}
+
+static void proj_gemm_store(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val nn, kir_val v)
+{
+    const rnn_job *j = ((const panel_job *)g->user)->j;
+    kir_kernel *K = c->k;
+    kir_val d = bidx[0];
+    if (j->p.quant) v = bin(K, KIR_MUL, v, bin(K, KIR_MUL, load_scalar_f32(c, IN_XS), qparam(c, IN_WS, d, nn)));
+    else v = bin(K, KIR_ADD, v, proj_bias(c, j, d, nn));
+    kir_val at = kir_add(K, kir_mul(K, kir_add(K, kir_mul(K, d, kir_idx(K, j->rows_pad)), i), kir_idx(K, j->n)), nn);
+    lower_scratch_store(c, j->proj, at, v);
+}
+
+/* Whether kernels 1 and 3 are panels and the packed GEMM (proj_gemm). */
+static bool proj_gemm_ok(const lower_ctx *c, const rnn_job *j)
+{
+    const rnn_params *p = &j->p;
+    return c->target->wg_size == 1 && p->dt == SMELT_F32 && (!p->packed || p->quant) && j->rows > 0 && p->input > 0;
+}
+
+static smelt_status proj_gemm(lower_ctx *c, rnn_job *j)
+{
+    const rnn_params *p = &j->p;
+    mm_tiles tl = mm_tiles_for(c->target->vector_width);
+    panel_job pj = {j, (j->n + tl.nr - 1) / tl.nr, tl.nr};
+    int64_t numel;
+    if (__builtin_mul_overflow(p->dirs * pj.np, p->input * tl.nr, &numel))
+        return ir_node_fail(c->n, SMELT_ERR_SHAPE, "the sizes (seq, batch, input, hidden) overflow int64");
+    j->wt = lower_scratch(c, p->dt, numel);
+    if (j->wt < 0) return no_mem(c);
+    ir_shape ps = {.rank = 4, .dim = {p->dirs, pj.np, p->input, tl.nr}};
+    lower_parallel_for(c, &ps, 1, panel_pack_body, &pj);
+    if (!c->k) return no_mem(c);
+    gemm_packed g = {.nb = 1, .batch = {p->dirs}, .m = j->rows, .n = j->n, .k = p->input, .dt = p->dt, .tl = tl,
+                     .b_input = -1, .b_scratch = j->wt, .b_index = proj_gemm_b, .load_a = proj_gemm_a,
+                     .store = proj_gemm_store, .user = &pj};
+    TRY(gemm_packed_lower(c, &g));
+    return c->k ? SMELT_OK : no_mem(c);
 }
 
 /* ---- kernel 4: the recurrence ---- */
@@ -553,7 +635,6 @@ static smelt_status lower_recurrence(lower_ctx *c, rnn_job *j)
     return SMELT_OK;
 }
 
-static smelt_status no_mem(lower_ctx *c) { return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory"); }
 
 /* a * b * c, false on int64 overflow. */
 static bool mul3(int64_t a, int64_t b, int64_t c, int64_t *out)
@@ -576,7 +657,11 @@ smelt_status lower_Recurrent(lower_ctx *c)
     if (p->batch == 0 || H == 0) return SMELT_OK;
     /* float weights stored packed are read as they are; 8-bit ones are copied less their zero points */
     bool copy = !p->packed || p->quant;
-    if (j.rows > 0 && I > 0 && copy) {
+    j.proj = lower_scratch(c, p->dt, proj_n);
+    if (j.proj < 0) return no_mem(c);
+    bool gemm = proj_gemm_ok(c, &j);
+    if (gemm) TRY(proj_gemm(c, &j));
+    if (j.rows > 0 && I > 0 && copy && !gemm) {
         j.wt = lower_scratch(c, p->dt, wt_n);
         if (j.wt < 0) return no_mem(c);
         pack_job pw = {IN_W, j.wt, j.n, I, IN_WZ, p->quant};
@@ -584,8 +669,6 @@ smelt_status lower_Recurrent(lower_ctx *c)
         lower_parallel_for(c, &ws, 1, pack_body, &pw);
         if (!c->k) return no_mem(c);
     }
-    j.proj = lower_scratch(c, p->dt, proj_n);
-    if (j.proj < 0) return no_mem(c);
     if (copy) {
         j.rt = lower_scratch(c, p->dt, rt_n);
         if (j.rt < 0) return no_mem(c);
@@ -594,7 +677,7 @@ smelt_status lower_Recurrent(lower_ctx *c)
         lower_parallel_for(c, &rs, 1, pack_body, &pr);
         if (!c->k) return no_mem(c);
     }
-    if (j.rows > 0) {
+    if (j.rows > 0 && !gemm) {
         int64_t per_unit = RNN_MR * (2 * I + 1);
         if (c->target->wg_size > 1) {
             ir_shape cols = {.rank = 3, .dim = {D, j.rows_pad / RNN_MR, j.n}};

@@ -114,7 +114,19 @@ typedef struct red_row {
     int dim;
 } red_row;
 
-/* Element i of the row as red_step adds it: x, |x|, x*x or exp(x - max). */
+/* Element x as red_step adds it: x, |x|, x*x or exp(x - max). */
+static kir_val red_term(lower_ctx *c, const red_job *j, kir_val x)
+{
+    kir_kernel *K = c->k;
+    switch (j->kind) {
+    case RED_L1: return kir_unary(K, KIR_ABS, x);
+    case RED_L2: case RED_SUMSQ: return kir_binary(K, KIR_MUL, x, x);
+    case RED_LOGSUMEXP: return kir_unary(K, KIR_EXP, kir_binary(K, KIR_SUB, x, j->max));
+    default: return x;
+    }
+}
+
+/* Element i of the row as red_step adds it. */
 static kir_val red_row_elem(lower_ctx *c, kir_val i, void *user)
 {
     const red_row *r = user;
@@ -122,26 +134,76 @@ static kir_val red_row_elem(lower_ctx *c, kir_val i, void *user)
     kir_val idx[IR_MAX_RANK];
     for (int d = 0; d < r->j->in->rank; d++)
         idx[d] = d == r->dim ? i : (r->j->mask & (1u << d)) ? kir_idx(K, 0) : r->fixed[d];
-    kir_val x = lower_load(c, 0, idx);
-    switch (r->j->kind) {
-    case RED_L1: return kir_unary(K, KIR_ABS, x);
-    case RED_L2: case RED_SUMSQ: return kir_binary(K, KIR_MUL, x, x);
-    case RED_LOGSUMEXP: return kir_unary(K, KIR_EXP, kir_binary(K, KIR_SUB, x, r->j->max));
-    default: return x;
-    }
+    return red_term(c, r->j, lower_load(c, 0, idx));
+}
+
+/* Several reduced dims (a whole tensor's min and max, say): vector lanes over
+ * the innermost reduced dim, kept across the loops of the other reduced dims
+ * and added into j->var once at the end, so the row's loads and the fused
+ * producers' math (a sigmoid's exp) vectorize as in a one-dim row. */
+typedef struct red_lanes {
+    red_job *j;
+    int dim, lanes;
+    kir_op op;
+    int64_t v;
+} red_lanes;
+
+static kir_val red_lanes_elem(lower_ctx *c, const kir_val *idx, int dim, kir_val i, const red_job *j)
+{
+    kir_val at[IR_MAX_RANK];
+    for (int d = 0; d < j->in->rank; d++) at[d] = d == dim ? i : idx[d];
+    return red_term(c, j, lower_load(c, 0, at));
+}
+
+static void red_lanes_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const red_lanes *l = user;
+    kir_kernel *K = c->k;
+    int64_t n = l->j->in->dim[l->dim], nv = n / l->v * l->v;
+    kir_val i0 = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, nv), kir_idx(K, l->v));
+    kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, l->v));
+    kir_val e = red_lanes_elem(c, idx, l->dim, kir_add(K, i0, q), l->j);
+    kir_store(K, l->lanes, q, kir_binary(K, l->op, kir_load(K, l->lanes, q), e));
+    kir_loop_end(K);
+    kir_loop_end(K);
+    if (nv == n) return;
+    kir_val i = kir_loop_begin(K, kir_idx(K, nv), kir_idx(K, n), kir_idx(K, 1));
+    kir_var_set(K, l->j->var, kir_binary(K, l->op, kir_var_get(K, l->j->var), red_lanes_elem(c, idx, l->dim, i, l->j)));
+    kir_loop_end(K);
+}
+
+static bool red_lanes_loops(lower_ctx *c, const kir_val *fixed, red_job *j, kir_op op)
+{
+    kir_kernel *K = c->k;
+    int64_t v = c->target->wg_size == 1 ? c->target->vector_width : 0;
+    int dim = -1;
+    for (int d = j->in->rank - 1; d >= 0 && dim < 0; d--)
+        if ((j->mask & (1u << d)) && j->in->dim[d] > 1) dim = d;
+    if (v < 2 || dim < 0 || j->in->dim[dim] < v) return false;
+    red_lanes l = {j, dim, kir_smem_add(K, j->dt, v), op, v};
+    kir_val id = kir_const_f(K, j->dt, op == KIR_ADD ? 0.0 : op == KIR_MAX ? -INFINITY : INFINITY);
+    kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, v));
+    kir_store(K, l.lanes, q, id);
+    kir_loop_end(K);
+    reduce_loops(c, j->in, j->mask & ~(1u << dim), fixed, red_lanes_body, &l);
+    q = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, v), kir_idx(K, 1));
+    kir_var_set(K, j->var, kir_binary(K, op, kir_var_get(K, j->var), kir_load(K, l.lanes, q)));
+    kir_loop_end(K);
+    return true;
 }
 
 /* j->var op= every element of the row: vector lanes where it is one float dim. */
 static void red_row_loops(lower_ctx *c, const kir_val *fixed, red_job *j)
 {
     /* lower_reduce_var: float sums, means, norms, max and min of one dim */
-    int dim = kir_is_float(j->dt) && j->kind != RED_PROD ? lower_one_long_dim(j->in, j->mask) : -1;
+    bool lanes_ok = kir_is_float(j->dt) && j->kind != RED_PROD;
+    int dim = lanes_ok ? lower_one_long_dim(j->in, j->mask) : -1;
+    kir_op op = j->kind == RED_MAX ? KIR_MAX : j->kind == RED_MIN ? KIR_MIN : KIR_ADD;
     if (dim < 0) {
-        reduce_loops(c, j->in, j->mask, fixed, red_step, j);
+        if (!lanes_ok || !red_lanes_loops(c, fixed, j, op)) reduce_loops(c, j->in, j->mask, fixed, red_step, j);
         return;
     }
     red_row r = {j, fixed, dim};
-    kir_op op = j->kind == RED_MAX ? KIR_MAX : j->kind == RED_MIN ? KIR_MIN : KIR_ADD;
     lower_reduce_var(c, j->var, j->dt, op, j->in->dim[dim], red_row_elem, &r);
 }
 

@@ -20,6 +20,9 @@ Cases:
                         b scale and zero point, int8 and uint8
     q_convinteger_*     ConvInteger: asymmetric pads, strides, dilations, groups, batch 2
     q_qlinearconv_*     QLinearConv: per-channel int8 weights, int32 bias, groups
+    q_*_chunked_numpy   MatMulInteger (constant and computed B) and ConvInteger (batch 2, per-channel
+                        zero points, pads) whose sums pass 2^24: float32 in chunks of K
+    q_convinteger_u8_3x3_exact_numpy  a 3x3 stride-1 ConvInteger of Winograd's size, exact
     q_dynamicquantize   DynamicQuantizeLinear: mixed-sign input; all-positive input
     q_ort_dynamic_*     a float MLP and a float CNN quantized by onnxruntime's quantize_dynamic,
     q_ort_optimized_*   then optimized by onnxruntime (the com.microsoft forms it writes)
@@ -453,13 +456,78 @@ def contrib_cases(rng):
     return cases
 
 
+# ---- contractions past float32's exact range (onnx/quantized.c's K chunks) ---------------------
+
+def conv_ref(x, w, xzp, wzp, pads):
+    """ConvInteger, stride 1, in int64: (x - xzp) padded with zeros, times (w - wzp)."""
+    xs = np.pad(x.astype(np.int64) - np.int64(xzp), [(0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])])
+    ws = w.astype(np.int64) - np.asarray(wzp, np.int64).reshape(-1, 1, 1, 1)
+    kh, kw = w.shape[2:]
+    oh, ow = xs.shape[2] - kh + 1, xs.shape[3] - kw + 1
+    y = np.zeros([x.shape[0], w.shape[0], oh, ow], np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            y += np.einsum("nchw,kc->nkhw", xs[:, :, i:i + oh, j:j + ow], ws[:, :, i, j])
+    return y.astype(np.int32)
+
+
+def exact_cases(rng):
+    """Sums past 2^24, where one float32 contraction would round: references in int64 numpy.
+    Operands near their extremes, so every chunk boundary is needed."""
+    cases = []
+    # Constant B, per-column zero points: column sums of |b - bzp| up to 1100 * 255, cut into chunks.
+    k = 1100
+    b = rand_q(rng, U8, [k, 13])
+    b[:, :6] = np.where(rng.random([k, 6]) < 0.5, 0, 255)
+    bzp = rand_q(rng, U8, [13])
+    bzp[:6] = 0
+    bzp[3] = 255
+    azp = np.array(2, np.uint8)
+    n = [helper.make_node("MatMulInteger", ["a", "b", "azp", "bzp"], ["y"], name="mmi")]
+    m = make_model("mmi_bigk", n, [vi("a", U8, [2, 3, k])], [vi("y", I32, [2, 3, 13])],
+                   [tensor("b", b), tensor("azp", azp), tensor("bzp", bzp)])
+    ref = lambda inp, b=b, bzp=bzp: [((inp["a"].astype(np.int64) - 2) @ (b.astype(np.int64) - bzp)).astype(np.int32)]  # noqa: E731
+    cases.append(("q_matmulinteger_u8_chunked_numpy", m, [{"a": rand_q(rng, U8, [2, 3, k], 200, 255)} for _ in range(2)],
+                  ref))
+    # B a graph input: only the dtypes bound it (chunks of 258 rows); int8 at its extremes.
+    k = 777
+    n = [helper.make_node("MatMulInteger", ["a", "b", "azp", "bzp"], ["y"], name="mmi")]
+    m = make_model("mmi_bigk_input", n, [vi("a", I8, [5, k]), vi("b", I8, [k, 7])], [vi("y", I32, [5, 7])],
+                   [tensor("azp", np.array(-128, np.int8)), tensor("bzp", np.array(127, np.int8))])
+    ref = lambda inp: [((inp["a"].astype(np.int64) + 128) @ (inp["b"].astype(np.int64) - 127)).astype(np.int32)]  # noqa: E731
+    cases.append(("q_matmulinteger_s8_input_chunked_numpy", m,
+                  [{"a": rand_q(rng, I8, [5, k], 90, 127), "b": rand_q(rng, I8, [k, 7], -128, -100)} for _ in range(2)],
+                  ref))
+    # ConvInteger over 300 channels (batch 2, per-channel w zero point, pads): chunks of channels.
+    c = 300
+    w = np.where(rng.random([4, c, 3, 3]) < 0.5, 0, 255).astype(np.uint8)
+    wzp = np.array([0, 255, 3, 0], np.uint8)
+    pads = [1, 0, 2, 1]
+    n = [helper.make_node("ConvInteger", ["x", "w", "xzp", "wzp"], ["y"], name="ci", pads=pads)]
+    m = make_model("ci_bigc", n, [vi("x", U8, [2, c, 5, 6])], [vi("y", I32, [2, 4, 6, 5])],
+                   [tensor("w", w), tensor("xzp", np.array(1, np.uint8)), tensor("wzp", wzp)])
+    ref = lambda inp, w=w: [conv_ref(inp["x"], w, 1, wzp, pads)]  # noqa: E731
+    cases.append(("q_convinteger_u8_chunked_numpy", m, [{"x": rand_q(rng, U8, [2, c, 5, 6], 180, 255)} for _ in range(2)],
+                  ref))
+    # 64 to 64 channels, 3x3 stride 1 at 28x28: one float chunk (sums below 2^24) of the shape
+    # graph/winograd.c takes, whose fractional transforms would round the integer sums.
+    w = rand_q(rng, U8, [64, 64, 3, 3], 0, 100)
+    n = [helper.make_node("ConvInteger", ["x", "w"], ["y"], name="ci", pads=[1, 1, 1, 1])]
+    m = make_model("ci_wino_shape", n, [vi("x", U8, [1, 64, 28, 28])], [vi("y", I32, [1, 64, 28, 28])],
+                   [tensor("w", w)])
+    ref = lambda inp, w=w: [conv_ref(inp["x"], w, 0, np.zeros(64, np.uint8), [1, 1, 1, 1])]  # noqa: E731
+    cases.append(("q_convinteger_u8_3x3_exact_numpy", m, [{"x": rand_q(rng, U8, [1, 64, 28, 28])} for _ in range(2)],
+                  ref))
+    return cases
+
+
 def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join("build", "models_quantized")
     os.makedirs(out_dir, exist_ok=True)
     logging.getLogger().setLevel(logging.ERROR)  # quantize_dynamic's advice to pre-process
     rng = np.random.default_rng(14)
     cases = (matmulinteger_cases(rng) + qlinearmatmul_cases(rng) + convinteger_cases(rng) + qlinearconv_cases(rng)
-             + dynamicquantize_cases(rng) + ort_quantized(rng, out_dir) + contrib_cases(rng))
+             + dynamicquantize_cases(rng) + ort_quantized(rng, out_dir) + contrib_cases(rng) + exact_cases(rng))
     for case in cases:
         write_case(out_dir, *case)
 

@@ -10,7 +10,8 @@ with. Sizes are odd on purpose (seq 9, batch 3, input 7, hidden 13). Between the
 forward/reverse/bidirectional, sequence_lens of varied lengths (0 included), initial states,
 peepholes, clip, input_forget, layout 1, every activation function with activation_alpha/beta,
 GRU's linear_before_reset 0 and 1, omitted optional inputs and outputs, an LSTM between
-Transposes (the CRNN pattern) and a GRU between elementwise ops that fusion may merge into it.
+Transposes (the CRNN pattern), a GRU between elementwise ops that fusion may merge into it, and
+LSTM/GRU with W, R and B as graph inputs (sequence lengths 7 and 1, batch 2, one entry masked).
 
 The reference outputs come from onnxruntime. onnxruntime runs only layout 0, so a layout-1 case is
 referenced by its layout-0 twin (same weights) run on transposed inputs, its outputs transposed back.
@@ -154,6 +155,26 @@ def fused_case():
     return m, inputs, None
 
 
+def weights_input_case(seed, op, seq, **attrs):
+    """W, R and B graph inputs (so not packed at compile time: the CPU projection is the packed
+    GEMM over panels written per call), bidirectional, batch 2 with a shorter second entry."""
+    rng = np.random.default_rng(seed)
+    g, batch = GATES[op], 2
+    lens = np.array([seq, max(1, seq - 3)], np.int32)
+    node = helper.make_node(op, ["X", "W", "R", "B", "lens"], ["Y", "Y_h"], name="rnn", direction="bidirectional",
+                            hidden_size=HIDDEN, **attrs)
+    shapes = {"X": [seq, batch, INPUT], "W": [2, g * HIDDEN, INPUT], "R": [2, g * HIDDEN, HIDDEN], "B": [2, 2 * g * HIDDEN]}
+    gin = [helper.make_tensor_value_info(k, F32, v) for k, v in shapes.items()]
+    gout = [helper.make_tensor_value_info("Y", F32, [seq, 2, batch, HIDDEN]),
+            helper.make_tensor_value_info("Y_h", F32, [2, batch, HIDDEN])]
+    graph = helper.make_graph([node], f"{op.lower()}_weights_input", gin, gout, [numpy_helper.from_array(lens, "lens")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], producer_name="smelt tests/models")
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    inputs = {k: (rng.standard_normal(v) * (1.0 if k == "X" else 0.5)).astype(np.float32) for k, v in shapes.items()}
+    return m, inputs, None
+
+
 CASES = {
     # every optional input, both directions, ragged lengths, clip, all three outputs
     "lstm_bidir_full": lambda: rnn_case(1, "LSTM", "bidirectional", lens=[9, 5, 1], init_h=True, init_c=True,
@@ -182,6 +203,10 @@ CASES = {
     "rnn_reverse_clip": lambda: rnn_case(9, "RNN", "reverse", bias=False, clip=0.6, outputs=("Y",)),
     "lstm_crnn_head": crnn_case,
     "gru_fused_io": fused_case,
+    # weights as graph inputs: sequence lengths 7 (masked to 4 for batch entry 1) and 1
+    "lstm_weights_input_seq7": lambda: weights_input_case(42, "LSTM", 7),
+    "lstm_weights_input_seq1": lambda: weights_input_case(43, "LSTM", 1),
+    "gru_weights_input_seq7_lbr1": lambda: weights_input_case(44, "GRU", 7, linear_before_reset=1),
 }
 
 

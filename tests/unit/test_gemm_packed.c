@@ -159,6 +159,9 @@ TEST(gemm_packed_matmul_matches_a_reference_on_odd_sizes)
         {2, 2, {299, 270}, {270, 100}, true, true},      /* blocks and panels spread evenly over the units (17 +
                                                             17 + 16 row blocks, 4 + 3 panels), K past a KC slice */
         {2, 2, {7, 5}, {5, 2304}, true, false},          /* 5 column units made 6 (of 24 panels) for 2 cores */
+        {3, 2, {48, 1, 19}, {19, 37}, true, true},       /* batch folded into M: 48 one-row products */
+        {4, 2, {2, 3, 4, 13}, {13, 21}, true, false},    /* batch [2, 3] folded, 4 rows each (row i % 4 of i / 4) */
+        {4, 2, {3, 1, 5, 7}, {7, 9}, true, true},        /* batch [3, 1] folded, 5 rows each */
     };
     for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
         const mm_case *mc = &cases[c];

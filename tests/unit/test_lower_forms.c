@@ -348,6 +348,135 @@ TEST(reductions_of_one_dim_use_vector_lanes)
     unsetenv("SMELT_VECTOR_WIDTH");
 }
 
+/* Reductions over several dims keep lanes over the innermost reduced dim
+ * across the others' loops (ReduceMin, ReduceMax, ReduceSum, ReduceL1,
+ * ReduceLogSumExp of x * sigmoid(x), fused, over [2, 3, 5, L] along {1, 3},
+ * {2, 3} and all dims, L = 7 and 37 with tails), for V = 4 and 16, against
+ * double; a NaN reaches Min's and Max's results through the lanes. */
+TEST(reductions_of_several_dims_use_vector_lanes)
+{
+    static const op_id ops[] = {OP_ReduceMin, OP_ReduceMax, OP_ReduceSum, OP_ReduceL1, OP_ReduceLogSumExp};
+    static const char *const widths[] = {"4", "16"};
+    static const uint32_t masks[] = {0xa, 0xc, 0xf};
+    for (int wi = 0; wi < 2; wi++) {
+        setenv("SMELT_VECTOR_WIDTH", widths[wi], 1);
+        for (int oi = 0; oi < 5; oi++)
+            for (int mi = 0; mi < 3; mi++)
+                for (int64_t L = 7; L <= 37; L += 30)
+                    for (int nan = 0; nan < 1 + (oi < 2); nan++) {
+                        const int64_t dims[4] = {2, 3, 5, L};
+                        int64_t axes[4], na = 0, n = 2 * 3 * 5 * L;
+                        for (int d = 0; d < 4; d++)
+                            if (masks[mi] & (1u << d)) axes[na++] = d;
+                        ir_graph *g = ir_graph_new();
+                        int x = input(g, "x", shp(4, 2, 3, 5, (int)L));
+                        int s = op2(g, "silu", OP_Mul, x, op1(g, "sig", OP_Sigmoid, x));
+                        int y = op1(g, "red", ops[oi], s);
+                        attr_ints(g, g->n_nodes - 1, "axes", (int)na, axes);
+                        attr_int(g, g->n_nodes - 1, "keepdims", 0);
+                        ir_graph_set_io(g, 1, &x, 1, &y);
+                        smelt_program *p = compile(g, 0);
+                        if (!p) {
+                            CHECK(p != NULL);
+                            ir_graph_free(g);
+                            continue;
+                        }
+                        CHECK((workgroup_tiles(p) > 0) == (L >= atoi(widths[wi])));
+                        float *xd = malloc(sizeof(float) * (size_t)n);
+                        for (int64_t k = 0; k < n; k++) xd[k] = (float)((k * 29) % 23 - 11) / 3.0f;
+                        if (nan) xd[n / 2 + 1] = NAN;
+                        smelt_tensor out;
+                        const float *yd = run_x(p, xd, 4, dims, &out);
+                        int64_t no = smelt_tensor_numel(&out), bad = 0;
+                        for (int64_t o = 0; o < no; o++) {
+                            double acc = oi == 0 ? INFINITY : oi == 1 ? -INFINITY : 0, mx = -INFINITY;
+                            for (int pass = 0; pass < 2; pass++)
+                                for (int64_t k = 0; k < n; k++) {
+                                    int64_t idx[4] = {k / (3 * 5 * L), k / (5 * L) % 3, k / L % 5, k % L}, ok = 0, m = 1;
+                                    for (int d = 3; d >= 0; d--)
+                                        if (!(masks[mi] & (1u << d))) ok += idx[d] * m, m *= dims[d];
+                                    if (ok != o) continue;
+                                    double v = xd[k] / (1.0 + exp(-(double)xd[k]));
+                                    if (pass == 0) mx = isnan(v) || isnan(mx) ? NAN : fmax(mx, v);
+                                    else acc = isnan(v) || isnan(acc) ? NAN
+                                             : oi == 0 ? fmin(acc, v) : oi == 1 ? fmax(acc, v)
+                                             : oi == 3 ? acc + fabs(v) : oi == 4 ? acc + exp(v - mx) : acc + v;
+                                }
+                            double want = oi == 4 ? log(acc) + mx : acc, got = yd[o];
+                            bad += isnan(want) ? !isnan(got) : !(fabs(got - want) <= 1e-5 * (1 + fabs(want)));
+                        }
+                        if (bad)
+                            fprintf(stderr, "  V=%s op %d mask %x L=%lld nan %d: %lld wrong\n", widths[wi], oi, masks[mi],
+                                    (long long)L, nan, (long long)bad);
+                        CHECK(bad == 0);
+                        free(xd);
+                        smelt_program_free(p);
+                        ir_graph_free(g);
+                    }
+    }
+    unsetenv("SMELT_VECTOR_WIDTH");
+}
+
+/* QuantizeLinear then a Cast back to float (DequantizeLinear's and the
+ * float integer contractions' read of a quantized value) stays in float:
+ * kir_cast takes the clamped, rounded value itself, so no cast to the 8-bit
+ * type is left in the kernel. Results against a double reference for uint8
+ * and int8 with zero points, half-way cases (ties to even), saturation both
+ * ways, infinities and NaN (0, as the float-to-integer cast gives). */
+TEST(quantize_then_cast_to_float_stays_in_float)
+{
+    static const float xs[] = {0.25f, 0.75f, -0.25f, 1.25f, -1.25f, 3.7f, -3.7f, 1000.0f, -1000.0f,
+                               INFINITY, -INFINITY, NAN, 63.3f, -64.9f, 0.0f, 127.4f, -0.75f};
+    enum { N = sizeof xs / sizeof xs[0] };
+    for (int s8 = 0; s8 < 2; s8++) {
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", shp(1, N));
+        int sc = constant(g, "s", shp(0), 0.0f, 0.5f);
+        int zp = ir_tensor_add(g, "zp", s8 ? SMELT_I8 : SMELT_U8, &(ir_shape){.rank = 0});
+        void *zd = ir_tensor_alloc_data(g, zp);
+        if (s8) *(int8_t *)zd = -2;
+        else *(uint8_t *)zd = 3;
+        int q = ir_tensor_add(g, "q", s8 ? SMELT_I8 : SMELT_U8, NULL);
+        ir_node_add(g, "quant", OP_QuantizeLinear, 3, (const int[]){x, sc, zp}, 1, &q);
+        int y = op1(g, "back", OP_Cast, q);
+        attr_int(g, node_named(g, "back"), "to", SMELT_F32);
+        ir_graph_set_io(g, 1, &x, 1, &y);
+        smelt_program *p = compile(g, 0);
+        CHECK(p != NULL);
+        if (p) {
+            /* a cast to the 8-bit type that some value or statement still reads */
+            bool int_cast = false;
+            for (int i = 0; i < p->lp.n_kernels; i++) {
+                const kir_kernel *k = p->lp.kernels[i];
+                for (int v = 1; v < k->n_vals; v++) {
+                    const kir_value *u = &k->vals[v];
+                    for (int o = 0; o < 3; o++) {
+                        kir_val a = o == 0 ? u->a : o == 1 ? u->b : u->c;
+                        int_cast |= a > 0 && a < k->n_vals && kir_op_arity(u->op) > o && k->vals[a].op == KIR_CAST &&
+                                    k->vals[a].type == (s8 ? SMELT_I8 : SMELT_U8);
+                    }
+                }
+                for (int st = 0; st < k->n_stmts; st++)
+                    int_cast |= k->stmts[st].kind != KS_DEF && k->stmts[st].val > 0 &&
+                                k->vals[k->stmts[st].val].op == KIR_CAST &&
+                                k->vals[k->stmts[st].val].type == (s8 ? SMELT_I8 : SMELT_U8);
+            }
+            CHECK(!int_cast);
+            float xd[N];
+            memcpy(xd, xs, sizeof xd);
+            const float *yd = run_x(p, xd, 1, (const int64_t[]){N}, NULL);
+            for (int i = 0; i < N; i++) {
+                double lo = s8 ? -128 : 0, hi = s8 ? 127 : 255, z = s8 ? -2 : 3;
+                double want = isnan(xs[i]) ? 0 : fmin(fmax(nearbyint(xs[i] / 0.5) + z, lo), hi);
+                if (yd[i] != want) fprintf(stderr, "  s8 %d x %g: %g, want %g\n", s8, xs[i], yd[i], want);
+                CHECK(yd[i] == want);
+            }
+        }
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
+
 /* LayerNormalization over one dim sums (mean, then squared deviations) in
  * vector lanes too: rows of 7, 37 and 64 for V = 4 and 16, against double. */
 TEST(layernorm_rows_sum_in_vector_lanes)
