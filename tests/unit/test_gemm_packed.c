@@ -228,6 +228,57 @@ TEST(gemm_packed_matmul_matches_a_reference_on_odd_sizes)
     }
 }
 
+/* Workgroup buffers of the program's kernels (the GEMM's accumulators, and
+ * its A pack where it has one). */
+static int workgroup_buffers(const smelt_program *p)
+{
+    int n = 0;
+    for (int i = 0; i < p->lp.n_kernels; i++)
+        for (int q = 0; q < p->lp.kernels[i]->n_bufs; q++) n += p->lp.kernels[i]->bufs[q].workgroup;
+    return n;
+}
+
+/* A plain A (a model input) is read in place by the microkernel, no pack in
+ * workgroup memory; an A through a fused producer (a Transpose) is packed per
+ * KC slice. Both against a reference, M with a tail row block, K past a slice. */
+TEST(gemm_packed_reads_a_plain_a_in_place)
+{
+    int64_t m = 20, k = 300, n = 40;
+    for (int tr = 0; tr < 2; tr++) {
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", tr ? shp(2, k, m) : shp(2, m, k));
+        int a = tr ? op1(g, "t", OP_Transpose, x) : x;
+        int b = constant(g, "b", shp(2, k, n), 0.5f, 0.125f);
+        int y = op2(g, "mm", OP_MatMul, a, b);
+        ir_graph_set_io(g, 1, &x, 1, &y);
+        smelt_program *p = compile(g, 0);
+        CHECK(p != NULL);
+        if (!p) {
+            ir_graph_free(g);
+            continue;
+        }
+        CHECK(p->cls[0].source && strstr(p->cls[0].source, "smelt_gemm_f32_") != NULL);
+        CHECK_EQ_INT(workgroup_buffers(p), tr ? 2 : 1);
+        float *xd = malloc(sizeof(float) * (size_t)(m * k));
+        for (int64_t i = 0; i < m * k; i++) xd[i] = (float)((i * 13 + 5) % 17 - 8) / 8.0f;
+        smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {tr ? k : m, tr ? m : k}, .data = xd}, out;
+        CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+        CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+        const float *bv = g->tensors[b].data;
+        int bad = 0;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double want = 0;
+                for (int64_t kk = 0; kk < k; kk++) want += (double)xd[tr ? kk * m + i : i * k + kk] * bv[kk * n + j];
+                bad += fabs(((const float *)out.data)[i * n + j] - want) > 1e-4 * (1 + fabs(want));
+            }
+        CHECK_EQ_INT(bad, 0);
+        free(xd);
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
+
 /* Gemm with transB on a model input (packed per call), alpha, beta and a
  * row of C; and the same with transA. */
 TEST(gemm_packed_gemm_transposes_and_scales)
