@@ -26,6 +26,14 @@
  * streams from memory), min of 300 runs, 1 thread. */
 #define MM_MB 24
 #define MM_NC_P 512
+/* Columns per unit where A is read in place (read_a): no pack to amortize, so
+ * the smaller accumulator (132 x 272 floats, 140 KiB, beside the A slice's 132 x
+ * 256 in L2's 512 KiB, where 132 x 528 left little room for B's stream) wins:
+ * MatMul with a plain A, interleaved with the 512-column form at 1 thread, best
+ * of 12-100 runs, two rounds: 512^3 92.8 -> 94.2 and 90.5 -> 92.9 GFLOP/s,
+ * 1024^3 82.3 -> 85.1 and 84.7 -> 85.8, 128 x 768 x 3072 84.9 -> 84.6 and
+ * 84.7 -> 87.4. */
+#define MM_NC_READ 256
 #define MM_MIN_UNITS 4
 #define MM_PAD 16   /* accumulator rows this much longer than the block (not 4 KiB apart) */
 
@@ -180,10 +188,10 @@ smelt_status gemm_packed_lower(lower_ctx *c, gemm_packed *g)
     mbu = (rb + g->mb - 1) / g->mb;
     int64_t batch = 1;
     for (int d = 0; d < g->nb; d++) batch *= g->batch[d];
-    /* columns per unit: at most MM_NC_P, fewer (in whole panels, no fewer than
+    /* columns per unit: at most MM_NC_P (MM_NC_READ), fewer (in whole panels, no fewer than
      * nc_min columns) until there are MM_MIN_UNITS units, so small M still
      * spreads over the threads by N; then panels spread evenly over the units */
-    int64_t npu = MM_NC_P / nr < np ? MM_NC_P / nr : np;
+    int64_t ncap = (g->read_a ? MM_NC_READ : MM_NC_P) / nr, npu = ncap < np ? ncap : np;
     while (npu > 1 && (npu + 1) / 2 * nr >= g->nc_min && batch * mbu * ((np + npu - 1) / npu) < MM_MIN_UNITS)
         npu = (npu + 1) / 2;
     int64_t ncu = (np + npu - 1) / npu;

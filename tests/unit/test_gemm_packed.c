@@ -158,7 +158,7 @@ TEST(gemm_packed_matmul_matches_a_reference_on_odd_sizes)
         {2, 2, {128, 70}, {70, 300}, true, true},        /* units of full blocks beside the one with the tail */
         {2, 2, {299, 270}, {270, 100}, true, true},      /* blocks and panels spread evenly over the units (17 +
                                                             17 + 16 row blocks, 4 + 3 panels), K past a KC slice */
-        {2, 2, {7, 5}, {5, 2304}, true, false},          /* 5 column units made 6 (of 24 panels) for 2 cores */
+        {2, 2, {7, 5}, {5, 2304}, true, false},          /* 9 column units made 10 (of 15 panels) for 2 cores */
     };
     for (int c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
         const mm_case *mc = &cases[c];
@@ -229,21 +229,31 @@ TEST(gemm_packed_matmul_matches_a_reference_on_odd_sizes)
 }
 
 /* Workgroup buffers of the program's kernels (the GEMM's accumulators, and
- * its A pack where it has one). */
-static int workgroup_buffers(const smelt_program *p)
+ * its A pack where it has one), and the largest one's elements. */
+static int workgroup_buffers(const smelt_program *p, int64_t *largest)
 {
     int n = 0;
+    *largest = 0;
     for (int i = 0; i < p->lp.n_kernels; i++)
-        for (int q = 0; q < p->lp.kernels[i]->n_bufs; q++) n += p->lp.kernels[i]->bufs[q].workgroup;
+        for (int q = 0; q < p->lp.kernels[i]->n_bufs; q++) {
+            const kir_buffer *b = &p->lp.kernels[i]->bufs[q];
+            if (!b->workgroup) continue;
+            n++;
+            if (b->numel > *largest) *largest = b->numel;
+        }
     return n;
 }
 
 /* A plain A (a model input) is read in place by the microkernel, no pack in
- * workgroup memory; an A through a fused producer (a Transpose) is packed per
- * KC slice. Both against a reference, M with a tail row block, K past a slice. */
+ * workgroup memory, in units of at most 256 columns; an A through a fused
+ * producer (a Transpose) is packed per KC slice, in units of up to 512
+ * columns (the pack amortized over more panels). Both against a reference, M
+ * with a tail row block, K past a slice. M 149 is 25 row blocks of 6, two
+ * units of 13 blocks: 78 accumulator rows of 256 + 16 or 512 + 16 columns
+ * (AVX2's 6 x 16 tiles; other tiles are not checked for the sizes). */
 TEST(gemm_packed_reads_a_plain_a_in_place)
 {
-    int64_t m = 20, k = 300, n = 40;
+    int64_t m = 149, k = 300, n = 1024;
     for (int tr = 0; tr < 2; tr++) {
         ir_graph *g = ir_graph_new();
         int x = input(g, "x", tr ? shp(2, k, m) : shp(2, m, k));
@@ -258,7 +268,10 @@ TEST(gemm_packed_reads_a_plain_a_in_place)
             continue;
         }
         CHECK(p->cls[0].source && strstr(p->cls[0].source, "smelt_gemm_f32_") != NULL);
-        CHECK_EQ_INT(workgroup_buffers(p), tr ? 2 : 1);
+        int64_t acc = 0;
+        CHECK_EQ_INT(workgroup_buffers(p, &acc), tr ? 2 : 1);
+        mm_tiles tl = mm_tiles_for(p->devs.dev[0].target.vector_width);
+        if (tl.mr == 6 && tl.nr == 16) CHECK_EQ_INT((int)acc, 78 * (tr ? 512 + 16 : 256 + 16));
         float *xd = malloc(sizeof(float) * (size_t)(m * k));
         for (int64_t i = 0; i < m * k; i++) xd[i] = (float)((i * 13 + 5) % 17 - 8) / 8.0f;
         smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {tr ? k : m, tr ? m : k}, .data = xd}, out;
