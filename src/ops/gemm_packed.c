@@ -13,7 +13,8 @@
  * KiB a core): up to 24 row blocks (144 rows: M 128 is one unit, so each B
  * panel slice, read once from L3, feeds 22 row blocks, where two units of 11
  * ran 128 x 768 x 3072 5% and 128 x 3072 x 768 10% slower) by up to 512
- * columns (A packed once per 512 columns: 256 cost 4-5% at 512^3), at least
+ * columns where A is packed (A packed once per 512 columns: 256 cost 4-5% at
+ * 512^3), MM_NC_READ where it is read in place (no pack to amortize), at least
  * MM_MIN_UNITS of them (two per core of a 2-core host; 8 split the columns of
  * 128 x 3072 x 768 into 64-wide units, 5% slower at 1 thread). Workgroup
  * memory: 144 x 528 accumulators + 144 x 256 of A, 450 KiB of stack.
