@@ -13,7 +13,8 @@
  * KiB a core): up to 24 row blocks (144 rows: M 128 is one unit, so each B
  * panel slice, read once from L3, feeds 22 row blocks, where two units of 11
  * ran 128 x 768 x 3072 5% and 128 x 3072 x 768 10% slower) by up to 512
- * columns (A packed once per 512 columns: 256 cost 4-5% at 512^3), at least
+ * columns where A is packed (A packed once per 512 columns: 256 cost 4-5% at
+ * 512^3), MM_NC_READ where it is read in place (no pack to amortize), at least
  * MM_MIN_UNITS of them (two per core of a 2-core host; 8 split the columns of
  * 128 x 3072 x 768 into 64-wide units, 5% slower at 1 thread). Workgroup
  * memory: 144 x 528 accumulators + 144 x 256 of A, 450 KiB of stack.
@@ -26,6 +27,14 @@
  * streams from memory), min of 300 runs, 1 thread. */
 #define MM_MB 24
 #define MM_NC_P 512
+/* Columns per unit where A is read in place (read_a): no pack to amortize, so
+ * the smaller accumulator (132 x 272 floats, 140 KiB, beside the A slice's 132 x
+ * 256 in L2's 512 KiB, where 132 x 528 left little room for B's stream) wins:
+ * MatMul with a plain A, interleaved with the 512-column form at 1 thread, best
+ * of 12-100 runs, two rounds: 512^3 92.8 -> 94.2 and 90.5 -> 92.9 GFLOP/s,
+ * 1024^3 82.3 -> 85.1 and 84.7 -> 85.8, 128 x 768 x 3072 84.9 -> 84.6 and
+ * 84.7 -> 87.4. */
+#define MM_NC_READ 256
 #define MM_MIN_UNITS 4
 #define MM_PAD 16   /* accumulator rows this much longer than the block (not 4 KiB apart) */
 
@@ -52,12 +61,24 @@ typedef struct mm_panel {
     const kir_val *bidx;
 } mm_panel;
 
-/* acc[rows of block q] += A block q (its first `rows` rows) x panel p, over the K slice. */
+/* acc[rows of block q] += A block q (its first `rows` rows) x panel p, over
+ * the K slice; in the first slice the block is zeroed just before, so the
+ * microkernel's loads of it hit L1 (a pass zeroing the unit's whole
+ * accumulator, 270 KiB at MC x NC = 132 x 512, went out to L2 and came back). */
 static void gemm_rows(lower_ctx *c, const gemm_packed *g, const mm_panel *pn, kir_val q, int64_t rows)
 {
     kir_kernel *K = c->k;
     int64_t mr = g->mr, nr = g->tl.nr;
     kir_val z = kir_idx(K, 0), one = kir_idx(K, 1);
+    kir_if_begin(K, kir_binary(K, KIR_EQ, pn->kb, z));
+    kir_val zr = kir_loop_begin(K, z, kir_idx(K, rows), one);
+    kir_val zj = kir_loop_begin(K, z, kir_idx(K, nr), one);
+    kir_val zrow = kir_add(K, kir_mul(K, q, kir_idx(K, mr)), zr);
+    kir_store(K, pn->acc, kir_add(K, kir_add(K, kir_mul(K, zrow, kir_idx(K, pn->ld)), kir_mul(K, pn->p, kir_idx(K, nr))), zj),
+              kir_const_f(K, g->dt, 0));
+    kir_loop_end(K);
+    kir_loop_end(K);
+    kir_if_end(K);
     kir_val kk = kir_loop_begin_gemm(K, pn->kc);
     kir_val r = rows > 1 ? kir_loop_begin(K, z, kir_idx(K, rows), one) : z;
     kir_val a;
@@ -107,19 +128,13 @@ static void unit_body(lower_ctx *c, const kir_val *idx, void *user)
     const kir_val *bidx = idx;
     int64_t mr = g->mr, nr = g->tl.nr, kcap = g->tl.kc < g->k ? g->tl.kc : g->k, mcap = mr * g->mb;
     int64_t ld = g->nc + MM_PAD, np = gemm_packed_panels(g);
-    kir_val zero = kir_const_f(K, g->dt, 0), one = kir_idx(K, 1), z = kir_idx(K, 0);
+    kir_val one = kir_idx(K, 1), z = kir_idx(K, 0);
     kir_val i0 = kir_mul(K, idx[g->nb], kir_idx(K, mcap)), j0 = kir_mul(K, idx[g->nb + 1], kir_idx(K, g->nc));
     kir_val rows = g->m % mcap ? min_idx(K, kir_binary(K, KIR_SUB, kir_idx(K, g->m), i0), mcap) : kir_idx(K, mcap);
     kir_val cols = g->n % g->nc ? min_idx(K, kir_binary(K, KIR_SUB, kir_idx(K, g->n), j0), g->nc) : kir_idx(K, g->nc);
     kir_val nblk = g->m % mcap ? kir_binary(K, KIR_DIV, kir_add(K, rows, kir_idx(K, mr - 1)), kir_idx(K, mr)) : kir_idx(K, g->mb);
     kir_val npan = kir_binary(K, KIR_DIV, kir_add(K, cols, kir_idx(K, nr - 1)), kir_idx(K, nr));
     int acc = kir_smem_add(K, g->dt, mcap * ld), ap = g->read_a ? -1 : kir_smem_add(K, g->dt, g->mb * kcap * mr);
-
-    kir_val row = kir_loop_begin(K, z, kir_idx(K, mcap), one);
-    kir_val col = kir_loop_begin_parallel(K, z, kir_idx(K, g->nc));
-    kir_store(K, acc, kir_add(K, kir_mul(K, row, kir_idx(K, ld)), col), zero);
-    kir_loop_end(K);
-    kir_loop_end(K);
 
     kir_val p0 = kir_mul(K, idx[g->nb + 1], kir_idx(K, g->nc / nr)); /* the unit's first panel */
     if (g->b_input >= 0 && g->b_batched) p0 = kir_add(K, p0, kir_mul(K, g->b_index(c, g, bidx), kir_idx(K, np)));
@@ -152,8 +167,8 @@ static void unit_body(lower_ctx *c, const kir_val *idx, void *user)
         g->store_block(c, g, bidx, &cb);
         return;
     }
-    row = kir_loop_begin(K, z, rows, one);
-    col = kir_loop_begin(K, z, cols, one);
+    kir_val row = kir_loop_begin(K, z, rows, one);
+    kir_val col = kir_loop_begin(K, z, cols, one);
     kir_val v = kir_load(K, acc, kir_add(K, kir_mul(K, row, kir_idx(K, ld)), col));
     g->store(c, g, bidx, kir_add(K, i0, row), kir_add(K, j0, col), v);
     kir_loop_end(K);
@@ -162,6 +177,9 @@ static void unit_body(lower_ctx *c, const kir_val *idx, void *user)
 
 smelt_status gemm_packed_lower(lower_ctx *c, gemm_packed *g)
 {
+    if (g->m <= 0 || g->n <= 0 || g->k <= 0) /* the callers take empty products elsewhere */
+        return ir_node_fail(c->n, SMELT_ERR_INTERNAL, "packed GEMM of an empty product (%lld x %lld x %lld)",
+                            (long long)g->m, (long long)g->k, (long long)g->n);
     int64_t nr = g->tl.nr, np = gemm_packed_panels(g);
     g->mr = g->m < g->tl.mr ? g->m : g->tl.mr;
     int64_t rb = (g->m + g->mr - 1) / g->mr;
@@ -172,10 +190,10 @@ smelt_status gemm_packed_lower(lower_ctx *c, gemm_packed *g)
     mbu = (rb + g->mb - 1) / g->mb;
     int64_t batch = 1;
     for (int d = 0; d < g->nb; d++) batch *= g->batch[d];
-    /* columns per unit: at most MM_NC_P, fewer (in whole panels, no fewer than
+    /* columns per unit: at most MM_NC_P (MM_NC_READ), fewer (in whole panels, no fewer than
      * nc_min columns) until there are MM_MIN_UNITS units, so small M still
      * spreads over the threads by N; then panels spread evenly over the units */
-    int64_t npu = MM_NC_P / nr < np ? MM_NC_P / nr : np;
+    int64_t ncap = (g->read_a ? MM_NC_READ : MM_NC_P) / nr, npu = ncap < np ? ncap : np;
     while (npu > 1 && (npu + 1) / 2 * nr >= g->nc_min && batch * mbu * ((np + npu - 1) / npu) < MM_MIN_UNITS)
         npu = (npu + 1) / 2;
     int64_t ncu = (np + npu - 1) / npu;

@@ -9,8 +9,9 @@
  * element by element through load_a), so an op supplies its own index map:
  * MatMul its fused producers and transA, Conv its implicit im2col with pads
  * as zeros. For each NR panel and row block one gemm loop (kir.h, "Microkernel
- * loops") adds the MR x NR product into accumulators in workgroup memory; the
- * C target runs it as a register-blocked microkernel (target/emit_c_gemm.c).
+ * loops") adds the MR x NR product into accumulators in workgroup memory
+ * (zeroed just before the first slice's call); the C target runs it as a
+ * register-blocked microkernel (target/emit_c_gemm.c).
  * The caller's store writes each finished element where the op's output keeps
  * it, through the region's fused epilogue (lower_store).
  *
@@ -66,7 +67,8 @@ struct gemm_packed {
     kir_val (*load_a)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val k);
     void (*pack_a)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, const gemm_a_slice *s);
     /* or no pack at all: A[i][k] read in place by the microkernel, where it is
-     * a plain input at an address affine in i and k (a 1x1 conv's X: i + k*P).
+     * a plain input at an address affine in i and k (a 1x1 conv's X: i + k*P,
+     * a MatMul's plain A: i*K + k; such units are at most 256 columns wide).
      * The pack is a transposing copy repeated by every column block of the same
      * rows; reading in place costs nothing (ops/gemm_packed.c says what it
      * measured). NULL: pack_a or load_a. */

@@ -457,6 +457,15 @@ static smelt_status mm_lower_packed(lower_ctx *c, mm_job *j)
         g.nb = 0;
         g.m = ir_shape_numel(out) / (j->m * j->n) * j->m;
         g.b_index = NULL, g.load_a = mmf_load_a, g.store = mmf_store;
+    } else if (!j->a_vec && !(j->gemm && j->ta) && lower_input_is_plain(c, 0)) {
+        /* A a plain row-major matrix (no fused producer, not transposed): the
+         * microkernel reads its rows in place (stride K), no per-unit pack. The
+         * pack was a copy of the unit's rows repeated by every column block: at
+         * 1 thread, interleaved with OpenBLAS, best of 60-100 runs (bench/gemm.c's
+         * sizes), in place ran 128 x 3072 x 768 85 -> 89-90 GFLOP/s (its 6
+         * column units each packed all of A's 1.5 MB), 512^3 91-92 -> 94, 1024^3
+         * and 128 x 768 x 3072 level (within 1%). */
+        g.read_a = mmp_load_a;
     }
     g.tl = j->tl = mm_tiles_for(c->target->vector_width);
     j->np = gemm_packed_panels(&g);

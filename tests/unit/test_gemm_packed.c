@@ -158,7 +158,7 @@ TEST(gemm_packed_matmul_matches_a_reference_on_odd_sizes)
         {2, 2, {128, 70}, {70, 300}, true, true},        /* units of full blocks beside the one with the tail */
         {2, 2, {299, 270}, {270, 100}, true, true},      /* blocks and panels spread evenly over the units (17 +
                                                             17 + 16 row blocks, 4 + 3 panels), K past a KC slice */
-        {2, 2, {7, 5}, {5, 2304}, true, false},          /* 5 column units made 6 (of 24 panels) for 2 cores */
+        {2, 2, {7, 5}, {5, 2304}, true, false},          /* 9 column units made 10 (of 15 panels) for 2 cores */
         {3, 2, {48, 1, 19}, {19, 37}, true, true},       /* batch folded into M: 48 one-row products */
         {4, 2, {2, 3, 4, 13}, {13, 21}, true, false},    /* batch [2, 3] folded, 4 rows each (row i % 4 of i / 4) */
         {4, 2, {3, 1, 5, 7}, {7, 9}, true, true},        /* batch [3, 1] folded, 5 rows each */
@@ -226,6 +226,70 @@ TEST(gemm_packed_matmul_matches_a_reference_on_odd_sizes)
         CHECK_EQ_INT(bad, 0);
         free(iy);
         free(xd), free(bd);
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
+
+/* Workgroup buffers of the program's kernels (the GEMM's accumulators, and
+ * its A pack where it has one), and the largest one's elements. */
+static int workgroup_buffers(const smelt_program *p, int64_t *largest)
+{
+    int n = 0;
+    *largest = 0;
+    for (int i = 0; i < p->lp.n_kernels; i++)
+        for (int q = 0; q < p->lp.kernels[i]->n_bufs; q++) {
+            const kir_buffer *b = &p->lp.kernels[i]->bufs[q];
+            if (!b->workgroup) continue;
+            n++;
+            if (b->numel > *largest) *largest = b->numel;
+        }
+    return n;
+}
+
+/* A plain A (a model input) is read in place by the microkernel, no pack in
+ * workgroup memory, in units of at most 256 columns; an A through a fused
+ * producer (a Transpose) is packed per KC slice, in units of up to 512
+ * columns (the pack amortized over more panels). Both against a reference, M
+ * with a tail row block, K past a slice. M 149 is 25 row blocks of 6, two
+ * units of 13 blocks: 78 accumulator rows of 256 + 16 or 512 + 16 columns
+ * (AVX2's 6 x 16 tiles; other tiles are not checked for the sizes). */
+TEST(gemm_packed_reads_a_plain_a_in_place)
+{
+    int64_t m = 149, k = 300, n = 1024;
+    for (int tr = 0; tr < 2; tr++) {
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", tr ? shp(2, k, m) : shp(2, m, k));
+        int a = tr ? op1(g, "t", OP_Transpose, x) : x;
+        int b = constant(g, "b", shp(2, k, n), 0.5f, 0.125f);
+        int y = op2(g, "mm", OP_MatMul, a, b);
+        ir_graph_set_io(g, 1, &x, 1, &y);
+        smelt_program *p = compile(g, 0);
+        CHECK(p != NULL);
+        if (!p) {
+            ir_graph_free(g);
+            continue;
+        }
+        CHECK(p->cls[0].source && strstr(p->cls[0].source, "smelt_gemm_f32_") != NULL);
+        int64_t acc = 0;
+        CHECK_EQ_INT(workgroup_buffers(p, &acc), tr ? 2 : 1);
+        mm_tiles tl = mm_tiles_for(p->devs.dev[0].target.vector_width);
+        if (tl.mr == 6 && tl.nr == 16) CHECK_EQ_INT((int)acc, 78 * (tr ? 512 + 16 : 256 + 16));
+        float *xd = malloc(sizeof(float) * (size_t)(m * k));
+        for (int64_t i = 0; i < m * k; i++) xd[i] = (float)((i * 13 + 5) % 17 - 8) / 8.0f;
+        smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {tr ? k : m, tr ? m : k}, .data = xd}, out;
+        CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+        CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+        const float *bv = g->tensors[b].data;
+        int bad = 0;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double want = 0;
+                for (int64_t kk = 0; kk < k; kk++) want += (double)xd[tr ? kk * m + i : i * k + kk] * bv[kk * n + j];
+                bad += fabs(((const float *)out.data)[i * n + j] - want) > 1e-4 * (1 + fabs(want));
+            }
+        CHECK_EQ_INT(bad, 0);
+        free(xd);
         smelt_program_free(p);
         ir_graph_free(g);
     }
