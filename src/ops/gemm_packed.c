@@ -69,7 +69,10 @@ static void gemm_rows(lower_ctx *c, const gemm_packed *g, const mm_panel *pn, ki
     }
     kir_val jj = kir_loop_begin(K, z, kir_idx(K, nr), one);
     kir_val bv;
-    if (g->b_input >= 0) {
+    if (g->read_b) {
+        kir_val col = kir_add(K, kir_mul(K, kir_add(K, pn->p0, pn->p), kir_idx(K, nr)), jj);
+        bv = g->read_b(c, g, pn->bidx, kir_add(K, pn->kb, kk), col);
+    } else if (g->b_input >= 0) {
         kir_val bi[3] = {kir_add(K, pn->p0, pn->p), kir_add(K, pn->kb, kk), jj};
         bv = lower_load(c, g->b_input, bi);
     } else {
@@ -122,7 +125,7 @@ static void unit_body(lower_ctx *c, const kir_val *idx, void *user)
     kir_loop_end(K);
 
     kir_val p0 = kir_mul(K, idx[g->nb + 1], kir_idx(K, g->nc / nr)); /* the unit's first panel */
-    kir_val bb = g->b_input >= 0 ? z
+    kir_val bb = g->b_input >= 0 || g->read_b ? z
                  : kir_mul(K, g->b_index ? g->b_index(c, g, bidx) : z, kir_idx(K, np * g->k * nr));
     kir_val kb = kir_loop_begin(K, z, kir_idx(K, g->k), kir_idx(K, kcap));
     kir_val kc = g->k > kcap ? min_idx(K, kir_binary(K, KIR_SUB, kir_idx(K, g->k), kb), kcap) : kir_idx(K, kcap);
