@@ -169,7 +169,8 @@ smelt_status gemm_packed_lower(lower_ctx *c, gemm_packed *g)
     int64_t rb = (g->m + g->mr - 1) / g->mr;
     /* row blocks per unit: at most MM_MB, as even as whole blocks allow (M 512
      * is 4 units of 22, 22, 22 and 20 blocks, not 3 x 24 + 14) */
-    int64_t mbu = (rb + MM_MB - 1) / MM_MB;
+    int64_t mb_max = g->mb_max ? g->mb_max : MM_MB, nc_max = g->nc_max ? g->nc_max : MM_NC_P;
+    int64_t mbu = (rb + mb_max - 1) / mb_max;
     g->mb = (rb + mbu - 1) / mbu;
     mbu = (rb + g->mb - 1) / g->mb;
     int64_t batch = 1;
@@ -177,7 +178,7 @@ smelt_status gemm_packed_lower(lower_ctx *c, gemm_packed *g)
     /* columns per unit: at most MM_NC_P, fewer (in whole panels, no fewer than
      * nc_min columns) until there are MM_MIN_UNITS units, so small M still
      * spreads over the threads by N; then panels spread evenly over the units */
-    int64_t npu = MM_NC_P / nr < np ? MM_NC_P / nr : np;
+    int64_t npu = nc_max / nr < np ? nc_max / nr : np;
     while (npu > 1 && (npu + 1) / 2 * nr >= g->nc_min && batch * mbu * ((np + npu - 1) / npu) < MM_MIN_UNITS)
         npu = (npu + 1) / 2;
     int64_t ncu = (np + npu - 1) / npu;

@@ -79,6 +79,7 @@ struct gemm_packed {
      * a copy (an implicit im2col) is repeated per column block, so splitting
      * columns to spread a small M over the threads would multiply it */
     int64_t nc_min;
+    int64_t mb_max, nc_max; /* row blocks and columns per unit at most (0: the defaults) */
     void *user;          /* the caller's, for its callbacks */
     /* filled by gemm_packed_lower */
     int64_t mr, mb, nc;
