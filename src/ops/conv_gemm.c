@@ -357,7 +357,7 @@ bool conv_cols_wanted(lower_ctx *c, const window_geom *w)
     int64_t p = w->out[0] * w->out[1], taps = w->kernel[0] * w->kernel[1], k = x->shape.dim[1] * taps, m = wt->shape.dim[0];
     int64_t nr = mm_tiles_for(c->target->vector_width).nr;
     if (!graph_conv_on_cols(taps, k, m, p, nr)) return false;
-    return conv_is_flat(c, w) || (taps > 1 && graph_im2col_fits(p, k)); /* else direct (a 1x1 with strides or pads) */
+    return conv_is_flat(c, w) || graph_im2col_fits(p, k); /* a 1x1 reading a fused producer: through the im2col */
 }
 
 smelt_status conv_cols_lower(lower_ctx *c, const window_geom *w)

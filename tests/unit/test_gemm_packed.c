@@ -375,13 +375,15 @@ TEST(gemm_packed_conv_matches_a_reference)
          * read in place, batch 2, bias + Relu + residual Add; K = 300 past one KC slice onto 37
          * channels (six row blocks and a tail); a plane of 32 x 1 (X's last dim 1, the positions in
          * its H); the 3x3 s2 stem 3 -> 32 through the im2col; X NHWC through a Transpose into a
-         * 5x5 im2col; one image's im2col past half the scratch cap (a kernel pair per image) */
+         * 5x5 im2col; one image's im2col past half the scratch cap (a kernel pair per image);
+         * a 1x1 whose X is computed in front of it (a Transpose from NHWC): through the im2col */
         {2, 16, 8, 8, 96, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true, true, true, .cols = true},
         {1, 300, 4, 8, 37, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true, false, true, .cols = true},
         {2, 24, 32, 1, 40, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true, true, true, .cols = true},
         {2, 3, 16, 16, 32, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, true, true, .kernels = 2, .cols = true},
         {1, 8, 8, 4, 33, {5, 5}, {1, 1}, {2, 2}, {1, 1}, 1, false, true, true, .pre = true, .kernels = 2, .cols = true},
         {2, 3, 288, 288, 32, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true, false, true, .kernels = 4, .cols = true},
+        {2, 20, 4, 8, 24, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true, true, true, .pre = true, .kernels = 2, .cols = true},
         /* positions on M with X read in place from a plane of 20 x 1 */
         {1, 64, 20, 1, 40, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true, true, true, .pre = false},
         /* grouped, too few channels (1x1; 3x3 with M 16): the direct form */
