@@ -50,6 +50,8 @@
  *             pack) or an im2col kernel and a GEMM kernel per batch chunk.
  */
 #include <stdlib.h>
+#include <stdlib.h>
+
 #include "graph/passes.h"
 #include "ops/conv.h"
 #include "ops/gemm_packed.h"
@@ -350,6 +352,7 @@ smelt_status conv_gemm_lower(lower_ctx *c, const window_geom *w)
 bool conv_cols_wanted(lower_ctx *c, const window_geom *w)
 {
     const ir_tensor *x = ir_in(c->g, c->n, 0), *wt = ir_in(c->g, c->n, 1), *y = &c->g->tensors[c->n->out[0]];
+    if (getenv("SMELT_NO_PACKED_GEMM")) return false; /* as for MatMul (ops/matmul.c) and the packing: direct, for A/B */
     if (c->target->wg_size != 1 || w->nsp != 2 || x->dtype != SMELT_F32 || ir_attr_int(c->n, "group", 1) != 1 ||
         !wt->data || wt->enc.kind != IR_ENC_NONE || wt->dtype != SMELT_F32 || x->shape.rank != 4 ||
         ir_tensor_numel(y) == 0 || ir_tensor_numel(x) == 0)
