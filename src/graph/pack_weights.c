@@ -114,7 +114,7 @@ smelt_status graph_matmul_encoding(ir_graph *g, int node, bool packed)
  * packed A element). 3x3 s1 convs that Winograd's pass takes (graph/winograd.c)
  * never get here: at 64 -> 64, 56x56 it ran 2.0 ms, the GEMM 3.7. Grouped and
  * depthwise convs stay direct. */
-static bool conv_wants_gemm(const ir_graph *g, const ir_node *n)
+static bool conv_wants_gemm(const ir_graph *g, const ir_node *n, int64_t nr)
 {
     const ir_tensor *x = ir_in(g, n, 0), *w = ir_in(g, n, 1), *y = &g->tensors[n->out[0]];
     if (!x || x->data || x->dtype != SMELT_F32 || x->shape.rank != 4 || w->shape.rank != 4 || y->shape.rank != 4 ||
@@ -123,8 +123,14 @@ static bool conv_wants_gemm(const ir_graph *g, const ir_node *n)
     for (int d = 0; d < 4; d++)
         if (x->shape.dim[d] < 1 || y->shape.dim[d] < 1) return false;
     int64_t kh = w->shape.dim[2], kw = w->shape.dim[3], k = w->shape.dim[1] * kh * kw, m = w->shape.dim[0];
+    int64_t p = y->shape.dim[2] * y->shape.dim[3];
+    /* the positions on N (ops/conv_gemm.c) where the lowering will take it: a
+     * 1x1 whose plane is X's (stride 1, no pads), or an im2col that fits */
+    if (graph_conv_on_cols(kh * kw, k, m, p, nr) &&
+        (kh * kw == 1 ? x->shape.dim[2] == y->shape.dim[2] && x->shape.dim[3] == y->shape.dim[3] : graph_im2col_fits(p, k)))
+        return false;
     if (kh == 1 && kw == 1) return k >= 64 && m >= 32;
-    return k >= 27 && m >= 32 && graph_im2col_fits(y->shape.dim[2] * y->shape.dim[3], k);
+    return k >= 27 && m >= 32 && graph_im2col_fits(p, k);
 }
 
 smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache *cache, bool keep_plain)
@@ -147,7 +153,7 @@ smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache 
         }
         const ir_tensor *b = &g->tensors[n->in[1]], *a = ir_in(g, n, 0);
         if (!b->data || b->enc.kind != IR_ENC_NONE || b->dtype != SMELT_F32 || (!conv && b->shape.rank != 2) || !a ||
-            a->data || ir_tensor_numel(b) == 0 || (conv && !conv_wants_gemm(g, n)))
+            a->data || ir_tensor_numel(b) == 0 || (conv && !conv_wants_gemm(g, n, nr)))
             continue;
         int t = n->in[1];
         if (t >= n_done) {

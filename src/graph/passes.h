@@ -105,6 +105,35 @@ static inline bool graph_im2col_fits(int64_t m, int64_t k)
     return m >= 1 && k >= 1 && m <= lim && k <= lim / graph_im2col_ld(m);
 }
 
+/* Whether a group-1 2-D float32 Conv runs as the packed GEMM with its output
+ * positions on N and its plain weight on A (ops/conv_gemm.c, conv_cols_lower),
+ * taps = KH*KW, k = C*taps, m output channels, where its shape allows it (a
+ * 1x1 stride-1 unpadded conv, X read in place, or any im2col shape) and its
+ * OH*OW is a multiple of the panel width nr: at 7x7 the four panels of 16 for
+ * 49 positions made ResNet-18's 3x3 512 -> 512 convs 6-9% slower. The
+ * block is then stored to NCHW along unit-stride rows of both the
+ * accumulators and Y; with the positions on M (the panel form) the store read
+ * the accumulators a row apart per element, about half of a 3x3 s2 3 -> 32
+ * conv at 112x112 (MobileNetV2's stem: its GEMM kernel 0.60 -> 0.30 ms with the
+ * store cut to one channel). Measured against the form each shape had before
+ * (conv + relu alone, min of 3-5 interleaved rounds of 30-50 runs, 1 thread):
+ * 1x1 at 112x112 16 -> 96 0.714 -> 0.699 ms, 32 -> 16 0.215 -> 0.191; at 56x56
+ * 24 -> 144 0.377 -> 0.339, 144 -> 24 0.340 -> 0.242, 96 -> 24 0.225 -> 0.164
+ * (those were direct), 64 -> 256 1.49 -> 1.41, 256 -> 64 1.21 -> 1.18, 64 -> 64
+ * 0.332 -> 0.314; 32 -> 192 at 28x28 0.169 -> 0.134, 128 -> 512 1.24 -> 1.18,
+ * 512 -> 128 1.17 -> 1.13; 256 -> 256 at 16x16 0.382 -> 0.358; 64 -> 32 at
+ * 64x48 0.192 both; with the im2col 3x3 s2 3 -> 32 at 224 in 0.431 -> 0.377,
+ * 7x7 s2 3 -> 64 4.16 -> 3.76, 3x3 s2 64 -> 128 at 56 in 1.40 -> 1.33, 5x5
+ * 32 -> 64 at 32x32 1.35 -> 1.27, 3x3 s1 16 -> 32 at 64x64 0.500 -> 0.505.
+ * Tiny 1x1s stay direct: 3 -> 16 at 112x112 0.045 -> 0.046, 16 -> 4 0.032 ->
+ * 0.035 (K = 16 rows of 4: the block's bookkeeping outweighs 4 channels). */
+static inline bool graph_conv_on_cols(int64_t taps, int64_t k, int64_t m, int64_t p, int64_t nr)
+{
+    if (p % nr) return false;
+    if (taps == 1) return k >= 8 && m >= 8;
+    return k >= 27 && m >= 32; /* every im2col conv that the panel form would take */
+}
+
 #define GRAPH_PLAIN_B "smelt.plain_b"
 #define GRAPH_PACKED_B "smelt.packed_b"
 #define GRAPH_PLAIN_TRANS_B "smelt.plain_trans_b"

@@ -91,6 +91,11 @@ bool conv_depthwise_2d(struct lower_ctx *c, const window_geom *w, int64_t batch,
  * on the packed GEMM (ops/gemm_packed.h), the im2col written once into scratch
  * (or read implicitly per KC slice). In ops/conv_gemm.c. */
 smelt_status conv_gemm_lower(struct lower_ctx *c, const window_geom *w);
+/* The same GEMM with the output positions on N and the channels on M, the
+ * weight plain (graph_conv_on_cols says which); conv_cols_wanted: whether this
+ * node on this target takes it. */
+bool conv_cols_wanted(struct lower_ctx *c, const window_geom *w);
+smelt_status conv_cols_lower(struct lower_ctx *c, const window_geom *w);
 
 smelt_status lower_gpu_Conv(struct lower_ctx *c); /* GPU form, in ops/gemm_gpu.c */
 

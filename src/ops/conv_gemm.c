@@ -33,10 +33,25 @@
  * depthwise stay direct); 3x3 stride 1 convs with tiles enough go to
  * Winograd's pass first.
  *
- * requires: a Conv node whose weight has the IR_ENC_PANELS encoding; the C target.
+ * The other orientation (conv_cols_lower), where OH*OW is a multiple of the
+ * panel width (graph_conv_on_cols, with its measurements): per image
+ *     Y[m][i] = sum over k of W[m][k] * A^T[k][i],
+ * the weight plain (not packed) read in place as the microkernel's A (MR
+ * channels broadcast per k), and X itself (flat) or the im2col as its B, read
+ * in place along the positions (gemm_packed's read_b). The block's rows are
+ * then channels and its columns positions, so the store copies unit-stride
+ * runs of it into Y's rows; the panel form's block is transposed on the way
+ * out (a read ld apart per element), which cost about half of MobileNetV2's
+ * 3x3 s2 stem and 5-30% of its 1x1 convs at 28x28 and above.
+ *
+ * requires: a Conv node whose weight has the IR_ENC_PANELS encoding (or, for
+ *           conv_cols_lower, a plain constant weight and conv_cols_wanted); the C target.
  * guarantees: the Conv computed, bias included: one kernel (flat, per-slice
  *             pack) or an im2col kernel and a GEMM kernel per batch chunk.
  */
+#include <stdlib.h>
+#include <stdlib.h>
+
 #include "graph/passes.h"
 #include "ops/conv.h"
 #include "ops/gemm_packed.h"
@@ -47,6 +62,20 @@
  * the direct form (nudenet_320n). */
 #define CONV_GEMM_NC_MIN 128
 
+/* Units of a flat conv with the positions on N and K <= 32 (one short K
+ * slice: the unit's accumulator traffic, zeroing, the microkernel's load and
+ * store, the copy out, costs as much as its FMAs): 4 row blocks by 128
+ * columns, so the block (24 x 144 floats, 14 KiB) stays in L1, not the
+ * default's 96 x 528 (203 KiB, L2). Measured as user CPU time per run (the
+ * machine was loaded; min of 3-4 rounds of 1000 runs, conv + relu alone, 1
+ * thread): 16 -> 96 at 112x112 0.98 -> 0.82 ms (0.85 -> 0.78 with 64 columns,
+ * 0.84 -> 0.82 with 8 row blocks), 24 -> 144 at 56x56 0.38 -> 0.35, 32 -> 192
+ * at 28x28 0.15 -> 0.14; at larger K a tie or worse (144 -> 24 at 56x56 0.29
+ * both, 256 -> 64 1.54 -> 1.66, the 3x3 s2 64 -> 128 im2col 1.52 -> 1.61). */
+#define CONV_COLS_SMALL_K 32
+#define CONV_COLS_SMALL_MB 4
+#define CONV_COLS_SMALL_NC 128
+
 typedef struct conv_gemm_job {
     const window_geom *w;
     int64_t c, taps;   /* input channels; KH * KW */
@@ -55,6 +84,7 @@ typedef struct conv_gemm_job {
     int a;             /* im2col: scratch holding A^T (conv_im2col_body), or -1 */
     int64_t k, ld;     /* its K (C * KH * KW) and row length */
     int64_t n0;        /* the first image of the batch chunk being lowered (im2col) */
+    bool cols;         /* the positions on N, the channels on M (conv_cols_lower) */
 } conv_gemm_job;
 
 /* The A pack. Flat: k outer, the unit's rows inner, read straight along X's
@@ -117,11 +147,22 @@ static void conv_pack_a(lower_ctx *c, const gemm_packed *g, const kir_val *bidx,
     kir_loop_end(K);
 }
 
+/* Index idx[from..4) of a 4-D tensor of shape s addressing element `lin` of
+ * its trailing dims: lin in the innermost dim that is not 1, zeros before it
+ * (lower_linear's address is linear in the index but skips dims of size 1). */
+static void trailing_index(kir_kernel *K, const ir_shape *s, int from, kir_val lin, kir_val *idx)
+{
+    int d = 3;
+    while (d > from && s->dim[d] == 1) d--;
+    for (int e = from; e < 4; e++) idx[e] = e == d ? lin : kir_idx(K, 0);
+}
+
 /* A flat conv's A[i][k] in place: X[n][k][0][i], i + k*OH*OW past the image's start. */
 static kir_val conv_read_a(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val k)
 {
     (void)g;
-    kir_val xi[4] = {bidx[0], k, kir_idx(c->k, 0), i};
+    kir_val xi[4] = {bidx[0], k};
+    trailing_index(c->k, &ir_in(c->g, c->n, 0)->shape, 2, i, xi);
     return lower_load(c, 0, xi);
 }
 
@@ -133,6 +174,27 @@ static kir_val conv_read_im2col(lower_ctx *c, const gemm_packed *g, const kir_va
     kir_kernel *K = c->k;
     kir_val row = kir_add(K, kir_mul(K, bidx[0], kir_idx(K, j->k)), k);
     return lower_scratch_load(c, j->a, kir_add(K, kir_mul(K, row, kir_idx(K, j->ld)), i));
+}
+
+/* Positions on N (conv_cols_lower): A is the weight, plain [M][C][KH][KW],
+ * A[m][k] at m*K + k (the last index carries k whole: lower_load's address is
+ * linear in the index), and B is X in place (flat) or the im2col. */
+static kir_val cols_read_w(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val k)
+{
+    (void)g, (void)bidx;
+    kir_val wi[4] = {i};
+    trailing_index(c->k, &ir_in(c->g, c->n, 1)->shape, 1, k, wi);
+    return lower_load(c, 1, wi);
+}
+
+static kir_val cols_read_x(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val k, kir_val p)
+{
+    return conv_read_a(c, g, bidx, p, k);
+}
+
+static kir_val cols_read_im2col(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val k, kir_val p)
+{
+    return conv_read_im2col(c, g, bidx, p, k);
 }
 
 /* The first i in [0, n) with i*s + a0 >= 0, and the first with i*s + a0 >= lim
@@ -198,31 +260,71 @@ static void conv_im2col_body(lower_ctx *c, const kir_val *idx, void *user)
 }
 
 /* The block into Y[n][m][oh][ow]: per channel m, the unit's positions as
- * output rows oh and a unit-stride run of ow in each (no division per element). */
+ * output rows oh and a unit-stride run of ow in each (no division per element).
+ * Positions on M (conv_gemm_lower): block element (position t, channel u) at
+ * t*ld + u, so the run reads acc ld apart; on N (conv_cols_lower): at u*ld + t,
+ * unit stride in both, a copy the compiler vectorizes. */
 static void conv_store_block(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, const gemm_c_block *b)
 {
     const conv_gemm_job *j = g->user;
     kir_kernel *K = c->k;
     kir_val z = kir_idx(K, 0), one = kir_idx(K, 1), ow_n = kir_idx(K, j->w->out[1]);
-    kir_val i1 = kir_add(K, b->i0, b->rows);
-    kir_val oh0 = kir_binary(K, KIR_DIV, b->i0, ow_n);
+    kir_val p0 = j->cols ? b->j0 : b->i0, np = j->cols ? b->cols : b->rows;
+    kir_val i1 = kir_add(K, p0, np);
+    kir_val oh0 = kir_binary(K, KIR_DIV, p0, ow_n);
     kir_val oh1 = kir_add(K, kir_binary(K, KIR_DIV, kir_binary(K, KIR_SUB, i1, one), ow_n), one);
-    kir_val u = kir_loop_begin(K, z, b->cols, one);
-    kir_val m = kir_add(K, b->j0, u);
+    kir_val u = kir_loop_begin(K, z, j->cols ? b->rows : b->cols, one);
+    kir_val m = kir_add(K, j->cols ? b->i0 : b->j0, u);
     kir_val bias = j->bias ? lower_load(c, 2, &m) : 0;
     kir_val oh = kir_loop_begin(K, oh0, oh1, one);
     kir_val rowstart = kir_mul(K, oh, ow_n);
-    kir_val lo = kir_binary(K, KIR_MAX, z, kir_binary(K, KIR_SUB, b->i0, rowstart));
+    kir_val lo = kir_binary(K, KIR_MAX, z, kir_binary(K, KIR_SUB, p0, rowstart));
     kir_val hi = kir_binary(K, KIR_MIN, ow_n, kir_binary(K, KIR_SUB, i1, rowstart));
     kir_val ow = kir_loop_begin_parallel(K, lo, hi);
-    kir_val t = kir_binary(K, KIR_SUB, kir_add(K, rowstart, ow), b->i0);
-    kir_val v = kir_load(K, b->acc, kir_add(K, kir_mul(K, t, kir_idx(K, b->ld)), u));
+    kir_val t = kir_binary(K, KIR_SUB, kir_add(K, rowstart, ow), p0);
+    kir_val at = j->cols ? kir_add(K, kir_mul(K, u, kir_idx(K, b->ld)), t) : kir_add(K, kir_mul(K, t, kir_idx(K, b->ld)), u);
+    kir_val v = kir_load(K, b->acc, at);
     if (bias) v = kir_binary(K, KIR_ADD, v, bias);
     kir_val yi[4] = {kir_add(K, bidx[0], kir_idx(K, j->n0)), m, oh, ow};
     lower_store(c, 0, yi, v);
     kir_loop_end(K);
     kir_loop_end(K);
     kir_loop_end(K);
+}
+
+/* The GEMM g, after the im2col where the shape needs one: `chunk` images at a
+ * time into scratch, then the GEMM over them reading it (positions on M: as
+ * A, conv_read_im2col; on N: as B, cols_read_im2col). */
+static smelt_status conv_gemm_run(lower_ctx *c, gemm_packed *g, conv_gemm_job *j)
+{
+    const window_geom *w = j->w;
+    j->a = -1;
+    j->ld = graph_im2col_ld(w->out[0] * w->out[1]);
+    bool fits = !j->flat && graph_im2col_fits(w->out[0] * w->out[1], g->k);
+    int64_t chunk = fits ? GRAPH_IM2COL_MAX_BYTES / (int64_t)sizeof(float) / (g->k * j->ld) : 0;
+    if (chunk < 1) return gemm_packed_lower(c, g);
+    int64_t batch = g->batch[0];
+    if (chunk > batch) chunk = batch;
+    j->k = g->k;
+    if ((j->a = lower_scratch(c, SMELT_F32, chunk * j->k * j->ld)) < 0)
+        return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    if (j->cols) g->read_b = cols_read_im2col;
+    else g->read_a = conv_read_im2col, g->nc_min = 0;
+    for (j->n0 = 0; j->n0 < batch; j->n0 += chunk) {
+        int64_t nb = batch - j->n0 < chunk ? batch - j->n0 : chunk;
+        ir_shape fill = {.rank = 3, .dim = {nb, j->k, 1}};
+        lower_parallel_for(c, &fill, w->out[0] * w->out[1], conv_im2col_body, j);
+        if (!c->k) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+        g->batch[0] = nb;
+        TRY(gemm_packed_lower(c, g));
+    }
+    return SMELT_OK;
+}
+
+static bool conv_is_flat(lower_ctx *c, const window_geom *w)
+{
+    return w->kernel[0] * w->kernel[1] == 1 && w->stride[0] == 1 && w->stride[1] == 1 && !w->pad_lo[0] && !w->pad_hi[0] &&
+           !w->pad_lo[1] && !w->pad_hi[1] && lower_input_is_plain(c, 0);
 }
 
 smelt_status conv_gemm_lower(lower_ctx *c, const window_geom *w)
@@ -235,8 +337,7 @@ smelt_status conv_gemm_lower(lower_ctx *c, const window_geom *w)
                             "a weight packed into panels needs a 2-D float32 convolution of group 1 on the C target");
     if (ir_tensor_numel(y) == 0) return SMELT_OK;
     conv_gemm_job j = {.w = w, .c = x->shape.dim[1], .taps = w->kernel[0] * w->kernel[1], .bias = ir_in(c->g, c->n, 2) != NULL};
-    j.flat = j.taps == 1 && w->stride[0] == 1 && w->stride[1] == 1 && !w->pad_lo[0] && !w->pad_hi[0] && !w->pad_lo[1] &&
-             !w->pad_hi[1] && lower_input_is_plain(c, 0);
+    j.flat = conv_is_flat(c, w);
     mm_tiles tl = mm_tiles_for(c->target->vector_width);
     if (wt->enc.nr != tl.nr || wt->enc.k != j.c * j.taps)
         return ir_node_fail(c->n, SMELT_ERR_UNSUPPORTED, "weight packed in panels of %lld, the target's are %d",
@@ -245,25 +346,33 @@ smelt_status conv_gemm_lower(lower_ctx *c, const window_geom *w)
                      .dt = SMELT_F32, .tl = tl, .b_input = 1, .b_scratch = -1, .pack_a = conv_pack_a,
                      .store_block = conv_store_block, .nc_min = j.flat ? 0 : CONV_GEMM_NC_MIN, .user = &j};
     if (j.flat) g.read_a = conv_read_a;
-    j.a = -1;
-    j.ld = graph_im2col_ld(g.m);
-    bool fits = !j.flat && graph_im2col_fits(g.m, g.k);
-    int64_t chunk = fits ? GRAPH_IM2COL_MAX_BYTES / (int64_t)sizeof(float) / (g.k * j.ld) : 0;
-    if (chunk < 1) return gemm_packed_lower(c, &g);
-    /* the im2col of `chunk` images at a time into scratch, then the GEMM over them */
-    int64_t batch = x->shape.dim[0];
-    if (chunk > batch) chunk = batch;
-    j.k = g.k;
-    if ((j.a = lower_scratch(c, SMELT_F32, chunk * j.k * j.ld)) < 0)
-        return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
-    g.read_a = conv_read_im2col, g.nc_min = 0;
-    for (j.n0 = 0; j.n0 < batch; j.n0 += chunk) {
-        int64_t nb = batch - j.n0 < chunk ? batch - j.n0 : chunk;
-        ir_shape fill = {.rank = 3, .dim = {nb, j.k, 1}};
-        lower_parallel_for(c, &fill, w->out[0] * w->out[1], conv_im2col_body, &j);
-        if (!c->k) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
-        g.batch[0] = nb;
-        TRY(gemm_packed_lower(c, &g));
-    }
-    return SMELT_OK;
+    return conv_gemm_run(c, &g, &j);
+}
+
+bool conv_cols_wanted(lower_ctx *c, const window_geom *w)
+{
+    const ir_tensor *x = ir_in(c->g, c->n, 0), *wt = ir_in(c->g, c->n, 1), *y = &c->g->tensors[c->n->out[0]];
+    if (getenv("SMELT_NO_PACKED_GEMM")) return false; /* as for MatMul (ops/matmul.c) and the packing: direct, for A/B */
+    if (c->target->wg_size != 1 || w->nsp != 2 || x->dtype != SMELT_F32 || ir_attr_int(c->n, "group", 1) != 1 ||
+        !wt->data || wt->enc.kind != IR_ENC_NONE || wt->dtype != SMELT_F32 || x->shape.rank != 4 ||
+        ir_tensor_numel(y) == 0 || ir_tensor_numel(x) == 0)
+        return false;
+    int64_t p = w->out[0] * w->out[1], taps = w->kernel[0] * w->kernel[1], k = x->shape.dim[1] * taps, m = wt->shape.dim[0];
+    int64_t nr = mm_tiles_for(c->target->vector_width).nr;
+    if (!graph_conv_on_cols(taps, k, m, p, nr)) return false;
+    return conv_is_flat(c, w) || graph_im2col_fits(p, k); /* a 1x1 reading a fused producer: through the im2col */
+}
+
+smelt_status conv_cols_lower(lower_ctx *c, const window_geom *w)
+{
+    const ir_tensor *x = ir_in(c->g, c->n, 0), *wt = ir_in(c->g, c->n, 1);
+    conv_gemm_job j = {.w = w, .c = x->shape.dim[1], .taps = w->kernel[0] * w->kernel[1], .bias = ir_in(c->g, c->n, 2) != NULL,
+                       .cols = true};
+    j.flat = conv_is_flat(c, w);
+    gemm_packed g = {.nb = 1, .batch = {x->shape.dim[0]}, .m = wt->shape.dim[0], .n = w->out[0] * w->out[1],
+                     .k = j.c * j.taps, .dt = SMELT_F32, .tl = mm_tiles_for(c->target->vector_width), .b_input = -1,
+                     .b_scratch = -1, .read_a = cols_read_w, .read_b = j.flat ? cols_read_x : NULL,
+                     .store_block = conv_store_block, .user = &j};
+    if (j.flat && g.k <= CONV_COLS_SMALL_K) g.mb_max = CONV_COLS_SMALL_MB, g.nc_max = CONV_COLS_SMALL_NC;
+    return conv_gemm_run(c, &g, &j);
 }

@@ -90,7 +90,10 @@ static void gemm_rows(lower_ctx *c, const gemm_packed *g, const mm_panel *pn, ki
     }
     kir_val jj = kir_loop_begin(K, z, kir_idx(K, nr), one);
     kir_val bv;
-    if (g->b_input >= 0) {
+    if (g->read_b) {
+        kir_val col = kir_add(K, kir_mul(K, kir_add(K, pn->p0, pn->p), kir_idx(K, nr)), jj);
+        bv = g->read_b(c, g, pn->bidx, kir_add(K, pn->kb, kk), col);
+    } else if (g->b_input >= 0) {
         kir_val bi[3] = {kir_add(K, pn->p0, pn->p), kir_add(K, pn->kb, kk), jj};
         bv = lower_load(c, g->b_input, bi);
     } else {
@@ -138,7 +141,7 @@ static void unit_body(lower_ctx *c, const kir_val *idx, void *user)
 
     kir_val p0 = kir_mul(K, idx[g->nb + 1], kir_idx(K, g->nc / nr)); /* the unit's first panel */
     if (g->b_input >= 0 && g->b_batched) p0 = kir_add(K, p0, kir_mul(K, g->b_index(c, g, bidx), kir_idx(K, np)));
-    kir_val bb = g->b_input >= 0 ? z
+    kir_val bb = g->b_input >= 0 || g->read_b ? z
                  : kir_mul(K, g->b_index ? g->b_index(c, g, bidx) : z, kir_idx(K, np * g->k * nr));
     kir_val kb = kir_loop_begin(K, z, kir_idx(K, g->k), kir_idx(K, kcap));
     kir_val kc = g->k > kcap ? min_idx(K, kir_binary(K, KIR_SUB, kir_idx(K, g->k), kb), kcap) : kir_idx(K, kcap);
@@ -185,7 +188,8 @@ smelt_status gemm_packed_lower(lower_ctx *c, gemm_packed *g)
     int64_t rb = (g->m + g->mr - 1) / g->mr;
     /* row blocks per unit: at most MM_MB, as even as whole blocks allow (M 512
      * is 4 units of 22, 22, 22 and 20 blocks, not 3 x 24 + 14) */
-    int64_t mbu = (rb + MM_MB - 1) / MM_MB;
+    int64_t mb_max = g->mb_max ? g->mb_max : MM_MB, nc_max = g->nc_max ? g->nc_max : g->read_a ? MM_NC_READ : MM_NC_P;
+    int64_t mbu = (rb + mb_max - 1) / mb_max;
     g->mb = (rb + mbu - 1) / mbu;
     mbu = (rb + g->mb - 1) / g->mb;
     int64_t batch = 1;
@@ -193,7 +197,7 @@ smelt_status gemm_packed_lower(lower_ctx *c, gemm_packed *g)
     /* columns per unit: at most MM_NC_P (MM_NC_READ), fewer (in whole panels, no fewer than
      * nc_min columns) until there are MM_MIN_UNITS units, so small M still
      * spreads over the threads by N; then panels spread evenly over the units */
-    int64_t ncap = (g->read_a ? MM_NC_READ : MM_NC_P) / nr, npu = ncap < np ? ncap : np;
+    int64_t npu = nc_max / nr < np ? nc_max / nr : np;
     while (npu > 1 && (npu + 1) / 2 * nr >= g->nc_min && batch * mbu * ((np + npu - 1) / npu) < MM_MIN_UNITS)
         npu = (npu + 1) / 2;
     int64_t ncu = (np + npu - 1) / npu;

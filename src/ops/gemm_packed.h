@@ -73,6 +73,11 @@ struct gemm_packed {
      * rows; reading in place costs nothing (ops/gemm_packed.c says what it
      * measured). NULL: pack_a or load_a. */
     kir_val (*read_a)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val k);
+    /* B[k][j] read in place instead of panels (b_input and b_scratch unused),
+     * where it is at an address affine in k and j, unit stride in j, and
+     * readable for j up to whole panels (N a multiple of NR, or rows padded):
+     * a conv's X or im2col with the positions on N (ops/conv_gemm.c). NULL: panels. */
+    kir_val (*read_b)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val k, kir_val j);
     /* C[i][j] = v, i < M, j < N, in a loop with j innermost; or the loops over
      * a whole block written by the caller (store_block, when set) */
     void (*store)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val j, kir_val v);
@@ -81,6 +86,7 @@ struct gemm_packed {
      * a copy (an implicit im2col) is repeated per column block, so splitting
      * columns to spread a small M over the threads would multiply it */
     int64_t nc_min;
+    int64_t mb_max, nc_max; /* row blocks and columns per unit at most (0: the defaults) */
     void *user;          /* the caller's, for its callbacks */
     /* filled by gemm_packed_lower */
     int64_t mr, mb, nc;
