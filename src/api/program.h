@@ -87,6 +87,39 @@ typedef struct program_class {
     int n_regions;         /* regions placed on its devices */
 } program_class;
 
+/* What one run reads and writes beyond the program's constants: the
+ * arenas, every slot's memory per device and as the host sees it, the host
+ * copies downloads land in, the staging bytes of copies between devices,
+ * the dispatches' buffer tables. A program's own run (smelt_program_run)
+ * uses the program's fields (program_own_ctx); each run in flight of a
+ * pipeline (api/pipeline.c) has a copy of its own, so consecutive runs
+ * share nothing they write. */
+typedef struct program_ctx {
+    rt_mem mem[PLACE_MAX_DEVICES];
+    rt_arg *slot_mem;
+    void **slot_ptr;
+    void **host_copy;
+    void *staging;
+    rt_arg *buf_table;
+} program_ctx;
+
+/* The most runs a pipeline holds at once (smelt_program_set_pipeline). */
+#define PIPELINE_MAX_DEPTH 8
+
+/* One run as the device streams see it (api/streams.c): the memory it uses,
+ * its number in the streams' order, per event the run that last set it, how
+ * many streams are done with it and the first failure's message. */
+typedef struct program_run {
+    program_ctx ctx;
+    int64_t seq;           /* set when queued, from 1 */
+    int64_t *event_run;    /* cmds.n_events */
+    int done;              /* streams finished with it */
+    bool first_on_caller;  /* smelt_program_run: the caller's thread runs the first stream */
+    bool failed;
+    smelt_status status;
+    char message[1024];
+} program_run;
+
 struct smelt_program {
     const struct smelt_model *model; /* packed weights are cached in it (a child: its parent's model) */
     ir_graph *g;
@@ -138,6 +171,7 @@ struct smelt_program {
     double cost_dev_ms[PLACE_MAX_DEVICES]; /* measured: per device, its regions' times summed (those it can run) */
     struct program_split *split; /* the split placement: child programs per share (api/split.c), else NULL */
     struct program_cached *cached; /* loaded from the program cache (api/program_cache.c), else NULL */
+    struct program_pipeline *pipeline; /* runs submitted (smelt_program_submit; api/pipeline.c), else NULL */
 };
 
 /* api/control.c: compile the child programs the if/loop commands name (at
@@ -150,12 +184,35 @@ void program_control_free(smelt_program *p);
 smelt_status program_compile_graph(smelt_program *p, const smelt_options *opt);
 smelt_status program_run_commands(smelt_program *p);
 smelt_status program_run_command(smelt_program *p, const plan_cmd *c);
+/* The same in the memory of one run (program_ctx); program_own_ctx: the
+ * program's own fields as one. program_bind_inputs checks the caller's
+ * inputs and binds them in ctx; with `stage` (per model input, grown as
+ * needed, owned by the caller of this function) their bytes are copied
+ * there first, so the caller may reuse its buffers. program_output_in: output
+ * i as ctx holds it. */
+void program_own_ctx(const smelt_program *p, program_ctx *ctx);
+smelt_status program_run_command_in(smelt_program *p, const program_ctx *ctx, const plan_cmd *c);
+smelt_status program_run_commands_in(smelt_program *p, const program_ctx *ctx);
+smelt_status program_bind_inputs(smelt_program *p, const program_ctx *ctx, int n, const smelt_tensor *inputs, void **stage,
+                                 size_t *stage_bytes);
+smelt_status program_output_in(const smelt_program *p, const program_ctx *ctx, int i, smelt_tensor *out);
 /* api/streams.c: where more than one device has commands, run each device's
  * commands on a thread of its own, ordered across devices by the list's
  * signals and waits; set up at link, freed with the program. */
 smelt_status program_streams_init(smelt_program *p);
 smelt_status program_streams_run(smelt_program *p);
 void program_streams_free(smelt_program *p);
+/* A pipelined run (api/pipeline.c): every stream, the first included, on a
+ * worker thread; runs are taken in the order queued, each device's commands
+ * of run i+1 starting as soon as that device is done with run i.
+ * program_streams_queue returns at once; program_streams_wait until every
+ * stream is done with r, then reports its failure. */
+smelt_status program_streams_queue(smelt_program *p, program_run *r);
+smelt_status program_streams_wait(smelt_program *p, program_run *r);
+/* api/pipeline.c: wait for every submitted run (smelt_program_run does,
+ * before using the program's own memory), and free the pipeline. */
+smelt_status program_pipeline_drain(smelt_program *p);
+void program_pipeline_free(smelt_program *p);
 smelt_status program_record_inputs(smelt_program *p, const ir_graph *model);
 
 /* api/place_cost.c: the cost placement's assignment (per region, in p's
