@@ -8,7 +8,8 @@
 # run-time If/Loop/Scan placed on the second device, and the errors for a missing device, an
 # unknown policy, an override naming no listed device, split on a batch-1 model or one whose
 # Reshape names the batch, and malformed split weights; and runs submitted without waiting
-# (`check --pipeline N`: each data set's runs held at once, all against onnxruntime's outputs). Needs PoCL for the OpenCL mixes (skipped,
+# (`check --pipeline N`: each data set's runs held at once, all against onnxruntime's outputs);
+# the cost calibration read back from the compile cache, and the links it measured. Needs PoCL for the OpenCL mixes (skipped,
 # not failed, without it). Prints `multidev: N passed, M failed`; about 4 minutes on 2 cores.
 # Usage: scripts/multidev.sh [BUILD]
 set -uo pipefail
@@ -65,6 +66,19 @@ expect_error "split holds one run" 'holds one run at a time' \
     "$smelt" check "$build/models/cnn" --device cpu:0,cpu:1 --place split --pipeline 2
 out="$(timeout 300 "$smelt" check "$build/models/cnn" --device cpu:0,cpu:1 --place split --pipeline 1 2>&1)"; rc=$?
 if [ "$rc" -eq 0 ]; then pass; else fail "split --pipeline 1: $out"; fi
+# The cost calibration is kept in the compile cache: measured by the first compile, read back by
+# the second (an empty cache of its own); the links it measured are printed per device pair.
+calib_dir="$(mktemp -d /tmp/smelt-multidev-calib-XXXXXX)"
+ci1="$(SMELT_CACHE_DIR="$calib_dir" timeout 300 "$smelt" info "$build/models/cnn" --device cpu:0,cpu:1 --place cost 2>&1)"
+ci2="$(SMELT_CACHE_DIR="$calib_dir" timeout 300 "$smelt" info "$build/models/cnn" --device cpu:0,cpu:1 --place cost 2>&1)"
+expect_line "calibration measured" '^calibration: measured now$' "$ci1"
+expect_line "calibration cached" '^calibration: from the compile cache' "$ci2"
+expect_line "link cpu:0 to cpu:1" '^link cpu:0→cpu:1: [0-9.]+ GB/s \(1 MiB copy, measured\)$' "$ci2"
+if [ "$have_ocl" -eq 1 ]; then
+    ci3="$(SMELT_CACHE_DIR="$calib_dir" timeout 300 "$smelt" info "$build/models/cnn" --device cpu,opencl --place cost 2>&1)"
+    expect_line "link opencl:0 to cpu:0" '^link opencl:0→cpu:0: [0-9.]+ GB/s' "$ci3"
+fi
+rm -rf "$calib_dir"
 expect_error "--pipeline 9" "pipeline '9': must be from 1 to 8" "$smelt" bench "$build/models/cnn" --pipeline 9
 
 # cnn: 6 Conv, MaxPool, GlobalAveragePool, Gemm. Conv on one device, the rest on the other: the

@@ -169,6 +169,10 @@ struct smelt_program {
     double cost_ms;        /* the cost placement: its estimate of one run (place/cost.h), else 0 */
     bool cost_measured;    /* ... from measured region times (api/place_measure.c), not the table */
     double cost_dev_ms[PLACE_MAX_DEVICES]; /* measured: per device, its regions' times summed (those it can run) */
+    bool cost_cached;      /* ... read back from the compile cache (api/place_calib.c), not measured now */
+    bool link_measured;    /* the links below measured (api/place_measure.c), else the table's */
+    double link_ms[PLACE_MAX_DEVICES];          /* per device: a copy to or from it, fixed part */
+    double link_bytes_per_ms[PLACE_MAX_DEVICES]; /* ... and its speed */
     struct program_split *split; /* the split placement: child programs per share (api/split.c), else NULL */
     struct program_cached *cached; /* loaded from the program cache (api/program_cache.c), else NULL */
     struct program_pipeline *pipeline; /* runs submitted (smelt_program_submit; api/pipeline.c), else NULL */
@@ -223,6 +227,23 @@ smelt_status program_cost_assign(smelt_program *p, const smelt_options *opt, con
  * class could not run it; *measured false (nothing written) where an input's
  * shape is not known. */
 smelt_status program_cost_measure(smelt_program *p, const smelt_options *opt, double *ms, bool *can, bool *measured);
+/* api/place_calib.c: measurements kept in the compile cache under a key of
+ * the model's digest, the options, the build (program_cache_identity) and
+ * what the caller adds (devices, shapes, regions). calib_load: true when an
+ * intact entry of exactly `len` bytes was read into data (never with
+ * SMELT_RECALIBRATE=1); calib_store: failures are silent. calib_measured
+ * counts a calibration that measured (for tests: calib_measurements). */
+typedef struct calib_key {
+    uint64_t h, digest[2];
+    bool ok;               /* false: nothing is cached (no model digest, no build identity) */
+} calib_key;
+void calib_begin(calib_key *k, const smelt_model *m, const smelt_options *opt, const char *what);
+void calib_add(calib_key *k, const void *data, size_t len);
+void calib_add_str(calib_key *k, const char *s);
+bool calib_load(const calib_key *k, void *data, size_t len);
+void calib_store(const calib_key *k, const void *data, size_t len);
+void calib_measured(void);
+int64_t calib_measurements(void);
 /* api/split.c: the split placement. A split program holds one child program
  * per device, each for its share of the batch; the public calls below
  * forward to these when p->split is set. */
@@ -259,6 +280,9 @@ void program_split_free(smelt_program *p);
  *   program_cache_nodes/regions: the compiled graph's counts, either way. */
 bool program_cache_key(const smelt_program *p, const smelt_options *opt, int n_inputs, const smelt_tensor *inputs,
                        char key[33]);
+/* What every cache key built here starts from: the user, this build of
+ * smelt, the SMELT_ variables that change programs. False: no key. */
+bool program_cache_identity(uint64_t *h);
 smelt_status program_cache_load(smelt_program *p, const smelt_options *opt, int n_inputs, const smelt_tensor *inputs,
                                 const char key[33], bool *hit);
 void program_cache_store(const smelt_program *p, const char key[33]);

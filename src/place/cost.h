@@ -43,7 +43,12 @@
  * (cost_device_table): CPU lanes x threads, PoCL's CPU devices (an OpenCL
  * device whose identity names a PoCL CPU driver) far slower per FLOP than
  * smelt's C, a GPU fast with a slow link through host memory. Copies are
- * costed by the table's links either way.
+ * costed by measured links where the region times are measured (a copy to
+ * each device and back through host memory at 64 KiB, 1 MiB and 4 MiB: the
+ * fixed part and the speed), else by the table's. The measurements are kept
+ * in the compile cache (api/place_calib.c): a second compile of the same
+ * model, options, shapes and devices reads them back. Pipelining consecutive
+ * runs (smelt_program_submit) is not modelled either.
  */
 #ifndef SMELT_PLACE_COST_H
 #define SMELT_PLACE_COST_H
