@@ -4,7 +4,8 @@
  * the other, on cpu + OpenCL where one exists, and on one device; a run's
  * outputs stay intact while later runs go; the caller's inputs may be
  * reused once submit returns; tickets that are unknown or released, a
- * full pipeline and wrong inputs are errors. */
+ * full pipeline and wrong inputs are errors; a device failing in flight is
+ * reported by the run's wait. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,12 @@ TEST(pipeline_runs_equal_sequential_runs)
     ir_graph_free(model.g);
 }
 
+static smelt_status failing_dispatch(rt_device *d, rt_kernel *k, int n_args, const rt_arg *args, int64_t n_wg, int wg_size)
+{
+    (void)d, (void)k, (void)n_args, (void)args, (void)n_wg, (void)wg_size;
+    return diag_fail(SMELT_ERR_DEVICE, "injected: cpu:1 lost");
+}
+
 TEST(pipeline_errors)
 {
     char dir[] = "/tmp/smelt-test-pipe-err-XXXXXX";
@@ -159,6 +166,28 @@ TEST(pipeline_errors)
     CHECK(smelt_program_release(p, b) == SMELT_OK); /* never waited for: released all the same */
     CHECK(smelt_program_set_pipeline(p, 0) == SMELT_ERR_INVALID_ARG);
     CHECK(smelt_program_set_pipeline(p, 3) == SMELT_OK);
+    /* A device failing while a run is in flight: cpu:1's dispatches fail (its ops swapped for a copy
+     * whose dispatch does). The run's wait reports it, its outputs are refused, the next run is not
+     * held up, and once the device works again so do runs. */
+    rt_device_ops broken = *p->dev[1]->ops;
+    const rt_device_ops *saved = p->dev[1]->ops;
+    broken.dispatch = failing_dispatch;
+    p->dev[1]->ops = &broken;
+    smelt_ticket f = 0, g = 0;
+    CHECK(smelt_program_submit(p, 1, &in, &f) == SMELT_OK);
+    CHECK(smelt_program_submit(p, 1, &in, &g) == SMELT_OK);
+    CHECK(smelt_program_wait(p, f) == SMELT_ERR_DEVICE);
+    CHECK_STR_HAS(smelt_last_error(), "injected: cpu:1 lost");
+    CHECK(smelt_program_run_output(p, f, 0, &out) == SMELT_ERR_INVALID_ARG);
+    CHECK_STR_HAS(smelt_last_error(), "failed");
+    CHECK(smelt_program_wait(p, g) == SMELT_ERR_DEVICE);
+    p->dev[1]->ops = saved;
+    CHECK(smelt_program_release(p, f) == SMELT_OK && smelt_program_release(p, g) == SMELT_OK);
+    for (int i = 0; i < N; i++) x[i] = input_of(1, i);
+    CHECK(smelt_program_submit(p, 1, &in, &f) == SMELT_OK && smelt_program_wait(p, f) == SMELT_OK);
+    CHECK(smelt_program_run_output(p, f, 0, &out) == SMELT_OK);
+    for (int i = 0; i < N && !test_failures; i++) CHECK_NEAR(((float *)out.data)[i], expected(1, i), 1e-5);
+    CHECK(smelt_program_release(p, f) == SMELT_OK);
     smelt_ticket t[3];
     for (int k = 0; k < 3; k++) CHECK(smelt_program_submit(p, 1, &in, &t[k]) == SMELT_OK);
     smelt_program_free(p); /* three in flight, never waited for: freed without a leak or a hang */
