@@ -97,7 +97,7 @@ def pipe_table(a, cnn, ocl):
         run([a.smelt, "check", d, "--pipeline", "2"] + args, env=env)
     for _ in range(a.rounds):
         for name, d, args, env in pipe_rows:
-            seq, piped = bench_rps(a.smelt, d, args, 5 if env else 4 * a.runs, env)
+            seq, piped = bench_rps(a.smelt, d, args, 2 * a.runs if env else 20 * a.runs, env)
             rps[name][0].append(seq)
             rps[name][1].append(piped)
     lines += ["", "| two-stage placement | sequential runs/s | spread | pipelined (2 held) runs/s | spread | ratio |",
@@ -126,6 +126,9 @@ def main():
     if a.only == "pipe":
         text = "\n".join(pipe_table(a, cnn, ocl) + [f"\nload average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}"])
         print(text)
+        if a.out:
+            with open(a.out, "w") as f:
+                f.write(text + "\n")
         return 0
     # (name, model dir, smelt args, baseline row name or None)
     rows = [("cnn8 cpu 2 threads", cnn, ["--device", "cpu", "--threads", "2"], None),

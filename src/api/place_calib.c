@@ -10,7 +10,7 @@
  * and a hash of it; rt_cache_read also checks the SHA-256 the cache recorded
  * when it was written. Any mismatch (damaged, another length, another
  * layout) is a miss: measured again and written anew. SMELT_RECALIBRATE=1
- * measures every time (and keeps the new numbers).
+ * measures every time.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
