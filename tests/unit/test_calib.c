@@ -27,13 +27,13 @@ static smelt_model *relu_sigmoid(void)
     return program_model_wrap(g, &m) == SMELT_OK ? m : NULL;
 }
 
-/* The one entry ending in `.calib` in dir: one byte of it flipped at `at` from the end. */
+/* Every entry ending in `.calib` in dir: one byte of it flipped at `at` from the end. */
 static bool flip_entry(const char *dir, long at)
 {
     DIR *d = opendir(dir);
     struct dirent *e;
     bool done = false;
-    while (d && !done && (e = readdir(d))) {
+    while (d && (e = readdir(d))) {
         size_t n = strlen(e->d_name);
         if (n < 6 || strcmp(e->d_name + n - 6, ".calib") != 0) continue;
         char path[4096];
@@ -43,7 +43,7 @@ static bool flip_entry(const char *dir, long at)
         unsigned char b;
         if (end > at && pread(fd, &b, 1, end - at) == 1) {
             b ^= 0x10;
-            done = pwrite(fd, &b, 1, end - at) == 1;
+            done |= pwrite(fd, &b, 1, end - at) == 1;
         }
         if (fd >= 0) close(fd);
     }
