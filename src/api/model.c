@@ -260,6 +260,9 @@ static void dump_devices(const smelt_program *p, FILE *f)
     if (p->cost_ms > 0)
         fprintf(f, "cost estimate: %.3f ms per run (%s, place/cost.h)\n", p->cost_ms,
                 p->cost_measured ? "region times measured per target class" : "table speeds");
+    if (p->cost_ms > 0)
+        fprintf(f, "cost pipelined: %.3f ms between runs when they overlap (smelt_program_submit: the busiest device)\n",
+                p->cost_period_ms);
     if (p->cost_measured) {
         fprintf(f, "cost measured (ms per run, every region it can run on it):");
         for (int d = 0; d < ds->n; d++) fprintf(f, " %s %.3f", ds->dev[d].spec, p->cost_dev_ms[d]);

@@ -96,6 +96,7 @@ smelt_status program_cost_assign(smelt_program *p, const smelt_options *opt, con
                 if (can[(size_t)r * (size_t)nd + (size_t)d]) p->cost_dev_ms[d] += ms[(size_t)r * (size_t)nd + (size_t)d];
     }
     if (!st) st = cost_assign(&cg, *assign, &p->cost_ms);
+    if (!st) p->cost_period_ms = cost_period(&cg, *assign);
     free(ms);
     free(region_of);
     free(flops);

@@ -167,6 +167,7 @@ struct smelt_program {
     size_t ctl_staging_bytes;
     int64_t max_iters;     /* a run-time loop running longer fails (smelt_options.max_loop_iterations) */
     double cost_ms;        /* the cost placement: its estimate of one run (place/cost.h), else 0 */
+    double cost_period_ms; /* ... and of the time between runs' ends when they overlap (cost_period) */
     bool cost_measured;    /* ... from measured region times (api/place_measure.c), not the table */
     double cost_dev_ms[PLACE_MAX_DEVICES]; /* measured: per device, its regions' times summed (those it can run) */
     bool cost_cached;      /* ... read back from the compile cache (api/place_calib.c), not measured now */
