@@ -73,6 +73,7 @@ ci1="$(SMELT_CACHE_DIR="$calib_dir" timeout 300 "$smelt" info "$build/models/cnn
 ci2="$(SMELT_CACHE_DIR="$calib_dir" timeout 300 "$smelt" info "$build/models/cnn" --device cpu:0,cpu:1 --place cost 2>&1)"
 expect_line "calibration measured" '^calibration: measured now$' "$ci1"
 expect_line "calibration cached" '^calibration: from the compile cache' "$ci2"
+expect_line "cost pipelined" '^cost pipelined: [0-9.]+ ms between runs when they overlap' "$ci2"
 expect_line "link cpu:0 to cpu:1" '^link cpu:0→cpu:1: [0-9.]+ GB/s \(1 MiB copy, measured\)$' "$ci2"
 if [ "$have_ocl" -eq 1 ]; then
     ci3="$(SMELT_CACHE_DIR="$calib_dir" timeout 300 "$smelt" info "$build/models/cnn" --device cpu,opencl --place cost 2>&1)"
