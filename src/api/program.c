@@ -640,13 +640,6 @@ smelt_status program_bind_inputs(smelt_program *p, const program_ctx *ctx, int n
  * buffer. Run in list order on one thread, a signal only finishes its
  * device and a wait has nothing to wait for (api/streams.c runs them
  * across threads). */
-smelt_status program_run_command(smelt_program *p, const plan_cmd *c)
-{
-    program_ctx own;
-    program_own_ctx(p, &own);
-    return program_run_command_in(p, &own, c);
-}
-
 smelt_status program_run_command_in(smelt_program *p, const program_ctx *ctx, const plan_cmd *c)
 {
     size_t ns = (size_t)p->plan.n_slots;

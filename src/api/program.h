@@ -188,9 +188,8 @@ void program_control_free(smelt_program *p);
  * from inference on; and execute its command list. */
 smelt_status program_compile_graph(smelt_program *p, const smelt_options *opt);
 smelt_status program_run_commands(smelt_program *p);
-smelt_status program_run_command(smelt_program *p, const plan_cmd *c);
-/* The same in the memory of one run (program_ctx); program_own_ctx: the
- * program's own fields as one. program_bind_inputs checks the caller's
+/* The same in the memory of one run (program_ctx), and one command of it;
+ * program_own_ctx: the program's own fields as one. program_bind_inputs checks the caller's
  * inputs and binds them in ctx; with `stage` (per model input, grown as
  * needed, owned by the caller of this function) their bytes are copied
  * there first, so the caller may reuse its buffers. program_output_in: output
