@@ -10,6 +10,11 @@
           calibration: the model once more per target class, warm cache) against `cost:table`
   compile a cold compile (empty cache) of the mlp on cpu:0,cpu:1 with split (which compiles both
           shares and times one of them) against cpu alone
+  pipe    consecutive runs submitted two at a time (`smelt bench --pipeline 2`, smelt_program_submit)
+          against one after the other, for a two-stage override placement of cnn8: its first two
+          convs on cpu:0 and the rest on cpu:1 (one core each), and its first conv on PoCL
+          (POCL_DEVICES="pthread pthread") and the rest on the cpu; runs per second, each round's
+          sequential and pipelined numbers from one process, one after the other
 
 Each configuration is first checked against onnxruntime's outputs (`smelt check`); then R rounds
 (--rounds), each running every configuration once, interleaved (`smelt bench --no-cold`, its
@@ -60,6 +65,13 @@ def bench_ms(smelt, d, args, runs):
     return float(re.search(r"^median_ms: ([0-9.]+)", out, re.M).group(1))
 
 
+def bench_rps(smelt, d, args, runs, env=None):
+    out = run([smelt, "bench", d, "--runs", str(runs), "--no-cold", "--pipeline", "2"] + args, env=env)
+    seq = float(re.search(r"^runs_per_s: ([0-9.]+)", out, re.M).group(1))
+    piped = float(re.search(r"^pipelined_runs_per_s: ([0-9.]+)", out, re.M).group(1))
+    return seq, piped
+
+
 def cold_ms(smelt, d, args):
     cache = tempfile.mkdtemp(prefix="smelt-multidev-")
     os.chmod(cache, 0o700)
@@ -71,6 +83,32 @@ def cold_ms(smelt, d, args):
     return t
 
 
+def pipe_table(a, cnn, ocl):
+    """Pipelined against sequential runs of a two-stage placement (runs per second: higher is better)."""
+    lines = []
+    pipe_rows = [("cnn8 conv3,conv8 on cpu:0, rest on cpu:1", cnn,
+                  ["--device", "cpu:0,cpu:1", "--threads", "1", "--place", "conv3=cpu:0,conv8=cpu:0,*=cpu:1"], None)]
+    if ocl:
+        pipe_rows.append(("cnn8 conv3 on PoCL, rest on cpu", cnn,
+                          ["--device", "cpu,opencl", "--threads", "1", "--place", "conv3=opencl,*=cpu"],
+                          dict(os.environ, POCL_DEVICES="pthread pthread")))
+    rps = {r[0]: ([], []) for r in pipe_rows}
+    for name, d, args, env in pipe_rows:
+        run([a.smelt, "check", d, "--pipeline", "2"] + args, env=env)
+    for _ in range(a.rounds):
+        for name, d, args, env in pipe_rows:
+            seq, piped = bench_rps(a.smelt, d, args, 2 * a.runs if env else 20 * a.runs, env)
+            rps[name][0].append(seq)
+            rps[name][1].append(piped)
+    lines += ["", "| two-stage placement | sequential runs/s | spread | pipelined (2 held) runs/s | spread | ratio |",
+              "|---|---:|---|---:|---|---:|"]
+    for name, (seq, piped) in rps.items():
+        ms, mp = statistics.median(seq), statistics.median(piped)
+        lines.append(f"| {name} | {ms:.1f} | {min(seq):.1f}..{max(seq):.1f} | {mp:.1f} | {min(piped):.1f}..{max(piped):.1f} "
+                     f"| {mp / ms:.2f} |")
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--smelt", default=os.path.join(HERE, "..", "build", "smelt"))
@@ -78,12 +116,20 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--out", default="")
+    ap.add_argument("--only", choices=["all", "pipe"], default="all", help="pipe: only the pipelined runs' table")
     a = ap.parse_args()
     os.makedirs(a.models, exist_ok=True)
     models.write_case(a.models, "cnn8", *cnn8())
     models.write_case(a.models, "mlp", *models.mlp())
     cnn, mlp = (os.path.join(a.models, n) for n in ("cnn8", "mlp"))
     ocl = have_opencl(a.smelt, cnn)
+    if a.only == "pipe":
+        text = "\n".join(pipe_table(a, cnn, ocl) + [f"\nload average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}"])
+        print(text)
+        if a.out:
+            with open(a.out, "w") as f:
+                f.write(text + "\n")
+        return 0
     # (name, model dir, smelt args, baseline row name or None)
     rows = [("cnn8 cpu 2 threads", cnn, ["--device", "cpu", "--threads", "2"], None),
             ("cnn8 split cpu:0,cpu:1", cnn, ["--device", "cpu:0,cpu:1", "--place", "split"], "cnn8 cpu 2 threads"),
@@ -142,6 +188,8 @@ def main():
     if ocl:
         info = run([a.smelt, "info", cnn, "--device", "cpu,opencl", "--place", "cost"])
         lines += [ln for ln in info.splitlines() if ln.startswith(("cost ", "arena "))]
+    lines += pipe_table(a, cnn, ocl)
+    lines.append(f"\nload average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     text = "\n".join(lines)
     print(text)
     if a.out:

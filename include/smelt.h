@@ -23,6 +23,9 @@
  * (naming the model node and the rule it broke) is read with smelt_last_error(),
  * which is per thread.
  *
+ * Runs may also be submitted without waiting (smelt_program_submit below):
+ * over several devices consecutive runs then overlap.
+ *
  * Thread safety: models are immutable after loading and may be shared between
  * threads. A smelt_program is NOT safe for concurrent smelt_program_run calls
  * (it owns one activation arena); compile one program per thread instead — the
@@ -217,6 +220,50 @@ SMELT_API smelt_status smelt_program_run(smelt_program *p, int n_inputs, const s
  * model's weights: no copy is made. */
 SMELT_API int smelt_program_output_count(const smelt_program *p);
 SMELT_API smelt_status smelt_program_output(const smelt_program *p, int i, smelt_tensor *out);
+
+/* ---- runs in flight ------------------------------------------------------- */
+
+/* Consecutive runs without waiting for each: a submitted run is named by a
+ * ticket (never 0), waited for, its outputs read, then released.
+ *
+ *     smelt_ticket t[2];
+ *     smelt_program_submit(p, 1, &x0, &t[0]);   // returns before the run is done
+ *     smelt_program_submit(p, 1, &x1, &t[1]);   // x0's buffer may be reused now
+ *     smelt_program_wait(p, t[0]);              // run 0's failure, if any
+ *     smelt_program_run_output(p, t[0], 0, &y); // intact whatever runs after it
+ *     smelt_program_release(p, t[0]);           // now a third may be submitted
+ *
+ * Over several devices the runs overlap: each device takes them in order, so
+ * where a placement (`cost`, overrides) puts the first regions on one device
+ * and the rest on another, run i+1's first part runs while run i's second
+ * does. On one device a submit runs before it returns. Each held run has
+ * memory of its own (an activation arena per device, host copies, the
+ * inputs copied at submit): the caller may reuse its input buffers as soon
+ * as submit returns, and a run never writes over another's outputs. A
+ * program with run-time control flow (If/Loop/Scan) or a split placement
+ * holds one run at a time, in the memory smelt_program_run uses.
+ *
+ * Errors: a submit with wrong inputs fails at once and gives no ticket; a
+ * failure while running is returned by the run's wait (and its outputs are
+ * not readable); a ticket that is unknown or released is an error for
+ * wait, run_output and release. smelt_program_run waits for the submitted
+ * runs before it runs (their results stay held); smelt_program_free waits
+ * for them too. Not thread safe: one thread submits, waits and releases. */
+typedef uint64_t smelt_ticket;
+
+/* How many runs may be held at once (submitted and not released): 1 to 8,
+ * 2 by default. Each costs the program's activation memory once more; only
+ * while no run is held. */
+SMELT_API smelt_status smelt_program_set_pipeline(smelt_program *p, int depth);
+/* Start a run; fails, with no ticket, when the inputs do not fit (as
+ * smelt_program_run) or when `depth` runs are held. */
+SMELT_API smelt_status smelt_program_submit(smelt_program *p, int n_inputs, const smelt_tensor *inputs, smelt_ticket *ticket);
+/* Until the run is done; its status. May be called again. */
+SMELT_API smelt_status smelt_program_wait(smelt_program *p, smelt_ticket ticket);
+/* A view of output i of a waited-for run, valid until its ticket is released. */
+SMELT_API smelt_status smelt_program_run_output(smelt_program *p, smelt_ticket ticket, int i, smelt_tensor *out);
+/* The run's memory back for another submit (waiting for it first if need be). */
+SMELT_API smelt_status smelt_program_release(smelt_program *p, smelt_ticket ticket);
 
 /* ---- profiling ------------------------------------------------------------ */
 

@@ -7,7 +7,9 @@
 # a branch per device, the weight encodings per device (panels on the CPU, plain on OpenCL),
 # run-time If/Loop/Scan placed on the second device, and the errors for a missing device, an
 # unknown policy, an override naming no listed device, split on a batch-1 model or one whose
-# Reshape names the batch, and malformed split weights. Needs PoCL for the OpenCL mixes (skipped,
+# Reshape names the batch, and malformed split weights; and runs submitted without waiting
+# (`check --pipeline N`: each data set's runs held at once, all against onnxruntime's outputs);
+# the cost calibration read back from the compile cache, and the links it measured. Needs PoCL for the OpenCL mixes (skipped,
 # not failed, without it). Prints `multidev: N passed, M failed`; about 4 minutes on 2 cores.
 # Usage: scripts/multidev.sh [BUILD]
 set -uo pipefail
@@ -43,13 +45,42 @@ for m in "${models[@]}"; do
     for mix in "${mixes[@]}"; do
         out="$(timeout 300 "$smelt" check "$dir" --device "${mix%%|*}" --place "${mix#*|}" 2>&1)"; rc=$?
         if [ "$rc" -eq 0 ]; then pass; else fail "$m --device ${mix%%|*} --place ${mix#*|}: $out"; fi
+        # pipelined: each data set submitted three times more, all held at once (smelt_program_submit)
+        out="$(timeout 300 "$smelt" check "$dir" --device "${mix%%|*}" --place "${mix#*|}" --pipeline 3 2>&1)"; rc=$?
+        if [ "$rc" -eq 0 ]; then pass; else fail "$m --device ${mix%%|*} --place ${mix#*|} --pipeline 3: $out"; fi
     done
     if [ "$have_ocl" -eq 1 ]; then
         out="$(POCL_DEVICES="pthread pthread" timeout 300 "$smelt" check "$dir" --device opencl:0,opencl:1 \
-               --place 'MatMul=opencl:1,Conv=opencl:1,Add=opencl:1,Gemm=opencl:1' 2>&1)"; rc=$?
+               --place 'MatMul=opencl:1,Conv=opencl:1,Add=opencl:1,Gemm=opencl:1' --pipeline 2 2>&1)"; rc=$?
         if [ "$rc" -eq 0 ]; then pass; else fail "$m on two PoCL devices: $out"; fi
     fi
 done
+# Pipelined runs (smelt_program_submit): bench reports throughput next to latency; a program that
+# holds one run at a time (split, run-time control flow) refuses a second; the depth's bounds.
+pb="$(timeout 300 "$smelt" bench "$build/models/cnn" --device cpu:0,cpu:1 --place 'Conv=cpu:1,*=cpu:0' --threads 1 \
+      --runs 5 --no-cold --pipeline 2 2>&1)"
+expect_line "bench --pipeline: throughput" '^runs_per_s: [0-9.]+$' "$pb"
+expect_line "bench --pipeline: pipelined throughput" '^pipelined_runs_per_s: [0-9.]+$' "$pb"
+expect_line "bench --pipeline: depth" '^pipeline: 2$' "$pb"
+expect_error "split holds one run" 'holds one run at a time' \
+    "$smelt" check "$build/models/cnn" --device cpu:0,cpu:1 --place split --pipeline 2
+out="$(timeout 300 "$smelt" check "$build/models/cnn" --device cpu:0,cpu:1 --place split --pipeline 1 2>&1)"; rc=$?
+if [ "$rc" -eq 0 ]; then pass; else fail "split --pipeline 1: $out"; fi
+# The cost calibration is kept in the compile cache: measured by the first compile, read back by
+# the second (an empty cache of its own); the links it measured are printed per device pair.
+calib_dir="$(mktemp -d /tmp/smelt-multidev-calib-XXXXXX)"
+ci1="$(SMELT_CACHE_DIR="$calib_dir" timeout 300 "$smelt" info "$build/models/cnn" --device cpu:0,cpu:1 --place cost 2>&1)"
+ci2="$(SMELT_CACHE_DIR="$calib_dir" timeout 300 "$smelt" info "$build/models/cnn" --device cpu:0,cpu:1 --place cost 2>&1)"
+expect_line "calibration measured" '^calibration: measured now$' "$ci1"
+expect_line "calibration cached" '^calibration: from the compile cache' "$ci2"
+expect_line "cost pipelined" '^cost pipelined: [0-9.]+ ms between runs when they overlap' "$ci2"
+expect_line "link cpu:0 to cpu:1" '^link cpu:0→cpu:1: [0-9.]+ GB/s \(1 MiB copy, measured\)$' "$ci2"
+if [ "$have_ocl" -eq 1 ]; then
+    ci3="$(SMELT_CACHE_DIR="$calib_dir" timeout 300 "$smelt" info "$build/models/cnn" --device cpu,opencl --place cost 2>&1)"
+    expect_line "link opencl:0 to cpu:0" '^link opencl:0→cpu:0: [0-9.]+ GB/s' "$ci3"
+fi
+rm -rf "$calib_dir"
+expect_error "--pipeline 9" "pipeline '9': must be from 1 to 8" "$smelt" bench "$build/models/cnn" --pipeline 9
 
 # cnn: 6 Conv, MaxPool, GlobalAveragePool, Gemm. Conv on one device, the rest on the other: the
 # three tensors crossing are conv n54's output [2,8,17,17] read by MaxPool (a 2x2 stride-2 pool:
@@ -229,7 +260,7 @@ cmix=("cpu:0,cpu:1|If=cpu:1,Loop=cpu:1,Scan=cpu:1")
 for m in ctrl_if_runtime_cond ctrl_if_runtime_shapes ctrl_loop_while ctrl_nested_if_in_loop ctrl_scan_rnn_cell; do
     [ -d "$ctl/$m" ] || { fail "$ctl/$m missing (tests/models/control_cases.py)"; continue; }
     for mix in "${cmix[@]}"; do
-        out="$(timeout 300 "$smelt" check "$ctl/$m" --device "${mix%%|*}" --place "${mix#*|}" 2>&1)"; rc=$?
+        out="$(timeout 300 "$smelt" check "$ctl/$m" --device "${mix%%|*}" --place "${mix#*|}" --pipeline 1 2>&1)"; rc=$?
         if [ "$rc" -eq 0 ]; then pass; else fail "$m --device ${mix%%|*} --place ${mix#*|}: $out"; fi
     done
 done

@@ -2,8 +2,8 @@
  * smelt — the command-line tool, a thin layer over include/smelt.h.
  *
  *   smelt run     MODEL [--input NAME=FILE]... [--output-dir DIR]
- *   smelt check   DIR [--atol A] [--rtol R]   (ONNX backend-test layout)
- *   smelt bench   MODEL|DIR  [--runs N] [--profile] [--no-cold]
+ *   smelt check   DIR [--atol A] [--rtol R] [--pipeline N]   (ONNX backend-test layout)
+ *   smelt bench   MODEL|DIR  [--runs N] [--profile] [--no-cold] [--pipeline N]
  *   smelt compile MODEL|DIR --emit ir|regions|kir|c|opencl|cuda|plan [-o FILE]
  *   smelt info    MODEL
  * Common: --device LIST --place POLICY --threads N --locals reuse|hybrid --no-fuse
@@ -34,6 +34,7 @@ typedef struct cli {
     bool devices_given;
     int profile;     /* bench: per-kernel time breakdown */
     int no_cold;     /* bench: no cold compile in an empty cache, only one from the usual cache */
+    int pipeline;    /* bench: also `runs` runs submitted with this many held at once (smelt_program_submit) */
     int n_inputs;
     smelt_tensor inputs[MAX_INPUTS]; /* from --input (data) or --shape (no data) */
     char *input_names[MAX_INPUTS];
@@ -43,8 +44,8 @@ static int usage(void)
 {
     fprintf(stderr,
             "usage: smelt run     MODEL.onnx [--input NAME=FILE]... [--output-dir DIR]\n"
-            "       smelt check   DIR [--atol A] [--rtol R]\n"
-            "       smelt bench   MODEL.onnx|DIR [--runs N] [--profile] [--no-cold]\n"
+            "       smelt check   DIR [--atol A] [--rtol R] [--pipeline N]\n"
+            "       smelt bench   MODEL.onnx|DIR [--runs N] [--profile] [--no-cold] [--pipeline N]\n"
             "       smelt compile MODEL.onnx|DIR --emit ir|regions|kir|c|opencl|cuda|plan [-o FILE]\n"
             "       smelt info    MODEL.onnx\n"
             "options: --device LIST (cpu, cpu:N, opencl:N, cuda:N, comma-separated)  --place fallback|split|split:W0:W1..|cost|OP=DEVICE,NODE=DEVICE,*=DEVICE\n"
@@ -201,7 +202,7 @@ static int parse_args(cli *c, int argc, char **argv)
         if (strcmp(a, "--no-cold") == 0) { c->no_cold = 1; continue; }
         static const char *const with_value[] = {"--device", "--place", "--threads", "--runs", "--output-dir", "--emit", "-o",
                                                  "--max-memory", "--fuse-pad", "--locals", "--input", "--shape", "--atol", "--rtol",
-                                                 "--max-loop-iterations"};
+                                                 "--max-loop-iterations", "--pipeline"};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) known |= !strcmp(a, with_value[k]);
         if (!known) {
@@ -218,6 +219,7 @@ static int parse_args(cli *c, int argc, char **argv)
         else if (strcmp(a, "--place") == 0) c->opt.placement = v;
         else if (strcmp(a, "--threads") == 0) rc = parse_count(a, v, 0, 4096, &c->opt.threads);
         else if (strcmp(a, "--runs") == 0) rc = parse_count(a, v, 1, 1000000, &c->runs);
+        else if (strcmp(a, "--pipeline") == 0) rc = parse_count(a, v, 1, 8, &c->pipeline);
         else if (strcmp(a, "--output-dir") == 0) c->output_dir = v;
         else if (strcmp(a, "--emit") == 0) c->emit = v;
         else if (strcmp(a, "-o") == 0) c->out_file = v;
@@ -603,6 +605,17 @@ static int check_set(cli *c, const smelt_model *m, const char *set_dir, smelt_pr
         rc = 2;
     }
     smelt_program *p = *pp;
+    /* --pipeline N: the set submitted N times more, all held at once, each run's outputs checked too */
+    smelt_ticket tk[8] = {0};
+    int n_tk = rc ? 0 : c->pipeline;
+    if (n_tk > 0 && smelt_program_set_pipeline(p, n_tk)) rc = fail("pipeline");
+    for (int k = 0; k < n_tk && !rc; k++)
+        if (smelt_program_submit(p, n_loaded, in, &tk[k])) rc = fail("submit");
+    for (int k = 0; k < n_tk && !rc; k++)
+        if (smelt_program_wait(p, tk[k])) {
+            printf("%s: ERROR pipelined run %d: %s\n", set_dir, k, smelt_last_error());
+            rc = 2;
+        }
     int n_out = rc ? 0 : list_dir(set_dir, "output_", names, 256);
     if (!rc && n_out != smelt_program_output_count(p)) {
         printf("%s: FAIL the model has %d outputs, the data set %d\n", set_dir, smelt_program_output_count(p), n_out);
@@ -619,6 +632,11 @@ static int check_set(cli *c, const smelt_model *m, const char *set_dir, smelt_pr
                 double max_abs = 0, max_rel = 0;
                 smelt_program_output(p, i, &got);
                 int ok = compare(c, &got, &want, &max_abs, &max_rel, why, sizeof why);
+                for (int k = 0; k < n_tk && ok; k++) {
+                    smelt_tensor piped;
+                    if (smelt_program_run_output(p, tk[k], i, &piped)) ok = 0, snprintf(why, sizeof why, "%s", smelt_last_error());
+                    else ok = compare(c, &piped, &want, &max_abs, &max_rel, why, sizeof why);
+                }
                 printf("%s: output %d ('%s'): max_abs_err=%.3g max_rel_err=%.3g\n", set_dir, i, got.name, max_abs, max_rel);
                 if (!ok) {
                     printf("%s: FAIL output %d ('%s'): %s (atol %g, rtol %g)\n", set_dir, i, got.name, why, c->atol, c->rtol);
@@ -631,6 +649,8 @@ static int check_set(cli *c, const smelt_model *m, const char *set_dir, smelt_pr
         }
         free(names[i]);
     }
+    for (int k = 0; k < n_tk; k++)
+        if (tk[k]) smelt_program_release(p, tk[k]);
     if (!rc) printf("%s: PASS max_abs_err=%.3g max_rel_err=%.3g\n", set_dir, worst_abs, worst_rel);
     for (int i = 0; i < n_loaded; i++) smelt_tensor_free(&in[i]);
     return rc;
@@ -753,6 +773,34 @@ static int print_profile(cli *c, smelt_program *p)
     return rc;
 }
 
+/* bench --pipeline N: `runs` runs submitted with N held at once (the oldest
+ * waited for and released before the next submit); runs per second. */
+static int bench_pipelined(cli *c, smelt_program *p, double *per_s)
+{
+    smelt_ticket t[8] = {0};
+    int n = c->pipeline, rc = 0;
+    if (smelt_program_set_pipeline(p, n)) return fail("pipeline");
+    for (int w = 0; w < 2 * n && !rc; w++) { /* warm: every run's memory touched once */
+        if (t[w % n] && (smelt_program_wait(p, t[w % n]) || smelt_program_release(p, t[w % n]))) rc = fail("wait");
+        if (!rc && smelt_program_submit(p, c->n_inputs, c->inputs, &t[w % n])) rc = fail("submit");
+    }
+    for (int k = 0; k < n && !rc; k++)
+        if (t[k] && (smelt_program_wait(p, t[k]) || smelt_program_release(p, t[k]))) rc = fail("wait");
+    memset(t, 0, sizeof t);
+    double t0 = now_ms();
+    for (int i = 0; i < c->runs + n && !rc; i++) {
+        int k = i % n;
+        if (t[k] && (smelt_program_wait(p, t[k]) || smelt_program_release(p, t[k]))) rc = fail("wait");
+        t[k] = 0;
+        if (!rc && i < c->runs && smelt_program_submit(p, c->n_inputs, c->inputs, &t[k])) rc = fail("submit");
+    }
+    double wall = now_ms() - t0;
+    for (int k = 0; k < n; k++)
+        if (t[k]) smelt_program_release(p, t[k]);
+    *per_s = wall > 0 ? 1e3 * c->runs / wall : 0;
+    return rc;
+}
+
 /* This process's peak resident set in kB: VmHWM, which starts afresh at exec.
  * (getrusage's ru_maxrss does not: Linux carries the pre-exec high-water mark
  * over, so a child of a large process would report its parent's peak.) */
@@ -817,16 +865,22 @@ static int cmd_bench(cli *c)
     if (!rc && t) {
         for (int w = 0; w < 2 && !rc; w++)
             if (smelt_program_run(p, c->n_inputs, c->inputs)) rc = fail("run");
+        double all = now_ms();
         for (int i = 0; i < c->runs && !rc; i++) {
             double s = now_ms();
             if (smelt_program_run(p, c->n_inputs, c->inputs)) rc = fail("run");
             t[i] = now_ms() - s;
         }
+        all = now_ms() - all;
+        double piped = 0;
+        if (!rc && c->pipeline > 0) rc = bench_pipelined(c, p, &piped);
         if (!rc) {
             qsort(t, (size_t)c->runs, sizeof(double), cmp_double);
             if (!c->no_cold) printf("compile_cold_ms: %.1f\n", t_cold);
             printf("compile_cached_ms: %.1f\nruns: %d\nmedian_ms: %.4f\nmin_ms: %.4f\nmax_ms: %.4f\npeak_rss_kb: %ld\n",
                    t_warm, c->runs, t[c->runs / 2], t[0], t[c->runs - 1], peak_rss_kb());
+            printf("runs_per_s: %.2f\n", all > 0 ? 1e3 * c->runs / all : 0.0);
+            if (c->pipeline > 0) printf("pipeline: %d\npipelined_runs_per_s: %.2f\n", c->pipeline, piped);
             if (c->profile) rc = print_profile(c, p);
         }
     }

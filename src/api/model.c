@@ -262,11 +262,21 @@ static void dump_devices(const smelt_program *p, FILE *f)
     if (p->cost_ms > 0)
         fprintf(f, "cost estimate: %.3f ms per run (%s, place/cost.h)\n", p->cost_ms,
                 p->cost_measured ? "region times measured per target class" : "table speeds");
+    if (p->cost_ms > 0)
+        fprintf(f, "cost pipelined: %.3f ms between runs when they overlap (smelt_program_submit: the busiest device)\n",
+                p->cost_period_ms);
     if (p->cost_measured) {
         fprintf(f, "cost measured (ms per run, every region it can run on it):");
         for (int d = 0; d < ds->n; d++) fprintf(f, " %s %.3f", ds->dev[d].spec, p->cost_dev_ms[d]);
-        fprintf(f, "\n");
+        fprintf(f, "\ncalibration: %s\n", p->cost_cached ? "from the compile cache (api/place_calib.c)" : "measured now");
     }
+    /* A copy a -> b passes through host memory: a's link, then b's (place/cost.h), here for 1 MiB. */
+    for (int a = 0; a < ds->n && p->link_measured; a++)
+        for (int b = 0; b < ds->n; b++) {
+            if (a == b) continue;
+            double mib = 1 << 20, ms = p->link_ms[a] + p->link_ms[b] + mib / p->link_bytes_per_ms[a] + mib / p->link_bytes_per_ms[b];
+            fprintf(f, "link %s\u2192%s: %.2f GB/s (1 MiB copy, measured)\n", ds->dev[a].spec, ds->dev[b].spec, mib / ms / 1e6);
+        }
     for (int d = 0; d < ds->n; d++)
         fprintf(f, "arena %s: %lld bytes, %d dispatches\n", ds->dev[d].spec, (long long)p->cmds.arena_bytes[d], p->cmds.dispatches[d]);
 }

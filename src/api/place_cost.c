@@ -87,11 +87,16 @@ smelt_status program_cost_assign(smelt_program *p, const smelt_options *opt, con
         ms = calloc((size_t)nr * (size_t)nd + 1, sizeof(double));
         st = ms ? program_cost_measure(p, opt, ms, can, &p->cost_measured) : diag_fail(SMELT_ERR_NOMEM, "out of memory");
         if (p->cost_measured) cg.ms = ms;
+        for (int d = 0; d < nd && p->link_measured; d++) {
+            cg.dev[d].link_ms = p->link_ms[d];
+            cg.dev[d].link_bytes_per_ms = p->link_bytes_per_ms[d];
+        }
         for (int d = 0; d < nd && p->cost_measured; d++)
             for (int r = 0; r < nr; r++)
                 if (can[(size_t)r * (size_t)nd + (size_t)d]) p->cost_dev_ms[d] += ms[(size_t)r * (size_t)nd + (size_t)d];
     }
     if (!st) st = cost_assign(&cg, *assign, &p->cost_ms);
+    if (!st) p->cost_period_ms = cost_period(&cg, *assign);
     free(ms);
     free(region_of);
     free(flops);

@@ -502,6 +502,7 @@ smelt_status program_compile(const smelt_model *m, const smelt_options *opt_in, 
 void smelt_program_free(smelt_program *p)
 {
     if (!p) return;
+    program_pipeline_free(p); /* waits for the runs in flight: they use the streams and the devices */
     program_split_free(p);
     program_control_free(p); /* children first: they use p's device */
     program_streams_free(p);
@@ -563,7 +564,33 @@ static smelt_status check_folded(const program_input *x, const smelt_tensor *in)
                      x->name);
 }
 
-static smelt_status bind_run_inputs(smelt_program *p, int n, const smelt_tensor *inputs)
+void program_own_ctx(const smelt_program *p, program_ctx *ctx)
+{
+    memcpy(ctx->mem, p->mem, sizeof ctx->mem);
+    ctx->slot_mem = p->slot_mem;
+    ctx->slot_ptr = p->slot_ptr;
+    ctx->host_copy = p->host_copy;
+    ctx->staging = p->staging;
+    ctx->buf_table = p->buf_table;
+}
+
+/* The caller's bytes of an input, in stage[i] when staging (grown to fit). */
+static smelt_status stage_input(const smelt_tensor *in, size_t bytes, void **stage, size_t *stage_bytes, void **data)
+{
+    if (bytes > *stage_bytes) {
+        free(*stage);
+        *stage_bytes = 0;
+        if (!(*stage = aligned_alloc(PLAN_ALIGN, (bytes + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN)))
+            return diag_fail(SMELT_ERR_NOMEM, "out of memory");
+        *stage_bytes = bytes;
+    }
+    memcpy(*stage, in->data, bytes);
+    *data = *stage;
+    return SMELT_OK;
+}
+
+smelt_status program_bind_inputs(smelt_program *p, const program_ctx *ctx, int n, const smelt_tensor *inputs, void **stage,
+                                 size_t *stage_bytes)
 {
     const ir_graph *g = p->g;
     for (int k = 0; k < n; k++) {
@@ -593,15 +620,17 @@ static smelt_status bind_run_inputs(smelt_program *p, int n, const smelt_tensor 
             return diag_fail(SMELT_ERR_SHAPE, "input '%s': the program was compiled for %s%s; compile again for other shapes",
                              x->name, smelt_dtype_name(x->dtype), ir_shape_str(&x->shape, a, sizeof a));
         }
-        p->slot_ptr[t] = in->data; /* a copy command uploads it where a device has its own memory */
+        void *data = in->data;
+        if (stage) TRY(stage_input(in, (size_t)ir_tensor_numel(x) * smelt_dtype_size(x->dtype), &stage[i], &stage_bytes[i], &data));
+        ctx->slot_ptr[t] = data; /* a copy command uploads it where a device has its own memory */
         for (int d = 0; d < p->devs.n; d++)
-            if (p->dev[d]->ops->host_memory) p->slot_mem[(size_t)d * (size_t)p->plan.n_slots + (size_t)t].mem = (rt_mem)(uintptr_t)in->data;
+            if (p->dev[d]->ops->host_memory) ctx->slot_mem[(size_t)d * (size_t)p->plan.n_slots + (size_t)t].mem = (rt_mem)(uintptr_t)data;
     }
     size_t ns = (size_t)p->plan.n_slots;
     for (int s = 0; s < p->plan.n_slots; s++) /* views of inputs are the caller's memory too */
         if (p->plan.slots[s].alias >= 0 && p->plan.slots[s].kind == PLAN_INPUT) {
-            p->slot_ptr[s] = p->slot_ptr[p->plan.slots[s].alias];
-            for (int d = 0; d < p->devs.n; d++) p->slot_mem[(size_t)d * ns + (size_t)s] = p->slot_mem[(size_t)d * ns + (size_t)p->plan.slots[s].alias];
+            ctx->slot_ptr[s] = ctx->slot_ptr[p->plan.slots[s].alias];
+            for (int d = 0; d < p->devs.n; d++) ctx->slot_mem[(size_t)d * ns + (size_t)s] = ctx->slot_mem[(size_t)d * ns + (size_t)p->plan.slots[s].alias];
         }
     return SMELT_OK;
 }
@@ -612,14 +641,14 @@ static smelt_status bind_run_inputs(smelt_program *p, int n, const smelt_tensor 
  * buffer. Run in list order on one thread, a signal only finishes its
  * device and a wait has nothing to wait for (api/streams.c runs them
  * across threads). */
-smelt_status program_run_command(smelt_program *p, const plan_cmd *c)
+smelt_status program_run_command_in(smelt_program *p, const program_ctx *ctx, const plan_cmd *c)
 {
     size_t ns = (size_t)p->plan.n_slots;
     switch (c->kind) {
     case PLAN_CMD_DISPATCH: {
         rt_device *dev = p->dev[c->device];
-        const rt_arg *row = p->slot_mem + (size_t)c->device * ns;
-        rt_arg *bufs = p->buf_table + c->first_arg;
+        const rt_arg *row = ctx->slot_mem + (size_t)c->device * ns;
+        rt_arg *bufs = ctx->buf_table + c->first_arg;
         for (int b = 0; b < c->n_args; b++) {
             int s = p->cmds.args[c->first_arg + b];
             bufs[b] = s < 0 ? (rt_arg){0, -1} : row[s];
@@ -637,12 +666,12 @@ smelt_status program_run_command(smelt_program *p, const plan_cmd *c)
         size_t bytes = (size_t)(c->dst.hi - c->dst.lo);
         rt_device *dev = p->dev[c->device];
         if (c->src_device == PLAN_HOST) {
-            const rt_arg *d = &p->slot_mem[(size_t)c->dst_device * ns + (size_t)c->dst.slot];
-            const char *from = c->stage >= 0 ? (const char *)p->staging + c->stage : (const char *)p->slot_ptr[c->src.slot] + c->src.lo;
+            const rt_arg *d = &ctx->slot_mem[(size_t)c->dst_device * ns + (size_t)c->dst.slot];
+            const char *from = c->stage >= 0 ? (const char *)ctx->staging + c->stage : (const char *)ctx->slot_ptr[c->src.slot] + c->src.lo;
             return dev->ops->upload(dev, d->mem, (size_t)(d->offset + c->dst.lo), from, bytes);
         }
-        const rt_arg *s = &p->slot_mem[(size_t)c->src_device * ns + (size_t)c->src.slot];
-        char *host = c->stage >= 0 ? (char *)p->staging + c->stage : (char *)p->host_copy[c->dst.slot] + c->dst.lo;
+        const rt_arg *s = &ctx->slot_mem[(size_t)c->src_device * ns + (size_t)c->src.slot];
+        char *host = c->stage >= 0 ? (char *)ctx->staging + c->stage : (char *)ctx->host_copy[c->dst.slot] + c->dst.lo;
         return dev->ops->download(dev, s->mem, (size_t)(s->offset + c->src.lo), host, bytes);
     }
     case PLAN_CMD_SIGNAL:
@@ -665,15 +694,25 @@ smelt_status smelt_program_run(smelt_program *p, int n_inputs, const smelt_tenso
     if (!p) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: no program");
     if (p->split) return program_split_run(p, n_inputs, inputs);
     if (!p->dev[0]) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_run: the program was compiled only up to a stage (stop_after)");
-    TRY(bind_run_inputs(p, n_inputs, inputs));
+    TRY(program_pipeline_drain(p)); /* submitted runs first: the caller's thread may run the first device's stream */
+    program_ctx own;
+    program_own_ctx(p, &own);
+    TRY(program_bind_inputs(p, &own, n_inputs, inputs, NULL, NULL));
     return program_run_commands(p);
 }
 
 smelt_status program_run_commands(smelt_program *p)
 {
     if (p->streams) return program_streams_run(p);
+    program_ctx own;
+    program_own_ctx(p, &own);
+    return program_run_commands_in(p, &own);
+}
+
+smelt_status program_run_commands_in(smelt_program *p, const program_ctx *ctx)
+{
     for (int i = 0; i < p->cmds.n_cmds; i++) {
-        smelt_status st = program_run_command(p, &p->cmds.cmds[i]);
+        smelt_status st = program_run_command_in(p, ctx, &p->cmds.cmds[i]);
         if (st) {
             for (int d = 0; d < p->devs.n; d++) (void)p->dev[d]->ops->finish(p->dev[d]); /* no held dispatch may run in the next run */
             return st;
@@ -687,8 +726,15 @@ int smelt_program_output_count(const smelt_program *p) { return !p ? 0 : p->spli
 smelt_status smelt_program_output(const smelt_program *p, int i, smelt_tensor *out)
 {
     if (p && p->split) return program_split_output(p, i, out);
-    if (!p || i < 0 || i >= p->g->n_outputs)
-        return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_output: no output %d", i);
+    if (!p) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_output: no program");
+    program_ctx own;
+    program_own_ctx(p, &own);
+    return program_output_in(p, &own, i, out);
+}
+
+smelt_status program_output_in(const smelt_program *p, const program_ctx *ctx, int i, smelt_tensor *out)
+{
+    if (i < 0 || i >= p->g->n_outputs) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_output: no output %d", i);
     int t = p->g->outputs[i];
     const ir_tensor *x = &p->g->tensors[t];
     memset(out, 0, sizeof *out);
@@ -700,7 +746,7 @@ smelt_status smelt_program_output(const smelt_program *p, int i, smelt_tensor *o
         out->rank = p->run_shape[t].rank;
         memcpy(out->shape, p->run_shape[t].dim, sizeof(int64_t) * (size_t)out->rank);
     }
-    out->data = x->data ? x->data : p->slot_ptr[plan_root(&p->plan, t)];
+    out->data = x->data ? x->data : ctx->slot_ptr[plan_root(&p->plan, t)];
     if (!out->data && ir_tensor_numel(x) > 0)
         return diag_fail(SMELT_ERR_INVALID_ARG, "output '%s' is not computed yet: run the program first", x->name);
     return SMELT_OK;
@@ -710,6 +756,7 @@ smelt_status smelt_program_set_profiling(smelt_program *p, int on)
 {
     if (!p) return diag_fail(SMELT_ERR_INVALID_ARG, "smelt_program_set_profiling: no program");
     if (p->split) return program_split_set_profiling(p, on);
+    TRY(program_pipeline_drain(p)); /* runs in flight add to the clocks */
     free(p->prof_ms);
     free(p->prof_calls);
     p->prof_ms = NULL;

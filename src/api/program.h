@@ -87,6 +87,39 @@ typedef struct program_class {
     int n_regions;         /* regions placed on its devices */
 } program_class;
 
+/* What one run reads and writes beyond the program's constants: the
+ * arenas, every slot's memory per device and as the host sees it, the host
+ * copies downloads land in, the staging bytes of copies between devices,
+ * the dispatches' buffer tables. A program's own run (smelt_program_run)
+ * uses the program's fields (program_own_ctx); each run in flight of a
+ * pipeline (api/pipeline.c) has a copy of its own, so consecutive runs
+ * share nothing they write. */
+typedef struct program_ctx {
+    rt_mem mem[PLACE_MAX_DEVICES];
+    rt_arg *slot_mem;
+    void **slot_ptr;
+    void **host_copy;
+    void *staging;
+    rt_arg *buf_table;
+} program_ctx;
+
+/* The most runs a pipeline holds at once (smelt_program_set_pipeline). */
+#define PIPELINE_MAX_DEPTH 8
+
+/* One run as the device streams see it (api/streams.c): the memory it uses,
+ * its number in the streams' order, per event the run that last set it, how
+ * many streams are done with it and the first failure's message. */
+typedef struct program_run {
+    program_ctx ctx;
+    int64_t seq;           /* set when queued, from 1 */
+    int64_t *event_run;    /* cmds.n_events */
+    int done;              /* streams finished with it */
+    bool first_on_caller;  /* smelt_program_run: the caller's thread runs the first stream */
+    bool failed;
+    smelt_status status;
+    char message[1024];
+} program_run;
+
 struct smelt_program {
     const struct smelt_model *model; /* packed weights are cached in it (a child: its parent's model) */
     ir_graph *g;
@@ -134,10 +167,16 @@ struct smelt_program {
     size_t ctl_staging_bytes;
     int64_t max_iters;     /* a run-time loop running longer fails (smelt_options.max_loop_iterations) */
     double cost_ms;        /* the cost placement: its estimate of one run (place/cost.h), else 0 */
+    double cost_period_ms; /* ... and of the time between runs' ends when they overlap (cost_period) */
     bool cost_measured;    /* ... from measured region times (api/place_measure.c), not the table */
     double cost_dev_ms[PLACE_MAX_DEVICES]; /* measured: per device, its regions' times summed (those it can run) */
+    bool cost_cached;      /* ... read back from the compile cache (api/place_calib.c), not measured now */
+    bool link_measured;    /* the links below measured (api/place_measure.c), else the table's */
+    double link_ms[PLACE_MAX_DEVICES];          /* per device: a copy to or from it, fixed part */
+    double link_bytes_per_ms[PLACE_MAX_DEVICES]; /* ... and its speed */
     struct program_split *split; /* the split placement: child programs per share (api/split.c), else NULL */
     struct program_cached *cached; /* loaded from the program cache (api/program_cache.c), else NULL */
+    struct program_pipeline *pipeline; /* runs submitted (smelt_program_submit; api/pipeline.c), else NULL */
 };
 
 /* api/control.c: compile the child programs the if/loop commands name (at
@@ -149,13 +188,35 @@ void program_control_free(smelt_program *p);
  * from inference on; and execute its command list. */
 smelt_status program_compile_graph(smelt_program *p, const smelt_options *opt);
 smelt_status program_run_commands(smelt_program *p);
-smelt_status program_run_command(smelt_program *p, const plan_cmd *c);
+/* The same in the memory of one run (program_ctx), and one command of it;
+ * program_own_ctx: the program's own fields as one. program_bind_inputs checks the caller's
+ * inputs and binds them in ctx; with `stage` (per model input, grown as
+ * needed, owned by the caller of this function) their bytes are copied
+ * there first, so the caller may reuse its buffers. program_output_in: output
+ * i as ctx holds it. */
+void program_own_ctx(const smelt_program *p, program_ctx *ctx);
+smelt_status program_run_command_in(smelt_program *p, const program_ctx *ctx, const plan_cmd *c);
+smelt_status program_run_commands_in(smelt_program *p, const program_ctx *ctx);
+smelt_status program_bind_inputs(smelt_program *p, const program_ctx *ctx, int n, const smelt_tensor *inputs, void **stage,
+                                 size_t *stage_bytes);
+smelt_status program_output_in(const smelt_program *p, const program_ctx *ctx, int i, smelt_tensor *out);
 /* api/streams.c: where more than one device has commands, run each device's
  * commands on a thread of its own, ordered across devices by the list's
  * signals and waits; set up at link, freed with the program. */
 smelt_status program_streams_init(smelt_program *p);
 smelt_status program_streams_run(smelt_program *p);
 void program_streams_free(smelt_program *p);
+/* A pipelined run (api/pipeline.c): every stream, the first included, on a
+ * worker thread; runs are taken in the order queued, each device's commands
+ * of run i+1 starting as soon as that device is done with run i.
+ * program_streams_queue returns at once; program_streams_wait until every
+ * stream is done with r, then reports its failure. */
+smelt_status program_streams_queue(smelt_program *p, program_run *r);
+smelt_status program_streams_wait(smelt_program *p, program_run *r);
+/* api/pipeline.c: wait for every submitted run (smelt_program_run does,
+ * before using the program's own memory), and free the pipeline. */
+smelt_status program_pipeline_drain(smelt_program *p);
+void program_pipeline_free(smelt_program *p);
 smelt_status program_record_inputs(smelt_program *p, const ir_graph *model);
 
 /* api/place_cost.c: the cost placement's assignment (per region, in p's
@@ -166,6 +227,23 @@ smelt_status program_cost_assign(smelt_program *p, const smelt_options *opt, con
  * class could not run it; *measured false (nothing written) where an input's
  * shape is not known. */
 smelt_status program_cost_measure(smelt_program *p, const smelt_options *opt, double *ms, bool *can, bool *measured);
+/* api/place_calib.c: measurements kept in the compile cache under a key of
+ * the model's digest, the options, the build (program_cache_identity) and
+ * what the caller adds (devices, shapes, regions). calib_load: true when an
+ * intact entry of exactly `len` bytes was read into data (never with
+ * SMELT_RECALIBRATE=1); calib_store: failures are silent. calib_measured
+ * counts a calibration that measured (for tests: calib_measurements). */
+typedef struct calib_key {
+    uint64_t h, digest[2];
+    bool ok;               /* false: nothing is cached (no model digest, no build identity) */
+} calib_key;
+void calib_begin(calib_key *k, const smelt_model *m, const smelt_options *opt, const char *what);
+void calib_add(calib_key *k, const void *data, size_t len);
+void calib_add_str(calib_key *k, const char *s);
+bool calib_load(const calib_key *k, void *data, size_t len);
+void calib_store(const calib_key *k, const void *data, size_t len);
+void calib_measured(void);
+int64_t calib_measurements(void);
 /* api/split.c: the split placement. A split program holds one child program
  * per device, each for its share of the batch; the public calls below
  * forward to these when p->split is set. */
@@ -202,6 +280,9 @@ void program_split_free(smelt_program *p);
  *   program_cache_nodes/regions: the compiled graph's counts, either way. */
 bool program_cache_key(const smelt_program *p, const smelt_options *opt, int n_inputs, const smelt_tensor *inputs,
                        char key[33]);
+/* What every cache key built here starts from: the user, this build of
+ * smelt, the SMELT_ variables that change programs. False: no key. */
+bool program_cache_identity(uint64_t *h);
 smelt_status program_cache_load(smelt_program *p, const smelt_options *opt, int n_inputs, const smelt_tensor *inputs,
                                 const char key[33], bool *hit);
 void program_cache_store(const smelt_program *p, const char key[33]);

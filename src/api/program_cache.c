@@ -84,6 +84,26 @@ static bool build_identity(uint64_t *h)
     return true;
 }
 
+bool program_cache_identity(uint64_t *h)
+{
+    unsigned long uid = (unsigned long)geteuid();
+    *h = hash_bytes(*h, &uid, sizeof uid);
+    if (!build_identity(h)) return false;
+    /* Every SMELT_ knob of the environment (sorted), but where the cache is
+     * and how many compilers run at once, which change no program. */
+    int n_env = 0;
+    for (char **e = environ; e && *e; e++) n_env++;
+    const char **env = malloc(sizeof(char *) * ((size_t)n_env + 1));
+    if (!env) return false;
+    int n = 0;
+    for (char **e = environ; e && *e; e++)
+        if (!strncmp(*e, "SMELT_", 6) && strncmp(*e, "SMELT_CACHE_DIR=", 16) && strncmp(*e, "SMELT_CC_JOBS=", 14)) env[n++] = *e;
+    qsort(env, (size_t)n, sizeof *env, by_str);
+    for (int i = 0; i < n; i++) *h = hash_str(*h, env[i]);
+    free(env);
+    return true;
+}
+
 bool program_cache_key(const smelt_program *p, const smelt_options *opt, int n_inputs, const smelt_tensor *inputs,
                        char key[33])
 {
@@ -93,10 +113,8 @@ bool program_cache_key(const smelt_program *p, const smelt_options *opt, int n_i
         return false;
     uint64_t h = HASH_SEED;
     uint32_t version = ENTRY_VERSION;
-    unsigned long uid = (unsigned long)geteuid();
     h = hash_bytes(h, &version, sizeof version);
-    h = hash_bytes(h, &uid, sizeof uid);
-    if (!build_identity(&h)) return false;
+    if (!program_cache_identity(&h)) return false;
     h = hash_bytes(h, m->digest, sizeof m->digest);
     h = hash_str(h, opt->devices ? opt->devices : "");
     h = hash_str(h, opt->placement ? opt->placement : "");
@@ -108,18 +126,6 @@ bool program_cache_key(const smelt_program *p, const smelt_options *opt, int n_i
     const target_info *t = &p->devs.dev[0].target;
     int64_t tv[2] = {t->vector_width, t->stream_min_bytes};
     h = hash_bytes(h, tv, sizeof tv);
-    /* Every SMELT_ knob of the environment (sorted), but where the cache is
-     * and how many compilers run at once, which change no program. */
-    int n_env = 0;
-    for (char **e = environ; e && *e; e++) n_env++;
-    const char **env = malloc(sizeof(char *) * ((size_t)n_env + 1));
-    if (!env) return false;
-    int n = 0;
-    for (char **e = environ; e && *e; e++)
-        if (!strncmp(*e, "SMELT_", 6) && strncmp(*e, "SMELT_CACHE_DIR=", 16) && strncmp(*e, "SMELT_CC_JOBS=", 14)) env[n++] = *e;
-    qsort(env, (size_t)n, sizeof *env, by_str);
-    for (int i = 0; i < n; i++) h = hash_str(h, env[i]);
-    free(env);
     h = hash_bytes(h, &n_inputs, sizeof n_inputs);
     for (int i = 0; i < n_inputs; i++) {
         const smelt_tensor *x = &inputs[i];

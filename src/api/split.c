@@ -327,6 +327,29 @@ static smelt_status measure(struct program_split *s, int c, double *rows_per_ms)
     return st;
 }
 
+/* The speeds' key in the compile cache (api/place_calib.c): beside the
+ * model, options and build, each child's device as opened and its rows,
+ * and the shapes given to the compile. */
+static void speeds_key(const struct program_split *s, const smelt_model *m, const smelt_options *opt, int n_inputs,
+                       const smelt_tensor *inputs, calib_key *k)
+{
+    calib_begin(k, m, opt, "split");
+    int64_t n[3] = {s->n, n_inputs, s->batch};
+    calib_add(k, n, sizeof n);
+    for (int c = 0; c < s->n; c++) {
+        const split_child *x = &s->ch[c];
+        calib_add_str(k, x->spec);
+        calib_add_str(k, x->prog && x->prog->dev[0] ? x->prog->dev[0]->ident : "");
+        calib_add(k, &x->rows, sizeof x->rows);
+    }
+    for (int i = 0; i < n_inputs; i++) {
+        int64_t t[3] = {inputs[i].dtype, inputs[i].rank, inputs[i].data != NULL};
+        calib_add_str(k, inputs[i].name);
+        calib_add(k, t, sizeof t);
+        if (inputs[i].rank > 0 && inputs[i].rank <= SMELT_MAX_RANK) calib_add(k, inputs[i].shape, sizeof(int64_t) * (size_t)inputs[i].rank);
+    }
+}
+
 /* Groups of identical devices, target classes among the children, and the
  * executables (distinct class and share). */
 static void count_executables(struct program_split *s)
@@ -428,13 +451,19 @@ static smelt_status split_build(smelt_program *p, struct program_split *s, const
         if (s->ch[c].rows > 0) TRY(compile_child(s, c, opt, threads, n_inputs, inputs));
     if (!s->by_hand && opt->stop_after == SMELT_STAGE_ALL) { /* a program stopped early runs nothing: equal shares */
         count_executables(s);
-        double group_speed[PLACE_MAX_DEVICES];
-        for (int c = 0; c < s->n; c++) {
-            int gr = s->ch[c].group;
-            bool first = true;
-            for (int e = 0; e < c; e++) first &= s->ch[e].group != gr;
-            if (first) TRY(measure(s, c, &group_speed[gr]));
-            s->weight[c] = group_speed[gr];
+        calib_key key;
+        speeds_key(s, m, opt, n_inputs, inputs, &key);
+        if (!calib_load(&key, s->weight, sizeof(double) * (size_t)s->n)) {
+            double group_speed[PLACE_MAX_DEVICES];
+            for (int c = 0; c < s->n; c++) {
+                int gr = s->ch[c].group;
+                bool first = true;
+                for (int e = 0; e < c; e++) first &= s->ch[e].group != gr;
+                if (first) TRY(measure(s, c, &group_speed[gr]));
+                s->weight[c] = group_speed[gr];
+            }
+            calib_measured();
+            calib_store(&key, s->weight, sizeof(double) * (size_t)s->n);
         }
         split_shares(s->batch, s->n, s->weight, share);
         for (int c = 0; c < s->n; c++) {

@@ -207,3 +207,18 @@ double cost_region_flops(const ir_graph *g, const fuse_region *r)
     }
     return f;
 }
+
+double cost_period(const cost_graph *g, const int *assign)
+{
+    double busy[PLACE_MAX_DEVICES] = {0}, most = 0;
+    for (int r = 0; r < g->n_regions; r++) busy[assign[r]] += run_ms(g, r, assign[r]);
+    for (int e = 0; e < g->n_edges; e++) {
+        int a = assign[g->edges[e].from], b = assign[g->edges[e].to];
+        if (a == b) continue;
+        busy[a] += xfer_ms(&g->dev[a], NULL, g->edges[e].bytes); /* each half on its own device's stream */
+        busy[b] += xfer_ms(NULL, &g->dev[b], g->edges[e].bytes);
+    }
+    for (int d = 0; d < g->n_dev; d++)
+        if (busy[d] > most) most = busy[d];
+    return most;
+}

@@ -43,7 +43,13 @@
  * (cost_device_table): CPU lanes x threads, PoCL's CPU devices (an OpenCL
  * device whose identity names a PoCL CPU driver) far slower per FLOP than
  * smelt's C, a GPU fast with a slow link through host memory. Copies are
- * costed by the table's links either way.
+ * costed by measured links where the region times are measured (a copy to
+ * each device and back through host memory at 64 KiB, 1 MiB and 4 MiB: the
+ * fixed part and the speed), else by the table's. The measurements are kept
+ * in the compile cache (api/place_calib.c): a second compile of the same
+ * model, options, shapes and devices reads them back. The assignment places
+ * one run; cost_period then says how often runs can end when consecutive
+ * ones overlap (smelt_program_submit): the busiest device's share.
  */
 #ifndef SMELT_PLACE_COST_H
 #define SMELT_PLACE_COST_H
@@ -85,6 +91,10 @@ typedef struct cost_graph {
  * device or an edge goes backwards. */
 smelt_status cost_assign(const cost_graph *g, int *out, double *makespan);
 
+/* The time between two consecutive runs' ends when runs overlap
+ * (smelt_program_submit): the busiest device's regions and its halves of
+ * the copies, for the assignment `assign`. */
+double cost_period(const cost_graph *g, const int *assign);
 /* The table speed of device d. */
 cost_device cost_device_table(const place_device *d, int threads);
 

@@ -13,7 +13,8 @@
  * again after a serial compile and run in the main thread. With DEVICES and PLACE, thread 1
  * compiles for that device list and placement (smelt_options.devices, .placement): a program
  * whose devices run their command streams on threads of their own (api/streams.c), its
- * output still bit for bit thread 0's where the devices share one target class. Prints `tsan: N threads agree` and
+ * output still bit for bit thread 0's where the devices share one target class; it then
+ * submits six runs two at a time (smelt_program_submit), each equal to its plain runs. Prints `tsan: N threads agree` and
  * exits 0, or says what differed and exits 1.
  */
 #include <math.h>
@@ -37,6 +38,29 @@ typedef struct job {
     int64_t cols;
     char error[512];
 } job;
+
+/* Six runs submitted two at a time (smelt_program_submit): each device's
+ * stream takes the next run while the others finish the last, on the
+ * threads api/streams.c keeps; every output bit for bit the plain run's. The
+ * last two are left to smelt_program_free. */
+static void pipelined(job *j, smelt_program *p, const smelt_tensor *x)
+{
+    smelt_ticket t[6] = {0};
+    for (int r = 0; r < 6 && !j->error[0]; r++) {
+        if (r >= 2) {
+            smelt_tensor y;
+            if (smelt_program_wait(p, t[r - 2]) != SMELT_OK || smelt_program_run_output(p, t[r - 2], 0, &y) != SMELT_OK) {
+                snprintf(j->error, sizeof j->error, "pipelined run %d: %s", r - 2, smelt_last_error());
+                break;
+            }
+            if (memcmp(j->out, y.data, (size_t)(y.shape[0] * y.shape[1]) * sizeof(float)) != 0)
+                snprintf(j->error, sizeof j->error, "pipelined run %d differs from the plain runs", r - 2);
+            smelt_program_release(p, t[r - 2]);
+        }
+        if (!j->error[0] && smelt_program_submit(p, 1, x, &t[r]) != SMELT_OK)
+            snprintf(j->error, sizeof j->error, "submit %d: %s", r, smelt_last_error());
+    }
+}
 
 static void *run_job(void *arg)
 {
@@ -77,6 +101,7 @@ static void *run_job(void *arg)
         memcpy(j->out, y.data, n * sizeof(float));
         j->cols = y.shape[1];
     }
+    if (j->devices && !j->error[0]) pipelined(j, p, &x);
     smelt_program_free(p);
     return NULL;
 }

@@ -121,3 +121,26 @@ TEST(cost_follows_measured_times)
     CHECK(cost_assign(&g, out, &ms) == SMELT_OK);
     CHECK(out[0] == 0 && out[1] == 0);
 }
+
+TEST(cost_period_is_the_busiest_device)
+{
+    /* r0 pinned to device 0, r1 to device 1, 1024 bytes between them: one run
+     * is r0, both halves of the copy, r1; overlapping runs end every r + a half */
+    double flops[2] = {1e6, 1e6}, bytes[2] = {0};
+    cost_edge e = {0, 1, 1024};
+    bool can[4] = {1, 0, 0, 1};
+    cost_graph g = {.n_regions = 2, .flops = flops, .bytes = bytes, .can = can, .edges = &e, .n_edges = 1, .n_dev = 2};
+    g.dev[0] = g.dev[1] = dev(1e6, 1e4, false);
+    int out[2];
+    double ms;
+    CHECK(cost_assign(&g, out, &ms) == SMELT_OK);
+    CHECK(out[0] == 0 && out[1] == 1);
+    double half = 0.001 + 1024 / 1e4, region = 0.001 + 1;
+    CHECK_NEAR(ms, 2 * region + 2 * half, 1e-9);
+    CHECK_NEAR(cost_period(&g, out), region + half, 1e-9);
+    /* both on device 0: no copy, and no overlap either */
+    bool one[4] = {1, 0, 1, 0};
+    g.can = one;
+    CHECK(cost_assign(&g, out, &ms) == SMELT_OK);
+    CHECK_NEAR(cost_period(&g, out), 2 * region, 1e-9);
+}
