@@ -4,9 +4,9 @@
  *
  * A source is one prelude followed by kernels, each from a line "/" "* k<id>"
  * on, defining `void smelt_k<id>(int64_t wg, void *const *bufs)`.
- *  - Kernels whose text is the same but for their name (ResNet-18 at 224: 171
- *    kernels, 23 distinct bodies; the 36 Winograd GEMMs of each layer are one)
- *    are compiled once: the others become one-line functions calling it, in
+ *  - Kernels whose text is the same but for their name (ResNet-18 at 224,
+ *    when each Winograd product was a MatMul of its own: 171 kernels, 23
+ *    distinct bodies) are compiled once: the others become one-line functions calling it, in
  *    its unit.
  *  - The distinct bodies are dealt to the units largest cost first, each to
  *    the unit with the least cost so far. The cost estimates GCC 12's -O3
