@@ -185,12 +185,123 @@ static void red_body(lower_ctx *c, const kir_val *oidx, void *user)
     lower_store(c, 0, oidx, red_value(c, oidx, user));
 }
 
+/* ---- column reductions ---------------------------------------------------
+ * A float reduction that keeps the input's last dim (a ReduceMean over the
+ * rows of [1, 384, 512], a max over a sequence) read one output element at a
+ * time walks its column with the stride of a row. Instead a workgroup takes
+ * one row of kept outer dims and a tile of `tile` columns, keeps the tile's
+ * accumulators in workgroup memory, and walks the reduced dims outside with
+ * panels of p columns inside: every load is contiguous, and each panel is a
+ * vector loop. The accumulation order per output element is the order of its
+ * reduced elements, as the row form's scalar loop has it. */
+typedef struct col_form {
+    int64_t inner, rows, tile, p; /* last dim, outer kept elements, columns per workgroup, panel */
+} col_form;
+
+static bool col_form_for(const lower_ctx *c, const red_job *j, col_form *f)
+{
+    int r = j->in->rank;
+    int64_t p = c->target->vector_width;
+    if (c->target->wg_size != 1 || j->dt != SMELT_F32 || p < 4 || r < 2 || (j->mask & (1u << (r - 1))) ||
+        j->kind == RED_LOGSUMEXP || j->kind == RED_LOGSUM)
+        return false;
+    f->inner = j->in->dim[r - 1];
+    f->p = p;
+    if (f->inner % p != 0 || masked_numel(j->in, j->mask) < 2) return false;
+    int64_t kept = 1;
+    for (int d = 0; d < r; d++)
+        if (!(j->mask & (1u << d))) kept *= j->in->dim[d];
+    f->rows = kept / f->inner;
+    /* at most 1024 accumulators a workgroup; split further while there are
+     * fewer than 4 workgroups and the halves stay at least 4 panels wide */
+    f->tile = f->inner;
+    while (f->tile % (2 * p) == 0 && (f->tile > 1024 || (f->rows * (f->inner / f->tile) < 4 && f->tile >= 8 * p)))
+        f->tile /= 2;
+    return f->tile <= 1024;
+}
+
+/* elem_fn of the reduced element at idx, as red_step adds it. */
+static kir_val red_term(lower_ctx *c, const red_job *j, const kir_val *idx)
+{
+    kir_kernel *K = c->k;
+    kir_val x = lower_load(c, 0, idx);
+    switch (j->kind) {
+    case RED_L1: return kir_unary(K, KIR_ABS, x);
+    case RED_L2: case RED_SUMSQ: return kir_binary(K, KIR_MUL, x, x);
+    default: return x;
+    }
+}
+
+static void col_reduce(lower_ctx *c, red_job *j, const col_form *f)
+{
+    const ir_shape *in = j->in;
+    int r = in->rank;
+    int64_t n_tiles = f->inner / f->tile;
+    kir_kernel *K = lower_kernel_begin(c, f->rows * n_tiles);
+    if (!K) return;
+    kir_op op = j->kind == RED_MAX ? KIR_MAX : j->kind == RED_MIN ? KIR_MIN : j->kind == RED_PROD ? KIR_MUL : KIR_ADD;
+    kir_val init = j->kind == RED_MAX ? extreme(K, j->dt, true)
+                 : j->kind == RED_MIN ? extreme(K, j->dt, false)
+                 : kir_const_f(K, j->dt, j->kind == RED_PROD ? 1 : 0);
+    kir_val wg = kir_wg(K);
+    kir_val row = kir_binary(K, KIR_DIV, wg, kir_idx(K, n_tiles));
+    kir_val j0 = kir_mul(K, kir_binary(K, KIR_MOD, wg, kir_idx(K, n_tiles)), kir_idx(K, f->tile));
+    /* the kept outer dims' indices from row; the reduced ones are loops */
+    ir_shape kept = {0};
+    for (int d = 0; d < r - 1; d++)
+        if (!(j->mask & (1u << d))) kept.dim[kept.rank++] = in->dim[d];
+    kir_val kidx[IR_MAX_RANK], fixed[IR_MAX_RANK];
+    lower_unravel(K, &kept, row, kidx);
+    for (int d = 0, o = 0; d < r - 1; d++) fixed[d] = (j->mask & (1u << d)) ? 0 : kidx[o++];
+    int acc = kir_smem_add(K, j->dt, f->tile);
+    kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, f->tile));
+    kir_store(K, acc, q, init);
+    kir_loop_end(K);
+    /* the reduced dims, outermost first */
+    kir_val idx[IR_MAX_RANK];
+    int open = 0;
+    for (int d = 0; d < r - 1; d++) {
+        idx[d] = fixed[d];
+        if (!(j->mask & (1u << d))) continue;
+        idx[d] = in->dim[d] == 1 ? kir_idx(K, 0) : kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, in->dim[d]), kir_idx(K, 1));
+        open += in->dim[d] != 1;
+    }
+    kir_val jp = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, f->tile), kir_idx(K, f->p));
+    q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, f->p));
+    kir_val t = kir_add(K, jp, q);
+    idx[r - 1] = kir_add(K, j0, t);
+    kir_store(K, acc, t, kir_binary(K, op, kir_load(K, acc, t), red_term(c, j, idx)));
+    kir_loop_end(K);
+    kir_loop_end(K);
+    while (open--) kir_loop_end(K);
+    /* the outputs: the kept dims in order, the reduced ones 0 where kept */
+    q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, f->tile));
+    kir_val v = kir_load(K, acc, q);
+    int64_t cnt = masked_numel(in, j->mask);
+    if (j->kind == RED_MEAN) v = kir_binary(K, KIR_DIV, v, kir_const_f(K, j->dt, (double)cnt));
+    if (j->kind == RED_L2) v = kir_unary(K, KIR_SQRT, v);
+    kir_val oidx[IR_MAX_RANK];
+    int o = 0;
+    for (int d = 0; d < r; d++) {
+        bool red = j->mask & (1u << d);
+        if (red && !j->keep) continue;
+        oidx[o++] = d == r - 1 ? kir_add(K, j0, q) : red ? kir_idx(K, 0) : fixed[d];
+    }
+    lower_store(c, 0, oidx, v);
+    kir_loop_end(K);
+}
+
 static smelt_status reduce_lower(lower_ctx *c, red_kind kind, uint32_t mask, bool keep)
 {
     const ir_tensor *x = ir_in(c->g, c->n, 0);
     const ir_shape *out = &c->g->tensors[c->n->out[0]].shape;
     if (ir_shape_numel(out) == 0) return SMELT_OK;
     red_job j = {kind, mask, keep, &x->shape, x->dtype, 0, 0};
+    col_form f;
+    if (col_form_for(c, &j, &f)) {
+        col_reduce(c, &j, &f);
+        return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    }
     lower_parallel_for(c, out, masked_numel(&x->shape, mask), red_body, &j);
     return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
 }

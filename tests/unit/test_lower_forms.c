@@ -348,6 +348,73 @@ TEST(reductions_of_one_dim_use_vector_lanes)
     unsetenv("SMELT_VECTOR_WIDTH");
 }
 
+/* A float reduction that keeps the last dim (ReduceMean over the rows of
+ * [2, L, C], a max over the first two dims, and the rest of the family, of an
+ * Erf fused in) accumulates a tile of columns in workgroup memory with
+ * contiguous loads: a workgroup buffer wider than the lanes where C is
+ * whole vectors, none where it is not (the row form); keepdims 0 and 1,
+ * against double. */
+TEST(column_reductions_keep_the_last_dim_in_vector_lanes)
+{
+    static const op_id ops[] = {OP_ReduceMean, OP_ReduceMax, OP_ReduceMin, OP_ReduceSum,
+                                OP_ReduceL1,   OP_ReduceL2,  OP_ReduceSumSquare, OP_ReduceProd};
+    static const char *const widths[] = {"4", "16"};
+    static const int64_t cols[] = {48, 13};
+    for (int wi = 0; wi < 2; wi++) {
+        setenv("SMELT_VECTOR_WIDTH", widths[wi], 1);
+        for (int oi = 0; oi < 8; oi++)
+            for (int ci = 0; ci < 2; ci++)
+                for (int both = 0; both < 2; both++) {
+                    int64_t B = 2, L = oi == 7 ? 5 : 37, C = cols[ci];
+                    ir_graph *g = ir_graph_new();
+                    int x = input(g, "x", shp(3, (int)B, (int)L, (int)C));
+                    int e = op1(g, "erf", OP_Erf, x);
+                    int y = op1(g, "red", ops[oi], e);
+                    attr_ints(g, g->n_nodes - 1, "axes", both ? 2 : 1, (const int64_t[]){both ? 0 : 1, 1});
+                    attr_int(g, g->n_nodes - 1, "keepdims", both);
+                    ir_graph_set_io(g, 1, &x, 1, &y);
+                    smelt_program *p = compile(g, 0);
+                    if (p) {
+                        /* the column form's accumulators: a workgroup buffer wider than the lanes */
+                        int wide = 0;
+                        for (int i = 0; i < p->lp.n_kernels; i++)
+                            for (int bi = 0; bi < p->lp.kernels[i]->n_bufs; bi++)
+                                wide += p->lp.kernels[i]->bufs[bi].workgroup &&
+                                        p->lp.kernels[i]->bufs[bi].numel > atoi(widths[wi]);
+                        CHECK_EQ_INT(wide, C % atoi(widths[wi]) == 0);
+                        float *xd = malloc(sizeof(float) * (size_t)(B * L * C));
+                        for (int64_t k = 0; k < B * L * C; k++) xd[k] = (float)((k * 29) % 17 - 8) / 5.0f;
+                        smelt_tensor out;
+                        const float *yd = run_x(p, xd, 3, (const int64_t[]){B, L, C}, &out);
+                        CHECK_EQ_INT(smelt_tensor_numel(&out), (both ? 1 : B) * C);
+                        CHECK_EQ_INT(out.rank, both ? 3 : 2);
+                        int bad = 0;
+                        for (int64_t b = 0; b < (both ? 1 : B); b++)
+                            for (int64_t c = 0; c < C; c++) {
+                                double acc = oi == 1 ? -INFINITY : oi == 2 ? INFINITY : oi == 7 ? 1 : 0;
+                                int64_t n = 0;
+                                for (int64_t bb = both ? 0 : b; bb < (both ? B : b + 1); bb++)
+                                    for (int64_t l = 0; l < L; l++, n++) {
+                                        double v = erf((double)xd[(bb * L + l) * C + c]);
+                                        acc = oi == 1 ? fmax(acc, v) : oi == 2 ? fmin(acc, v) : oi == 4 ? acc + fabs(v)
+                                            : oi == 5 || oi == 6 ? acc + v * v : oi == 7 ? acc * v : acc + v;
+                                    }
+                                double want = oi == 0 ? acc / (double)n : oi == 5 ? sqrt(acc) : acc;
+                                double got = yd[b * C + c];
+                                if (fabs(got - want) > 1e-5 * (1 + fabs(want)) && bad++ < 3)
+                                    fprintf(stderr, "  V=%s op %d C=%lld both %d [%lld][%lld]: %g, want %g\n", widths[wi],
+                                            oi, (long long)C, both, (long long)b, (long long)c, got, want);
+                            }
+                        CHECK_EQ_INT(bad, 0);
+                        free(xd);
+                    }
+                    smelt_program_free(p);
+                    ir_graph_free(g);
+                }
+    }
+    unsetenv("SMELT_VECTOR_WIDTH");
+}
+
 /* LayerNormalization over one dim sums (mean, then squared deviations) in
  * vector lanes too: rows of 7, 37 and 64 for V = 4 and 16, against double. */
 TEST(layernorm_rows_sum_in_vector_lanes)
