@@ -265,6 +265,27 @@ static bool is_int_const(const kir_kernel *k, kir_val v, int64_t c)
 static bool range_of(const kir_kernel *k, kir_val v, int depth, int64_t *lo, int64_t *hi);
 static kir_val strip_multiples(const kir_kernel *k, kir_val x, int64_t n);
 
+/* The same pair after kir_binary split the division: a is (p + y / n) * n
+ * (either operand order) and b is y % n, for a constant n > 0; then a + b is
+ * p * n + y. Returns n (p and y set), else 0. */
+static int64_t split_div_mod_pair(const kir_kernel *k, kir_val a, kir_val b, kir_val *p, kir_val *y)
+{
+    const kir_value *m = &k->vals[a], *r = &k->vals[b];
+    if (m->op != KIR_MUL || r->op != KIR_MOD || !kir_is_const(k, r->b)) return 0;
+    int64_t n = k->vals[r->b].imm.i;
+    kir_val s = kir_is_const(k, m->b) ? m->a : m->b, c = s == m->a ? m->b : m->a;
+    if (n < 1 || !kir_is_const(k, c) || k->vals[c].imm.i != n || k->vals[s].op != KIR_ADD) return 0;
+    for (int side = 0; side < 2; side++) {
+        kir_val d = side ? k->vals[s].a : k->vals[s].b, o = side ? k->vals[s].b : k->vals[s].a;
+        const kir_value *dv = &k->vals[d];
+        if (dv->op == KIR_DIV && dv->a == r->a && kir_is_const(k, dv->b) && k->vals[dv->b].imm.i == n) {
+            *p = o, *y = r->a;
+            return n;
+        }
+    }
+    return 0;
+}
+
 static kir_val div_mod_pair(const kir_kernel *k, kir_val a, kir_val b)
 {
     const kir_value *m = &k->vals[a];
@@ -285,7 +306,7 @@ static kir_val div_mod_pair(const kir_kernel *k, kir_val a, kir_val b)
 
 /* An interval [*lo, *hi] that integer value v lies in on every execution, as
  * far as a short walk of its operands shows (constants, loop values by their
- * bounds, the workgroup index, + and * of bounded values, min, and division
+ * bounds, the workgroup index, + - and * of bounded values, min, max, and division
  * and remainder by a positive constant); false when unknown. Loop bounds are
  * fixed when the loop opens, and a loop value is only used inside it. The
  * bounds stay far from overflow (|x| < 2^40). */
@@ -311,14 +332,16 @@ static bool range_of(const kir_kernel *k, kir_val v, int depth, int64_t *lo, int
         *lo = al, *hi = al == ah && bh - 1 >= al ? al + (bh - 1 - al) / st * st : bh - 1;
         break;
     }
-    case KIR_ADD: case KIR_MUL: case KIR_MIN: case KIR_DIV: case KIR_MOD:
+    case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_MIN: case KIR_MAX: case KIR_DIV: case KIR_MOD:
         if (!range_of(k, x->a, depth + 1, &al, &ah) || !range_of(k, x->b, depth + 1, &bl, &bh)) return false;
         if (x->op == KIR_MUL && al == ah && bl != bh) { /* the constant factor second */
             int64_t t = al;
             al = bl, ah = bh, bl = bh = t;
         }
         if (x->op == KIR_ADD) *lo = al + bl, *hi = ah + bh;
+        else if (x->op == KIR_SUB) *lo = al - bh, *hi = ah - bl;
         else if (x->op == KIR_MIN) *lo = al < bl ? al : bl, *hi = ah < bh ? ah : bh;
+        else if (x->op == KIR_MAX) *lo = al > bl ? al : bl, *hi = ah > bh ? ah : bh;
         else if (bl != bh || bl < 1 || al < 0) return false; /* the rest: a >= 0 by a positive constant */
         else if (x->op == KIR_MUL) *lo = al * bl, *hi = ah * bl;
         else if (x->op == KIR_DIV) *lo = al / bl, *hi = ah / bl;
@@ -336,11 +359,17 @@ static bool nonneg(const kir_kernel *k, kir_val v)
 }
 
 /* Whether v is a multiple of the positive constant n: a constant, or a
- * product with a constant factor, that n divides. */
+ * product with a constant factor, that n divides, or a loop value whose
+ * constant start and step n divides. */
 static bool multiple_of(const kir_kernel *k, kir_val v, int64_t n)
 {
     const kir_value *x = &k->vals[v];
     if (x->op == KIR_CONST) return x->imm.i % n == 0;
+    if (x->op == KIR_LOOPVAR) { /* a loop from a multiple of n in steps of a multiple of n */
+        const kir_stmt *s = &k->stmts[x->def];
+        return kir_is_const(k, s->lo) && k->vals[s->lo].imm.i % n == 0 && kir_is_const(k, s->step) &&
+               k->vals[s->step].imm.i % n == 0;
+    }
     if (x->op != KIR_MUL) return false;
     return (kir_is_const(k, x->a) && k->vals[x->a].imm.i % n == 0) ||
            (kir_is_const(k, x->b) && k->vals[x->b].imm.i % n == 0);
@@ -392,14 +421,18 @@ kir_val kir_binary(kir_kernel *k, kir_op op, kir_val a, kir_val b)
                 kir_val m = multiple_of(k, va->b, n) ? va->b : multiple_of(k, va->a, n) ? va->a : 0;
                 kir_val y = m == va->b ? va->a : va->b;
                 if (m && op == KIR_MOD) return kir_binary(k, KIR_MOD, y, b);
-                /* (m + y) / n is m / n where 0 <= y < n */
-                if (m && range_of(k, y, 0, &lo, &hi) && hi < n) return div_multiple(k, m, n);
+                /* (m + y) / n is m / n + y / n (and y / n is 0 where y < n) */
+                if (m) return kir_add(k, div_multiple(k, m, n), kir_binary(k, KIR_DIV, y, b));
             }
         }
         if (op == KIR_ADD) {
             kir_val x = div_mod_pair(k, a, b);
             if (!x) x = div_mod_pair(k, b, a);
             if (x) return x;
+            kir_val p = 0, y = 0;
+            int64_t n = split_div_mod_pair(k, a, b, &p, &y);
+            if (!n) n = split_div_mod_pair(k, b, a, &p, &y);
+            if (n) return kir_add(k, kir_mul(k, p, kir_const_i(k, t, n)), y);
         }
     }
 emit:
@@ -420,13 +453,14 @@ static kir_val strip_multiples(const kir_kernel *k, kir_val x, int64_t n)
     return x;
 }
 
-/* m / n for m >= 0 that multiple_of(m, n) accepted: the constant, or the
- * product with its constant factor divided. */
+/* m / n for m >= 0 that multiple_of(m, n) accepted: the constant, the
+ * product with its constant factor divided, or the loop value's division. */
 static kir_val div_multiple(kir_kernel *k, kir_val m, int64_t n)
 {
     kir_val a = k->vals[m].a, b = k->vals[m].b;
     smelt_dtype t = k->vals[m].type;
     if (k->vals[m].op == KIR_CONST) return kir_const_i(k, t, k->vals[m].imm.i / n);
+    if (k->vals[m].op == KIR_LOOPVAR) return def_value(k, KIR_DIV, t, m, kir_const_i(k, t, n), 0); /* exact */
     if (kir_is_const(k, b) && k->vals[b].imm.i % n == 0) return kir_binary(k, KIR_MUL, a, kir_const_i(k, t, k->vals[b].imm.i / n));
     return kir_binary(k, KIR_MUL, kir_const_i(k, t, k->vals[a].imm.i / n), b);
 }

@@ -415,6 +415,105 @@ TEST(column_reductions_keep_the_last_dim_in_vector_lanes)
     unsetenv("SMELT_VECTOR_WIDTH");
 }
 
+/* A bias added before a Reshape that merges rows (Erf(x + b) of [2, 4F, W]
+ * read as [2, F, 4W]) is read at (column % W) of the merged row: the element
+ * loop goes in blocks of W (a parallel loop of W), for W of 96 and 24; W = 6
+ * is under a vector and keeps its %. Against double. */
+TEST(merged_rows_split_the_element_loop_by_the_inner_dim)
+{
+    static const int64_t widths[] = {96, 24, 6};
+    for (int wi = 0; wi < 3; wi++) {
+        int64_t W = widths[wi], F = 5, N = 2 * 4 * F * W;
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", shp(3, 2, (int)(4 * F), (int)W));
+        int b = constant(g, "b", shp(1, (int)W), 1.0f, 0.25f);
+        int shape = ir_tensor_add(g, "shape", SMELT_I64, &(ir_shape){.rank = 1, .dim = {3}});
+        int64_t *sd = ir_tensor_alloc_data(g, shape);
+        sd[0] = 2, sd[1] = F, sd[2] = 4 * W;
+        int y = op2(g, "reshape", OP_Reshape, op1(g, "erf", OP_Erf, op2(g, "add", OP_Add, x, b)), shape);
+        ir_graph_set_io(g, 1, &x, 1, &y);
+        smelt_program *p = compile(g, 0);
+        if (p) {
+            int blocks = 0; /* parallel loops over one block of W */
+            for (int i = 0; i < p->lp.n_kernels; i++) {
+                const kir_kernel *k = p->lp.kernels[i];
+                for (int st = 0; st < k->n_stmts; st++)
+                    blocks += k->stmts[st].kind == KS_LOOP_BEGIN && k->stmts[st].parallel &&
+                              kir_is_const(k, k->stmts[st].hi) && k->vals[k->stmts[st].hi].imm.i == W;
+            }
+            CHECK_EQ_INT(blocks, W >= 8);
+            const float *bd = g->tensors[b].data;
+            float *xd = malloc(sizeof(float) * (size_t)N);
+            for (int64_t k = 0; k < N; k++) xd[k] = (float)((k * 37) % 23 - 11) / 7.0f;
+            smelt_tensor out;
+            const float *yd = run_x(p, xd, 3, (const int64_t[]){2, 4 * F, W}, &out);
+            CHECK_EQ_INT(smelt_tensor_numel(&out), N);
+            CHECK_EQ_INT(out.shape[2], 4 * W);
+            double *ref = malloc(sizeof(double) * (size_t)N);
+            for (int64_t k = 0; k < N; k++) ref[k] = erf((double)xd[k] + (double)bd[k % W]);
+            CHECK(count_far(yd, ref, N, 1e-6, wi) == 0);
+            free(ref);
+            free(xd);
+        }
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
+
+/* Softmax and LogSoftmax (opset 13) over a dim that is not the last, of a
+ * Sigmoid fused in ([2, 9, 3, C]: a DFL head's softmax over bins), take the
+ * column form: the maxima and sums of a tile of columns in workgroup memory,
+ * panels of the vector width or of the widest power of two dividing C (20:
+ * 4; 13: 1). Against double. */
+TEST(softmax_over_a_middle_dim_takes_the_column_form)
+{
+    static const char *const widths[] = {"4", "16"};
+    static const int64_t cols[] = {32, 20, 13};
+    for (int wi = 0; wi < 2; wi++) {
+        setenv("SMELT_VECTOR_WIDTH", widths[wi], 1);
+        for (int ci = 0; ci < 3; ci++)
+            for (int lg = 0; lg < 2; lg++) {
+                int64_t B = 2, A = 9, H = 3, C = cols[ci], N = B * A * H * C;
+                ir_graph *g = ir_graph_new();
+                g->opset = 17;
+                int x = input(g, "x", shp(4, (int)B, (int)A, (int)H, (int)C));
+                int y = op1(g, "sm", lg ? OP_LogSoftmax : OP_Softmax, op1(g, "sig", OP_Sigmoid, x));
+                attr_int(g, node_named(g, "sm"), "axis", 1);
+                ir_graph_set_io(g, 1, &x, 1, &y);
+                smelt_program *p = compile(g, 0);
+                if (p) {
+                    int wide = 0;
+                    for (int i = 0; i < p->lp.n_kernels; i++)
+                        for (int bi = 0; bi < p->lp.kernels[i]->n_bufs; bi++)
+                            wide += p->lp.kernels[i]->bufs[bi].workgroup && p->lp.kernels[i]->bufs[bi].numel >= C;
+                    CHECK_EQ_INT(wide, 2); /* maxima and sums */
+                    float *xd = malloc(sizeof(float) * (size_t)N);
+                    for (int64_t k = 0; k < N; k++) xd[k] = (float)((k * 37) % 29 - 14) / 2.0f;
+                    smelt_tensor out;
+                    const float *yd = run_x(p, xd, 4, (const int64_t[]){B, A, H, C}, &out);
+                    CHECK_EQ_INT(smelt_tensor_numel(&out), N);
+                    double *ref = malloc(sizeof(double) * (size_t)N);
+                    for (int64_t b = 0; b < B; b++)
+                        for (int64_t hc = 0; hc < H * C; hc++) {
+                            double mx = -INFINITY, sum = 0;
+                            for (int64_t a = 0; a < A; a++) mx = fmax(mx, 1 / (1 + exp(-xd[(b * A + a) * H * C + hc])));
+                            for (int64_t a = 0; a < A; a++) sum += exp(1 / (1 + exp(-xd[(b * A + a) * H * C + hc])) - mx);
+                            for (int64_t a = 0; a < A; a++) {
+                                double d = 1 / (1 + exp(-xd[(b * A + a) * H * C + hc])) - mx;
+                                ref[(b * A + a) * H * C + hc] = lg ? d - log(sum) : exp(d) / sum;
+                            }
+                        }
+                    CHECK(count_far(yd, ref, N, 1e-5, ci * 2 + lg) == 0);
+                    free(ref);
+                    free(xd);
+                }
+                smelt_program_free(p);
+                ir_graph_free(g);
+            }
+    }
+    unsetenv("SMELT_VECTOR_WIDTH");
+}
+
 /* LayerNormalization over one dim sums (mean, then squared deviations) in
  * vector lanes too: rows of 7, 37 and 64 for V = 4 and 16, against double. */
 TEST(layernorm_rows_sum_in_vector_lanes)
