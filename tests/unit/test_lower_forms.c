@@ -514,6 +514,48 @@ TEST(softmax_over_a_middle_dim_takes_the_column_form)
     unsetenv("SMELT_VECTOR_WIDTH");
 }
 
+/* Resize nearest, asymmetric, floor, by whole factors (2 and 3 of a Sigmoid
+ * fused in, batch 2, 5x7 to 10x21) reads x[y / s] in integers: no floor in
+ * any kernel; round_prefer_floor keeps the float coordinate. Against a
+ * direct reference. */
+TEST(resize_nearest_by_whole_factors_divides_in_integers)
+{
+    for (int mode = 0; mode < 2; mode++) {
+        ir_graph *g = ir_graph_new();
+        g->opset = 19;
+        int x = input(g, "x", shp(4, 2, 3, 5, 7));
+        int sc = ir_tensor_add(g, "scales", SMELT_F32, &(ir_shape){.rank = 1, .dim = {4}});
+        memcpy(ir_tensor_alloc_data(g, sc), (const float[]){1, 1, 2, 3}, sizeof(float) * 4);
+        int sig = op1(g, "sig", OP_Sigmoid, x);
+        int y = op(g, "rs", OP_Resize, 3, (const int[]){sig, -1, sc});
+        attr_str(g, node_named(g, "rs"), "mode", "nearest");
+        attr_str(g, node_named(g, "rs"), "coordinate_transformation_mode", "asymmetric");
+        attr_str(g, node_named(g, "rs"), "nearest_mode", mode ? "round_prefer_floor" : "floor");
+        ir_graph_set_io(g, 1, &x, 1, &y);
+        smelt_program *p = compile(g, 0);
+        if (p) {
+            CHECK(has_kir_op(p, KIR_FLOOR) == (mode == 1));
+            float xd[2 * 3 * 5 * 7];
+            for (int k = 0; k < 2 * 3 * 5 * 7; k++) xd[k] = (float)((k * 37) % 23 - 11) / 4.0f;
+            smelt_tensor out;
+            const float *yd = run_x(p, xd, 4, (const int64_t[]){2, 3, 5, 7}, &out);
+            CHECK_EQ_INT(smelt_tensor_numel(&out), 2 * 3 * 10 * 21);
+            double ref[2 * 3 * 10 * 21];
+            for (int nc = 0; nc < 6; nc++)
+                for (int h = 0; h < 10; h++)
+                    for (int w = 0; w < 21; w++) {
+                        /* round_prefer_floor of h/2 and w/3: up where the fraction is over 0.5 (w % 3 == 2) */
+                        int sh = h / 2, sw = mode && w % 3 == 2 ? w / 3 + 1 : w / 3;
+                        sw = sw > 6 ? 6 : sw;
+                        ref[(nc * 10 + h) * 21 + w] = 1 / (1 + exp(-(double)xd[(nc * 5 + sh) * 7 + sw]));
+                    }
+            CHECK(count_far(yd, ref, 2 * 3 * 10 * 21, 1e-6, mode) == 0);
+        }
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
+
 /* LayerNormalization over one dim sums (mean, then squared deviations) in
  * vector lanes too: rows of 7, 37 and 64 for V = 4 and 16, against double. */
 TEST(layernorm_rows_sum_in_vector_lanes)
