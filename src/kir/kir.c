@@ -256,6 +256,127 @@ static bool is_int_const(const kir_kernel *k, kir_val v, int64_t c)
     return x->op == KIR_CONST && !kir_is_float(x->type) && x->imm.i == c;
 }
 
+/* x where a is (x / c) * c (either operand order) and b is x % c, for one
+ * value x and one constant c, else 0: then a + b is x, for every x (C's division
+ * truncates, and its remainder takes the sign that makes this exact). A
+ * reshape's index is a linear index unravelled over one shape and read
+ * through another (lower_unravel, lower_linear); where the shapes share a
+ * dim this gives the linear index back, which kir_stride can follow. */
+static bool range_of(const kir_kernel *k, kir_val v, int depth, int64_t *lo, int64_t *hi);
+static kir_val strip_multiples(const kir_kernel *k, kir_val x, int64_t n);
+
+/* The same pair after kir_binary split the division: a is (p + y / n) * n
+ * (either operand order) and b is y % n, for a constant n > 0; then a + b is
+ * p * n + y. Returns n (p and y set), else 0. */
+static int64_t split_div_mod_pair(const kir_kernel *k, kir_val a, kir_val b, kir_val *p, kir_val *y)
+{
+    const kir_value *m = &k->vals[a], *r = &k->vals[b];
+    if (m->op != KIR_MUL || r->op != KIR_MOD || !kir_is_const(k, r->b)) return 0;
+    int64_t n = k->vals[r->b].imm.i;
+    kir_val s = kir_is_const(k, m->b) ? m->a : m->b, c = s == m->a ? m->b : m->a;
+    if (n < 1 || !kir_is_const(k, c) || k->vals[c].imm.i != n || k->vals[s].op != KIR_ADD) return 0;
+    for (int side = 0; side < 2; side++) {
+        kir_val d = side ? k->vals[s].a : k->vals[s].b, o = side ? k->vals[s].b : k->vals[s].a;
+        const kir_value *dv = &k->vals[d];
+        if (dv->op == KIR_DIV && dv->a == r->a && kir_is_const(k, dv->b) && k->vals[dv->b].imm.i == n) {
+            *p = o, *y = r->a;
+            return n;
+        }
+    }
+    return 0;
+}
+
+static kir_val div_mod_pair(const kir_kernel *k, kir_val a, kir_val b)
+{
+    const kir_value *m = &k->vals[a];
+    if (m->op != KIR_MUL) return 0;
+    kir_val d = k->vals[m->a].op == KIR_DIV ? m->a : m->b, c = d == m->a ? m->b : m->a;
+    const kir_value *dv = &k->vals[d], *r = &k->vals[b];
+    if (dv->op != KIR_DIV || !kir_is_const(k, c) || !kir_is_const(k, dv->b) || k->vals[c].imm.i != k->vals[dv->b].imm.i)
+        return 0;
+    int64_t n = k->vals[c].imm.i, lo, hi;
+    if (r->op == KIR_MOD && kir_is_const(k, r->b) && k->vals[r->b].imm.i == n && n != 0 && r->a == dv->a) return dv->a;
+    /* x % n as kir_binary folded it: the multiples of n taken out of x (n > 0) */
+    if (n < 1) return 0;
+    kir_val y = strip_multiples(k, dv->a, n);
+    if (y == dv->a) return 0;
+    if (r->op == KIR_MOD) return kir_is_const(k, r->b) && k->vals[r->b].imm.i == n && r->a == y ? dv->a : 0;
+    return b == y && range_of(k, y, 0, &lo, &hi) && lo >= 0 && hi < n ? dv->a : 0;
+}
+
+/* An interval [*lo, *hi] that integer value v lies in on every execution, as
+ * far as a short walk of its operands shows (constants, loop values by their
+ * bounds, the workgroup index, + - and * of bounded values, min, max, and division
+ * and remainder by a positive constant); false when unknown. Loop bounds are
+ * fixed when the loop opens, and a loop value is only used inside it. The
+ * bounds stay far from overflow (|x| < 2^40). */
+#define KIR_RANGE_MAX ((int64_t)1 << 40)
+static bool range_of(const kir_kernel *k, kir_val v, int depth, int64_t *lo, int64_t *hi)
+{
+    const kir_value *x = &k->vals[v];
+    if (depth > 8 || kir_is_float(x->type)) return false;
+    int64_t al, ah, bl, bh;
+    switch (x->op) {
+    case KIR_CONST: *lo = *hi = x->imm.i; break;
+    case KIR_WG:
+        if (k->n_workgroups < 1) return false;
+        *lo = 0, *hi = k->n_workgroups - 1;
+        break;
+    case KIR_LOOPVAR: {
+        const kir_stmt *s = &k->stmts[x->def];
+        if (!kir_is_const(k, s->step) || k->vals[s->step].imm.i < 1 || !range_of(k, s->lo, depth + 1, &al, &ah) ||
+            !range_of(k, s->hi, depth + 1, &bl, &bh))
+            return false;
+        /* a constant start: the last value the step reaches below hi */
+        int64_t st = k->vals[s->step].imm.i;
+        *lo = al, *hi = al == ah && bh - 1 >= al ? al + (bh - 1 - al) / st * st : bh - 1;
+        break;
+    }
+    case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_MIN: case KIR_MAX: case KIR_DIV: case KIR_MOD:
+        if (!range_of(k, x->a, depth + 1, &al, &ah) || !range_of(k, x->b, depth + 1, &bl, &bh)) return false;
+        if (x->op == KIR_MUL && al == ah && bl != bh) { /* the constant factor second */
+            int64_t t = al;
+            al = bl, ah = bh, bl = bh = t;
+        }
+        if (x->op == KIR_ADD) *lo = al + bl, *hi = ah + bh;
+        else if (x->op == KIR_SUB) *lo = al - bh, *hi = ah - bl;
+        else if (x->op == KIR_MIN) *lo = al < bl ? al : bl, *hi = ah < bh ? ah : bh;
+        else if (x->op == KIR_MAX) *lo = al > bl ? al : bl, *hi = ah > bh ? ah : bh;
+        else if (bl != bh || bl < 1 || al < 0) return false; /* the rest: a >= 0 by a positive constant */
+        else if (x->op == KIR_MUL) *lo = al * bl, *hi = ah * bl;
+        else if (x->op == KIR_DIV) *lo = al / bl, *hi = ah / bl;
+        else *lo = ah < bl ? al : 0, *hi = ah < bl ? ah : bl - 1;
+        break;
+    default: return false;
+    }
+    return *lo > -KIR_RANGE_MAX && *hi < KIR_RANGE_MAX && *lo <= *hi;
+}
+
+static bool nonneg(const kir_kernel *k, kir_val v)
+{
+    int64_t lo, hi;
+    return range_of(k, v, 0, &lo, &hi) && lo >= 0;
+}
+
+/* Whether v is a multiple of the positive constant n: a constant, or a
+ * product with a constant factor, that n divides, or a loop value whose
+ * constant start and step n divides. */
+static bool multiple_of(const kir_kernel *k, kir_val v, int64_t n)
+{
+    const kir_value *x = &k->vals[v];
+    if (x->op == KIR_CONST) return x->imm.i % n == 0;
+    if (x->op == KIR_LOOPVAR) { /* a loop from a multiple of n in steps of a multiple of n */
+        const kir_stmt *s = &k->stmts[x->def];
+        return kir_is_const(k, s->lo) && k->vals[s->lo].imm.i % n == 0 && kir_is_const(k, s->step) &&
+               k->vals[s->step].imm.i % n == 0;
+    }
+    if (x->op != KIR_MUL) return false;
+    return (kir_is_const(k, x->a) && k->vals[x->a].imm.i % n == 0) ||
+           (kir_is_const(k, x->b) && k->vals[x->b].imm.i % n == 0);
+}
+
+static kir_val div_multiple(kir_kernel *k, kir_val m, int64_t n);
+
 kir_val kir_binary(kir_kernel *k, kir_op op, kir_val a, kir_val b)
 {
     const kir_value *va = &k->vals[a], *vb = &k->vals[b];
@@ -289,9 +410,59 @@ kir_val kir_binary(kir_kernel *k, kir_op op, kir_val a, kir_val b)
         if (op == KIR_MUL && is_int_const(k, a, 1)) return b;
         if ((op == KIR_MUL || op == KIR_DIV) && is_int_const(k, b, 1)) return a;
         if (op == KIR_MOD && is_int_const(k, b, 1)) return kir_const_i(k, t, 0);
+        /* x % n and x / n for x >= 0 and a positive constant n: x itself and
+         * 0 where x < n; (y + m) % n is y % n where m is a multiple of n and
+         * both are >= 0 (an index of an inner dim read through a reshape or a
+         * broadcast, from the linear index of the whole element). */
+        if ((op == KIR_MOD || op == KIR_DIV) && kir_is_const(k, b) && vb->imm.i > 0) {
+            int64_t n = vb->imm.i, lo, hi;
+            if (range_of(k, a, 0, &lo, &hi) && lo >= 0 && hi < n) return op == KIR_MOD ? a : kir_const_i(k, t, 0);
+            if (va->op == KIR_ADD && nonneg(k, va->a) && nonneg(k, va->b)) {
+                kir_val m = multiple_of(k, va->b, n) ? va->b : multiple_of(k, va->a, n) ? va->a : 0;
+                kir_val y = m == va->b ? va->a : va->b;
+                if (m && op == KIR_MOD) return kir_binary(k, KIR_MOD, y, b);
+                /* (m + y) / n is m / n + y / n (and y / n is 0 where y < n) */
+                if (m) return kir_add(k, div_multiple(k, m, n), kir_binary(k, KIR_DIV, y, b));
+            }
+        }
+        if (op == KIR_ADD) {
+            kir_val x = div_mod_pair(k, a, b);
+            if (!x) x = div_mod_pair(k, b, a);
+            if (x) return x;
+            kir_val p = 0, y = 0;
+            int64_t n = split_div_mod_pair(k, a, b, &p, &y);
+            if (!n) n = split_div_mod_pair(k, b, a, &p, &y);
+            if (n) return kir_add(k, kir_mul(k, p, kir_const_i(k, t, n)), y);
+        }
     }
 emit:
     return def_value(k, op, t, a, b, 0);
+}
+
+/* x with the terms that are multiples of n (n > 0) taken out of its sums,
+ * where both parts are >= 0: (y + m) % n is y % n. */
+static kir_val strip_multiples(const kir_kernel *k, kir_val x, int64_t n)
+{
+    for (int depth = 0; depth < 8; depth++) {
+        const kir_value *v = &k->vals[x];
+        if (v->op != KIR_ADD || !nonneg(k, v->a) || !nonneg(k, v->b)) break;
+        if (multiple_of(k, v->b, n)) x = v->a;
+        else if (multiple_of(k, v->a, n)) x = v->b;
+        else break;
+    }
+    return x;
+}
+
+/* m / n for m >= 0 that multiple_of(m, n) accepted: the constant, the
+ * product with its constant factor divided, or the loop value's division. */
+static kir_val div_multiple(kir_kernel *k, kir_val m, int64_t n)
+{
+    kir_val a = k->vals[m].a, b = k->vals[m].b;
+    smelt_dtype t = k->vals[m].type;
+    if (k->vals[m].op == KIR_CONST) return kir_const_i(k, t, k->vals[m].imm.i / n);
+    if (k->vals[m].op == KIR_LOOPVAR) return def_value(k, KIR_DIV, t, m, kir_const_i(k, t, n), 0); /* exact */
+    if (kir_is_const(k, b) && k->vals[b].imm.i % n == 0) return kir_binary(k, KIR_MUL, a, kir_const_i(k, t, k->vals[b].imm.i / n));
+    return kir_binary(k, KIR_MUL, kir_const_i(k, t, k->vals[a].imm.i / n), b);
 }
 
 kir_val kir_select(kir_kernel *k, kir_val cond, kir_val a, kir_val b)

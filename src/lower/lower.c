@@ -332,8 +332,12 @@ void lower_scratch_store(lower_ctx *c, int s, kir_val linear, kir_val v)
     kir_store(c->k, b, linear, v);
 }
 
+/* parallel_rows: the elements of `shape`, a workgroup per block of rows,
+ * the last dim a parallel loop; with split > 0 (a divisor of the last dim)
+ * that loop is a serial loop of blocks of `split` around a parallel loop of
+ * one block, in the same order. */
 static void parallel_rows(lower_ctx *c, const ir_shape *shape, int64_t work_per_elem, lower_body_fn body,
-                          void *user)
+                          void *user, int64_t split)
 {
     int r = shape->rank;
     int64_t numel = ir_shape_numel(shape);
@@ -369,10 +373,30 @@ static void parallel_rows(lower_ctx *c, const ir_shape *shape, int64_t work_per_
         row = kir_wg(k);
     }
     lower_unravel(k, &outer_shape, row, idx);
-    idx[r - 1] = kir_loop_begin_parallel(k, kir_idx(k, 0), kir_idx(k, inner));
+    kir_val blk = split ? kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, inner), kir_idx(k, split)) : 0;
+    idx[r - 1] = kir_loop_begin_parallel(k, kir_idx(k, 0), kir_idx(k, split ? split : inner));
+    if (split) idx[r - 1] = kir_add(k, blk, idx[r - 1]);
     body(c, idx, user);
     kir_loop_end(k);
+    if (split) kir_loop_end(k);
     if (row_loop) kir_loop_end(k);
+}
+
+/* The block to split the element loop `var` of length n by: a load index
+ * with a remainder by a constant m that divides n, of a value that walks
+ * memory with stride 1 along var (an inner dim of a reshape that merged
+ * dims, or a broadcast through one: a bias of 128 over rows of 512). Split in
+ * blocks of m, the remainder is the block's own index (kir_binary) and the
+ * loads are contiguous; 0 when there is none, or m is less than 8. */
+static int64_t mod_split(const kir_kernel *k, kir_val var, int64_t n)
+{
+    for (int v = 1; v < k->n_vals; v++) {
+        const kir_value *x = &k->vals[v];
+        if (x->op != KIR_MOD || kir_is_float(x->type) || !kir_is_const(k, x->b)) continue;
+        int64_t m = k->vals[x->b].imm.i;
+        if (m >= 8 && m < n && n % m == 0 && kir_stride(k, x->a, var) == 1) return m;
+    }
+    return 0;
 }
 
 
@@ -448,7 +472,17 @@ void lower_parallel_for(lower_ctx *c, const ir_shape *shape, int64_t work_per_el
         return;
     }
     int first = lower_mark(c), r = shape->rank;
-    parallel_rows(c, shape, work_per_elem, body, user);
+    parallel_rows(c, shape, work_per_elem, body, user, 0);
+    if (r >= 1 && lower_mark(c) == first + 1 && !c->k->oom) {
+        kir_val var = 0;
+        for (int i = 0; i < c->k->n_stmts && !var; i++)
+            if (c->k->stmts[i].kind == KS_LOOP_BEGIN && c->k->stmts[i].parallel) var = c->k->stmts[i].val;
+        int64_t m = var ? mod_split(c->k, var, shape->dim[r - 1]) : 0;
+        if (m) {
+            lower_rollback(c, first); /* rebuilt with the last dim in blocks of m */
+            parallel_rows(c, shape, work_per_elem, body, user, m);
+        }
+    }
     bool big = r >= 2 && shape->dim[r - 2] >= 2 * LOWER_TILE && shape->dim[r - 1] >= 2 * LOWER_TILE;
     if (!big || lower_mark(c) != first + 1 || c->k->oom) return;
     /* The element loop is the first parallel loop (bodies may open serial loops of their own). */
@@ -539,7 +573,7 @@ smelt_status lower_elementwise(lower_ctx *c)
             ir_shape lead = *shape;
             lead.rank = shape->rank - split;
             parallel_rows(c, &lead, ir_shape_numel(shape) / (ir_shape_numel(&lead) ? ir_shape_numel(&lead) : 1) * 4,
-                          row_body, &job);
+                          row_body, &job, 0);
             continue;
         }
         elem_job job = {o};

@@ -247,12 +247,154 @@ static void red_body(lower_ctx *c, const kir_val *oidx, void *user)
     lower_store(c, 0, oidx, red_value(c, oidx, user));
 }
 
+/* ---- column reductions ---------------------------------------------------
+ * A float reduction that keeps the input's last dim (a ReduceMean over the
+ * rows of [1, 384, 512], a max over a sequence) read one output element at a
+ * time walks its column with the stride of a row. Instead a workgroup takes
+ * one row of kept outer dims and a tile of `tile` columns, keeps the tile's
+ * accumulators in workgroup memory, and walks the reduced dims outside with
+ * panels of p columns inside: every load is contiguous, and each panel is a
+ * vector loop. The accumulation order per output element is the order of its
+ * reduced elements, as the row form's scalar loop has it. */
+typedef struct col_form {
+    int64_t inner, rows, tile, p; /* last dim, outer kept elements, columns per workgroup, panel */
+} col_form;
+
+/* The column form of reducing `mask` of `in` (rank >= 2, the last dim kept):
+ * panels of the vector width where it divides the last dim, else (any_panel)
+ * of the widest power of two that does; at most `cap` columns a workgroup. */
+static bool col_form_of(const lower_ctx *c, const ir_shape *in, uint32_t mask, bool any_panel, int64_t cap,
+                        col_form *f)
+{
+    int r = in->rank;
+    int64_t p = c->target->vector_width;
+    if (c->target->wg_size != 1 || p < 4 || r < 2 || (mask & (1u << (r - 1)))) return false;
+    f->inner = in->dim[r - 1];
+    while (any_panel && p > 1 && f->inner % p != 0) p /= 2;
+    f->p = p;
+    if (f->inner % p != 0 || masked_numel(in, mask) < 2) return false;
+    int64_t kept = 1;
+    for (int d = 0; d < r; d++)
+        if (!(mask & (1u << d))) kept *= in->dim[d];
+    f->rows = kept / f->inner;
+    /* split further while there are fewer than 4 workgroups and the halves
+     * stay at least 4 panels wide */
+    f->tile = f->inner;
+    while (f->tile % (2 * p) == 0 && (f->tile > cap || (f->rows * (f->inner / f->tile) < 4 && f->tile >= 8 * p)))
+        f->tile /= 2;
+    return f->tile <= cap;
+}
+
+static bool col_form_for(const lower_ctx *c, const red_job *j, col_form *f)
+{
+    if (j->dt != SMELT_F32 || j->kind == RED_LOGSUMEXP || j->kind == RED_LOGSUM) return false;
+    return col_form_of(c, j->in, j->mask, false, 1024, f); /* at most 1024 accumulators */
+}
+
+/* Opens the column form's kernel: its row's fixed indices (reduced dims 0)
+ * and the tile's first column j0. NULL when out of memory. */
+static kir_kernel *col_begin(lower_ctx *c, const ir_shape *in, uint32_t mask, const col_form *f, kir_val *fixed,
+                             kir_val *j0)
+{
+    int r = in->rank;
+    int64_t n_tiles = f->inner / f->tile;
+    kir_kernel *K = lower_kernel_begin(c, f->rows * n_tiles);
+    if (!K) return NULL;
+    kir_val wg = kir_wg(K);
+    kir_val row = kir_binary(K, KIR_DIV, wg, kir_idx(K, n_tiles));
+    *j0 = kir_mul(K, kir_binary(K, KIR_MOD, wg, kir_idx(K, n_tiles)), kir_idx(K, f->tile));
+    ir_shape kept = {0};
+    for (int d = 0; d < r - 1; d++)
+        if (!(mask & (1u << d))) kept.dim[kept.rank++] = in->dim[d];
+    kir_val kidx[IR_MAX_RANK];
+    lower_unravel(K, &kept, row, kidx);
+    for (int d = 0, o = 0; d < r - 1; d++) fixed[d] = (mask & (1u << d)) ? kir_idx(K, 0) : kidx[o++];
+    return K;
+}
+
+/* Loops over the reduced dims (outermost first) and the tile's panels:
+ * idx gets the element's index; *t the column within the tile. Closed by
+ * col_loops_end with the count returned. */
+static int col_loops_begin(kir_kernel *K, const ir_shape *in, uint32_t mask, const col_form *f, const kir_val *fixed,
+                           kir_val j0, kir_val *idx, kir_val *t)
+{
+    int r = in->rank, open = 0;
+    for (int d = 0; d < r - 1; d++) {
+        idx[d] = fixed[d];
+        if (!(mask & (1u << d)) || in->dim[d] == 1) continue;
+        idx[d] = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, in->dim[d]), kir_idx(K, 1));
+        open++;
+    }
+    kir_val jp = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, f->tile), kir_idx(K, f->p));
+    kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, f->p));
+    *t = kir_add(K, jp, q);
+    idx[r - 1] = kir_add(K, j0, *t);
+    return open + 2;
+}
+
+static void col_loops_end(kir_kernel *K, int open)
+{
+    while (open--) kir_loop_end(K);
+}
+
+/* elem_fn of the reduced element at idx, as red_step adds it. */
+static kir_val red_term(lower_ctx *c, const red_job *j, const kir_val *idx)
+{
+    kir_kernel *K = c->k;
+    kir_val x = lower_load(c, 0, idx);
+    switch (j->kind) {
+    case RED_L1: return kir_unary(K, KIR_ABS, x);
+    case RED_L2: case RED_SUMSQ: return kir_binary(K, KIR_MUL, x, x);
+    default: return x;
+    }
+}
+
+static void col_reduce(lower_ctx *c, red_job *j, const col_form *f)
+{
+    const ir_shape *in = j->in;
+    int r = in->rank;
+    kir_val fixed[IR_MAX_RANK], idx[IR_MAX_RANK], j0, t;
+    kir_kernel *K = col_begin(c, in, j->mask, f, fixed, &j0);
+    if (!K) return;
+    kir_op op = j->kind == RED_MAX ? KIR_MAX : j->kind == RED_MIN ? KIR_MIN : j->kind == RED_PROD ? KIR_MUL : KIR_ADD;
+    kir_val init = j->kind == RED_MAX ? extreme(K, j->dt, true)
+                 : j->kind == RED_MIN ? extreme(K, j->dt, false)
+                 : kir_const_f(K, j->dt, j->kind == RED_PROD ? 1 : 0);
+    int acc = kir_smem_add(K, j->dt, f->tile);
+    kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, f->tile));
+    kir_store(K, acc, q, init);
+    kir_loop_end(K);
+    int open = col_loops_begin(K, in, j->mask, f, fixed, j0, idx, &t);
+    kir_store(K, acc, t, kir_binary(K, op, kir_load(K, acc, t), red_term(c, j, idx)));
+    col_loops_end(K, open);
+    /* the outputs: the kept dims in order, the reduced ones 0 where kept */
+    q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, f->tile));
+    kir_val v = kir_load(K, acc, q);
+    int64_t cnt = masked_numel(in, j->mask);
+    if (j->kind == RED_MEAN) v = kir_binary(K, KIR_DIV, v, kir_const_f(K, j->dt, (double)cnt));
+    if (j->kind == RED_L2) v = kir_unary(K, KIR_SQRT, v);
+    kir_val oidx[IR_MAX_RANK];
+    int o = 0;
+    for (int d = 0; d < r; d++) {
+        bool red = j->mask & (1u << d);
+        if (red && !j->keep) continue;
+        oidx[o++] = d == r - 1 ? kir_add(K, j0, q) : red ? kir_idx(K, 0) : fixed[d];
+    }
+    lower_store(c, 0, oidx, v);
+    kir_loop_end(K);
+}
+
 static smelt_status reduce_lower(lower_ctx *c, red_kind kind, uint32_t mask, bool keep)
 {
     const ir_tensor *x = ir_in(c->g, c->n, 0);
     const ir_shape *out = &c->g->tensors[c->n->out[0]].shape;
     if (ir_shape_numel(out) == 0) return SMELT_OK;
     red_job j = {kind, mask, keep, &x->shape, x->dtype, 0, 0};
+    col_form f;
+    if (col_form_for(c, &j, &f)) {
+        col_reduce(c, &j, &f);
+        return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    }
     lower_parallel_for(c, out, masked_numel(&x->shape, mask), red_body, &j);
     return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
 }
@@ -446,6 +588,40 @@ static void sm_body(lower_ctx *c, const kir_val *idx, void *user)
     reduce_loops(c, j->in, j->mask, idx, sm_store, &s);
 }
 
+/* Softmax over dims that keep the last one (a DFL head's softmax over 16
+ * bins of [1, 16, 4, 2100]): the column form's three passes (max, sum of
+ * exp(x - max), store) over a tile of columns, the maxima and sums in
+ * workgroup memory, every load along the last dim. */
+static void col_softmax(lower_ctx *c, const sm_job *j, const col_form *f)
+{
+    const ir_shape *in = j->in;
+    kir_val fixed[IR_MAX_RANK], idx[IR_MAX_RANK], j0, t;
+    kir_kernel *K = col_begin(c, in, j->mask, f, fixed, &j0);
+    if (!K) return;
+    int mx = kir_smem_add(K, j->dt, f->tile), sum = kir_smem_add(K, j->dt, f->tile);
+    kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, f->tile));
+    kir_store(K, mx, q, extreme(K, j->dt, true));
+    kir_store(K, sum, q, kir_const_f(K, j->dt, 0));
+    kir_loop_end(K);
+    int open = col_loops_begin(K, in, j->mask, f, fixed, j0, idx, &t);
+    kir_store(K, mx, t, kir_binary(K, KIR_MAX, kir_load(K, mx, t), lower_load(c, 0, idx)));
+    col_loops_end(K, open);
+    open = col_loops_begin(K, in, j->mask, f, fixed, j0, idx, &t);
+    kir_val e = kir_unary(K, KIR_EXP, kir_binary(K, KIR_SUB, lower_load(c, 0, idx), kir_load(K, mx, t)));
+    kir_store(K, sum, t, kir_binary(K, KIR_ADD, kir_load(K, sum, t), e));
+    col_loops_end(K, open);
+    /* 1 / sum, or log(sum) */
+    q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, f->tile));
+    kir_val s = kir_load(K, sum, q);
+    kir_store(K, sum, q, j->log ? kir_unary(K, KIR_LOG, s) : kir_binary(K, KIR_DIV, kir_const_f(K, j->dt, 1), s));
+    kir_loop_end(K);
+    open = col_loops_begin(K, in, j->mask, f, fixed, j0, idx, &t);
+    kir_val d = kir_binary(K, KIR_SUB, lower_load(c, 0, idx), kir_load(K, mx, t));
+    kir_val sc = kir_load(K, sum, t);
+    lower_store(c, 0, idx, j->log ? kir_binary(K, KIR_SUB, d, sc) : kir_binary(K, KIR_MUL, kir_unary(K, KIR_EXP, d), sc));
+    col_loops_end(K, open);
+}
+
 static smelt_status softmax_lower(lower_ctx *c, bool log)
 {
     const ir_tensor *x = ir_in(c->g, c->n, 0);
@@ -462,6 +638,11 @@ static smelt_status softmax_lower(lower_ctx *c, bool log)
     for (int d = 0; d < r; d++)
         if (mask & (1u << d)) rows.dim[d] = 1;
     sm_job j = {mask, log, &x->shape, x->dtype, 0, 0, lower_one_long_dim(&x->shape, mask), {0}};
+    col_form f;
+    if (x->dtype == SMELT_F32 && col_form_of(c, &x->shape, mask, true, 4096, &f)) {
+        col_softmax(c, &j, &f);
+        return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+    }
     lower_parallel_for(c, &rows, 3 * masked_numel(&x->shape, mask), sm_body, &j);
     return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
 }

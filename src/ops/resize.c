@@ -144,6 +144,19 @@ kir_val elem_Resize(lower_ctx *c, int out, const kir_val *idx)
             t->w[0] = 0;
             if (identity || !tf_crop) continue;
         }
+        /* nearest, floored, asymmetric, by a whole factor s (YOLO's and
+         * U-Net's 2x upsampling): the source index is y / s in integers, the
+         * same as floor(y / (double)s) for every y, without the double
+         * arithmetic per element */
+        int64_t s = rg.out[d] / in;
+        const char *floor_mode = !legacy ? nm : rg.scale[d] < 1 ? "ceil" : "floor";
+        if (kind == 0 && !antialias && !tf_crop && s >= 1 && rg.out[d] == s * in && rg.scale[d] == (double)s &&
+            !strcmp(ct, "asymmetric") && !strcmp(floor_mode, "floor")) {
+            t->n = 1;
+            t->at[0] = bin(K, KIR_DIV, idx[d], kir_idx(K, s));
+            t->w[0] = 0;
+            continue;
+        }
         kir_val extra = 0;
         kir_val xo = source_coord(K, ct, idx[d], in, rg.out[d], rg.scale[d], rg.roi_lo[d], rg.roi_hi[d], &extra);
         if (extra) outside = outside ? bin(K, KIR_OR, outside, extra) : extra;

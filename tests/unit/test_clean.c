@@ -300,3 +300,59 @@ TEST(clean_licm_keeps_unsafe_work)
     CHECK_EQ_INT(before, after);
     arena_free(&a);
 }
+
+/* Index arithmetic through a reshape folds back (kir_binary): a linear index
+ * split by / and % and put together again is affine again (the linear index
+ * itself, or its terms); % and / by n
+ * of a value known to lie in [0, n) are the value and 0; a multiple of n
+ * drops out of % n and out of / n beside a term in [0, n). A value that may
+ * be negative, or may reach n, keeps its % and /. */
+TEST(index_div_mod_fold_by_ranges)
+{
+    arena a;
+    arena_init(&a);
+    kir_kernel *k = kir_kernel_new(&a, 4, 2, "index folds");
+    kir_val r = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, 7), kir_idx(k, 1));
+    kir_val j = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, 32), kir_idx(k, 8)); /* 0, 8, 16, 24 */
+    kir_val q = kir_loop_begin_parallel(k, kir_idx(k, 0), kir_idx(k, 8));
+    kir_val c = kir_add(k, j, q); /* 0..31 */
+    kir_val lin = kir_add(k, kir_mul(k, r, kir_idx(k, 32)), c);
+    kir_val sixteen = kir_idx(k, 16), n32 = kir_idx(k, 32);
+    kir_val back = kir_add(k, kir_mul(k, kir_binary(k, KIR_DIV, lin, sixteen), sixteen), kir_binary(k, KIR_MOD, lin, sixteen));
+    CHECK_EQ_INT(kir_stride(k, back, q), 1);
+    CHECK_EQ_INT(kir_stride(k, back, r), 32);
+    CHECK_EQ_INT(kir_stride(k, back, j), 1);
+    CHECK(kir_binary(k, KIR_MOD, lin, n32) == c);
+    CHECK(kir_binary(k, KIR_DIV, lin, n32) == r);
+    CHECK(kir_binary(k, KIR_DIV, c, n32) == kir_idx(k, 0));
+    /* (r * 32 + c) / 16 is r * 2 + c / 16 */
+    kir_val half = kir_binary(k, KIR_DIV, lin, sixteen);
+    CHECK(k->vals[half].op == KIR_ADD && kir_stride(k, half, r) == 2);
+    /* a clamp of c - 8 to [0, 10] (a concat's or a pad's index) is under 16 */
+    kir_val cl = kir_binary(k, KIR_MAX, kir_binary(k, KIR_MIN, kir_binary(k, KIR_SUB, c, kir_idx(k, 8)), kir_idx(k, 10)), kir_idx(k, 0));
+    CHECK(kir_binary(k, KIR_MOD, cl, sixteen) == cl);
+    CHECK(k->vals[kir_binary(k, KIR_MOD, kir_binary(k, KIR_SUB, c, kir_idx(k, 8)), sixteen)].op == KIR_MOD);
+    /* the workgroup index spans [0, 2): wg * 32 + c stays below 64 */
+    kir_val w = kir_add(k, kir_mul(k, kir_wg(k), n32), c);
+    CHECK(kir_binary(k, KIR_MOD, w, kir_idx(k, 64)) == w);
+    CHECK(kir_binary(k, KIR_MOD, w, n32) == c);
+    CHECK(kir_binary(k, KIR_DIV, w, n32) == kir_wg(k));
+    /* c + 5 reaches 36: (c + 5) / 32 is not 0 */
+    CHECK(k->vals[kir_binary(k, KIR_DIV, kir_add(k, c, kir_idx(k, 5)), n32)].op == KIR_DIV);
+    /* a loop in steps of 16 from 0 is a multiple of 16 (the element loop in blocks, lower.c) */
+    kir_val blk = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, 64), sixteen);
+    kir_val q16 = kir_loop_begin_parallel(k, kir_idx(k, 0), sixteen);
+    CHECK(kir_binary(k, KIR_MOD, kir_add(k, blk, q16), sixteen) == q16);
+    CHECK(k->vals[kir_binary(k, KIR_MOD, kir_add(k, blk, q16), n32)].op == KIR_MOD);
+    kir_loop_end(k);
+    kir_loop_end(k);
+    kir_val s = kir_loop_begin(k, kir_idx(k, -4), kir_idx(k, 4), kir_idx(k, 1));
+    CHECK(k->vals[kir_binary(k, KIR_MOD, s, kir_idx(k, 4))].op == KIR_MOD);
+    CHECK(k->vals[kir_binary(k, KIR_MOD, kir_add(k, s, kir_idx(k, 8)), kir_idx(k, 4))].op == KIR_MOD);
+    CHECK(k->vals[kir_binary(k, KIR_MOD, kir_add(k, kir_mul(k, s, kir_idx(k, 8)), c), kir_idx(k, 4))].op == KIR_MOD);
+    kir_loop_end(k);
+    kir_loop_end(k);
+    kir_loop_end(k);
+    kir_loop_end(k);
+    arena_free(&a);
+}

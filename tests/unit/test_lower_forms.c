@@ -413,6 +413,70 @@ TEST(reductions_of_several_dims_use_vector_lanes)
                         smelt_program_free(p);
                         ir_graph_free(g);
                     }
+
+/* A float reduction that keeps the last dim (ReduceMean over the rows of
+ * [2, L, C], a max over the first two dims, and the rest of the family, of an
+ * Erf fused in) accumulates a tile of columns in workgroup memory with
+ * contiguous loads: a workgroup buffer wider than the lanes where C is
+ * whole vectors, none where it is not (the row form); keepdims 0 and 1,
+ * against double. */
+TEST(column_reductions_keep_the_last_dim_in_vector_lanes)
+{
+    static const op_id ops[] = {OP_ReduceMean, OP_ReduceMax, OP_ReduceMin, OP_ReduceSum,
+                                OP_ReduceL1,   OP_ReduceL2,  OP_ReduceSumSquare, OP_ReduceProd};
+    static const char *const widths[] = {"4", "16"};
+    static const int64_t cols[] = {48, 13};
+    for (int wi = 0; wi < 2; wi++) {
+        setenv("SMELT_VECTOR_WIDTH", widths[wi], 1);
+        for (int oi = 0; oi < 8; oi++)
+            for (int ci = 0; ci < 2; ci++)
+                for (int both = 0; both < 2; both++) {
+                    int64_t B = 2, L = oi == 7 ? 5 : 37, C = cols[ci];
+                    ir_graph *g = ir_graph_new();
+                    int x = input(g, "x", shp(3, (int)B, (int)L, (int)C));
+                    int e = op1(g, "erf", OP_Erf, x);
+                    int y = op1(g, "red", ops[oi], e);
+                    attr_ints(g, g->n_nodes - 1, "axes", both ? 2 : 1, (const int64_t[]){both ? 0 : 1, 1});
+                    attr_int(g, g->n_nodes - 1, "keepdims", both);
+                    ir_graph_set_io(g, 1, &x, 1, &y);
+                    smelt_program *p = compile(g, 0);
+                    if (p) {
+                        /* the column form's accumulators: a workgroup buffer wider than the lanes */
+                        int wide = 0;
+                        for (int i = 0; i < p->lp.n_kernels; i++)
+                            for (int bi = 0; bi < p->lp.kernels[i]->n_bufs; bi++)
+                                wide += p->lp.kernels[i]->bufs[bi].workgroup &&
+                                        p->lp.kernels[i]->bufs[bi].numel > atoi(widths[wi]);
+                        CHECK_EQ_INT(wide, C % atoi(widths[wi]) == 0);
+                        float *xd = malloc(sizeof(float) * (size_t)(B * L * C));
+                        for (int64_t k = 0; k < B * L * C; k++) xd[k] = (float)((k * 29) % 17 - 8) / 5.0f;
+                        smelt_tensor out;
+                        const float *yd = run_x(p, xd, 3, (const int64_t[]){B, L, C}, &out);
+                        CHECK_EQ_INT(smelt_tensor_numel(&out), (both ? 1 : B) * C);
+                        CHECK_EQ_INT(out.rank, both ? 3 : 2);
+                        int bad = 0;
+                        for (int64_t b = 0; b < (both ? 1 : B); b++)
+                            for (int64_t c = 0; c < C; c++) {
+                                double acc = oi == 1 ? -INFINITY : oi == 2 ? INFINITY : oi == 7 ? 1 : 0;
+                                int64_t n = 0;
+                                for (int64_t bb = both ? 0 : b; bb < (both ? B : b + 1); bb++)
+                                    for (int64_t l = 0; l < L; l++, n++) {
+                                        double v = erf((double)xd[(bb * L + l) * C + c]);
+                                        acc = oi == 1 ? fmax(acc, v) : oi == 2 ? fmin(acc, v) : oi == 4 ? acc + fabs(v)
+                                            : oi == 5 || oi == 6 ? acc + v * v : oi == 7 ? acc * v : acc + v;
+                                    }
+                                double want = oi == 0 ? acc / (double)n : oi == 5 ? sqrt(acc) : acc;
+                                double got = yd[b * C + c];
+                                if (fabs(got - want) > 1e-5 * (1 + fabs(want)) && bad++ < 3)
+                                    fprintf(stderr, "  V=%s op %d C=%lld both %d [%lld][%lld]: %g, want %g\n", widths[wi],
+                                            oi, (long long)C, both, (long long)b, (long long)c, got, want);
+                            }
+                        CHECK_EQ_INT(bad, 0);
+                        free(xd);
+                    }
+                    smelt_program_free(p);
+                    ir_graph_free(g);
+                }
     }
     unsetenv("SMELT_VECTOR_WIDTH");
 }
@@ -471,6 +535,142 @@ TEST(quantize_then_cast_to_float_stays_in_float)
                 if (yd[i] != want) fprintf(stderr, "  s8 %d x %g: %g, want %g\n", s8, xs[i], yd[i], want);
                 CHECK(yd[i] == want);
             }
+
+/* A bias added before a Reshape that merges rows (Erf(x + b) of [2, 4F, W]
+ * read as [2, F, 4W]) is read at (column % W) of the merged row: the element
+ * loop goes in blocks of W (a parallel loop of W), for W of 96 and 24; W = 6
+ * is under a vector and keeps its %. Against double. */
+TEST(merged_rows_split_the_element_loop_by_the_inner_dim)
+{
+    static const int64_t widths[] = {96, 24, 6};
+    for (int wi = 0; wi < 3; wi++) {
+        int64_t W = widths[wi], F = 5, N = 2 * 4 * F * W;
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", shp(3, 2, (int)(4 * F), (int)W));
+        int b = constant(g, "b", shp(1, (int)W), 1.0f, 0.25f);
+        int shape = ir_tensor_add(g, "shape", SMELT_I64, &(ir_shape){.rank = 1, .dim = {3}});
+        int64_t *sd = ir_tensor_alloc_data(g, shape);
+        sd[0] = 2, sd[1] = F, sd[2] = 4 * W;
+        int y = op2(g, "reshape", OP_Reshape, op1(g, "erf", OP_Erf, op2(g, "add", OP_Add, x, b)), shape);
+        ir_graph_set_io(g, 1, &x, 1, &y);
+        smelt_program *p = compile(g, 0);
+        if (p) {
+            int blocks = 0; /* parallel loops over one block of W */
+            for (int i = 0; i < p->lp.n_kernels; i++) {
+                const kir_kernel *k = p->lp.kernels[i];
+                for (int st = 0; st < k->n_stmts; st++)
+                    blocks += k->stmts[st].kind == KS_LOOP_BEGIN && k->stmts[st].parallel &&
+                              kir_is_const(k, k->stmts[st].hi) && k->vals[k->stmts[st].hi].imm.i == W;
+            }
+            CHECK_EQ_INT(blocks, W >= 8);
+            const float *bd = g->tensors[b].data;
+            float *xd = malloc(sizeof(float) * (size_t)N);
+            for (int64_t k = 0; k < N; k++) xd[k] = (float)((k * 37) % 23 - 11) / 7.0f;
+            smelt_tensor out;
+            const float *yd = run_x(p, xd, 3, (const int64_t[]){2, 4 * F, W}, &out);
+            CHECK_EQ_INT(smelt_tensor_numel(&out), N);
+            CHECK_EQ_INT(out.shape[2], 4 * W);
+            double *ref = malloc(sizeof(double) * (size_t)N);
+            for (int64_t k = 0; k < N; k++) ref[k] = erf((double)xd[k] + (double)bd[k % W]);
+            CHECK(count_far(yd, ref, N, 1e-6, wi) == 0);
+            free(ref);
+            free(xd);
+        }
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
+
+/* Softmax and LogSoftmax (opset 13) over a dim that is not the last, of a
+ * Sigmoid fused in ([2, 9, 3, C]: a DFL head's softmax over bins), take the
+ * column form: the maxima and sums of a tile of columns in workgroup memory,
+ * panels of the vector width or of the widest power of two dividing C (20:
+ * 4; 13: 1). Against double. */
+TEST(softmax_over_a_middle_dim_takes_the_column_form)
+{
+    static const char *const widths[] = {"4", "16"};
+    static const int64_t cols[] = {32, 20, 13};
+    for (int wi = 0; wi < 2; wi++) {
+        setenv("SMELT_VECTOR_WIDTH", widths[wi], 1);
+        for (int ci = 0; ci < 3; ci++)
+            for (int lg = 0; lg < 2; lg++) {
+                int64_t B = 2, A = 9, H = 3, C = cols[ci], N = B * A * H * C;
+                ir_graph *g = ir_graph_new();
+                g->opset = 17;
+                int x = input(g, "x", shp(4, (int)B, (int)A, (int)H, (int)C));
+                int y = op1(g, "sm", lg ? OP_LogSoftmax : OP_Softmax, op1(g, "sig", OP_Sigmoid, x));
+                attr_int(g, node_named(g, "sm"), "axis", 1);
+                ir_graph_set_io(g, 1, &x, 1, &y);
+                smelt_program *p = compile(g, 0);
+                if (p) {
+                    int wide = 0;
+                    for (int i = 0; i < p->lp.n_kernels; i++)
+                        for (int bi = 0; bi < p->lp.kernels[i]->n_bufs; bi++)
+                            wide += p->lp.kernels[i]->bufs[bi].workgroup && p->lp.kernels[i]->bufs[bi].numel >= C;
+                    CHECK_EQ_INT(wide, 2); /* maxima and sums */
+                    float *xd = malloc(sizeof(float) * (size_t)N);
+                    for (int64_t k = 0; k < N; k++) xd[k] = (float)((k * 37) % 29 - 14) / 2.0f;
+                    smelt_tensor out;
+                    const float *yd = run_x(p, xd, 4, (const int64_t[]){B, A, H, C}, &out);
+                    CHECK_EQ_INT(smelt_tensor_numel(&out), N);
+                    double *ref = malloc(sizeof(double) * (size_t)N);
+                    for (int64_t b = 0; b < B; b++)
+                        for (int64_t hc = 0; hc < H * C; hc++) {
+                            double mx = -INFINITY, sum = 0;
+                            for (int64_t a = 0; a < A; a++) mx = fmax(mx, 1 / (1 + exp(-xd[(b * A + a) * H * C + hc])));
+                            for (int64_t a = 0; a < A; a++) sum += exp(1 / (1 + exp(-xd[(b * A + a) * H * C + hc])) - mx);
+                            for (int64_t a = 0; a < A; a++) {
+                                double d = 1 / (1 + exp(-xd[(b * A + a) * H * C + hc])) - mx;
+                                ref[(b * A + a) * H * C + hc] = lg ? d - log(sum) : exp(d) / sum;
+                            }
+                        }
+                    CHECK(count_far(yd, ref, N, 1e-5, ci * 2 + lg) == 0);
+                    free(ref);
+                    free(xd);
+                }
+                smelt_program_free(p);
+                ir_graph_free(g);
+            }
+    }
+    unsetenv("SMELT_VECTOR_WIDTH");
+}
+
+/* Resize nearest, asymmetric, floor, by whole factors (2 and 3 of a Sigmoid
+ * fused in, batch 2, 5x7 to 10x21) reads x[y / s] in integers: no floor in
+ * any kernel; round_prefer_floor keeps the float coordinate. Against a
+ * direct reference. */
+TEST(resize_nearest_by_whole_factors_divides_in_integers)
+{
+    for (int mode = 0; mode < 2; mode++) {
+        ir_graph *g = ir_graph_new();
+        g->opset = 19;
+        int x = input(g, "x", shp(4, 2, 3, 5, 7));
+        int sc = ir_tensor_add(g, "scales", SMELT_F32, &(ir_shape){.rank = 1, .dim = {4}});
+        memcpy(ir_tensor_alloc_data(g, sc), (const float[]){1, 1, 2, 3}, sizeof(float) * 4);
+        int sig = op1(g, "sig", OP_Sigmoid, x);
+        int y = op(g, "rs", OP_Resize, 3, (const int[]){sig, -1, sc});
+        attr_str(g, node_named(g, "rs"), "mode", "nearest");
+        attr_str(g, node_named(g, "rs"), "coordinate_transformation_mode", "asymmetric");
+        attr_str(g, node_named(g, "rs"), "nearest_mode", mode ? "round_prefer_floor" : "floor");
+        ir_graph_set_io(g, 1, &x, 1, &y);
+        smelt_program *p = compile(g, 0);
+        if (p) {
+            CHECK(has_kir_op(p, KIR_FLOOR) == (mode == 1));
+            float xd[2 * 3 * 5 * 7];
+            for (int k = 0; k < 2 * 3 * 5 * 7; k++) xd[k] = (float)((k * 37) % 23 - 11) / 4.0f;
+            smelt_tensor out;
+            const float *yd = run_x(p, xd, 4, (const int64_t[]){2, 3, 5, 7}, &out);
+            CHECK_EQ_INT(smelt_tensor_numel(&out), 2 * 3 * 10 * 21);
+            double ref[2 * 3 * 10 * 21];
+            for (int nc = 0; nc < 6; nc++)
+                for (int h = 0; h < 10; h++)
+                    for (int w = 0; w < 21; w++) {
+                        /* round_prefer_floor of h/2 and w/3: up where the fraction is over 0.5 (w % 3 == 2) */
+                        int sh = h / 2, sw = mode && w % 3 == 2 ? w / 3 + 1 : w / 3;
+                        sw = sw > 6 ? 6 : sw;
+                        ref[(nc * 10 + h) * 21 + w] = 1 / (1 + exp(-(double)xd[(nc * 5 + sh) * 7 + sw]));
+                    }
+            CHECK(count_far(yd, ref, 2 * 3 * 10 * 21, 1e-6, mode) == 0);
         }
         smelt_program_free(p);
         ir_graph_free(g);
