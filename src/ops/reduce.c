@@ -337,18 +337,6 @@ static void col_loops_end(kir_kernel *K, int open)
     while (open--) kir_loop_end(K);
 }
 
-/* elem_fn of the reduced element at idx, as red_step adds it. */
-static kir_val red_term(lower_ctx *c, const red_job *j, const kir_val *idx)
-{
-    kir_kernel *K = c->k;
-    kir_val x = lower_load(c, 0, idx);
-    switch (j->kind) {
-    case RED_L1: return kir_unary(K, KIR_ABS, x);
-    case RED_L2: case RED_SUMSQ: return kir_binary(K, KIR_MUL, x, x);
-    default: return x;
-    }
-}
-
 static void col_reduce(lower_ctx *c, red_job *j, const col_form *f)
 {
     const ir_shape *in = j->in;
@@ -365,7 +353,7 @@ static void col_reduce(lower_ctx *c, red_job *j, const col_form *f)
     kir_store(K, acc, q, init);
     kir_loop_end(K);
     int open = col_loops_begin(K, in, j->mask, f, fixed, j0, idx, &t);
-    kir_store(K, acc, t, kir_binary(K, op, kir_load(K, acc, t), red_term(c, j, idx)));
+    kir_store(K, acc, t, kir_binary(K, op, kir_load(K, acc, t), red_term(c, j, lower_load(c, 0, idx))));
     col_loops_end(K, open);
     /* the outputs: the kept dims in order, the reduced ones 0 where kept */
     q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, f->tile));

@@ -413,6 +413,69 @@ TEST(reductions_of_several_dims_use_vector_lanes)
                         smelt_program_free(p);
                         ir_graph_free(g);
                     }
+    }
+    unsetenv("SMELT_VECTOR_WIDTH");
+}
+
+/* QuantizeLinear then a Cast back to float (DequantizeLinear's and the
+ * float integer contractions' read of a quantized value) stays in float:
+ * kir_cast takes the clamped, rounded value itself, so no cast to the 8-bit
+ * type is left in the kernel. Results against a double reference for uint8
+ * and int8 with zero points, half-way cases (ties to even), saturation both
+ * ways, infinities and NaN (0, as the float-to-integer cast gives). */
+TEST(quantize_then_cast_to_float_stays_in_float)
+{
+    static const float xs[] = {0.25f, 0.75f, -0.25f, 1.25f, -1.25f, 3.7f, -3.7f, 1000.0f, -1000.0f,
+                               INFINITY, -INFINITY, NAN, 63.3f, -64.9f, 0.0f, 127.4f, -0.75f};
+    enum { N = sizeof xs / sizeof xs[0] };
+    for (int s8 = 0; s8 < 2; s8++) {
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", shp(1, N));
+        int sc = constant(g, "s", shp(0), 0.0f, 0.5f);
+        int zp = ir_tensor_add(g, "zp", s8 ? SMELT_I8 : SMELT_U8, &(ir_shape){.rank = 0});
+        void *zd = ir_tensor_alloc_data(g, zp);
+        if (s8) *(int8_t *)zd = -2;
+        else *(uint8_t *)zd = 3;
+        int q = ir_tensor_add(g, "q", s8 ? SMELT_I8 : SMELT_U8, NULL);
+        ir_node_add(g, "quant", OP_QuantizeLinear, 3, (const int[]){x, sc, zp}, 1, &q);
+        int y = op1(g, "back", OP_Cast, q);
+        attr_int(g, node_named(g, "back"), "to", SMELT_F32);
+        ir_graph_set_io(g, 1, &x, 1, &y);
+        smelt_program *p = compile(g, 0);
+        CHECK(p != NULL);
+        if (p) {
+            /* a cast to the 8-bit type that some value or statement still reads */
+            bool int_cast = false;
+            for (int i = 0; i < p->lp.n_kernels; i++) {
+                const kir_kernel *k = p->lp.kernels[i];
+                for (int v = 1; v < k->n_vals; v++) {
+                    const kir_value *u = &k->vals[v];
+                    for (int o = 0; o < 3; o++) {
+                        kir_val a = o == 0 ? u->a : o == 1 ? u->b : u->c;
+                        int_cast |= a > 0 && a < k->n_vals && kir_op_arity(u->op) > o && k->vals[a].op == KIR_CAST &&
+                                    k->vals[a].type == (s8 ? SMELT_I8 : SMELT_U8);
+                    }
+                }
+                for (int st = 0; st < k->n_stmts; st++)
+                    int_cast |= k->stmts[st].kind != KS_DEF && k->stmts[st].val > 0 &&
+                                k->vals[k->stmts[st].val].op == KIR_CAST &&
+                                k->vals[k->stmts[st].val].type == (s8 ? SMELT_I8 : SMELT_U8);
+            }
+            CHECK(!int_cast);
+            float xd[N];
+            memcpy(xd, xs, sizeof xd);
+            const float *yd = run_x(p, xd, 1, (const int64_t[]){N}, NULL);
+            for (int i = 0; i < N; i++) {
+                double lo = s8 ? -128 : 0, hi = s8 ? 127 : 255, z = s8 ? -2 : 3;
+                double want = isnan(xs[i]) ? 0 : fmin(fmax(nearbyint(xs[i] / 0.5) + z, lo), hi);
+                if (yd[i] != want) fprintf(stderr, "  s8 %d x %g: %g, want %g\n", s8, xs[i], yd[i], want);
+                CHECK(yd[i] == want);
+            }
+        }
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
 
 /* A float reduction that keeps the last dim (ReduceMean over the rows of
  * [2, L, C], a max over the first two dims, and the rest of the family, of an
@@ -480,61 +543,6 @@ TEST(column_reductions_keep_the_last_dim_in_vector_lanes)
     }
     unsetenv("SMELT_VECTOR_WIDTH");
 }
-
-/* QuantizeLinear then a Cast back to float (DequantizeLinear's and the
- * float integer contractions' read of a quantized value) stays in float:
- * kir_cast takes the clamped, rounded value itself, so no cast to the 8-bit
- * type is left in the kernel. Results against a double reference for uint8
- * and int8 with zero points, half-way cases (ties to even), saturation both
- * ways, infinities and NaN (0, as the float-to-integer cast gives). */
-TEST(quantize_then_cast_to_float_stays_in_float)
-{
-    static const float xs[] = {0.25f, 0.75f, -0.25f, 1.25f, -1.25f, 3.7f, -3.7f, 1000.0f, -1000.0f,
-                               INFINITY, -INFINITY, NAN, 63.3f, -64.9f, 0.0f, 127.4f, -0.75f};
-    enum { N = sizeof xs / sizeof xs[0] };
-    for (int s8 = 0; s8 < 2; s8++) {
-        ir_graph *g = ir_graph_new();
-        int x = input(g, "x", shp(1, N));
-        int sc = constant(g, "s", shp(0), 0.0f, 0.5f);
-        int zp = ir_tensor_add(g, "zp", s8 ? SMELT_I8 : SMELT_U8, &(ir_shape){.rank = 0});
-        void *zd = ir_tensor_alloc_data(g, zp);
-        if (s8) *(int8_t *)zd = -2;
-        else *(uint8_t *)zd = 3;
-        int q = ir_tensor_add(g, "q", s8 ? SMELT_I8 : SMELT_U8, NULL);
-        ir_node_add(g, "quant", OP_QuantizeLinear, 3, (const int[]){x, sc, zp}, 1, &q);
-        int y = op1(g, "back", OP_Cast, q);
-        attr_int(g, node_named(g, "back"), "to", SMELT_F32);
-        ir_graph_set_io(g, 1, &x, 1, &y);
-        smelt_program *p = compile(g, 0);
-        CHECK(p != NULL);
-        if (p) {
-            /* a cast to the 8-bit type that some value or statement still reads */
-            bool int_cast = false;
-            for (int i = 0; i < p->lp.n_kernels; i++) {
-                const kir_kernel *k = p->lp.kernels[i];
-                for (int v = 1; v < k->n_vals; v++) {
-                    const kir_value *u = &k->vals[v];
-                    for (int o = 0; o < 3; o++) {
-                        kir_val a = o == 0 ? u->a : o == 1 ? u->b : u->c;
-                        int_cast |= a > 0 && a < k->n_vals && kir_op_arity(u->op) > o && k->vals[a].op == KIR_CAST &&
-                                    k->vals[a].type == (s8 ? SMELT_I8 : SMELT_U8);
-                    }
-                }
-                for (int st = 0; st < k->n_stmts; st++)
-                    int_cast |= k->stmts[st].kind != KS_DEF && k->stmts[st].val > 0 &&
-                                k->vals[k->stmts[st].val].op == KIR_CAST &&
-                                k->vals[k->stmts[st].val].type == (s8 ? SMELT_I8 : SMELT_U8);
-            }
-            CHECK(!int_cast);
-            float xd[N];
-            memcpy(xd, xs, sizeof xd);
-            const float *yd = run_x(p, xd, 1, (const int64_t[]){N}, NULL);
-            for (int i = 0; i < N; i++) {
-                double lo = s8 ? -128 : 0, hi = s8 ? 127 : 255, z = s8 ? -2 : 3;
-                double want = isnan(xs[i]) ? 0 : fmin(fmax(nearbyint(xs[i] / 0.5) + z, lo), hi);
-                if (yd[i] != want) fprintf(stderr, "  s8 %d x %g: %g, want %g\n", s8, xs[i], yd[i], want);
-                CHECK(yd[i] == want);
-            }
 
 /* A bias added before a Reshape that merges rows (Erf(x + b) of [2, 4F, W]
  * read as [2, F, 4W]) is read at (column % W) of the merged row: the element
