@@ -1,16 +1,14 @@
 /*
- * reduce.c — row reductions: Reduce*, ArgMax/ArgMin, Softmax/LogSoftmax/
- * Hardmax and the global pools: shape rules and lowerings (the GPU forms are
- * in reduce_gpu.c).
+ * reduce.c — row reductions: Reduce*, ArgMax/ArgMin and the global pools:
+ * shape rules and lowerings, and the loop forms the family shares
+ * (ops/reduce_forms.h). Softmax/LogSoftmax/Hardmax are in ops/softmax.c, the
+ * GPU forms in reduce_gpu.c.
  *
- * requires: shapes inferred by infer_Reduce / infer_ArgMax / infer_Softmax /
- *           infer_GlobalPool.
- *           infer_GlobalPool.
- * guarantees: one kernel per node, one output element (or one softmax row)
- *             per iteration of lower_parallel_for; the reduced dims are inner
- *             loops, accumulating in a variable of the input's dtype. Softmax
- *             makes three passes over its row (max, sum of exp(x - max),
- *             store), so it is stable for large inputs.
+ * requires: shapes inferred by infer_Reduce / infer_ArgMax / infer_GlobalPool.
+ * guarantees: one kernel per node, one output element per iteration of
+ *             lower_parallel_for (or, in the column form, one tile of
+ *             columns per workgroup); the reduced dims are inner loops,
+ *             accumulating in a variable of the input's dtype.
  */
 #include <float.h>
 #include <math.h>
@@ -21,13 +19,12 @@
 
 #include "lower/lower.h"
 #include "ops/reduce.h"
+#include "ops/reduce_forms.h"
 #include "ops/shape.h"
-
-typedef void (*reduce_fn)(lower_ctx *c, const kir_val *in_idx, void *user);
 
 /* Loops over the dims of `shape` in `mask`; the other dims take their index
  * from `fixed`. Calls fn with the full index inside the innermost loop. */
-static void reduce_loops(lower_ctx *c, const ir_shape *shape, uint32_t mask, const kir_val *fixed, reduce_fn fn,
+void reduce_loops(lower_ctx *c, const ir_shape *shape, uint32_t mask, const kir_val *fixed, reduce_fn fn,
                          void *user)
 {
     kir_kernel *K = c->k;
@@ -46,7 +43,7 @@ static void reduce_loops(lower_ctx *c, const ir_shape *shape, uint32_t mask, con
     while (open--) kir_loop_end(K);
 }
 
-static int64_t masked_numel(const ir_shape *s, uint32_t mask)
+int64_t reduce_masked_numel(const ir_shape *s, uint32_t mask)
 {
     int64_t n = 1;
     for (int d = 0; d < s->rank; d++)
@@ -55,7 +52,7 @@ static int64_t masked_numel(const ir_shape *s, uint32_t mask)
 }
 
 /* The most negative (or positive) value of dtype dt, as a constant. */
-static kir_val extreme(kir_kernel *K, smelt_dtype dt, bool lowest)
+kir_val reduce_extreme(kir_kernel *K, smelt_dtype dt, bool lowest)
 {
     switch (dt) {
     case SMELT_F32: case SMELT_F64: case SMELT_F16: case SMELT_BF16: return kir_const_f(K, dt, lowest ? -INFINITY : INFINITY);
@@ -221,20 +218,20 @@ static kir_val red_value(lower_ctx *c, const kir_val *oidx, red_job *j)
     if (j->kind == RED_LOGSUMEXP) {
         red_job mx = *j;
         mx.kind = RED_MAX;
-        mx.var = kir_var_new(K, j->dt, extreme(K, j->dt, true));
+        mx.var = kir_var_new(K, j->dt, reduce_extreme(K, j->dt, true));
         red_row_loops(c, fixed, &mx);
         /* an all -inf (or empty) row would give inf - inf: subtract 0 instead */
         kir_val m = kir_var_get(K, mx.var);
         j->max = kir_select(K, kir_unary(K, KIR_ISINF, m), kir_const_f(K, j->dt, 0), m);
     }
-    kir_val init = j->kind == RED_MAX ? extreme(K, j->dt, true)
-                 : j->kind == RED_MIN ? extreme(K, j->dt, false)
+    kir_val init = j->kind == RED_MAX ? reduce_extreme(K, j->dt, true)
+                 : j->kind == RED_MIN ? reduce_extreme(K, j->dt, false)
                  : j->kind == RED_PROD ? kir_const_f(K, j->dt, 1)
                                        : kir_const_f(K, j->dt, 0);
     j->var = kir_var_new(K, j->dt, init);
     red_row_loops(c, fixed, j);
     kir_val v = kir_var_get(K, j->var);
-    int64_t cnt = masked_numel(j->in, j->mask);
+    int64_t cnt = reduce_masked_numel(j->in, j->mask);
     if (j->kind == RED_MEAN && cnt != 1) v = kir_binary(K, KIR_DIV, v, kir_const_f(K, j->dt, (double)cnt));
     if (j->kind == RED_L2) v = kir_unary(K, KIR_SQRT, v);
     if (j->kind == RED_LOGSUM) v = kir_unary(K, KIR_LOG, v);
@@ -256,15 +253,11 @@ static void red_body(lower_ctx *c, const kir_val *oidx, void *user)
  * panels of p columns inside: every load is contiguous, and each panel is a
  * vector loop. The accumulation order per output element is the order of its
  * reduced elements, as the row form's scalar loop has it. */
-typedef struct col_form {
-    int64_t inner, rows, tile, p; /* last dim, outer kept elements, columns per workgroup, panel */
-} col_form;
-
 /* The column form of reducing `mask` of `in` (rank >= 2, the last dim kept):
  * panels of the vector width where it divides the last dim, else (any_panel)
  * of the widest power of two that does; at most `cap` columns a workgroup. */
-static bool col_form_of(const lower_ctx *c, const ir_shape *in, uint32_t mask, bool any_panel, int64_t cap,
-                        col_form *f)
+bool reduce_col_form_of(const lower_ctx *c, const ir_shape *in, uint32_t mask, bool any_panel, int64_t cap,
+                        reduce_col_form *f)
 {
     int r = in->rank;
     int64_t p = c->target->vector_width;
@@ -272,7 +265,7 @@ static bool col_form_of(const lower_ctx *c, const ir_shape *in, uint32_t mask, b
     f->inner = in->dim[r - 1];
     while (any_panel && p > 1 && f->inner % p != 0) p /= 2;
     f->p = p;
-    if (f->inner % p != 0 || masked_numel(in, mask) < 2) return false;
+    if (f->inner % p != 0 || reduce_masked_numel(in, mask) < 2) return false;
     int64_t kept = 1;
     for (int d = 0; d < r; d++)
         if (!(mask & (1u << d))) kept *= in->dim[d];
@@ -285,15 +278,15 @@ static bool col_form_of(const lower_ctx *c, const ir_shape *in, uint32_t mask, b
     return f->tile <= cap;
 }
 
-static bool col_form_for(const lower_ctx *c, const red_job *j, col_form *f)
+static bool col_form_for(const lower_ctx *c, const red_job *j, reduce_col_form *f)
 {
     if (j->dt != SMELT_F32 || j->kind == RED_LOGSUMEXP || j->kind == RED_LOGSUM) return false;
-    return col_form_of(c, j->in, j->mask, false, 1024, f); /* at most 1024 accumulators */
+    return reduce_col_form_of(c, j->in, j->mask, false, 1024, f); /* at most 1024 accumulators */
 }
 
 /* Opens the column form's kernel: its row's fixed indices (reduced dims 0)
  * and the tile's first column j0. NULL when out of memory. */
-static kir_kernel *col_begin(lower_ctx *c, const ir_shape *in, uint32_t mask, const col_form *f, kir_val *fixed,
+kir_kernel *reduce_col_begin(lower_ctx *c, const ir_shape *in, uint32_t mask, const reduce_col_form *f, kir_val *fixed,
                              kir_val *j0)
 {
     int r = in->rank;
@@ -314,8 +307,8 @@ static kir_kernel *col_begin(lower_ctx *c, const ir_shape *in, uint32_t mask, co
 
 /* Loops over the reduced dims (outermost first) and the tile's panels:
  * idx gets the element's index; *t the column within the tile. Closed by
- * col_loops_end with the count returned. */
-static int col_loops_begin(kir_kernel *K, const ir_shape *in, uint32_t mask, const col_form *f, const kir_val *fixed,
+ * reduce_col_loops_end with the count returned. */
+int reduce_col_loops_begin(kir_kernel *K, const ir_shape *in, uint32_t mask, const reduce_col_form *f, const kir_val *fixed,
                            kir_val j0, kir_val *idx, kir_val *t)
 {
     int r = in->rank, open = 0;
@@ -332,33 +325,33 @@ static int col_loops_begin(kir_kernel *K, const ir_shape *in, uint32_t mask, con
     return open + 2;
 }
 
-static void col_loops_end(kir_kernel *K, int open)
+void reduce_col_loops_end(kir_kernel *K, int open)
 {
     while (open--) kir_loop_end(K);
 }
 
-static void col_reduce(lower_ctx *c, red_job *j, const col_form *f)
+static void col_reduce(lower_ctx *c, red_job *j, const reduce_col_form *f)
 {
     const ir_shape *in = j->in;
     int r = in->rank;
     kir_val fixed[IR_MAX_RANK], idx[IR_MAX_RANK], j0, t;
-    kir_kernel *K = col_begin(c, in, j->mask, f, fixed, &j0);
+    kir_kernel *K = reduce_col_begin(c, in, j->mask, f, fixed, &j0);
     if (!K) return;
     kir_op op = j->kind == RED_MAX ? KIR_MAX : j->kind == RED_MIN ? KIR_MIN : j->kind == RED_PROD ? KIR_MUL : KIR_ADD;
-    kir_val init = j->kind == RED_MAX ? extreme(K, j->dt, true)
-                 : j->kind == RED_MIN ? extreme(K, j->dt, false)
+    kir_val init = j->kind == RED_MAX ? reduce_extreme(K, j->dt, true)
+                 : j->kind == RED_MIN ? reduce_extreme(K, j->dt, false)
                  : kir_const_f(K, j->dt, j->kind == RED_PROD ? 1 : 0);
     int acc = kir_smem_add(K, j->dt, f->tile);
     kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, f->tile));
     kir_store(K, acc, q, init);
     kir_loop_end(K);
-    int open = col_loops_begin(K, in, j->mask, f, fixed, j0, idx, &t);
+    int open = reduce_col_loops_begin(K, in, j->mask, f, fixed, j0, idx, &t);
     kir_store(K, acc, t, kir_binary(K, op, kir_load(K, acc, t), red_term(c, j, lower_load(c, 0, idx))));
-    col_loops_end(K, open);
+    reduce_col_loops_end(K, open);
     /* the outputs: the kept dims in order, the reduced ones 0 where kept */
     q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, f->tile));
     kir_val v = kir_load(K, acc, q);
-    int64_t cnt = masked_numel(in, j->mask);
+    int64_t cnt = reduce_masked_numel(in, j->mask);
     if (j->kind == RED_MEAN) v = kir_binary(K, KIR_DIV, v, kir_const_f(K, j->dt, (double)cnt));
     if (j->kind == RED_L2) v = kir_unary(K, KIR_SQRT, v);
     kir_val oidx[IR_MAX_RANK];
@@ -378,12 +371,12 @@ static smelt_status reduce_lower(lower_ctx *c, red_kind kind, uint32_t mask, boo
     const ir_shape *out = &c->g->tensors[c->n->out[0]].shape;
     if (ir_shape_numel(out) == 0) return SMELT_OK;
     red_job j = {kind, mask, keep, &x->shape, x->dtype, 0, 0};
-    col_form f;
+    reduce_col_form f;
     if (col_form_for(c, &j, &f)) {
         col_reduce(c, &j, &f);
         return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
     }
-    lower_parallel_for(c, out, masked_numel(&x->shape, mask), red_body, &j);
+    lower_parallel_for(c, out, reduce_masked_numel(&x->shape, mask), red_body, &j);
     return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
 }
 
@@ -498,194 +491,6 @@ smelt_status lower_ArgMax(lower_ctx *c)
     return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
 }
 
-/* ---- Softmax / LogSoftmax ----------------------------------------------- */
-
-typedef struct sm_job {
-    uint32_t mask;
-    bool log;
-    const ir_shape *in;
-    smelt_dtype dt;
-    int max, sum;
-    int axis;                     /* the one dim of the row longer than 1, or -1 */
-    kir_val row_idx[IR_MAX_RANK]; /* sm_body's row index, for the element builders */
-} sm_job;
-
-static void sm_max(lower_ctx *c, const kir_val *idx, void *user)
-{
-    const sm_job *j = user;
-    kir_val x = lower_load(c, 0, idx);
-    kir_var_set(c->k, j->max, kir_binary(c->k, KIR_MAX, kir_var_get(c->k, j->max), x));
-}
-
-static void sm_sum(lower_ctx *c, const kir_val *idx, void *user)
-{
-    const sm_job *j = user;
-    kir_kernel *K = c->k;
-    kir_val e = kir_unary(K, KIR_EXP, kir_binary(K, KIR_SUB, lower_load(c, 0, idx), kir_var_get(K, j->max)));
-    kir_var_set(K, j->sum, kir_binary(K, KIR_ADD, kir_var_get(K, j->sum), e));
-}
-
-typedef struct sm_out {
-    const sm_job *j;
-    kir_val max, scale; /* softmax: 1/sum; log-softmax: log(sum) */
-} sm_out;
-
-static void sm_store(lower_ctx *c, const kir_val *idx, void *user)
-{
-    const sm_out *s = user;
-    kir_kernel *K = c->k;
-    kir_val d = kir_binary(K, KIR_SUB, lower_load(c, 0, idx), s->max);
-    kir_val v = s->j->log ? kir_binary(K, KIR_SUB, d, s->scale) : kir_binary(K, KIR_MUL, kir_unary(K, KIR_EXP, d), s->scale);
-    lower_store(c, 0, idx, v);
-}
-
-/* The row is one dim (`axis` of j->row_idx) : its element i. */
-static kir_val sm_row_x(lower_ctx *c, kir_val i, void *user)
-{
-    sm_job *j = user;
-    kir_val idx[IR_MAX_RANK];
-    memcpy(idx, j->row_idx, sizeof idx);
-    idx[j->axis] = i;
-    return lower_load(c, 0, idx);
-}
-
-static kir_val sm_row_exp(lower_ctx *c, kir_val i, void *user)
-{
-    sm_job *j = user;
-    return kir_unary(c->k, KIR_EXP, kir_binary(c->k, KIR_SUB, sm_row_x(c, i, user), kir_var_get(c->k, j->max)));
-}
-
-static void sm_body(lower_ctx *c, const kir_val *idx, void *user)
-{
-    sm_job *j = user;
-    kir_kernel *K = c->k;
-    j->max = kir_var_new(K, j->dt, extreme(K, j->dt, true));
-    if (j->axis >= 0) { /* one dim: vectorized partial max and sum (lower_reduce_var) */
-        memcpy(j->row_idx, idx, sizeof(kir_val) * (size_t)j->in->rank);
-        lower_reduce_var(c, j->max, j->dt, KIR_MAX, j->in->dim[j->axis], sm_row_x, j);
-        j->sum = kir_var_new(K, j->dt, kir_const_f(K, j->dt, 0));
-        lower_reduce_var(c, j->sum, j->dt, KIR_ADD, j->in->dim[j->axis], sm_row_exp, j);
-    } else {
-        reduce_loops(c, j->in, j->mask, idx, sm_max, j);
-        j->sum = kir_var_new(K, j->dt, kir_const_f(K, j->dt, 0));
-        reduce_loops(c, j->in, j->mask, idx, sm_sum, j);
-    }
-    kir_val sum = kir_var_get(K, j->sum);
-    sm_out s = {j, kir_var_get(K, j->max),
-                j->log ? kir_unary(K, KIR_LOG, sum) : kir_binary(K, KIR_DIV, kir_const_f(K, j->dt, 1), sum)};
-    reduce_loops(c, j->in, j->mask, idx, sm_store, &s);
-}
-
-/* Softmax over dims that keep the last one (a DFL head's softmax over 16
- * bins of [1, 16, 4, 2100]): the column form's three passes (max, sum of
- * exp(x - max), store) over a tile of columns, the maxima and sums in
- * workgroup memory, every load along the last dim. */
-static void col_softmax(lower_ctx *c, const sm_job *j, const col_form *f)
-{
-    const ir_shape *in = j->in;
-    kir_val fixed[IR_MAX_RANK], idx[IR_MAX_RANK], j0, t;
-    kir_kernel *K = col_begin(c, in, j->mask, f, fixed, &j0);
-    if (!K) return;
-    int mx = kir_smem_add(K, j->dt, f->tile), sum = kir_smem_add(K, j->dt, f->tile);
-    kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, f->tile));
-    kir_store(K, mx, q, extreme(K, j->dt, true));
-    kir_store(K, sum, q, kir_const_f(K, j->dt, 0));
-    kir_loop_end(K);
-    int open = col_loops_begin(K, in, j->mask, f, fixed, j0, idx, &t);
-    kir_store(K, mx, t, kir_binary(K, KIR_MAX, kir_load(K, mx, t), lower_load(c, 0, idx)));
-    col_loops_end(K, open);
-    open = col_loops_begin(K, in, j->mask, f, fixed, j0, idx, &t);
-    kir_val e = kir_unary(K, KIR_EXP, kir_binary(K, KIR_SUB, lower_load(c, 0, idx), kir_load(K, mx, t)));
-    kir_store(K, sum, t, kir_binary(K, KIR_ADD, kir_load(K, sum, t), e));
-    col_loops_end(K, open);
-    /* 1 / sum, or log(sum) */
-    q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, f->tile));
-    kir_val s = kir_load(K, sum, q);
-    kir_store(K, sum, q, j->log ? kir_unary(K, KIR_LOG, s) : kir_binary(K, KIR_DIV, kir_const_f(K, j->dt, 1), s));
-    kir_loop_end(K);
-    open = col_loops_begin(K, in, j->mask, f, fixed, j0, idx, &t);
-    kir_val d = kir_binary(K, KIR_SUB, lower_load(c, 0, idx), kir_load(K, mx, t));
-    kir_val sc = kir_load(K, sum, t);
-    lower_store(c, 0, idx, j->log ? kir_binary(K, KIR_SUB, d, sc) : kir_binary(K, KIR_MUL, kir_unary(K, KIR_EXP, d), sc));
-    col_loops_end(K, open);
-}
-
-static smelt_status softmax_lower(lower_ctx *c, bool log)
-{
-    const ir_tensor *x = ir_in(c->g, c->n, 0);
-    int r = x->shape.rank;
-    reduce_params scratch;
-    const reduce_params *p;
-    TRY(reduce_params_of(c->g, c->n, &scratch, &p));
-    int64_t a = p->axis;
-    int axis = (int)(a < 0 ? a + r : a);
-    /* Before opset 13 the input is coerced to 2-D at `axis`: the row is every dim from it on. */
-    uint32_t mask = c->g->opset >= 13 ? 1u << axis : (uint32_t)((1u << r) - 1) & ~((1u << axis) - 1);
-    if (ir_tensor_numel(x) == 0) return SMELT_OK;
-    ir_shape rows = x->shape;
-    for (int d = 0; d < r; d++)
-        if (mask & (1u << d)) rows.dim[d] = 1;
-    sm_job j = {mask, log, &x->shape, x->dtype, 0, 0, lower_one_long_dim(&x->shape, mask), {0}};
-    col_form f;
-    if (x->dtype == SMELT_F32 && col_form_of(c, &x->shape, mask, true, 4096, &f)) {
-        col_softmax(c, &j, &f);
-        return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
-    }
-    lower_parallel_for(c, &rows, 3 * masked_numel(&x->shape, mask), sm_body, &j);
-    return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
-}
-
-smelt_status lower_Softmax(lower_ctx *c) { return softmax_lower(c, false); }
-smelt_status lower_LogSoftmax(lower_ctx *c) { return softmax_lower(c, true); }
-
-/* ---- Hardmax: one-hot of the first maximum of each row ------------------ */
-
-typedef struct hm_job {
-    sm_job sm;
-    kir_val max;
-    int found;
-} hm_job;
-
-static void hm_store(lower_ctx *c, const kir_val *idx, void *user)
-{
-    hm_job *h = user;
-    kir_kernel *K = c->k;
-    kir_val found = kir_var_get(K, h->found);
-    kir_val hit = kir_binary(K, KIR_AND, kir_binary(K, KIR_EQ, lower_load(c, 0, idx), h->max), kir_unary(K, KIR_NOT, found));
-    lower_store(c, 0, idx, kir_select(K, hit, kir_const_f(K, h->sm.dt, 1), kir_const_f(K, h->sm.dt, 0)));
-    kir_var_set(K, h->found, kir_binary(K, KIR_OR, found, hit));
-}
-
-static void hm_body(lower_ctx *c, const kir_val *idx, void *user)
-{
-    hm_job *h = user;
-    kir_kernel *K = c->k;
-    h->sm.max = kir_var_new(K, h->sm.dt, extreme(K, h->sm.dt, true));
-    reduce_loops(c, h->sm.in, h->sm.mask, idx, sm_max, &h->sm);
-    h->max = kir_var_get(K, h->sm.max);
-    h->found = kir_var_new(K, SMELT_BOOL, kir_const_i(K, SMELT_BOOL, 0));
-    reduce_loops(c, h->sm.in, h->sm.mask, idx, hm_store, h);
-}
-
-smelt_status lower_Hardmax(lower_ctx *c)
-{
-    const ir_tensor *x = ir_in(c->g, c->n, 0);
-    int r = x->shape.rank;
-    reduce_params scratch;
-    const reduce_params *p;
-    TRY(reduce_params_of(c->g, c->n, &scratch, &p));
-    int64_t a = p->axis;
-    int axis = (int)(a < 0 ? a + r : a);
-    uint32_t mask = c->g->opset >= 13 ? 1u << axis : (uint32_t)((1u << r) - 1) & ~((1u << axis) - 1);
-    if (ir_tensor_numel(x) == 0) return SMELT_OK;
-    ir_shape rows = x->shape;
-    for (int d = 0; d < r; d++)
-        if (mask & (1u << d)) rows.dim[d] = 1;
-    hm_job h = {.sm = {mask, false, &x->shape, x->dtype, 0, 0}};
-    lower_parallel_for(c, &rows, 2 * masked_numel(&x->shape, mask), hm_body, &h);
-    return c->k ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
-}
-
 smelt_status infer_GlobalPool(ir_graph *g, int node)
 {
     const ir_node *n = &g->nodes[node];
@@ -698,21 +503,6 @@ smelt_status infer_GlobalPool(ir_graph *g, int node)
     ir_shape out = x->shape;
     for (int i = 2; i < out.rank; i++) out.dim[i] = 1;
     infer_put_out(g, n, 0, x->dtype, &out);
-    return SMELT_OK;
-}
-
-smelt_status infer_Softmax(ir_graph *g, int node)
-{
-    const ir_node *n = &g->nodes[node];
-    TRY(infer_need_input(g, n, 0, "input"));
-    const ir_tensor *x = ir_in(g, n, 0);
-    TRY(infer_need_dtype(n, x, "input", DT_FLOAT));
-    reduce_params scratch;
-    const reduce_params *p;
-    TRY(reduce_params_of(g, n, &scratch, &p));
-    int axis = 0;
-    TRY(infer_axis(n, "axis", p->axis, x->shape.rank, &axis));
-    infer_put_out(g, n, 0, x->dtype, &x->shape);
     return SMELT_OK;
 }
 

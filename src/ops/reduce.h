@@ -4,7 +4,8 @@
  *
  * The functions the op table's rows name for this family (ir/ops.h gives the
  * columns; ops/op_table.c fills the table) and what the family shares between
- * its shape rules and its lowerings. Defined in ops/reduce.c.
+ * its shape rules and its lowerings. Defined in ops/reduce.c (Softmax,
+ * LogSoftmax and Hardmax in ops/softmax.c).
  */
 #ifndef SMELT_OPS_REDUCE_H
 #define SMELT_OPS_REDUCE_H
