@@ -1,8 +1,10 @@
 /* fuse_cases.c — the graph builders and case checks of fuse_cases.h. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -270,4 +272,29 @@ void plan_any(const ir_graph *g, const fuse_plan *fp)
 {
     (void)g;
     (void)fp;
+}
+
+/* Run p on a float input x of `rank` dims: its first output's data (the
+ * program's), and the output in *out if given. */
+const float *run_x(smelt_program *p, float *xd, int rank, const int64_t *shape, smelt_tensor *out)
+{
+    smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = rank, .data = xd}, o = {0};
+    for (int d = 0; d < rank; d++) in.shape[d] = shape[d];
+    CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+    CHECK(smelt_program_output(p, 0, &o) == SMELT_OK);
+    if (out) *out = o;
+    return o.data;
+}
+
+/* got against a double reference to a relative tol: the first mismatches
+ * (of case `which`) are printed; returns how many were found, at most 3. */
+int count_far(const float *got, const double *ref, int64_t n, double tol, int which)
+{
+    int bad = 0;
+    for (int64_t k = 0; k < n && bad < 3; k++)
+        if (fabs(got[k] - ref[k]) > tol * (1 + fabs(ref[k]))) {
+            fprintf(stderr, "  case %d [%lld]: %g, want %g\n", which, (long long)k, got[k], ref[k]);
+            bad++;
+        }
+    return bad;
 }

@@ -1,7 +1,7 @@
 /*
  * fuse_cases.h — building small graphs by hand and checking what fusion makes
  * of them, shared by the fusion and lowering tests (test_fuse_*.c,
- * test_lower_forms.c).
+ * test_lower_forms.c, test_lower_reduce.c).
  *
  * check_case checks a case twice: by fuse_build on the inferred graph, and end
  * to end through smelt_program_compile (whose graph is also bound, BN-folded and
@@ -38,6 +38,12 @@ fuse_role role_of(const ir_graph *g, const fuse_plan *fp, const char *name);
 smelt_program *compile(ir_graph *g, int no_fuse);
 void check_case(ir_graph *g, plan_check check, int regions, int kernels, double tol);
 int workgroup_tiles(const smelt_program *p);
+/* Run p on a float input x of `rank` dims: its first output's data (the
+ * program's), and the output in *out if given. */
+const float *run_x(smelt_program *p, float *xd, int rank, const int64_t *shape, smelt_tensor *out);
+/* got against a double reference to a relative tol: the first mismatches
+ * (of case `which`) are printed; returns how many were found, at most 3. */
+int count_far(const float *got, const double *ref, int64_t n, double tol, int which);
 void plan_any(const ir_graph *g, const fuse_plan *fp);
 
 #endif
