@@ -44,15 +44,6 @@ struct program_pipeline {
     pipe_run runs[PIPELINE_MAX_DEPTH];
 };
 
-static int total_args(const plan_commands *c)
-{
-    int n = 0;
-    for (int i = 0; i < c->n_cmds; i++)
-        if (c->cmds[i].kind == PLAN_CMD_DISPATCH && c->cmds[i].first_arg + c->cmds[i].n_args > n)
-            n = c->cmds[i].first_arg + c->cmds[i].n_args;
-    return n;
-}
-
 /* The program's own memory less what x got for itself (free_ctx frees it). */
 static void free_ctx(smelt_program *p, program_ctx *x)
 {
@@ -86,7 +77,7 @@ static smelt_status make_ctx(smelt_program *p, program_ctx *x)
     x->slot_mem = malloc(sizeof(rt_arg) * (nd * ns + 1));
     x->slot_ptr = malloc(sizeof(void *) * (ns + 1));
     x->host_copy = calloc(ns + 1, sizeof(void *));
-    x->buf_table = calloc((size_t)total_args(&p->cmds) + 1, sizeof(rt_arg));
+    x->buf_table = calloc((size_t)plan_commands_n_args(&p->cmds) + 1, sizeof(rt_arg));
     if (p->staging_bytes > 0) x->staging = malloc(p->staging_bytes);
     if (!x->slot_mem || !x->slot_ptr || !x->host_copy || !x->buf_table || (p->staging_bytes > 0 && !x->staging))
         return diag_fail(SMELT_ERR_NOMEM, "out of memory");

@@ -122,16 +122,6 @@ static smelt_status lower_by_cost(smelt_program *p, const place_policy *pol, con
     return lower_all(p, &by_cost);
 }
 
-/* The buffer tables' length: dispatches index it by their first_arg. */
-static int total_args(const plan_commands *c)
-{
-    int n = 0;
-    for (int i = 0; i < c->n_cmds; i++)
-        if (c->cmds[i].kind == PLAN_CMD_DISPATCH && c->cmds[i].first_arg + c->cmds[i].n_args > n)
-            n = c->cmds[i].first_arg + c->cmds[i].n_args;
-    return n;
-}
-
 /* One source per target class that runs a region: the kernels placed on its
  * devices, in command-list order. */
 static smelt_status emit_classes(smelt_program *p, const smelt_options *opt)
@@ -186,7 +176,7 @@ static smelt_status link_program(smelt_program *p)
     size_t ns = (size_t)m->n_slots;
     int nd = p->devs.n;
     p->fns = calloc((size_t)lp->n_kernels + 1, sizeof(rt_kernel *));
-    p->buf_table = calloc((size_t)total_args(&p->cmds) + 1, sizeof(rt_arg));
+    p->buf_table = calloc((size_t)plan_commands_n_args(&p->cmds) + 1, sizeof(rt_arg));
     p->slot_mem = calloc((size_t)nd * ns + 1, sizeof(rt_arg));
     p->slot_ptr = calloc(ns + 1, sizeof(void *));
     p->host_copy = calloc(ns + 1, sizeof(void *));

@@ -16,6 +16,15 @@ smelt_status plan_commands_build(const ir_graph *g, const struct fuse_plan *fp, 
     return plan_commands_place(g, fp, lp, m, &pd, out);
 }
 
+int plan_commands_n_args(const plan_commands *c)
+{
+    int n = 0;
+    for (int i = 0; i < c->n_cmds; i++)
+        if (c->cmds[i].kind == PLAN_CMD_DISPATCH && c->cmds[i].first_arg + c->cmds[i].n_args > n)
+            n = c->cmds[i].first_arg + c->cmds[i].n_args;
+    return n;
+}
+
 void plan_commands_free(plan_commands *c)
 {
     free(c->cmds);

@@ -154,6 +154,8 @@ smelt_status plan_commands_place(const ir_graph *g, const struct fuse_plan *fp, 
 smelt_status plan_commands_build(const ir_graph *g, const struct fuse_plan *fp, const lower_program *lp, const mem_plan *m,
                                  bool host_memory, plan_commands *out);
 void plan_commands_free(plan_commands *c);
+/* The buffer tables' length: dispatches index it by their first_arg. */
+int plan_commands_n_args(const plan_commands *c);
 
 /* Checks: kernels, devices and slots exist; every range lies inside its
  * slot's memory; copies move as many bytes as they receive; every byte range
