@@ -67,7 +67,7 @@ $(BUILD)/libsmelt.so: $(OBJS)
 	ln -sf libsmelt.so.$(VERSION) $(BUILD)/$(SONAME)
 	ln -sf libsmelt.so.$(VERSION) $@
 
-$(BUILD)/smelt: $(BUILD)/tools/smelt.o $(BUILD)/libsmelt.a
+$(BUILD)/smelt: $(BUILD)/tools/smelt.o $(BUILD)/tools/cli_check.o $(BUILD)/tools/cli_bench.o $(BUILD)/libsmelt.a
 	$(CC) -o $@ $^ $(LDLIBS)
 
 # Compiles emitted CUDA C with NVRTC for sm_90 and sm_80 (scripts/test.sh, no GPU needed).
@@ -154,4 +154,4 @@ uninstall:
 clean:
 	rm -rf $(BUILD) build-asan build-tsan $(FUZZ_BUILD)
 
--include $(OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/tools/smelt.d $(BUILD)/tools/nvrtc_check.d
+-include $(OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/tools/smelt.d $(BUILD)/tools/cli_check.d $(BUILD)/tools/cli_bench.d $(BUILD)/tools/nvrtc_check.d

@@ -1,5 +1,6 @@
 /*
- * smelt — the command-line tool, a thin layer over include/smelt.h.
+ * smelt — the command-line tool, a thin layer over include/smelt.h: the
+ * command line, run, compile/info and main (check: cli_check.c, bench: cli_bench.c).
  *
  *   smelt run     MODEL [--input NAME=FILE]... [--output-dir DIR]
  *   smelt check   DIR [--atol A] [--rtol R] [--pipeline N]   (ONNX backend-test layout)
@@ -9,7 +10,6 @@
  * Common: --device LIST --place POLICY --threads N --locals reuse|hybrid --no-fuse
  *         --shape NAME=1x3x224x224 --max-memory SIZE -v   (numbers and sizes: README)
  */
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -17,28 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "smelt.h"
-
-#define MAX_INPUTS 64
-
-typedef struct cli {
-    const char *cmd, *path, *output_dir, *emit, *out_file;
-    smelt_options opt;
-    int runs;
-    double atol, rtol; /* check: numpy allclose tolerances for float outputs */
-    bool devices_given;
-    int profile;     /* bench: per-kernel time breakdown */
-    int no_cold;     /* bench: no cold compile in an empty cache, only one from the usual cache */
-    int pipeline;    /* bench: also `runs` runs submitted with this many held at once (smelt_program_submit) */
-    int n_inputs;
-    smelt_tensor inputs[MAX_INPUTS]; /* from --input (data) or --shape (no data) */
-    char *input_names[MAX_INPUTS];
-} cli;
+#include "cli.h"
 
 static int usage(void)
 {
@@ -55,20 +38,20 @@ static int usage(void)
     return 2;
 }
 
-static int fail(const char *what)
+int fail(const char *what)
 {
     fprintf(stderr, "smelt: %s%s%s\n", what ? what : "", what ? ": " : "", smelt_last_error());
     return 2;
 }
 
-static double now_ms(void)
+double now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static smelt_tensor *cli_input(cli *c, const char *name)
+smelt_tensor *cli_input(cli *c, const char *name)
 {
     for (int i = 0; i < c->n_inputs; i++)
         if (strcmp(c->input_names[i], name) == 0) return &c->inputs[i];
@@ -327,7 +310,7 @@ static int fill_random(smelt_tensor *t)
 }
 
 /* Complete c->inputs: every model input gets data (given, or generated). */
-static int complete_inputs(cli *c, const smelt_model *m)
+int complete_inputs(cli *c, const smelt_model *m)
 {
     for (int i = 0; i < smelt_model_input_count(m); i++) {
         smelt_value_info info;
@@ -450,442 +433,6 @@ static int cmd_run(cli *c)
         }
         smelt_program_free(p);
     }
-    smelt_model_free(m);
-    return rc;
-}
-
-/* ---- check: ONNX backend-test layout ------------------------------------- */
-
-/* dir/name into buf; false when it does not fit. */
-static bool path_join(char *buf, size_t cap, const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    if (a + b + 2 > cap) {
-        buf[0] = 0;
-        return false;
-    }
-    memcpy(buf, dir, a);
-    buf[a] = '/';
-    memcpy(buf + a + 1, name, b + 1);
-    return true;
-}
-
-/* Names in numeric order where they differ in a number: input_2.pb before
- * input_10.pb, as the backend-test layout numbers a model's inputs. */
-static int cmp_str(const void *a, const void *b)
-{
-    const char *x = *(char *const *)a, *y = *(char *const *)b;
-    while (*x && *x == *y && !(*x >= '0' && *x <= '9')) x++, y++;
-    if (*x >= '0' && *x <= '9' && *y >= '0' && *y <= '9') {
-        unsigned long long i = strtoull(x, NULL, 10), j = strtoull(y, NULL, 10);
-        if (i != j) return i < j ? -1 : 1;
-    }
-    return strcmp(x, y);
-}
-
-/* Sorted names in dir starting with prefix; returns count (<= cap). */
-static int list_dir(const char *dir, const char *prefix, char **names, int cap)
-{
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < cap)
-        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) names[n++] = strdup(e->d_name);
-    closedir(d);
-    qsort(names, (size_t)n, sizeof(char *), cmp_str);
-    return n;
-}
-
-static double elem_as_double(const smelt_tensor *t, int64_t i)
-{
-    switch (t->dtype) {
-    case SMELT_F32: return ((const float *)t->data)[i];
-    case SMELT_F64: return ((const double *)t->data)[i];
-    case SMELT_F16: case SMELT_BF16: return smelt_half_to_float(t->dtype, ((const uint16_t *)t->data)[i]);
-    case SMELT_I64: return (double)((const int64_t *)t->data)[i];
-    case SMELT_I32: return ((const int32_t *)t->data)[i];
-    case SMELT_I16: return ((const int16_t *)t->data)[i];
-    case SMELT_I8: return ((const int8_t *)t->data)[i];
-    case SMELT_U8: case SMELT_BOOL: return ((const uint8_t *)t->data)[i];
-    case SMELT_U16: return ((const uint16_t *)t->data)[i];
-    case SMELT_U32: return ((const uint32_t *)t->data)[i];
-    case SMELT_U64: return (double)((const uint64_t *)t->data)[i];
-    default: return 0;
-    }
-}
-
-/* numpy's assert_allclose(actual, expected, rtol, atol) for float outputs (the
- * ONNX backend tests use rtol=1e-3, atol=1e-7), exact for the others; NaNs must
- * match NaNs, infinities must match exactly. */
-static int compare(const cli *c, const smelt_tensor *got, const smelt_tensor *want, double *max_abs, double *max_rel,
-                   char *why, size_t cap)
-{
-    if (got->dtype != want->dtype) {
-        snprintf(why, cap, "dtype %s, expected %s", smelt_dtype_name(got->dtype), smelt_dtype_name(want->dtype));
-        return 0;
-    }
-    if (got->rank != want->rank || memcmp(got->shape, want->shape, sizeof(int64_t) * (size_t)got->rank) != 0) {
-        snprintf(why, cap, "shape mismatch (rank %d vs %d)", got->rank, want->rank);
-        return 0;
-    }
-    int ok = 1;
-    int64_t n = smelt_tensor_numel(want);
-    for (int64_t i = 0; i < n; i++) {
-        double a = elem_as_double(got, i), b = elem_as_double(want, i);
-        if (isnan(a) || isnan(b)) {
-            if (isnan(a) != isnan(b)) {
-                if (ok) snprintf(why, cap, "element %lld: %g, expected %g", (long long)i, a, b);
-                ok = 0;
-            }
-            continue;
-        }
-        if (isinf(a) || isinf(b)) {
-            if (a != b) {
-                if (ok) snprintf(why, cap, "element %lld: %g, expected %g", (long long)i, a, b);
-                ok = 0;
-            }
-            continue;
-        }
-        double d = fabs(a - b), r = b != 0 ? d / fabs(b) : d;
-        if (d > *max_abs) *max_abs = d;
-        if (r > *max_rel) *max_rel = r;
-        bool real = want->dtype == SMELT_F32 || want->dtype == SMELT_F64 || want->dtype == SMELT_F16 ||
-                    want->dtype == SMELT_BF16;
-        double tol = real ? c->atol + c->rtol * fabs(b) : 0;
-        if (d > tol) {
-            if (ok) snprintf(why, cap, "element %lld: %.9g, expected %.9g", (long long)i, a, b);
-            ok = 0;
-        }
-    }
-    return ok;
-}
-
-/* One data set: its inputs, a run, every output against its reference. The
- * program compiled for an earlier set is run again as long as it accepts the
- * inputs; a run that refuses them (other shapes, or other values of an input
- * that decides shapes) compiles a program for this set, which later sets reuse. */
-static int check_set(cli *c, const smelt_model *m, const char *set_dir, smelt_program **pp, int *compiles)
-{
-    char *names[256];
-    int rc = 0, n_in = list_dir(set_dir, "input_", names, 256);
-    smelt_tensor in[256];
-    int n_loaded = 0;
-    char path[4096], why[512] = "";
-    for (int i = 0; i < n_in; i++) {
-        (void)path_join(path, sizeof path, set_dir, names[i]); /* a truncated path fails to open, with its name in the error */
-        if (smelt_tensor_load(path, &in[n_loaded])) {
-            rc = fail(path);
-            break;
-        }
-        /* input_i binds to the model's i-th input, whatever the file's name says */
-        smelt_value_info info;
-        if (smelt_model_input_info(m, n_loaded, &info) == SMELT_OK) {
-            free((void *)in[n_loaded].name);
-            in[n_loaded].name = strdup(info.name);
-        }
-        n_loaded++;
-    }
-    for (int i = 0; i < n_in; i++) free(names[i]);
-    smelt_status st = SMELT_ERR_SHAPE;
-    if (!rc && *pp) st = smelt_program_run(*pp, n_loaded, in);
-    if (!rc && st == SMELT_ERR_SHAPE) {
-        smelt_program_free(*pp);
-        *pp = NULL;
-        if (smelt_program_compile(m, &c->opt, n_loaded, in, pp)) {
-            printf("%s: ERROR %s\n", set_dir, smelt_last_error());
-            rc = 2;
-        } else {
-            ++*compiles;
-            st = smelt_program_run(*pp, n_loaded, in);
-        }
-    }
-    if (!rc && st) {
-        printf("%s: ERROR %s\n", set_dir, smelt_last_error());
-        rc = 2;
-    }
-    smelt_program *p = *pp;
-    /* --pipeline N: the set submitted N times more, all held at once, each run's outputs checked too */
-    smelt_ticket tk[8] = {0};
-    int n_tk = rc ? 0 : c->pipeline;
-    if (n_tk > 0 && smelt_program_set_pipeline(p, n_tk)) rc = fail("pipeline");
-    for (int k = 0; k < n_tk && !rc; k++)
-        if (smelt_program_submit(p, n_loaded, in, &tk[k])) rc = fail("submit");
-    for (int k = 0; k < n_tk && !rc; k++)
-        if (smelt_program_wait(p, tk[k])) {
-            printf("%s: ERROR pipelined run %d: %s\n", set_dir, k, smelt_last_error());
-            rc = 2;
-        }
-    int n_out = rc ? 0 : list_dir(set_dir, "output_", names, 256);
-    if (!rc && n_out != smelt_program_output_count(p)) {
-        printf("%s: FAIL the model has %d outputs, the data set %d\n", set_dir, smelt_program_output_count(p), n_out);
-        rc = 1;
-    }
-    double worst_abs = 0, worst_rel = 0;
-    for (int i = 0; i < n_out; i++) {
-        smelt_tensor want, got;
-        (void)path_join(path, sizeof path, set_dir, names[i]); /* a truncated path fails to open, with its name in the error */
-        if (!rc) {
-            if (smelt_tensor_load(path, &want)) {
-                rc = fail(path);
-            } else {
-                double max_abs = 0, max_rel = 0;
-                smelt_program_output(p, i, &got);
-                int ok = compare(c, &got, &want, &max_abs, &max_rel, why, sizeof why);
-                for (int k = 0; k < n_tk && ok; k++) {
-                    smelt_tensor piped;
-                    if (smelt_program_run_output(p, tk[k], i, &piped)) ok = 0, snprintf(why, sizeof why, "%s", smelt_last_error());
-                    else ok = compare(c, &piped, &want, &max_abs, &max_rel, why, sizeof why);
-                }
-                printf("%s: output %d ('%s'): max_abs_err=%.3g max_rel_err=%.3g\n", set_dir, i, got.name, max_abs, max_rel);
-                if (!ok) {
-                    printf("%s: FAIL output %d ('%s'): %s (atol %g, rtol %g)\n", set_dir, i, got.name, why, c->atol, c->rtol);
-                    rc = 1;
-                }
-                if (max_abs > worst_abs) worst_abs = max_abs;
-                if (max_rel > worst_rel) worst_rel = max_rel;
-                smelt_tensor_free(&want);
-            }
-        }
-        free(names[i]);
-    }
-    for (int k = 0; k < n_tk; k++)
-        if (tk[k]) smelt_program_release(p, tk[k]);
-    if (!rc) printf("%s: PASS max_abs_err=%.3g max_rel_err=%.3g\n", set_dir, worst_abs, worst_rel);
-    for (int i = 0; i < n_loaded; i++) smelt_tensor_free(&in[i]);
-    return rc;
-}
-
-static int cmd_check(cli *c)
-{
-    char model[4096];
-    snprintf(model, sizeof model, "%s/model.onnx", c->path);
-    smelt_model *m;
-    if (smelt_model_load_file(model, &m)) {
-        printf("%s: ERROR %s\n", c->path, smelt_last_error());
-        return 2;
-    }
-    char *sets[256];
-    int n = list_dir(c->path, "test_data_set_", sets, 256), worst = 0, compiles = 0;
-    if (n == 0) {
-        printf("%s: ERROR no test_data_set_* directories\n", c->path);
-        worst = 2;
-    }
-    smelt_program *p = NULL;
-    for (int i = 0; i < n; i++) {
-        char dir[4096];
-        (void)path_join(dir, sizeof dir, c->path, sets[i]); /* a truncated path fails to open, with its name in the error */
-        int rc = check_set(c, m, dir, &p, &compiles);
-        if (rc > worst) worst = rc;
-        free(sets[i]);
-    }
-    if (n > 0) printf("%s: %d data sets, %d compiled programs\n", c->path, n, compiles);
-    smelt_program_free(p);
-    smelt_model_free(m);
-    return worst;
-}
-
-/* ---- bench, compile, info ------------------------------------------------ */
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static int load_dir_inputs(cli *c, const char *dir, const smelt_model *m)
-{
-    char set[4096], *names[256];
-    snprintf(set, sizeof set, "%s/test_data_set_0", dir);
-    int n = list_dir(set, "input_", names, 256), ok = 1;
-    for (int i = 0; i < n; i++) {
-        char path[8192];
-        (void)path_join(path, sizeof path, set, names[i]); /* a truncated path fails to open, with its name in the error */
-        smelt_value_info info;
-        if (ok && smelt_model_input_info(m, i, &info) == SMELT_OK) {
-            smelt_tensor f, *t = cli_input(c, info.name);
-            if (!t || smelt_tensor_load(path, &f)) ok = 0;
-            else {
-                t->dtype = f.dtype;
-                t->rank = f.rank;
-                memcpy(t->shape, f.shape, sizeof f.shape);
-                t->data = f.data;
-                f.data = NULL;
-                smelt_tensor_free(&f);
-            }
-        }
-        free(names[i]);
-    }
-    return ok;
-}
-
-static smelt_kernel_profile *prof_sort_base;
-static int by_time_desc(const void *a, const void *b)
-{
-    double x = prof_sort_base[*(const int *)a].total_ms, y = prof_sort_base[*(const int *)b].total_ms;
-    return x < y ? 1 : x > y ? -1 : *(const int *)a - *(const int *)b;
-}
-
-/* bench --profile: `runs` more runs with per-kernel timing, then a table sorted by time. */
-static int print_profile(cli *c, smelt_program *p)
-{
-    int n = smelt_program_kernel_count(p);
-    smelt_kernel_profile *k = calloc((size_t)n + 1, sizeof *k);
-    int *order = calloc((size_t)n + 1, sizeof(int));
-    int rc = 0;
-    if (!k || !order || smelt_program_set_profiling(p, 1)) rc = fail("profile");
-    double t0 = now_ms();
-    for (int i = 0; i < c->runs && !rc; i++)
-        if (smelt_program_run(p, c->n_inputs, c->inputs)) rc = fail("run");
-    double wall = now_ms() - t0, sum = 0;
-    for (int i = 0; i < n && !rc; i++) {
-        smelt_program_profile(p, i, &k[i]);
-        order[i] = i;
-        sum += k[i].total_ms;
-    }
-    if (!rc) {
-        prof_sort_base = k;
-        qsort(order, (size_t)n, sizeof(int), by_time_desc);
-        printf("profile: %d kernels, %d runs, %.3f ms per run in kernels, %.3f ms per run wall\n", n, c->runs,
-               sum / c->runs, wall / c->runs);
-        printf("%6s %12s %12s %7s  %s\n", "kernel", "workgroups", "total_ms", "%run", "what");
-        for (int j = 0; j < n; j++) {
-            const smelt_kernel_profile *x = &k[order[j]];
-            printf("%6d %12lld %12.3f %6.1f%%  %s\n", x->id, (long long)x->workgroups, x->total_ms,
-                   wall > 0 ? 100.0 * x->total_ms / wall : 0.0, x->what);
-        }
-        /* Busy time per device: its kernels' dispatches, in the order devices first appear. */
-        for (int j = 0; j < n; j++) {
-            bool first = true;
-            for (int q = 0; q < j && first; q++) first = strcmp(k[q].device, k[j].device) != 0;
-            if (!first) continue;
-            double busy = 0;
-            int kernels = 0;
-            for (int q = j; q < n; q++)
-                if (strcmp(k[q].device, k[j].device) == 0) busy += k[q].total_ms, kernels++;
-            printf("busy %s: %.3f ms per run (%d kernels, %.1f%% of wall)\n", k[j].device, busy / c->runs, kernels,
-                   wall > 0 ? 100.0 * busy / wall : 0.0);
-        }
-    }
-    smelt_program_set_profiling(p, 0);
-    free(k);
-    free(order);
-    return rc;
-}
-
-/* bench --pipeline N: `runs` runs submitted with N held at once (the oldest
- * waited for and released before the next submit); runs per second. */
-static int bench_pipelined(cli *c, smelt_program *p, double *per_s)
-{
-    smelt_ticket t[8] = {0};
-    int n = c->pipeline, rc = 0;
-    if (smelt_program_set_pipeline(p, n)) return fail("pipeline");
-    for (int w = 0; w < 2 * n && !rc; w++) { /* warm: every run's memory touched once */
-        if (t[w % n] && (smelt_program_wait(p, t[w % n]) || smelt_program_release(p, t[w % n]))) rc = fail("wait");
-        if (!rc && smelt_program_submit(p, c->n_inputs, c->inputs, &t[w % n])) rc = fail("submit");
-    }
-    for (int k = 0; k < n && !rc; k++)
-        if (t[k] && (smelt_program_wait(p, t[k]) || smelt_program_release(p, t[k]))) rc = fail("wait");
-    memset(t, 0, sizeof t);
-    double t0 = now_ms();
-    for (int i = 0; i < c->runs + n && !rc; i++) {
-        int k = i % n;
-        if (t[k] && (smelt_program_wait(p, t[k]) || smelt_program_release(p, t[k]))) rc = fail("wait");
-        t[k] = 0;
-        if (!rc && i < c->runs && smelt_program_submit(p, c->n_inputs, c->inputs, &t[k])) rc = fail("submit");
-    }
-    double wall = now_ms() - t0;
-    for (int k = 0; k < n; k++)
-        if (t[k]) smelt_program_release(p, t[k]);
-    *per_s = wall > 0 ? 1e3 * c->runs / wall : 0;
-    return rc;
-}
-
-/* This process's peak resident set in kB: VmHWM, which starts afresh at exec.
- * (getrusage's ru_maxrss does not: Linux carries the pre-exec high-water mark
- * over, so a child of a large process would report its parent's peak.) */
-static long peak_rss_kb(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, "VmHWM:", 6) == 0) kb = strtol(line + 6, NULL, 10);
-    if (f) fclose(f);
-    if (kb < 0) {
-        struct rusage ru;
-        getrusage(RUSAGE_SELF, &ru);
-        kb = ru.ru_maxrss;
-    }
-    return kb;
-}
-
-static int cmd_bench(cli *c)
-{
-    struct stat sb;
-    char model[4096];
-    bool is_dir = stat(c->path, &sb) == 0 && S_ISDIR(sb.st_mode);
-    snprintf(model, sizeof model, is_dir ? "%s/model.onnx" : "%s", c->path);
-    smelt_model *m;
-    if (smelt_model_load_file(model, &m)) return fail(model);
-    if ((is_dir && !load_dir_inputs(c, c->path, m)) || !complete_inputs(c, m)) {
-        smelt_model_free(m);
-        return fail("inputs");
-    }
-    /* Cold: an empty cache directory of our own; cached: the same again. With
-     * --no-cold (repeated timing rounds), only the second, from the usual cache. */
-    char cold_dir[] = "/tmp/smelt-bench-XXXXXX";
-    const char *old = getenv("SMELT_CACHE_DIR");
-    char *saved = old ? strdup(old) : NULL;
-    smelt_program *p = NULL;
-    double t0 = now_ms(), t_cold = 0, t_warm = 0;
-    int rc = 0;
-    bool made = !c->no_cold && mkdtemp(cold_dir) != NULL;
-    if (made) {
-        setenv("SMELT_CACHE_DIR", cold_dir, 1);
-        if (smelt_program_compile(m, &c->opt, c->n_inputs, c->inputs, &p)) rc = fail("compile");
-        t_cold = now_ms() - t0;
-        smelt_program_free(p);
-        p = NULL;
-    }
-    if (!rc) {
-        t0 = now_ms();
-        if (smelt_program_compile(m, &c->opt, c->n_inputs, c->inputs, &p)) rc = fail("compile");
-        t_warm = now_ms() - t0;
-    }
-    if (made) {
-        char cmd[256];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", cold_dir);
-        if (system(cmd) != 0) fprintf(stderr, "smelt: could not remove %s\n", cold_dir);
-    }
-    if (saved) setenv("SMELT_CACHE_DIR", saved, 1);
-    else unsetenv("SMELT_CACHE_DIR");
-    free(saved);
-    double *t = calloc((size_t)c->runs, sizeof(double));
-    if (!rc && t) {
-        for (int w = 0; w < 2 && !rc; w++)
-            if (smelt_program_run(p, c->n_inputs, c->inputs)) rc = fail("run");
-        double all = now_ms();
-        for (int i = 0; i < c->runs && !rc; i++) {
-            double s = now_ms();
-            if (smelt_program_run(p, c->n_inputs, c->inputs)) rc = fail("run");
-            t[i] = now_ms() - s;
-        }
-        all = now_ms() - all;
-        double piped = 0;
-        if (!rc && c->pipeline > 0) rc = bench_pipelined(c, p, &piped);
-        if (!rc) {
-            qsort(t, (size_t)c->runs, sizeof(double), cmp_double);
-            if (!c->no_cold) printf("compile_cold_ms: %.1f\n", t_cold);
-            printf("compile_cached_ms: %.1f\nruns: %d\nmedian_ms: %.4f\nmin_ms: %.4f\nmax_ms: %.4f\npeak_rss_kb: %ld\n",
-                   t_warm, c->runs, t[c->runs / 2], t[0], t[c->runs - 1], peak_rss_kb());
-            printf("runs_per_s: %.2f\n", all > 0 ? 1e3 * c->runs / all : 0.0);
-            if (c->pipeline > 0) printf("pipeline: %d\npipelined_runs_per_s: %.2f\n", c->pipeline, piped);
-            if (c->profile) rc = print_profile(c, p);
-        }
-    }
-    free(t);
-    smelt_program_free(p);
     smelt_model_free(m);
     return rc;
 }
