@@ -194,12 +194,25 @@ smelt_status gemm_packed_lower(lower_ctx *c, gemm_packed *g)
     mbu = (rb + g->mb - 1) / g->mb;
     int64_t batch = 1;
     for (int d = 0; d < g->nb; d++) batch *= g->batch[d];
-    /* columns per unit: at most MM_NC_P (MM_NC_READ), fewer (in whole panels, no fewer than
-     * nc_min columns) until there are MM_MIN_UNITS units, so small M still
-     * spreads over the threads by N; then panels spread evenly over the units */
-    int64_t npu = nc_max / nr < np ? nc_max / nr : np;
-    while (npu > 1 && (npu + 1) / 2 * nr >= g->nc_min && batch * mbu * ((np + npu - 1) / npu) < MM_MIN_UNITS)
-        npu = (npu + 1) / 2;
+    /* columns per unit: at most MM_NC_P (MM_NC_READ), fewer (in whole panels)
+     * where that leaves under MM_MIN_UNITS units, so small M still spreads over
+     * the threads by N: the widest units that make MM_MIN_UNITS (768 columns at
+     * M 128, halved from 512 or 256 until there were enough, were 6 units of 128
+     * columns, each packing or reading all of A; 4 of 192 keep two cores as
+     * busy). With a floor of nc_min columns (an im2col pack) the halving stays,
+     * each step checked against the floor. Then panels spread evenly over the
+     * units. */
+    int64_t npu = nc_max / nr < np ? nc_max / nr : np, others = batch * mbu;
+    if (others * ((np + npu - 1) / npu) < MM_MIN_UNITS && g->nc_min > 0) {
+        while (npu > 1 && (npu + 1) / 2 * nr >= g->nc_min && others * ((np + npu - 1) / npu) < MM_MIN_UNITS)
+            npu = (npu + 1) / 2;
+    } else if (others * ((np + npu - 1) / npu) < MM_MIN_UNITS) {
+        int64_t want = (MM_MIN_UNITS + others - 1) / others;
+        if (want > np) want = np;
+        int64_t fit = (np + want - 1) / want; /* want units, or more where ceil falls short */
+        if ((np + fit - 1) / fit < want) fit = np / want > 1 ? np / want : 1;
+        if (fit < npu) npu = fit;
+    }
     int64_t ncu = (np + npu - 1) / npu;
     /* an even number when they are few, so two cores get equal halves (a QKV
      * projection's 2304 columns made 5 units: 3 on one core, 2 on the other) */

@@ -121,14 +121,17 @@ typedef void (*rt_kernel_fn)(int64_t wg, void *const *bufs);
 typedef struct rt_pool rt_pool;
 
 /* n_threads <= 0: one per online core. The pool starts n_threads - 1 workers;
- * the thread calling rt_pool_run is the last one. Idle workers spin briefly,
- * then sleep. Returns NULL on failure. */
+ * the thread calling rt_pool_run is the last one. Idle workers spin while the
+ * run they left is open and briefly after, then sleep. Returns NULL on failure. */
 rt_pool *rt_pool_new(int n_threads);
 void rt_pool_free(rt_pool *p);
 int rt_pool_threads(const rt_pool *p);
 /* How many runs have woken the workers (the others ran inline on the caller:
  * one thread, one workgroup, or a kernel timed as cheaper than a wake). */
 int64_t rt_pool_spread_runs(const rt_pool *p);
+/* How many times a worker has gone to sleep (idle past its spin after a run
+ * closed); a run that finds one asleep waits for a wake. */
+int64_t rt_pool_sleeps(rt_pool *p);
 /* Workgroups are handed out dynamically in chunks, in no particular order.
  * With one thread or one workgroup, or when the pool has timed the kernels
  * and they are worth less than a wake of the workers, runs inline in the

@@ -356,3 +356,30 @@ TEST(index_div_mod_fold_by_ranges)
     kir_loop_end(k);
     arena_free(&a);
 }
+
+/* The per-head pack of K for Q K^T (attention over a fused QKV projection's
+ * output, 12 heads of 64): element i0 of the workgroup's 1024 is column
+ * head*64 + i0 % 64 of row min(blk*16 + t, 127) of the [128, 768] K slice, and
+ * the split's index map reads it back as (row*768 + col) % 768 and / 768. The
+ * column's range comes through the element loop's bounds (wg*1024 to
+ * min(wg*1024 + 1024, 6144)) and three divisions, deeper than a walk of 8: the
+ * % and / fold to the column and the row. */
+TEST(index_div_mod_fold_through_a_deep_range)
+{
+    arena a;
+    arena_init(&a);
+    kir_kernel *k = kir_kernel_new(&a, 5, 6, "kt pack");
+    kir_val lo = kir_mul(k, kir_wg(k), kir_idx(k, 1024));
+    kir_val i0 = kir_loop_begin(k, lo, kir_binary(k, KIR_MIN, kir_add(k, lo, kir_idx(k, 1024)), kir_idx(k, 6144)), kir_idx(k, 1));
+    kir_val d = kir_binary(k, KIR_MOD, i0, kir_idx(k, 64)), rest = kir_binary(k, KIR_DIV, i0, kir_idx(k, 64));
+    kir_val blk = kir_binary(k, KIR_MOD, rest, kir_idx(k, 8)), head = kir_binary(k, KIR_DIV, rest, kir_idx(k, 8));
+    kir_val col = kir_add(k, kir_mul(k, head, kir_idx(k, 64)), d);
+    kir_val t = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, 16), kir_idx(k, 1));
+    kir_val row = kir_binary(k, KIR_MIN, kir_add(k, kir_mul(k, blk, kir_idx(k, 16)), t), kir_idx(k, 127));
+    kir_val lin = kir_add(k, kir_mul(k, row, kir_idx(k, 768)), col);
+    CHECK(kir_binary(k, KIR_MOD, lin, kir_idx(k, 768)) == col);
+    CHECK(kir_binary(k, KIR_DIV, lin, kir_idx(k, 768)) == row);
+    kir_loop_end(k);
+    kir_loop_end(k);
+    arena_free(&a);
+}

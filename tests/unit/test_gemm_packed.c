@@ -295,6 +295,55 @@ TEST(gemm_packed_reads_a_plain_a_in_place)
     }
 }
 
+/* Small M spreads over the threads by N in the widest units that make four
+ * (ops/gemm_packed.c, MM_MIN_UNITS): 768 columns at M 128 are 4 units of 192,
+ * not 6 of 128 (each unit packs or reads all of A); 80 columns (5 panels) at
+ * M 3 and K 400 are 5 units, one panel each, as ceil(5 / 4) panels would
+ * make only 3.
+ * A plain and through a fused Transpose, against a double reference. The
+ * counts hold for AVX2's 6 x 16 tiles; other tiles check the sums only. */
+TEST(gemm_packed_splits_columns_into_the_widest_units_that_make_four)
+{
+    static const struct { int64_t m, k, n, units; } cases[] = {{128, 40, 768, 4}, {3, 400, 80, 5}, {64, 33, 1024, 4}};
+    for (int c = 0; c < 3; c++)
+        for (int tr = 0; tr < 2; tr++) {
+            int64_t m = cases[c].m, k = cases[c].k, n = cases[c].n;
+            ir_graph *g = ir_graph_new();
+            int x = input(g, "x", tr ? shp(2, k, m) : shp(2, m, k));
+            int a = tr ? op1(g, "t", OP_Transpose, x) : x;
+            int b = constant(g, "b", shp(2, k, n), 0.5f, 0.125f);
+            int y = op2(g, "mm", OP_MatMul, a, b);
+            ir_graph_set_io(g, 1, &x, 1, &y);
+            smelt_program *p = compile(g, 0);
+            CHECK(p != NULL);
+            if (!p) {
+                ir_graph_free(g);
+                continue;
+            }
+            CHECK_EQ_INT(p->lp.n_kernels, 1);
+            mm_tiles tl = mm_tiles_for(p->devs.dev[0].target.vector_width);
+            if (tl.mr == 6 && tl.nr == 16 && p->lp.n_kernels == 1)
+                CHECK_EQ_INT((int)p->lp.kernels[0]->n_workgroups, (int)cases[c].units);
+            float *xd = malloc(sizeof(float) * (size_t)(m * k));
+            for (int64_t i = 0; i < m * k; i++) xd[i] = (float)((i * 13 + 5) % 17 - 8) / 8.0f;
+            smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {tr ? k : m, tr ? m : k}, .data = xd}, out;
+            CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+            CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+            const float *bv = g->tensors[b].data;
+            int bad = 0;
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < n; j++) {
+                    double want = 0;
+                    for (int64_t kk = 0; kk < k; kk++) want += (double)xd[tr ? kk * m + i : i * k + kk] * bv[kk * n + j];
+                    bad += fabs(((const float *)out.data)[i * n + j] - want) > 1e-4 * (1 + fabs(want));
+                }
+            CHECK_EQ_INT(bad, 0);
+            free(xd);
+            smelt_program_free(p);
+            ir_graph_free(g);
+        }
+}
+
 /* Gemm with transB on a model input (packed per call), alpha, beta and a
  * row of C; and the same with transA. */
 TEST(gemm_packed_gemm_transposes_and_scales)
