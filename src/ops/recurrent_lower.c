@@ -26,6 +26,9 @@
  *             at compile time: kernels 1 and 2 are gone, 3 and 4 read W and R
  *             (on the CPU, 3 is the packed GEMM reading W's [K, N] in place
  *             where G*H is whole panels, else over panels copied per call).
+ *             DynamicQuantizeLSTM's W or R may also be float32 holding the 8-bit
+ *             values less their zero point (graph/fold_gemm.c folds constant ones),
+ *             the zero point then omitted: read in place like the float forms'.
  *             DynamicQuantizeLSTM (com.microsoft, imported by onnx/contrib.c with
  *             X already quantized to uint8 and its scale and zero point as inputs
  *             12 and 13) is the LSTM as onnxruntime computes it: W [D, input, 4H]
@@ -323,7 +326,7 @@ static smelt_status proj_gemm(lower_ctx *c, rnn_job *j)
     gemm_packed g = {.nb = 1, .batch = {p->dirs}, .m = j->rows, .n = j->n, .k = p->input, .dt = p->dt, .tl = tl,
                      .b_input = -1, .b_scratch = -1, .b_index = proj_gemm_b, .load_a = proj_gemm_a,
                      .store = proj_gemm_store, .user = &pj};
-    if (p->packed && !p->quant && j->n % tl.nr == 0) { /* whole panels: read W in place, no copy per call */
+    if (p->packed && ir_in(c->g, c->n, IN_W)->dtype == SMELT_F32 && j->n % tl.nr == 0) { /* whole panels: in place */
         g.read_b = proj_gemm_read_w;
         TRY(gemm_packed_lower(c, &g));
         return c->k ? SMELT_OK : no_mem(c);
@@ -679,8 +682,10 @@ smelt_status lower_Recurrent(lower_ctx *c)
          mul3(D, p->batch, 1, &state_n) && mul3(state_n, 4, H + j.n, &state_n) && state_n <= INT64_MAX / 8;
     if (!ok) return ir_node_fail(c->n, SMELT_ERR_SHAPE, "the sizes (seq, batch, input, hidden) overflow int64");
     if (p->batch == 0 || H == 0) return SMELT_OK;
-    /* float weights stored packed are read as they are; 8-bit ones are copied less their zero points */
-    bool copy = !p->packed || p->quant;
+    /* float weights stored packed are read as they are (DynamicQuantizeLSTM's too, where
+     * graph/fold_gemm.c made them float); 8-bit ones are copied less their zero points */
+    bool copy = !p->packed || (p->quant && ir_in(c->g, c->n, IN_W)->dtype != SMELT_F32);
+    bool copy_r = !p->packed || (p->quant && ir_in(c->g, c->n, IN_R)->dtype != SMELT_F32);
     j.proj = lower_scratch(c, p->dt, proj_n);
     if (j.proj < 0) return no_mem(c);
     bool gemm = proj_gemm_ok(c, &j);
@@ -693,7 +698,7 @@ smelt_status lower_Recurrent(lower_ctx *c)
         lower_parallel_for(c, &ws, 1, pack_body, &pw);
         if (!c->k) return no_mem(c);
     }
-    if (copy) {
+    if (copy_r) {
         j.rt = lower_scratch(c, p->dt, rt_n);
         if (j.rt < 0) return no_mem(c);
         pack_job pr = {IN_R, j.rt, j.n, H, IN_RZ, p->quant};

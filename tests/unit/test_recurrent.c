@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "api/program.h"
+#include "graph/passes.h"
 #include "test.h"
 #include "fuse_cases.h"
 
@@ -164,4 +165,99 @@ TEST(recurrent_cells_match_reference)
                 rnn_case t = {cells[c].op, cells[c].gates, seqs[sb][0], seqs[sb][1], 11, hs[h], dir, cells[c].lbr, cw};
                 run_case(&t, which++);
             }
+}
+
+/* A tensor of dtype dt, constant (data copied from `data`, elements of that dtype) or an input. */
+static int typed(ir_graph *g, const char *name, smelt_dtype dt, ir_shape s, const void *data, bool is_const)
+{
+    int t = ir_tensor_add(g, name, dt, &s);
+    if (is_const) memcpy(ir_tensor_alloc_data(g, t), data, (size_t)ir_shape_numel(&s) * smelt_dtype_size(dt));
+    return t;
+}
+
+/* DynamicQuantizeLSTM with constant int8 W and R and nonzero zero points (per direction for W,
+ * per gate column for R): graph_fold_gemm_transpose stores both as float32 less their zero points
+ * and drops the zero points, and the program computes what the same node with W and R given as
+ * inputs (converted per call) does, bidirectional, seq 5, batch 2, G*H 4*12 = 48 (whole panels:
+ * W read in place) and 4*5 = 20 (panels copied). */
+TEST(recurrent_quantized_constant_weights_fold_to_float)
+{
+    enum { S = 5, B = 2, I = 7, D = 2 };
+    for (int hi = 0; hi < 2; hi++) {
+        int64_t H = hi ? 12 : 5, N = 4 * H;
+        int8_t *w = malloc((size_t)(D * I * N)), *r = malloc((size_t)(D * H * N)), *rz = malloc((size_t)(D * N));
+        for (int64_t k = 0; k < D * I * N; k++) w[k] = (int8_t)((k * 37 + 11) % 255 - 127);
+        for (int64_t k = 0; k < D * H * N; k++) r[k] = (int8_t)((k * 53 + 5) % 255 - 127);
+        for (int64_t k = 0; k < D * N; k++) rz[k] = (int8_t)(k % 7 - 3);
+        int8_t wz[D] = {3, -2};
+        float ws[D] = {0.004f, 0.006f}, rs[D] = {0.005f, 0.003f}, xs = 0.02f;
+        uint8_t xz = 120, x[S * B * I];
+        for (int k = 0; k < S * B * I; k++) x[k] = (uint8_t)((k * 29 + 7) % 256);
+        float *bias = malloc(sizeof(float) * (size_t)(D * 2 * N));
+        fill(bias, D * 2 * N, 5u, 0.4f);
+        float *out[2] = {NULL, NULL};
+        int64_t ny = S * D * B * H;
+        for (int cw = 1; cw >= 0; cw--) {
+            ir_graph *g = ir_graph_new();
+            int ins[14];
+            for (int k = 0; k < 14; k++) ins[k] = -1;
+            ins[0] = typed(g, "x", SMELT_U8, shp(3, S, B, I), x, false);
+            ins[1] = typed(g, "w", SMELT_I8, shp(3, D, I, N), w, cw);
+            ins[2] = typed(g, "r", SMELT_I8, shp(3, D, H, N), r, cw);
+            ins[3] = typed(g, "b", SMELT_F32, shp(2, D, 2 * N), bias, true);
+            ins[8] = typed(g, "ws", SMELT_F32, shp(1, D), ws, true);
+            ins[9] = typed(g, "wz", SMELT_I8, shp(1, D), wz, true);
+            ins[10] = typed(g, "rs", SMELT_F32, shp(1, D), rs, true);
+            ins[11] = typed(g, "rz", SMELT_I8, shp(2, D, N), rz, true);
+            ins[12] = typed(g, "xs", SMELT_F32, shp(0), &xs, true);
+            ins[13] = typed(g, "xz", SMELT_U8, shp(0), &xz, true);
+            int yt = ir_tensor_add(g, "y", SMELT_F32, NULL);
+            int node = ir_node_add(g, "qlstm", OP_DynamicQuantizeLSTM, 14, ins, 1, &yt);
+            attr_str(g, node, "direction", "bidirectional");
+            attr_int(g, node, "hidden_size", H);
+            int gin[3] = {ins[0], ins[1], ins[2]};
+            ir_graph_set_io(g, cw ? 1 : 3, gin, 1, &yt);
+            ir_graph *h = ir_graph_clone(g);
+            CHECK(h && graph_infer(h, lower_eval_node) == SMELT_OK && graph_fold_gemm_transpose(h) == SMELT_OK);
+            if (h) {
+                const ir_node *n = &h->nodes[node_named(h, "qlstm")];
+                CHECK_EQ_INT(ir_in(h, n, 1)->dtype == SMELT_F32, cw);
+                CHECK_EQ_INT(ir_in(h, n, 2)->dtype == SMELT_F32, cw);
+                CHECK_EQ_INT(ir_in(h, n, 9) == NULL && ir_in(h, n, 11) == NULL, cw);
+                if (cw) {
+                    const float *wf = ir_in(h, n, 1)->data, *rf = ir_in(h, n, 2)->data;
+                    CHECK(wf[0] == (float)(w[0] - wz[0]) && wf[D * I * N - 1] == (float)(w[D * I * N - 1] - wz[1]));
+                    CHECK(rf[N + 3] == (float)(r[N + 3] - rz[3]) && rf[H * N + 1] == (float)(r[H * N + 1] - rz[N + 1]));
+                }
+            }
+            ir_graph_free(h);
+            smelt_program *p = compile(g, 0);
+            CHECK(p != NULL);
+            if (p) {
+                smelt_tensor in[3] = {{.name = "x", .dtype = SMELT_U8, .rank = 3, .shape = {S, B, I}, .data = x},
+                                      {.name = "w", .dtype = SMELT_I8, .rank = 3, .shape = {D, I, N}, .data = w},
+                                      {.name = "r", .dtype = SMELT_I8, .rank = 3, .shape = {D, H, N}, .data = r}};
+                CHECK(smelt_program_run(p, cw ? 1 : 3, in) == SMELT_OK);
+                smelt_tensor o;
+                CHECK(smelt_program_output(p, 0, &o) == SMELT_OK);
+                if (smelt_tensor_numel(&o) == ny) {
+                    out[cw] = malloc(sizeof(float) * (size_t)ny);
+                    memcpy(out[cw], o.data, sizeof(float) * (size_t)ny);
+                }
+                smelt_program_free(p);
+            }
+            ir_graph_free(g);
+        }
+        CHECK(out[0] && out[1]);
+        if (out[0] && out[1]) {
+            int bad = 0;
+            for (int64_t k = 0; k < ny && bad < 3; k++)
+                if (fabsf(out[0][k] - out[1][k]) > 1e-5f * (1 + fabsf(out[0][k]))) {
+                    fprintf(stderr, "  H %lld [%lld]: folded %g, per call %g\n", (long long)H, (long long)k, out[1][k], out[0][k]);
+                    bad++;
+                }
+            CHECK(bad == 0);
+        }
+        free(out[0]), free(out[1]), free(w), free(r), free(rz), free(bias);
+    }
 }
