@@ -4,8 +4,10 @@
  * that reach each CPU form of the input projection (ops/recurrent_lower.c):
  * constant weights (the packed form; gate columns G*H a multiple of the GEMM's
  * panel width, read in place, or not, copied into panels per call) and weights
- * given as inputs; forward, reverse and bidirectional; sequence lengths 1 and
- * 7; batch 1 and 3; input and hidden sizes that are not multiples of a tile.
+ * given as inputs; forward, reverse and bidirectional; sequence lengths 1, 5
+ * and 7; batch 1 (a workgroup per direction and entry) and 2 or 3 (the CPU's
+ * batched recurrence, a workgroup per direction); input and hidden sizes that
+ * are not multiples of a tile.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -146,9 +148,9 @@ static void run_case(const rnn_case *t, int which)
 }
 
 /* Every cell in every direction with hidden 5 (G*H 5, 15, 20: not a whole number of panels) and
- * 16 (16, 48, 64: whole panels, W read in place when constant), input 11; sequence length 1 with
- * batch 3 and 7 with batch 1, and constant or given weights, alternating over the cases so each
- * cell meets each (24 compiles, not 96). */
+ * 16 (16, 48, 64: whole panels, W read in place when constant), input 11; (sequence length,
+ * batch) (1, 3), (7, 2) and (5, 1), and constant or given weights, rotating over the cases (24
+ * compiles, not 144). */
 TEST(recurrent_cells_match_reference)
 {
     static const struct {
@@ -156,12 +158,12 @@ TEST(recurrent_cells_match_reference)
         int gates;
         bool lbr;
     } cells[] = {{OP_RNN, 1, false}, {OP_GRU, 3, false}, {OP_GRU, 3, true}, {OP_LSTM, 4, false}};
-    static const int64_t hs[2] = {5, 16}, seqs[2][2] = {{1, 3}, {7, 1}};
+    static const int64_t hs[2] = {5, 16}, seqs[3][2] = {{1, 3}, {7, 2}, {5, 1}};
     int which = 0;
     for (int c = 0; c < 4; c++)
         for (int dir = 0; dir < 3; dir++)
             for (int h = 0; h < 2; h++) {
-                int sb = (dir + h) % 2, cw = (dir + h + c) % 2;
+                int sb = (dir + h) % 3, cw = (dir + h + c) % 2;
                 rnn_case t = {cells[c].op, cells[c].gates, seqs[sb][0], seqs[sb][1], 11, hs[h], dir, cells[c].lbr, cw};
                 run_case(&t, which++);
             }
