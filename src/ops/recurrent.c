@@ -117,7 +117,10 @@ static smelt_status check_quant_dtypes(const ir_graph *g, const ir_node *n)
         return ir_node_fail(n, SMELT_ERR_MODEL, "X must be uint8 with a float32 scale and a uint8 zero point");
     for (int i = IN_W; i <= IN_R; i++) {
         const ir_tensor *t = ir_in(g, n, i);
-        if (t->dtype != SMELT_I8 && t->dtype != SMELT_U8)
+        /* float32: the 8-bit values less their zero point, which is then omitted (graph/fold_gemm.c
+         * makes constant weights so) */
+        bool folded = t->dtype == SMELT_F32 && !ir_in(g, n, i == IN_W ? IN_WZ : IN_RZ);
+        if (t->dtype != SMELT_I8 && t->dtype != SMELT_U8 && !folded)
             return ir_node_fail(n, SMELT_ERR_MODEL, "input '%s' must be int8 or uint8", t->name);
     }
     static const int floats[] = {IN_B, IN_H0, IN_C0, IN_P};
