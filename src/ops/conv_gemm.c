@@ -34,7 +34,8 @@
  * Winograd's pass first.
  *
  * The other orientation (conv_cols_lower), where OH*OW is a multiple of the
- * panel width (graph_conv_on_cols, with its measurements): per image
+ * panel width, or an expanding 1x1's is nearly one (graph_conv_on_cols, with
+ * its measurements; X then through the im2col, whose rows are padded): per image
  *     Y[m][i] = sum over k of W[m][k] * A^T[k][i],
  * the weight plain (not packed) read in place as the microkernel's A (MR
  * channels broadcast per k), and X itself (flat) or the im2col as its B, read
