@@ -127,7 +127,8 @@ static bool conv_wants_gemm(const ir_graph *g, const ir_node *n, int64_t nr)
     /* the positions on N (ops/conv_gemm.c) where the lowering will take it: a
      * 1x1 whose plane is X's (stride 1, no pads), or an im2col that fits */
     if (graph_conv_on_cols(kh * kw, k, m, p, nr) &&
-        (kh * kw == 1 ? x->shape.dim[2] == y->shape.dim[2] && x->shape.dim[3] == y->shape.dim[3] : graph_im2col_fits(p, k)))
+        (kh * kw == 1 && p % nr == 0 ? x->shape.dim[2] == y->shape.dim[2] && x->shape.dim[3] == y->shape.dim[3]
+                                     : graph_im2col_fits(p, k)))
         return false;
     if (kh == 1 && kw == 1) return k >= 64 && m >= 32;
     return k >= 27 && m >= 32 && graph_im2col_fits(p, k);

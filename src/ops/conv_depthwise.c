@@ -30,7 +30,27 @@
  * 7 or 14 outputs is mostly its scalar remainder, where the flat form runs
  * one loop over a whole block of rows; those stay there. A first version
  * without the tile (taps read from X with the edge columns and rows guarded)
- * was 1.5-2x slower than the flat form on all of these.
+ * was 1.5-2x slower than the flat form on all of these. Filling all sw planes
+ * in one loop over their common interior columns (one stride-sw group of
+ * loads, which the C compiler vectorizes with shuffles) instead of a loop per
+ * plane was slower: 96 ch 112 -> 56 s2 0.315 -> 0.340 ms, 144 ch 56 -> 28 s2
+ * 0.125 -> 0.141 (min of 300 runs, 1 thread, three rounds each).
+ *
+ * The expanding 1x1 conv that feeds these layers (16 -> 96 at 112x112, 24 ->
+ * 144 at 56x56) is not computed while filling the tile, though its wide
+ * output would then never go to memory: both ways tried lost to the packed
+ * GEMM (ops/conv_gemm.c) followed by this kernel (min of 200 runs, 1 thread,
+ * 1x1 + Clip + 3x3 depthwise + Clip, against 0.55 ms for 24 -> 144 at 56x56 s1
+ * and 1.00 for 16 -> 96 at 112x112 s2). As an inlined producer, each tile
+ * element its K-term dot product, 4 channels a unit: 1.0 and 3.3 ms (the C
+ * loop over the tile row holds 4K weights and runs at ~6 multiply-adds a
+ * cycle; stride 2 reads X two apart). With the rows of 6 channels computed
+ * by the gemm microkernel (6x16, ~17 multiply-adds a cycle) into a row
+ * buffer, bias and Clip applied on the copy into the phase planes: 0.59 and
+ * 1.14 ms, MobileNetV2 10-20% more user CPU time. What remains is the copy
+ * (a quarter of the s2 kernel: strided reads per phase plane) and the halo
+ * rows computed twice (25% at 8 rows a unit, stride 1); the GEMM's output
+ * stays in L2/L3 at these sizes, so the traffic saved is small.
  */
 #include "lower/lower.h"
 #include "ops/conv.h"

@@ -34,7 +34,8 @@
  * Winograd's pass first.
  *
  * The other orientation (conv_cols_lower), where OH*OW is a multiple of the
- * panel width (graph_conv_on_cols, with its measurements): per image
+ * panel width, or an expanding 1x1's is nearly one (graph_conv_on_cols, with
+ * its measurements; X then through the im2col, whose rows are padded): per image
  *     Y[m][i] = sum over k of W[m][k] * A^T[k][i],
  * the weight plain (not packed) read in place as the microkernel's A (MR
  * channels broadcast per k), and X itself (flat) or the im2col as its B, read
@@ -360,7 +361,8 @@ bool conv_cols_wanted(lower_ctx *c, const window_geom *w)
     int64_t p = w->out[0] * w->out[1], taps = w->kernel[0] * w->kernel[1], k = x->shape.dim[1] * taps, m = wt->shape.dim[0];
     int64_t nr = mm_tiles_for(c->target->vector_width).nr;
     if (!graph_conv_on_cols(taps, k, m, p, nr)) return false;
-    return conv_is_flat(c, w) || graph_im2col_fits(p, k); /* a 1x1 reading a fused producer: through the im2col */
+    /* a 1x1 reading a fused producer, or whose last panel would read past the plane: through the im2col */
+    return (conv_is_flat(c, w) && p % nr == 0) || graph_im2col_fits(p, k);
 }
 
 smelt_status conv_cols_lower(lower_ctx *c, const window_geom *w)
@@ -368,7 +370,7 @@ smelt_status conv_cols_lower(lower_ctx *c, const window_geom *w)
     const ir_tensor *x = ir_in(c->g, c->n, 0), *wt = ir_in(c->g, c->n, 1);
     conv_gemm_job j = {.w = w, .c = x->shape.dim[1], .taps = w->kernel[0] * w->kernel[1], .bias = ir_in(c->g, c->n, 2) != NULL,
                        .cols = true};
-    j.flat = conv_is_flat(c, w);
+    j.flat = conv_is_flat(c, w) && w->out[0] * w->out[1] % mm_tiles_for(c->target->vector_width).nr == 0;
     gemm_packed g = {.nb = 1, .batch = {x->shape.dim[0]}, .m = wt->shape.dim[0], .n = w->out[0] * w->out[1],
                      .k = j.c * j.taps, .dt = SMELT_F32, .tl = mm_tiles_for(c->target->vector_width), .b_input = -1,
                      .b_scratch = -1, .read_a = cols_read_w, .read_b = j.flat ? cols_read_x : NULL,
