@@ -245,9 +245,13 @@ def bench_model(e, a, smelt, threads, iree):
     ratios_by_t, compiled = {}, {}
     blank = [""] * (len(HEAD) - 3)
     for t in threads:
+        # onnxruntime's session lives only for its own side of each round: its intra-op threads spin
+        # after a run (its default, kept for its timing), and a session held across smelt's side
+        # took a core from smelt's second thread (mlp at 2 threads: smelt 3.1-3.8 ms with an idle
+        # 2-thread session in this process, 1.95-2.2 without)
         sess = ort_session(mpath, t)
-        ort_time(sess, feeds, 2)  # warm-up
         runs = round_runs(sess, feeds, a.runs)
+        del sess
         worker, iree_cell = None, (iree_why and "fails: " + iree_why)
         if vmfb:
             with tempfile.TemporaryDirectory(prefix="smelt-bench-iree-") as tmp:
@@ -278,7 +282,10 @@ def bench_model(e, a, smelt, threads, iree):
                     compiled.update(s)
                 smelt_rounds[label].append((s["median_ms"], s["min_ms"], s["max_ms"]))
                 last[label] = s
+            sess = ort_session(mpath, t)
+            ort_time(sess, feeds, 2)  # warm-up
             o = ort_time(sess, feeds, runs)
+            del sess
             ort_rounds.append(o)
             if good[""][0]:
                 ratios.append(smelt_rounds[""][-1][0] / o[0])
@@ -287,7 +294,6 @@ def bench_model(e, a, smelt, threads, iree):
             if copy:
                 c = parse_kv(run([a.memcpy, str(nbytes), str(t), str(runs)]))
                 copy_rounds.append((c["median_ms"], c["min_ms"], c["max_ms"]))
-        del sess
         if worker:
             worker.close()
             iree_cell = ms(*summary(iree_rounds))
