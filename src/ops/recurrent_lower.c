@@ -87,7 +87,8 @@ typedef struct rnn_job {
     int64_t rows_pad;  /* rows rounded up to RNN_MR */
     int wt, rt, proj;  /* scratch: WT, RT, P */
     int state;         /* scratch for the recurrence's vectors, or -1: workgroup memory */
-    bool batched;      /* the recurrence: a workgroup per direction, looping over the batch */
+    int64_t group;     /* the recurrence's batch entries per workgroup (the last group may hold fewer) */
+    bool batched;      /* group > 1: each workgroup loops over its group's entries */
 } rnn_job;
 
 /* ---- kernels 1, 2: transposed weights ---- */
@@ -356,7 +357,9 @@ typedef struct rvec {
 
 typedef struct rstate {
     const rnn_job *j;
-    kir_val d, b, len;         /* this workgroup's direction and batch entry; its length */
+    kir_val d, b, len;         /* this workgroup's direction and batch entry (batched: its group's
+                                * first entry; in an entry loop, the entry); its length */
+    kir_val cnt, l;            /* batched: the group's entries; in an entry loop, b's place in the group */
     kir_val dirrev;            /* bool: this direction runs backwards in time */
     kir_val valid;             /* masked time loop: whether step t is inside len (else 0) */
     rvec h, cst, gates, rh;
@@ -382,19 +385,21 @@ static rvec rv_entry(kir_kernel *K, rvec v, kir_val b, int64_t len)
     return v;
 }
 
-/* Batched (j->batched): opens a loop over the batch entries and returns the
- * state of entry b (its vectors at b times their length); else s itself. */
+/* Batched (j->batched): opens a loop over the group's entries and returns the
+ * state of its l-th entry, batch entry b (its vectors at l times their
+ * length); else s itself. */
 static rstate entry_begin(lower_ctx *c, const rstate *s)
 {
     rstate e = *s;
     if (!s->j->batched) return e;
     kir_kernel *K = c->k;
-    e.b = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, s->j->p.batch), kir_idx(K, 1));
+    e.l = kir_loop_begin(K, kir_idx(K, 0), s->cnt, kir_idx(K, 1));
+    e.b = kir_add(K, s->b, e.l);
     int64_t H = s->j->p.hidden;
-    e.h = rv_entry(K, s->h, e.b, H);
-    e.cst = rv_entry(K, s->cst, e.b, H);
-    e.gates = rv_entry(K, s->gates, e.b, s->j->n);
-    e.rh = rv_entry(K, s->rh, e.b, H);
+    e.h = rv_entry(K, s->h, e.l, H);
+    e.cst = rv_entry(K, s->cst, e.l, H);
+    e.gates = rv_entry(K, s->gates, e.l, s->j->n);
+    e.rh = rv_entry(K, s->rh, e.l, H);
     return e;
 }
 
@@ -459,7 +464,7 @@ static void gemv(lower_ctx *c, const rstate *s, const rvec *v, int64_t n0, int64
         }
         /* batched: every entry's rows of the product while these RNN_KU rows of R are in L1 */
         rstate e = entry_begin(c, s);
-        rvec ve = j->batched ? rv_entry(K, *v, e.b, H) : *v;
+        rvec ve = j->batched ? rv_entry(K, *v, e.l, H) : *v;
         for (int u = 0; u < step; u++) hv[u] = rv_load(c, &ve, ku[u]);
         kir_val nn = kir_loop_begin_parallel(K, kir_idx(K, n0), kir_idx(K, n1));
         kir_val acc = rv_load(c, &e.gates, nn);
@@ -592,14 +597,17 @@ static int64_t state_numel(const rnn_job *j) { return 3 * j->p.hidden + j->n; }
 static smelt_status lower_recurrence(lower_ctx *c, rnn_job *j)
 {
     const rnn_params *p = &j->p;
-    int64_t H = p->hidden, N = j->n, S = p->seq, E = j->batched ? p->batch : 1; /* entries per workgroup */
-    kir_kernel *K = lower_kernel_begin(c, p->dirs * p->batch / E);
+    int64_t H = p->hidden, N = j->n, S = p->seq, E = j->group, groups = (p->batch + E - 1) / E;
+    kir_kernel *K = lower_kernel_begin(c, p->dirs * groups);
     if (!K) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
     if (c->target->wg_size > 1) K->wg_size = c->target->wg_size;
     kir_val wg = kir_wg(K), zero = kir_idx(K, 0), one = kir_idx(K, 1);
     rstate s = {.j = j};
-    if (j->batched) { /* b: set by each entry loop (entry_begin) */
-        s.d = wg, s.b = zero;
+    if (j->batched) { /* each entry loop (entry_begin) sets b and l */
+        s.d = p->dirs == 1 ? zero : groups == 1 ? wg : bin(K, KIR_DIV, wg, kir_idx(K, groups));
+        kir_val g = groups == 1 ? zero : p->dirs == 1 ? wg : bin(K, KIR_MOD, wg, kir_idx(K, groups));
+        s.b = kir_mul(K, g, kir_idx(K, E));
+        s.cnt = p->batch % E == 0 ? kir_idx(K, E) : bin(K, KIR_MIN, kir_idx(K, E), bin(K, KIR_SUB, kir_idx(K, p->batch), s.b));
     } else {
         s.d = p->dirs == 1 ? zero : bin(K, KIR_DIV, wg, kir_idx(K, p->batch));
         s.b = p->dirs == 1 ? wg : bin(K, KIR_MOD, wg, kir_idx(K, p->batch));
@@ -774,18 +782,28 @@ smelt_status lower_Recurrent(lower_ctx *c)
         }
         if (!c->k) return no_mem(c);
     }
-    /* One workgroup per direction looping over the batch where the CPU runs it
-     * and every entry runs the whole sequence: each step reads R from L2 once
-     * for all entries (each RNN_KU rows of it serve every entry from L1), not
-     * once per entry. anr_encoder (batch 4, bidirectional GRUs, R 196 KB a
-     * direction) 1.11-1.12 -> 0.93-0.94 ms at 1 thread and 0.89-1.13 -> 0.93-0.95
-     * at 2 (min of 200 runs, 3 interleaved rounds, load ~6): 2 workgroups still
-     * fill 2 threads. */
-    j.batched = c->target->wg_size == 1 && p->batch > 1 && !p->quant && !ir_in(c->g, c->n, IN_LENS);
-    int64_t bytes = state_numel(&j) * (j.batched ? p->batch : 1) * (int64_t)smelt_dtype_size(p->dt);
+    /* CPU, every entry over the whole sequence: a workgroup per direction and
+     * group of entries, looping over them, so each step reads R from L2 once per
+     * group (RNN_KU rows of it serve the group from L1), not once per entry.
+     * anr_encoder (batch 4, bidirectional GRU) as one group a direction: 1.11 ->
+     * 0.93 ms at 1 thread, 0.89-1.13 -> 0.93 at 2. Kernels do not know the thread
+     * count, so one direction is 2 groups (ceil(B/2) entries; one used one thread).
+     * Forward, min of 300 runs x 5 interleaved rounds (load 2.3-4.8 on 2 cores: mins
+     * are free-core times), ms, one group / 2 groups / a workgroup per entry, 1|2 threads:
+     * GRU b4 s32 h128 0.303/0.337/0.442 | 0.304/0.177/0.255; GRU b4 s32 h256 1.288/1.455/
+     * 2.050 | 1.251/0.850/1.106; LSTM b4 s32 h256 1.827/2.071/2.604 | 1.748/1.039/1.359;
+     * LSTM b8 s16 h128 0.408/0.422/0.584 | 0.408/0.236/0.330; GRU b2 s16 h256 (2 groups =
+     * per entry) 0.368/0.495 | 0.362/0.257. Against per entry neither count loses; against
+     * one group 1 thread costs 3-13% (35% at batch 2), 2 threads gain 29-42%. */
+    j.group = 1;
+    if (c->target->wg_size == 1 && p->batch > 1 && !p->quant && !ir_in(c->g, c->n, IN_LENS))
+        j.group = D == 2 ? p->batch : (p->batch + 1) / 2;
+    j.batched = j.group > 1;
+    int64_t groups = (p->batch + j.group - 1) / j.group;
+    int64_t bytes = state_numel(&j) * j.group * (int64_t)smelt_dtype_size(p->dt);
     int64_t limit = c->target->wg_size > 1 ? c->target->smem_limit : RNN_CPU_STACK_BYTES;
     if (bytes > limit) {
-        j.state = lower_scratch(c, p->dt, D * p->batch * state_numel(&j));
+        j.state = lower_scratch(c, p->dt, D * groups * j.group * state_numel(&j));
         if (j.state < 0) return no_mem(c);
     }
     TRY(lower_recurrence(c, &j));

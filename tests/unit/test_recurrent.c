@@ -5,9 +5,9 @@
  * constant weights (the packed form; gate columns G*H a multiple of the GEMM's
  * panel width, read in place, or not, copied into panels per call) and weights
  * given as inputs; forward, reverse and bidirectional; sequence lengths 1, 5
- * and 7; batch 1 (a workgroup per direction and entry) and 2 or 3 (the CPU's
- * batched recurrence, a workgroup per direction); input and hidden sizes that
- * are not multiples of a tile.
+ * and 7; batch 1 (a workgroup per direction and entry) and 2 to 5 (the CPU's
+ * batched recurrence, a workgroup per direction and group of entries); input
+ * and hidden sizes that are not multiples of a tile.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -167,6 +167,32 @@ TEST(recurrent_cells_match_reference)
                 rnn_case t = {cells[c].op, cells[c].gates, seqs[sb][0], seqs[sb][1], 11, hs[h], dir, cells[c].lbr, cw};
                 run_case(&t, which++);
             }
+}
+
+/* The batched recurrence's groups of entries (a workgroup per direction and group,
+ * ops/recurrent_lower.c): batch 3 and 5 split unevenly, batch 4 evenly, forward and
+ * reverse (one direction: two groups), and bidirectional batch 5 (one group a
+ * direction); hidden 5 and 13 (G*H not a whole number of panels, and the recurrent
+ * product's RNN_KU remainder), sequence length 6, rotating over constant and given
+ * weights (every cell, 28 compiles). Entry offsets within a group or of a group's first
+ * entry gone wrong put another entry's state or rows in these outputs. */
+TEST(recurrent_grouped_batch_matches_reference)
+{
+    static const struct {
+        op_id op;
+        int gates;
+        bool lbr;
+    } cells[] = {{OP_RNN, 1, false}, {OP_GRU, 3, false}, {OP_GRU, 3, true}, {OP_LSTM, 4, false}};
+    static const struct {
+        int dir;
+        int64_t b, h;
+    } shapes[] = {{0, 3, 5}, {1, 3, 13}, {0, 5, 13}, {1, 5, 5}, {0, 4, 13}, {1, 4, 5}, {2, 5, 13}};
+    int which = 100;
+    for (int c = 0; c < 4; c++)
+        for (int k = 0; k < 7; k++) {
+            rnn_case t = {cells[c].op, cells[c].gates, 6, shapes[k].b, 9, shapes[k].h, shapes[k].dir, cells[c].lbr, (c + k) % 2};
+            run_case(&t, which++);
+        }
 }
 
 /* A tensor of dtype dt, constant (data copied from `data`, elements of that dtype) or an input. */
