@@ -7,28 +7,23 @@
  *             The lowering is four kernels:
  *               1. WT[d][k][n] = W[d][n][k]        (input weights, transposed)
  *               2. RT[d][k][n] = R[d][n][k]        (recurrent weights, transposed)
- *               3. P[d][row][n] = bias[n] + sum_k X[row][k] * WT[d][k][n]
- *                  the input projection of every time step at once, a blocked
- *                  matrix product (MR rows of X per unit, unit-stride over n on
- *                  the CPU; a thread per (MR rows, n) on GPU targets)
- *               4. the recurrence: one workgroup per (direction, batch entry),
- *                  looping over time; per step gates[n] = P[row][n] +
- *                  sum_k H[k] * RT[k][n] (unit-stride over n, so it vectorizes
- *                  on the CPU and is spread over threads on a GPU), a barrier,
- *                  then the state update per hidden unit, which also stores Y.
+ *               3. P[d][row][n] = bias[n] + sum_k X[row][k] * WT[d][k][n], the
+ *                  input projection of every time step at once (MR rows of X a
+ *                  unit on the CPU; a thread per (MR rows, n) on GPU targets)
+ *               4. the recurrence, looping over time: a workgroup per (direction,
+ *                  group of batch entries) on the CPU (lower_Recurrent says why),
+ *                  per (direction, entry) on a GPU; per step gates[n] = P[row][n]
+ *                  + sum_k H[k] * RT[k][n] (unit-stride over n), a barrier, then
+ *                  the state update per hidden unit, which also stores Y.
  *             Steps at or past a batch entry's sequence length are skipped and
  *             their Y is zero; Y_h/Y_c hold the state after its last valid
- *             step (for the reverse direction, time runs from length-1 to 0),
- *             zero for an entry of length 0 (as onnxruntime does).
- *             Every output element is stored exactly once.
- *             PackedRNN/GRU/LSTM are the three with constant W and R that
- *             graph_fold_gemm_transpose stored in the packed order [D, K, N]
- *             at compile time: kernels 1 and 2 are gone, 3 and 4 read W and R
- *             (on the CPU, 3 is the packed GEMM reading W's [K, N] in place
- *             where G*H is whole panels, else over panels copied per call).
- *             DynamicQuantizeLSTM's W or R may also be float32 holding the 8-bit
- *             values less their zero point (graph/fold_gemm.c folds constant ones),
- *             the zero point then omitted: read in place like the float forms'.
+ *             step (reverse: time runs from length-1 to 0), zero for an entry of
+ *             length 0 (as onnxruntime does). Each output element is stored once.
+ *             PackedRNN/GRU/LSTM: constant W and R stored [D, K, N] at compile
+ *             time (graph_fold_gemm_transpose), so no kernels 1 and 2; on the CPU
+ *             3 is the packed GEMM, reading W in place where G*H is whole panels.
+ *             Constant 8-bit W, R of DynamicQuantizeLSTM: float32 less the zero
+ *             point (graph/fold_gemm.c), read in place.
  *             DynamicQuantizeLSTM (com.microsoft, imported by onnx/contrib.c with
  *             X already quantized to uint8 and its scale and zero point as inputs
  *             12 and 13) is the LSTM as onnxruntime computes it: W [D, input, 4H]
@@ -727,7 +722,6 @@ static smelt_status lower_recurrence(lower_ctx *c, rnn_job *j)
     return SMELT_OK;
 }
 
-
 /* a * b * c, false on int64 overflow. */
 static bool mul3(int64_t a, int64_t b, int64_t c, int64_t *out)
 {
@@ -783,18 +777,13 @@ smelt_status lower_Recurrent(lower_ctx *c)
         if (!c->k) return no_mem(c);
     }
     /* CPU, every entry over the whole sequence: a workgroup per direction and
-     * group of entries, looping over them, so each step reads R from L2 once per
-     * group (RNN_KU rows of it serve the group from L1), not once per entry.
-     * anr_encoder (batch 4, bidirectional GRU) as one group a direction: 1.11 ->
-     * 0.93 ms at 1 thread, 0.89-1.13 -> 0.93 at 2. Kernels do not know the thread
-     * count, so one direction is 2 groups (ceil(B/2) entries; one used one thread).
-     * Forward, min of 300 runs x 5 interleaved rounds (load 2.3-4.8 on 2 cores: mins
-     * are free-core times), ms, one group / 2 groups / a workgroup per entry, 1|2 threads:
-     * GRU b4 s32 h128 0.303/0.337/0.442 | 0.304/0.177/0.255; GRU b4 s32 h256 1.288/1.455/
-     * 2.050 | 1.251/0.850/1.106; LSTM b4 s32 h256 1.827/2.071/2.604 | 1.748/1.039/1.359;
-     * LSTM b8 s16 h128 0.408/0.422/0.584 | 0.408/0.236/0.330; GRU b2 s16 h256 (2 groups =
-     * per entry) 0.368/0.495 | 0.362/0.257. Against per entry neither count loses; against
-     * one group 1 thread costs 3-13% (35% at batch 2), 2 threads gain 29-42%. */
+     * group of entries looping over them, so each step reads R from L2 once per
+     * group, not once per entry (anr_encoder, batch 4, bidirectional: 1.11 ->
+     * 0.93 ms at 1 thread). Kernels do not know the thread count, so one
+     * direction is 2 groups. Forward GRU/LSTM b4-b8, min of 300 runs x 5 rounds,
+     * one group / 2 groups / per entry: GRU b4 h256 1.29/1.46/2.05 ms at 1 thread,
+     * 1.25/0.85/1.11 at 2; LSTM b8 h128 0.41/0.42/0.58, 0.41/0.24/0.33 (batch 2:
+     * 2 groups = per entry, 35% behind one group at 1 thread, 29% ahead at 2). */
     j.group = 1;
     if (c->target->wg_size == 1 && p->batch > 1 && !p->quant && !ir_in(c->g, c->n, IN_LENS))
         j.group = D == 2 ? p->batch : (p->batch + 1) / 2;
