@@ -74,6 +74,17 @@
  * at 28x28 0.15 -> 0.14; at larger K a tie or worse (144 -> 24 at 56x56 0.29
  * both, 256 -> 64 1.54 -> 1.66, the 3x3 s2 64 -> 128 im2col 1.52 -> 1.61). */
 #define CONV_COLS_SMALL_K 32
+
+/* K slice of the positions-on-M forms that read A in place (flat X, the
+ * im2col): A[i][k] is at i + k*P, so a microkernel call over a slice touches
+ * a cache line of A per k beside its KC x 16 floats of B, 32 KiB at KC 256,
+ * all of Zen 3's L1. At 128 both fit: conv + Clip alone, 1 thread, min of
+ * 300-500 runs (loaded machine, two rounds): 960 -> 320 at 7x7 0.418 -> 0.332
+ * ms (onnxruntime 0.342), 320 -> 1280 at 7x7 0.588 -> 0.503, 960 -> 160 at
+ * 7x7 0.206 -> 0.167, 512 -> 512 at 7x7 0.376 -> 0.302-0.321, 3x3 256 -> 256
+ * at 14x14 (im2col) 1.58-1.68 -> 1.29-1.47; 64 the same as 128, 576 -> 96
+ * at 14x14 and 3x3 512 -> 512 at 7x7 a tie. */
+#define CONV_READ_A_KC 128
 #define CONV_COLS_SMALL_MB 4
 #define CONV_COLS_SMALL_NC 128
 
@@ -310,7 +321,7 @@ static smelt_status conv_gemm_run(lower_ctx *c, gemm_packed *g, conv_gemm_job *j
     if ((j->a = lower_scratch(c, SMELT_F32, chunk * j->k * j->ld)) < 0)
         return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
     if (j->cols) g->read_b = cols_read_im2col;
-    else g->read_a = conv_read_im2col, g->nc_min = 0;
+    else g->read_a = conv_read_im2col, g->nc_min = 0, g->kc_max = CONV_READ_A_KC;
     for (j->n0 = 0; j->n0 < batch; j->n0 += chunk) {
         int64_t nb = batch - j->n0 < chunk ? batch - j->n0 : chunk;
         ir_shape fill = {.rank = 3, .dim = {nb, j->k, 1}};
@@ -346,7 +357,7 @@ smelt_status conv_gemm_lower(lower_ctx *c, const window_geom *w)
     gemm_packed g = {.nb = 1, .batch = {x->shape.dim[0]}, .m = w->out[0] * w->out[1], .n = wt->enc.n, .k = wt->enc.k,
                      .dt = SMELT_F32, .tl = tl, .b_input = 1, .b_scratch = -1, .pack_a = conv_pack_a,
                      .store_block = conv_store_block, .nc_min = j.flat ? 0 : CONV_GEMM_NC_MIN, .user = &j};
-    if (j.flat) g.read_a = conv_read_a;
+    if (j.flat) g.read_a = conv_read_a, g.kc_max = CONV_READ_A_KC;
     return conv_gemm_run(c, &g, &j);
 }
 
