@@ -83,7 +83,11 @@
  * ms (onnxruntime 0.342), 320 -> 1280 at 7x7 0.588 -> 0.503, 960 -> 160 at
  * 7x7 0.206 -> 0.167, 512 -> 512 at 7x7 0.376 -> 0.302-0.321, 3x3 256 -> 256
  * at 14x14 (im2col) 1.58-1.68 -> 1.29-1.47; 64 the same as 128, 576 -> 96
- * at 14x14 and 3x3 512 -> 512 at 7x7 a tie. */
+ * at 14x14 and 3x3 512 -> 512 at 7x7 a tie. The positions-on-N form, whose B
+ * (X or the im2col) is read down k the same way, gained nothing from it: 1x1
+ * 256 -> 64 at 56x56 1.12 -> 1.14-1.15 ms, 512 -> 128 at 28x28 1.08 -> 1.11,
+ * 256 -> 256 at 16x16 0.357 -> 0.360-0.372, 3x3 s2 64 -> 128 at 56 1.30 ->
+ * 1.34-1.65 (min of 200 runs, two rounds), so it keeps the target's KC. */
 #define CONV_READ_A_KC 128
 #define CONV_COLS_SMALL_MB 4
 #define CONV_COLS_SMALL_NC 128
