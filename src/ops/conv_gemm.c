@@ -74,6 +74,21 @@
  * at 28x28 0.15 -> 0.14; at larger K a tie or worse (144 -> 24 at 56x56 0.29
  * both, 256 -> 64 1.54 -> 1.66, the 3x3 s2 64 -> 128 im2col 1.52 -> 1.61). */
 #define CONV_COLS_SMALL_K 32
+
+/* K slice of the positions-on-M forms that read A in place (flat X, the
+ * im2col): A[i][k] is at i + k*P, so a microkernel call over a slice touches
+ * a cache line of A per k beside its KC x 16 floats of B, 32 KiB at KC 256,
+ * all of Zen 3's L1. At 128 both fit: conv + Clip alone, 1 thread, min of
+ * 300-500 runs (loaded machine, two rounds): 960 -> 320 at 7x7 0.418 -> 0.332
+ * ms (onnxruntime 0.342), 320 -> 1280 at 7x7 0.588 -> 0.503, 960 -> 160 at
+ * 7x7 0.206 -> 0.167, 512 -> 512 at 7x7 0.376 -> 0.302-0.321, 3x3 256 -> 256
+ * at 14x14 (im2col) 1.58-1.68 -> 1.29-1.47; 64 the same as 128, 576 -> 96
+ * at 14x14 and 3x3 512 -> 512 at 7x7 a tie. The positions-on-N form, whose B
+ * (X or the im2col) is read down k the same way, gained nothing from it: 1x1
+ * 256 -> 64 at 56x56 1.12 -> 1.14-1.15 ms, 512 -> 128 at 28x28 1.08 -> 1.11,
+ * 256 -> 256 at 16x16 0.357 -> 0.360-0.372, 3x3 s2 64 -> 128 at 56 1.30 ->
+ * 1.34-1.65 (min of 200 runs, two rounds), so it keeps the target's KC. */
+#define CONV_READ_A_KC 128
 #define CONV_COLS_SMALL_MB 4
 #define CONV_COLS_SMALL_NC 128
 
@@ -260,11 +275,15 @@ static void conv_im2col_body(lower_ctx *c, const kir_val *idx, void *user)
     zero_fill(c, j->a, base, kir_mul(K, oh_hi, own), kir_idx(K, oh_n * ow_n));
 }
 
-/* The block into Y[n][m][oh][ow]: per channel m, the unit's positions as
- * output rows oh and a unit-stride run of ow in each (no division per element).
- * Positions on M (conv_gemm_lower): block element (position t, channel u) at
- * t*ld + u, so the run reads acc ld apart; on N (conv_cols_lower): at u*ld + t,
- * unit stride in both, a copy the compiler vectorizes. */
+/* The block into Y[n][m][oh][ow], the unit's positions as output rows oh and
+ * runs of ow in each (no division per element). On N (conv_cols_lower):
+ * block element (channel u, position t) at u*ld + t, per channel a run of ow
+ * unit stride in both, a copy the compiler vectorizes. On M (conv_gemm_lower):
+ * at t*ld + u, so per position the channels inner, a unit-stride read of the
+ * block (and of the bias) and a store OH*OW apart. Channels outer there read
+ * the block ld apart per element: a third more time for the copy out, 320 ->
+ * 1280 at 7x7 (+ bias + Clip) 0.501 -> 0.460 ms where the GEMM alone took
+ * 0.436 (its kernel in a harness, min of 1000 runs, two rounds). */
 static void conv_store_block(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, const gemm_c_block *b)
 {
     const conv_gemm_job *j = g->user;
@@ -274,15 +293,23 @@ static void conv_store_block(lower_ctx *c, const gemm_packed *g, const kir_val *
     kir_val i1 = kir_add(K, p0, np);
     kir_val oh0 = kir_binary(K, KIR_DIV, p0, ow_n);
     kir_val oh1 = kir_add(K, kir_binary(K, KIR_DIV, kir_binary(K, KIR_SUB, i1, one), ow_n), one);
-    kir_val u = kir_loop_begin(K, z, j->cols ? b->rows : b->cols, one);
-    kir_val m = kir_add(K, j->cols ? b->i0 : b->j0, u);
-    kir_val bias = j->bias ? lower_load(c, 2, &m) : 0;
+    kir_val u = 0, m = 0, bias = 0;
+    if (j->cols) {
+        u = kir_loop_begin(K, z, b->rows, one);
+        m = kir_add(K, b->i0, u);
+        bias = j->bias ? lower_load(c, 2, &m) : 0;
+    }
     kir_val oh = kir_loop_begin(K, oh0, oh1, one);
     kir_val rowstart = kir_mul(K, oh, ow_n);
     kir_val lo = kir_binary(K, KIR_MAX, z, kir_binary(K, KIR_SUB, p0, rowstart));
     kir_val hi = kir_binary(K, KIR_MIN, ow_n, kir_binary(K, KIR_SUB, i1, rowstart));
-    kir_val ow = kir_loop_begin_parallel(K, lo, hi);
+    kir_val ow = j->cols ? kir_loop_begin_parallel(K, lo, hi) : kir_loop_begin(K, lo, hi, one);
     kir_val t = kir_binary(K, KIR_SUB, kir_add(K, rowstart, ow), p0);
+    if (!j->cols) {
+        u = kir_loop_begin_parallel(K, z, b->cols);
+        m = kir_add(K, b->j0, u);
+        bias = j->bias ? lower_load(c, 2, &m) : 0;
+    }
     kir_val at = j->cols ? kir_add(K, kir_mul(K, u, kir_idx(K, b->ld)), t) : kir_add(K, kir_mul(K, t, kir_idx(K, b->ld)), u);
     kir_val v = kir_load(K, b->acc, at);
     if (bias) v = kir_binary(K, KIR_ADD, v, bias);
@@ -310,7 +337,7 @@ static smelt_status conv_gemm_run(lower_ctx *c, gemm_packed *g, conv_gemm_job *j
     if ((j->a = lower_scratch(c, SMELT_F32, chunk * j->k * j->ld)) < 0)
         return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
     if (j->cols) g->read_b = cols_read_im2col;
-    else g->read_a = conv_read_im2col, g->nc_min = 0;
+    else g->read_a = conv_read_im2col, g->nc_min = 0, g->kc_max = CONV_READ_A_KC;
     for (j->n0 = 0; j->n0 < batch; j->n0 += chunk) {
         int64_t nb = batch - j->n0 < chunk ? batch - j->n0 : chunk;
         ir_shape fill = {.rank = 3, .dim = {nb, j->k, 1}};
@@ -346,7 +373,7 @@ smelt_status conv_gemm_lower(lower_ctx *c, const window_geom *w)
     gemm_packed g = {.nb = 1, .batch = {x->shape.dim[0]}, .m = w->out[0] * w->out[1], .n = wt->enc.n, .k = wt->enc.k,
                      .dt = SMELT_F32, .tl = tl, .b_input = 1, .b_scratch = -1, .pack_a = conv_pack_a,
                      .store_block = conv_store_block, .nc_min = j.flat ? 0 : CONV_GEMM_NC_MIN, .user = &j};
-    if (j.flat) g.read_a = conv_read_a;
+    if (j.flat) g.read_a = conv_read_a, g.kc_max = CONV_READ_A_KC;
     return conv_gemm_run(c, &g, &j);
 }
 

@@ -129,7 +129,8 @@ static void unit_body(lower_ctx *c, const kir_val *idx, void *user)
     const gemm_packed *g = user;
     kir_kernel *K = c->k;
     const kir_val *bidx = idx;
-    int64_t mr = g->mr, nr = g->tl.nr, kcap = g->tl.kc < g->k ? g->tl.kc : g->k, mcap = mr * g->mb;
+    int64_t kdeep = g->kc_max && g->kc_max < g->tl.kc ? g->kc_max : g->tl.kc;
+    int64_t mr = g->mr, nr = g->tl.nr, kcap = kdeep < g->k ? kdeep : g->k, mcap = mr * g->mb;
     int64_t ld = g->nc + MM_PAD, np = gemm_packed_panels(g);
     kir_val one = kir_idx(K, 1), z = kir_idx(K, 0);
     kir_val i0 = kir_mul(K, idx[g->nb], kir_idx(K, mcap)), j0 = kir_mul(K, idx[g->nb + 1], kir_idx(K, g->nc));

@@ -87,6 +87,11 @@ struct gemm_packed {
      * columns to spread a small M over the threads would multiply it */
     int64_t nc_min;
     int64_t mb_max, nc_max; /* row blocks and columns per unit at most (0: the defaults) */
+    /* K slice at most this deep (0: the target's KC): where read_a reads A
+     * down k a cache line apart (a conv's X, i + k*P), a slice touches one line
+     * of A per k beside its KC x NR floats of B (ops/conv_gemm.c says what
+     * that cost) */
+    int64_t kc_max;
     void *user;          /* the caller's, for its callbacks */
     /* filled by gemm_packed_lower */
     int64_t mr, mb, nc;

@@ -469,6 +469,8 @@ TEST(gemm_packed_conv_matches_a_reference)
         {2, 69, 7, 9, 80, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, false, false, true, .pre = false},
         /* MobileNet's small-N shapes: 49 positions, K = 300 past one KC slice, N = 96 over several units */
         {1, 300, 7, 7, 96, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true, true, true, .pre = false},
+        /* K = 131 in slices of 128 and 3 (X read in place down k: CONV_READ_A_KC), batch 2, epilogue */
+        {2, 131, 7, 7, 45, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true, true, true, .pre = false},
         /* 1x1 with 32..63 output channels on the GEMM (192 -> 32 at 28x28 1.5x faster) */
         {1, 96, 6, 5, 40, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true, false, true, .pre = false},
         /* ResNet's stem shape: 7x7 stride 2 pad 3 (with channels enough for the GEMM) */
