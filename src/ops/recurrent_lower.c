@@ -22,8 +22,12 @@
  *             PackedRNN/GRU/LSTM: constant W and R stored [D, K, N] at compile
  *             time (graph_fold_gemm_transpose), so no kernels 1 and 2; on the CPU
  *             3 is the packed GEMM, reading W in place where G*H is whole panels.
- *             Constant 8-bit W, R of DynamicQuantizeLSTM: float32 less the zero
- *             point (graph/fold_gemm.c), read in place.
+ *             Constant 8-bit W, R of DynamicQuantizeLSTM: less the zero point
+ *             (graph/fold_gemm.c), read in place: int8 where that fits (W only:
+ *             the GEMM widens it in registers), float32 otherwise. An int8 R in
+ *             the recurrence measured slower (ddddocr_ocr_quant's 512-hidden
+ *             recurrence 4.5 -> 7.3 ms: the per-element widening costs more than
+ *             the bytes it saves).
  *             DynamicQuantizeLSTM (com.microsoft, imported by onnx/contrib.c with
  *             X already quantized to uint8 and its scale and zero point as inputs
  *             12 and 13) is the LSTM as onnxruntime computes it: W [D, input, 4H]
@@ -111,6 +115,21 @@ static kir_val load_scalar_f32(lower_ctx *c, int in)
     return kir_cast(c->k, SMELT_F32, lower_load(c, in, &none));
 }
 
+/* Element idx of W or R read where it is: DynamicQuantizeLSTM's 8-bit weights
+ * without a zero point (graph/fold_gemm.c) widened to float32, exact. */
+static kir_val in_place_load(lower_ctx *c, int in, const kir_val *idx)
+{
+    kir_val v = lower_load(c, in, idx);
+    return c->k->vals[v].type == SMELT_F32 ? v : kir_cast(c->k, SMELT_F32, v);
+}
+
+/* Whether W or R (input in) is read in place: stored packed, and float32 or
+ * 8-bit without a zero point. */
+static bool in_place(const lower_ctx *c, const rnn_params *p, int in)
+{
+    return p->packed && (ir_in(c->g, c->n, in)->dtype == SMELT_F32 || (p->quant && !ir_in(c->g, c->n, in == IN_W ? IN_WZ : IN_RZ)));
+}
+
 /* Visits the packed [D, K, N] order: stores run unit-stride and the
  * transposed reads are left to lower_parallel_for's tiles. */
 static void pack_body(lower_ctx *c, const kir_val *idx, void *user)
@@ -135,7 +154,7 @@ static kir_val packed_load(lower_ctx *c, int in, int scratch, kir_val d, kir_val
 {
     if (scratch >= 0) return lower_scratch_load(c, scratch, at);
     kir_val idx[3] = {d, k, nn};
-    return lower_load(c, in, idx);
+    return in_place_load(c, in, idx);
 }
 
 /* ---- kernel 3: the input projection ---- */
@@ -288,7 +307,7 @@ static kir_val proj_gemm_read_w(lower_ctx *c, const gemm_packed *g, const kir_va
 {
     (void)g;
     kir_val idx[3] = {bidx[0], k, nn};
-    return lower_load(c, IN_W, idx);
+    return in_place_load(c, IN_W, idx);
 }
 
 static kir_val proj_gemm_a(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val k)
@@ -323,7 +342,7 @@ static smelt_status proj_gemm(lower_ctx *c, rnn_job *j)
     gemm_packed g = {.nb = 1, .batch = {p->dirs}, .m = j->rows, .n = j->n, .k = p->input, .dt = p->dt, .tl = tl,
                      .b_input = -1, .b_scratch = -1, .b_index = proj_gemm_b, .load_a = proj_gemm_a,
                      .store = proj_gemm_store, .user = &pj};
-    if (p->packed && ir_in(c->g, c->n, IN_W)->dtype == SMELT_F32 && j->n % tl.nr == 0) { /* whole panels: in place */
+    if (in_place(c, p, IN_W) && j->n % tl.nr == 0) { /* whole panels: in place */
         g.read_b = proj_gemm_read_w;
         TRY(gemm_packed_lower(c, &g));
         return c->k ? SMELT_OK : no_mem(c);
@@ -741,10 +760,9 @@ smelt_status lower_Recurrent(lower_ctx *c)
          mul3(D, p->batch, 1, &state_n) && mul3(state_n, 4, H + j.n, &state_n) && state_n <= INT64_MAX / 8;
     if (!ok) return ir_node_fail(c->n, SMELT_ERR_SHAPE, "the sizes (seq, batch, input, hidden) overflow int64");
     if (p->batch == 0 || H == 0) return SMELT_OK;
-    /* float weights stored packed are read as they are (DynamicQuantizeLSTM's too, where
-     * graph/fold_gemm.c made them float); 8-bit ones are copied less their zero points */
-    bool copy = !p->packed || (p->quant && ir_in(c->g, c->n, IN_W)->dtype != SMELT_F32);
-    bool copy_r = !p->packed || (p->quant && ir_in(c->g, c->n, IN_R)->dtype != SMELT_F32);
+    /* weights stored packed are read as they are (DynamicQuantizeLSTM's too, where
+     * graph/fold_gemm.c subtracted the zero points); others are copied, less their zero points */
+    bool copy = !in_place(c, p, IN_W), copy_r = !in_place(c, p, IN_R);
     j.proj = lower_scratch(c, p->dt, proj_n);
     if (j.proj < 0) return no_mem(c);
     bool gemm = proj_gemm_ok(c, &j);

@@ -203,12 +203,13 @@ static int typed(ir_graph *g, const char *name, smelt_dtype dt, ir_shape s, cons
     return t;
 }
 
-/* DynamicQuantizeLSTM with constant int8 W and R and nonzero zero points (per direction for W,
- * per gate column for R): graph_fold_gemm_transpose stores both as float32 less their zero points
- * and drops the zero points, and the program computes what the same node with W and R given as
- * inputs (converted per call) does, bidirectional, seq 5, batch 2, G*H 4*12 = 48 (whole panels:
- * W read in place) and 4*5 = 20 (panels copied). */
-TEST(recurrent_quantized_constant_weights_fold_to_float)
+/* DynamicQuantizeLSTM with constant int8 W and R and zero points (per direction for W, per gate
+ * column for R): graph_fold_gemm_transpose stores both less their zero points and drops the zero
+ * points, W as int8 where every difference fits (W's zero points 0, at H 12), else float32, and
+ * the program computes what the same node with W and R given as inputs (converted per call) does,
+ * bidirectional, seq 5, batch 2, G*H 4*12 = 48 (whole panels: W read in place, through the int8
+ * microkernel) and 4*5 = 20 (panels copied). */
+TEST(recurrent_quantized_constant_weights_fold)
 {
     enum { S = 5, B = 2, I = 7, D = 2 };
     for (int hi = 0; hi < 2; hi++) {
@@ -217,7 +218,7 @@ TEST(recurrent_quantized_constant_weights_fold_to_float)
         for (int64_t k = 0; k < D * I * N; k++) w[k] = (int8_t)((k * 37 + 11) % 255 - 127);
         for (int64_t k = 0; k < D * H * N; k++) r[k] = (int8_t)((k * 53 + 5) % 255 - 127);
         for (int64_t k = 0; k < D * N; k++) rz[k] = (int8_t)(k % 7 - 3);
-        int8_t wz[D] = {3, -2};
+        int8_t wz[D] = {hi ? 0 : 3, hi ? 0 : -2};
         float ws[D] = {0.004f, 0.006f}, rs[D] = {0.005f, 0.003f}, xs = 0.02f;
         uint8_t xz = 120, x[S * B * I];
         for (int k = 0; k < S * B * I; k++) x[k] = (uint8_t)((k * 29 + 7) % 256);
@@ -249,12 +250,14 @@ TEST(recurrent_quantized_constant_weights_fold_to_float)
             CHECK(h && graph_infer(h, lower_eval_node) == SMELT_OK && graph_fold_gemm_transpose(h) == SMELT_OK);
             if (h) {
                 const ir_node *n = &h->nodes[node_named(h, "qlstm")];
-                CHECK_EQ_INT(ir_in(h, n, 1)->dtype == SMELT_F32, cw);
+                CHECK_EQ_INT(ir_in(h, n, 1)->dtype, cw ? (hi ? SMELT_I8 : SMELT_F32) : SMELT_I8);
                 CHECK_EQ_INT(ir_in(h, n, 2)->dtype == SMELT_F32, cw);
                 CHECK_EQ_INT(ir_in(h, n, 9) == NULL && ir_in(h, n, 11) == NULL, cw);
                 if (cw) {
                     const float *wf = ir_in(h, n, 1)->data, *rf = ir_in(h, n, 2)->data;
-                    CHECK(wf[0] == (float)(w[0] - wz[0]) && wf[D * I * N - 1] == (float)(w[D * I * N - 1] - wz[1]));
+                    const int8_t *w8 = ir_in(h, n, 1)->data;
+                    if (hi) CHECK(w8[0] == w[0] && w8[D * I * N - 1] == w[D * I * N - 1]);
+                    else CHECK(wf[0] == (float)(w[0] - wz[0]) && wf[D * I * N - 1] == (float)(w[D * I * N - 1] - wz[1]));
                     CHECK(rf[N + 3] == (float)(r[N + 3] - rz[3]) && rf[H * N + 1] == (float)(r[H * N + 1] - rz[N + 1]));
                 }
             }
