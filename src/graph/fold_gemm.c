@@ -5,7 +5,8 @@
  * lowering reads; the node becomes PackedRNN/PackedGRU/PackedLSTM); and
  * DynamicQuantizeLSTM's constant 8-bit W and R less their zero points, as
  * float32, or for W int8 where every difference fits (read in place by the
- * input projection's GEMM, which widens it in registers).
+ * input projection's GEMM, which widens it in registers); and for the C
+ * target, that R as 8-bit panels (graph_pack_recurrent_r).
  */
 #include <stdint.h>
 #include <string.h>
@@ -79,8 +80,9 @@ static smelt_status pack_recurrent(ir_graph *g, int node)
  * int8 where every w - w_zp is within [-128, 127] (int8 weights with zero point 0, as
  * onnxruntime's quantize_dynamic makes them): the projection, a GEMM of seq x batch rows, reads
  * a quarter of the bytes (ddddocr_ocr_quant's 20 x 512 x 2048 a direction: 2.25-2.66 -> 2.0-2.37
- * ms, 5 interleaved rounds, 1 thread). R stays float32: the recurrence's per-element widening
- * cost more than its bytes (4.5 -> 7.3 ms), ops/recurrent_lower.c. */
+ * ms, 5 interleaved rounds, 1 thread). R stays float32 here: read by rows, the recurrence's
+ * per-element widening cost more than its bytes (4.5 -> 7.3 ms, ops/recurrent_lower.c); the C
+ * target makes it 8-bit panels (graph_pack_recurrent_r, below). */
 static int q8(const ir_tensor *t, int64_t i)
 {
     return t->dtype == SMELT_I8 ? ((const int8_t *)t->data)[i] : ((const uint8_t *)t->data)[i];
@@ -164,6 +166,35 @@ smelt_status graph_fold_gemm_transpose(ir_graph *g)
         }
         if (!g->nodes[i].dead) TRY(pack_recurrent(g, i));
         if (!g->nodes[i].dead) TRY(fold_quant_recurrent(g, i));
+    }
+    return ir_verify(g);
+}
+
+smelt_status graph_pack_recurrent_r(ir_graph *g, int64_t cols)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (n->dead || n->op != OP_DynamicQuantizeLSTM || n->n_in < 3 || (n->n_in > 11 && n->in[11] >= 0)) continue;
+        const ir_tensor *r = ir_in(g, n, 2);
+        smelt_dtype dt;
+        int32_t off;
+        if (!r || !r->data || r->dtype != SMELT_F32 || r->enc.kind != IR_ENC_NONE || r->shape.rank != 3 ||
+            r->shape.dim[2] % cols || !graph_int8_range(r->data, ir_tensor_numel(r), &dt, &off))
+            continue;
+        int64_t D = r->shape.dim[0], H = r->shape.dim[1], N = r->shape.dim[2], nb = N / cols;
+        char name[256];
+        snprintf(name, sizeof name, "%s/R_panels%lld", n->name, (long long)cols);
+        ir_shape s = {.rank = 3, .dim = {D * nb, H, cols}};
+        int nt = ir_tensor_add(g, name, dt, &s);
+        if (nt < 0 || !ir_tensor_alloc_data(g, nt))
+            return diag_fail(SMELT_ERR_NOMEM, "out of memory packing the weights of '%s'", g->nodes[i].name);
+        r = ir_in(g, &g->nodes[i], 2); /* again: adding tensors may move the array */
+        for (int64_t d = 0; d < D; d++)
+            graph_pack_int8((const float *)r->data + d * H * N, (char *)g->tensors[nt].data + d * nb * H * cols, H, N,
+                            cols, false, dt, off);
+        g->tensors[nt].enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = H, .n = N, .nr = cols, .logical = r->shape, .offset = off};
+        if (!input_set(g, i, 2, nt))
+            return diag_fail(SMELT_ERR_NOMEM, "out of memory packing the weights of '%s'", g->nodes[i].name);
     }
     return ir_verify(g);
 }

@@ -58,6 +58,18 @@ smelt_status graph_fold_batchnorm(ir_graph *g);
  * the original constant is left for graph_dce when nothing else reads it. */
 smelt_status graph_fold_gemm_transpose(ir_graph *g);
 
+/* DynamicQuantizeLSTM's R after graph_fold_gemm_transpose (float32 [D, H, N]
+ * less its zero point, which is gone) held as 8-bit panels where its values
+ * allow (graph_int8_range) and N is whole panels: ir.h IR_ENC_PANELS of `cols`
+ * columns, [D * N / cols, H, cols], logically [D, H, N]. For the C target
+ * alone (its recurrence reads them with the int8 microkernel,
+ * ops/recurrent_lower.c); defined in graph/fold_gemm.c.
+ * requires: inferred graph. guarantees: the graph computes the same values. */
+smelt_status graph_pack_recurrent_r(ir_graph *g, int64_t cols);
+/* The panel width: 32 float32 lanes, four AVX2 accumulators a column block,
+ * so a one-row product is not bound by one FMA chain's latency. */
+#define GRAPH_RNN_PANEL_COLS 32
+
 /* Where packed weights live when several graphs share them (the model's
  * programs): find returns the packed copy of constant data `src` for (nr,
  * form) made earlier, or NULL; keep takes over `data` (malloc'd, `bytes`

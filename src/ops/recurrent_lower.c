@@ -24,10 +24,12 @@
  *             3 is the packed GEMM, reading W in place where G*H is whole panels.
  *             Constant 8-bit W, R of DynamicQuantizeLSTM: less the zero point
  *             (graph/fold_gemm.c), read in place: int8 where that fits (W only:
- *             the GEMM widens it in registers), float32 otherwise. An int8 R in
- *             the recurrence measured slower (ddddocr_ocr_quant's 512-hidden
- *             recurrence 4.5 -> 7.3 ms: the per-element widening costs more than
- *             the bytes it saves).
+ *             the GEMM widens it in registers), float32 otherwise. An int8 R read
+ *             by rows in the recurrence measured slower (ddddocr_ocr_quant's
+ *             512-hidden recurrence 4.5 -> 7.3 ms: the C compiler's per-element
+ *             widening costs more than the bytes it saves); on the C target R is
+ *             8-bit panels instead (graph_pack_recurrent_r), read by the int8
+ *             microkernel (gemv_panels).
  *             DynamicQuantizeLSTM (com.microsoft, imported by onnx/contrib.c with
  *             X already quantized to uint8 and its scale and zero point as inputs
  *             12 and 13) is the LSTM as onnxruntime computes it: W [D, input, 4H]
@@ -459,12 +461,42 @@ static void y_index(const rstate *s, kir_val t, kir_val j, kir_val *idx)
 
 static bool has_out(const lower_ctx *c, int o) { return o < c->n->n_out && c->n->out[o] >= 0; }
 
+/* gemv over R held as 8-bit panels (graph_pack_recurrent_r: the C target, DynamicQuantizeLSTM):
+ * each column block of n in [n0, n1) (whole blocks) as a gemm loop (kir.h, "Microkernel loops")
+ * of one row, its sums in registers over all of k and the panel widened there
+ * (target/emit_c_gemm_int8.c). ddddocr_ocr_quant's 512-hidden recurrence, read as float32 rows
+ * (below), moved 4 MB of R a step and direction; as int8 panels it ran 22% faster (6.1-6.7 ->
+ * 4.7-5.2 ms, 3 interleaved rounds on the loaded 2-core host, 1 thread). */
+static void gemv_panels(lower_ctx *c, const rstate *s, const rvec *v, int64_t n0, int64_t n1)
+{
+    kir_kernel *K = c->k;
+    const rnn_job *j = s->j;
+    const ir_tensor *r = ir_in(c->g, c->n, IN_R);
+    int64_t H = j->p.hidden, nr = r->enc.nr, nb = r->enc.n / nr;
+    kir_val z = kir_idx(K, 0), one = kir_idx(K, 1);
+    kir_val p = kir_loop_begin(K, kir_idx(K, n0 / nr), kir_idx(K, n1 / nr), one);
+    kir_val pd = kir_add(K, kir_mul(K, s->d, kir_idx(K, nb)), p), col0 = kir_mul(K, p, kir_idx(K, nr));
+    kir_val k = kir_loop_begin_gemm(K, kir_idx(K, H));
+    kir_val a = rv_load(c, v, k);
+    kir_val jj = kir_loop_begin(K, z, kir_idx(K, nr), one);
+    kir_val gi = kir_add(K, col0, jj), ri[3] = {pd, k, jj};
+    kir_val b = gemm_int8_widen(K, SMELT_F32, lower_load(c, IN_R, ri), r->enc.offset);
+    rv_store(c, &s->gates, gi, bin(K, KIR_ADD, rv_load(c, &s->gates, gi), bin(K, KIR_MUL, a, b)));
+    kir_loop_end(K);
+    kir_loop_end(K);
+    kir_loop_end(K);
+}
+
 /* gates[n] += sum_k v[k] * RT[d][k][n] for n in [n0, n1): k unrolled by
  * RNN_KU so each gates element is loaded and stored once per RNN_KU rows of RT. */
 static void gemv(lower_ctx *c, const rstate *s, const rvec *v, int64_t n0, int64_t n1)
 {
     kir_kernel *K = c->k;
     const rnn_job *j = s->j;
+    if (ir_in(c->g, c->n, IN_R)->enc.kind == IR_ENC_PANELS) {
+        gemv_panels(c, s, v, n0, n1);
+        return;
+    }
     int64_t H = j->p.hidden, main = H - H % RNN_KU;
     kir_val rbase = kir_mul(K, s->d, kir_idx(K, H * j->n));
     for (int pass = 0; pass < 2; pass++) {
