@@ -289,15 +289,15 @@ smelt_status program_record_inputs(smelt_program *p, const ir_graph *model)
 }
 
 /* The model's packed weights (graph_pack_cache): a list only ever pushed to. */
-static void *pack_find(void *user, const void *src, int64_t nr, bool trans)
+static void *pack_find(void *user, const void *src, int64_t nr, int form)
 {
     smelt_model *m = user;
     for (packed_weight *w = atomic_load(&m->packed); w; w = w->next)
-        if (w->src == src && w->nr == nr && w->trans == trans) return w->data;
+        if (w->src == src && w->nr == nr && w->form == form) return w->data;
     return NULL;
 }
 
-static void *pack_keep(void *user, const void *src, int64_t nr, bool trans, void *data, size_t bytes)
+static void *pack_keep(void *user, const void *src, int64_t nr, int form, void *data, size_t bytes)
 {
     (void)bytes;
     smelt_model *m = user;
@@ -306,11 +306,11 @@ static void *pack_keep(void *user, const void *src, int64_t nr, bool trans, void
         free(data);
         return NULL;
     }
-    *w = (packed_weight){.src = src, .nr = nr, .trans = trans, .data = data};
+    *w = (packed_weight){.src = src, .nr = nr, .form = form, .data = data};
     packed_weight *head = atomic_load(&m->packed);
     do {
         for (packed_weight *q = head; q; q = q->next)
-            if (q->src == src && q->nr == nr && q->trans == trans) { /* another program packed it first */
+            if (q->src == src && q->nr == nr && q->form == form) { /* another program packed it first */
                 free(w);
                 free(data);
                 return q->data;
@@ -412,6 +412,7 @@ static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, co
         TRY(graph_pack_weights(p->g, nr, p->model ? &cache : NULL, other > 0));
     }
     TRY(graph_fold_gemm_transpose(p->g));
+    if (nr > 0 && other == 0) TRY(graph_pack_recurrent_r(p->g, GRAPH_RNN_PANEL_COLS));
     TRY(graph_dce(p->g));
     TRY(place_policy_check(pol, p->g));
     if (p->stage == SMELT_STAGE_IR) return SMELT_OK;

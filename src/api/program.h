@@ -43,7 +43,7 @@
 typedef struct packed_weight {
     const void *src;              /* the constant's data in the model's graph */
     int64_t nr;
-    bool trans;
+    int form;                     /* graph_pack_cache's: transposed, 8-bit */
     void *data;
     struct packed_weight *next;
 } packed_weight;

@@ -4,8 +4,11 @@
  * weights W and R of RNN, GRU and LSTM (into the [D, K, N] order their
  * lowering reads; the node becomes PackedRNN/PackedGRU/PackedLSTM); and
  * DynamicQuantizeLSTM's constant 8-bit W and R less their zero points, as
- * float32.
+ * float32, or for W int8 where every difference fits (read in place by the
+ * input projection's GEMM, which widens it in registers); and for the C
+ * target, that R as 8-bit panels (graph_pack_recurrent_r).
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "graph/passes.h"
@@ -71,9 +74,33 @@ static smelt_status pack_recurrent(ir_graph *g, int node)
 }
 
 /* DynamicQuantizeLSTM with a constant 8-bit W or R ([D, K, N]) and a constant (or omitted) zero
- * point ([D] or [D, N]): that input becomes the float32 constant w - w_zp, exact, and the zero
- * point is dropped (ops/recurrent.c takes that form), so no kernel converts it on every call:
- * ddddocr_ocr_quant's W panel copy was 6-9% of its kernel time, its R copy 2%. */
+ * point ([D] or [D, N]): that input becomes the constant w - w_zp, exact, and the zero point is
+ * dropped (ops/recurrent.c takes that form), so no kernel converts it on every call:
+ * ddddocr_ocr_quant's W panel copy was 6-9% of its kernel time, its R copy 2%. W's constant is
+ * int8 where every w - w_zp is within [-128, 127] (int8 weights with zero point 0, as
+ * onnxruntime's quantize_dynamic makes them): the projection, a GEMM of seq x batch rows, reads
+ * a quarter of the bytes (ddddocr_ocr_quant's 20 x 512 x 2048 a direction: 2.25-2.66 -> 2.0-2.37
+ * ms, 5 interleaved rounds, 1 thread). R stays float32 here: read by rows, the recurrence's
+ * per-element widening cost more than its bytes (4.5 -> 7.3 ms, ops/recurrent_lower.c); the C
+ * target makes it 8-bit panels (graph_pack_recurrent_r, below). */
+static int q8(const ir_tensor *t, int64_t i)
+{
+    return t->dtype == SMELT_I8 ? ((const int8_t *)t->data)[i] : ((const uint8_t *)t->data)[i];
+}
+
+/* Whether every w - zp of 8-bit W or R t ([D, K, N]) and its zero point zp ([D], [D, N] or
+ * none) is within int8. */
+static bool fits_int8(const ir_tensor *t, const ir_tensor *zp)
+{
+    int64_t D = t->shape.dim[0], KN = t->shape.dim[1] * t->shape.dim[2], N = t->shape.dim[2];
+    for (int64_t d = 0; d < D; d++)
+        for (int64_t i = 0; i < KN; i++) {
+            int o = !zp ? 0 : q8(zp, zp->shape.rank == 1 ? d : d * N + i % N), v = q8(t, d * KN + i) - o;
+            if (v < INT8_MIN || v > INT8_MAX) return false;
+        }
+    return true;
+}
+
 static smelt_status fold_quant_recurrent(ir_graph *g, int node)
 {
     static const int pairs[2][2] = {{1, 9}, {2, 11}}; /* W, W_zero_point; R, R_zero_point */
@@ -88,20 +115,21 @@ static smelt_status fold_quant_recurrent(ir_graph *g, int node)
         char name[256];
         snprintf(name, sizeof name, "%s/%s_less_zero_point", n->name, q ? "R" : "W");
         ir_shape s = t->shape;
-        int nt = ir_tensor_add(g, name, SMELT_F32, &s);
+        int nt = ir_tensor_add(g, name, q == 0 && fits_int8(t, zp) ? SMELT_I8 : SMELT_F32, &s);
         if (nt < 0 || !ir_tensor_alloc_data(g, nt))
             return diag_fail(SMELT_ERR_NOMEM, "out of memory converting the weights of '%s'", g->nodes[node].name);
         n = &g->nodes[node];
         t = ir_in(g, n, pairs[q][0]), zp = ir_in(g, n, pairs[q][1]); /* again: adding tensors may move the array */
         int64_t D = s.dim[0], KN = s.dim[1] * s.dim[2], N = s.dim[2];
-        bool sgn = t->dtype == SMELT_I8;
-        float *to = g->tensors[nt].data;
+        bool sgn = t->dtype == SMELT_I8, to8 = g->tensors[nt].dtype == SMELT_I8;
+        void *to = g->tensors[nt].data;
         for (int64_t d = 0; d < D; d++)
             for (int64_t i = 0; i < KN; i++) {
                 int64_t at = d * KN + i, z = !zp ? 0 : zp->shape.rank == 1 ? d : d * N + i % N;
                 int v = sgn ? ((const int8_t *)t->data)[at] : ((const uint8_t *)t->data)[at];
                 int o = !zp ? 0 : sgn ? ((const int8_t *)zp->data)[z] : ((const uint8_t *)zp->data)[z];
-                to[at] = (float)(v - o);
+                if (to8) ((int8_t *)to)[at] = (int8_t)(v - o);
+                else ((float *)to)[at] = (float)(v - o);
             }
         if (!input_set(g, node, pairs[q][0], nt) || !input_set(g, node, pairs[q][1], -1))
             return diag_fail(SMELT_ERR_NOMEM, "out of memory converting the weights of '%s'", g->nodes[node].name);
@@ -138,6 +166,35 @@ smelt_status graph_fold_gemm_transpose(ir_graph *g)
         }
         if (!g->nodes[i].dead) TRY(pack_recurrent(g, i));
         if (!g->nodes[i].dead) TRY(fold_quant_recurrent(g, i));
+    }
+    return ir_verify(g);
+}
+
+smelt_status graph_pack_recurrent_r(ir_graph *g, int64_t cols)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        if (n->dead || n->op != OP_DynamicQuantizeLSTM || n->n_in < 3 || (n->n_in > 11 && n->in[11] >= 0)) continue;
+        const ir_tensor *r = ir_in(g, n, 2);
+        smelt_dtype dt;
+        int32_t off;
+        if (!r || !r->data || r->dtype != SMELT_F32 || r->enc.kind != IR_ENC_NONE || r->shape.rank != 3 ||
+            r->shape.dim[2] % cols || !graph_int8_range(r->data, ir_tensor_numel(r), &dt, &off))
+            continue;
+        int64_t D = r->shape.dim[0], H = r->shape.dim[1], N = r->shape.dim[2], nb = N / cols;
+        char name[256];
+        snprintf(name, sizeof name, "%s/R_panels%lld", n->name, (long long)cols);
+        ir_shape s = {.rank = 3, .dim = {D * nb, H, cols}};
+        int nt = ir_tensor_add(g, name, dt, &s);
+        if (nt < 0 || !ir_tensor_alloc_data(g, nt))
+            return diag_fail(SMELT_ERR_NOMEM, "out of memory packing the weights of '%s'", g->nodes[i].name);
+        r = ir_in(g, &g->nodes[i], 2); /* again: adding tensors may move the array */
+        for (int64_t d = 0; d < D; d++)
+            graph_pack_int8((const float *)r->data + d * H * N, (char *)g->tensors[nt].data + d * nb * H * cols, H, N,
+                            cols, false, dt, off);
+        g->tensors[nt].enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = H, .n = N, .nr = cols, .logical = r->shape, .offset = off};
+        if (!input_set(g, i, 2, nt))
+            return diag_fail(SMELT_ERR_NOMEM, "out of memory packing the weights of '%s'", g->nodes[i].name);
     }
     return ir_verify(g);
 }

@@ -26,33 +26,46 @@ static void pack(const float *from, float *to, int64_t k, int64_t n, int64_t nr,
             }
 }
 
+static void pack_as(const float *from, void *to, int64_t k, int64_t n, int64_t nr, bool trans, smelt_dtype dt,
+                    int32_t offset)
+{
+    if (dt == SMELT_F32) pack(from, to, k, n, nr, trans);
+    else graph_pack_int8(from, to, k, n, nr, trans, dt, offset);
+}
+
 /* A packed copy of t (row-major [k, n], or [n, k] when `trans`) with the
- * encoding set, its data the cache's (made once) or g's; -1 on OOM. */
-static int packed_const(ir_graph *g, int t, bool trans, int64_t nr, const char *name, const graph_pack_cache *cache)
+ * encoding set, its data the cache's (made once) or g's; -1 on OOM. `int8`:
+ * 8-bit panels (t's values allow them: graph_int8_range). */
+static int packed_const(ir_graph *g, int t, bool trans, bool int8, int64_t nr, const char *name,
+                        const graph_pack_cache *cache)
 {
     const ir_tensor *src = &g->tensors[t];
     /* trans: rows of [n, k], any trailing dims (a Conv weight) flattened into k */
     int64_t n = src->shape.dim[trans ? 0 : 1], k = trans ? ir_tensor_numel(src) / n : src->shape.dim[0];
     int64_t np = (n + nr - 1) / nr;
+    smelt_dtype dt = SMELT_F32;
+    int32_t offset = 0;
+    if (int8 && !graph_int8_range(src->data, ir_tensor_numel(src), &dt, &offset)) return -1;
+    int form = (trans ? GRAPH_PACK_TRANS : 0) | (int8 ? GRAPH_PACK_INT8 : 0);
     ir_shape logical = src->shape;
     ir_shape s = {.rank = 3, .dim = {np, k, nr}};
-    int nt = ir_tensor_add(g, name, src->dtype, &s);
+    int nt = ir_tensor_add(g, name, dt, &s);
     if (nt < 0) return -1;
     src = &g->tensors[t]; /* again: adding tensors may move the array */
     const void *from = src->data;
     ir_tensor *x = &g->tensors[nt];
-    x->data = cache ? cache->find(cache->user, from, nr, trans) : NULL;
+    x->data = cache ? cache->find(cache->user, from, nr, form) : NULL;
     if (!x->data && cache) {
-        size_t bytes = (size_t)ir_tensor_numel(x) * sizeof(float);
-        float *d = malloc(bytes);
+        size_t bytes = (size_t)ir_tensor_numel(x) * smelt_dtype_size(dt);
+        void *d = malloc(bytes);
         if (!d) return -1;
-        pack(from, d, k, n, nr, trans);
-        if (!(x->data = cache->keep(cache->user, from, nr, trans, d, bytes))) return -1;
+        pack_as(from, d, k, n, nr, trans, dt, offset);
+        if (!(x->data = cache->keep(cache->user, from, nr, form, d, bytes))) return -1;
     } else if (!x->data) {
         if (!ir_tensor_alloc_data(g, nt)) return -1;
-        pack(from, x->data, k, n, nr, trans);
+        pack_as(from, x->data, k, n, nr, trans, dt, offset);
     }
-    x->enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = k, .n = n, .nr = nr, .logical = logical};
+    x->enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = k, .n = n, .nr = nr, .logical = logical, .offset = offset};
     if (logical.rank == 2) x->enc.logical = (ir_shape){.rank = 2, .dim = {k, n}};
     return nt;
 }
@@ -165,11 +178,17 @@ smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache 
         }
         /* a weight read transposed by one node and not by another gets two copies */
         int64_t want_k = trans ? ir_tensor_numel(b) / b->shape.dim[0] : b->shape.dim[0];
-        int nt = done[t] > 0 && g->tensors[done[t] - 1].enc.k == want_k ? done[t] - 1 : -1;
+        /* a MatMul with few rows of A: 8-bit panels where B's values allow (pack_int8.c) */
+        smelt_dtype dt8;
+        int32_t off8;
+        bool int8 = n->op == OP_MatMul && !keep_plain && ir_tensor_numel(a) / want_k <= GRAPH_INT8_MAX_M &&
+                    graph_int8_range(b->data, ir_tensor_numel(b), &dt8, &off8);
+        int nt = done[t] > 0 && g->tensors[done[t] - 1].enc.k == want_k &&
+                         (g->tensors[done[t] - 1].dtype == SMELT_F32) == !int8 ? done[t] - 1 : -1;
         if (nt < 0) {
             char name[256];
             snprintf(name, sizeof name, "%s/packed%lld", b->name, (long long)nr);
-            if ((nt = packed_const(g, t, trans, nr, name, cache)) < 0) goto nomem;
+            if ((nt = packed_const(g, t, trans, int8, nr, name, cache)) < 0) goto nomem;
             done[t] = nt + 1;
         }
         ir_node *w = &g->nodes[i];

@@ -58,17 +58,46 @@ smelt_status graph_fold_batchnorm(ir_graph *g);
  * the original constant is left for graph_dce when nothing else reads it. */
 smelt_status graph_fold_gemm_transpose(ir_graph *g);
 
+/* DynamicQuantizeLSTM's R after graph_fold_gemm_transpose (float32 [D, H, N]
+ * less its zero point, which is gone) held as 8-bit panels where its values
+ * allow (graph_int8_range) and N is whole panels: ir.h IR_ENC_PANELS of `cols`
+ * columns, [D * N / cols, H, cols], logically [D, H, N]. For the C target
+ * alone (its recurrence reads them with the int8 microkernel,
+ * ops/recurrent_lower.c); defined in graph/fold_gemm.c.
+ * requires: inferred graph. guarantees: the graph computes the same values. */
+smelt_status graph_pack_recurrent_r(ir_graph *g, int64_t cols);
+/* The panel width: 32 float32 lanes, four AVX2 accumulators a column block,
+ * so a one-row product is not bound by one FMA chain's latency. */
+#define GRAPH_RNN_PANEL_COLS 32
+
 /* Where packed weights live when several graphs share them (the model's
  * programs): find returns the packed copy of constant data `src` for (nr,
- * trans) made earlier, or NULL; keep takes over `data` (malloc'd, `bytes`
+ * form) made earlier, or NULL; keep takes over `data` (malloc'd, `bytes`
  * long) as that copy and returns the copy to use (another thread's, when it
  * kept one first; NULL on OOM, `data` then freed). Both may be called from
- * several threads at once. */
+ * several threads at once. `form`: GRAPH_PACK_TRANS (src is [n, k]) and
+ * GRAPH_PACK_INT8 (8-bit panels, graph_pack_int8) or'ed. */
+#define GRAPH_PACK_TRANS 1
+#define GRAPH_PACK_INT8 2
 typedef struct graph_pack_cache {
-    void *(*find)(void *user, const void *src, int64_t nr, bool trans);
-    void *(*keep)(void *user, const void *src, int64_t nr, bool trans, void *data, size_t bytes);
+    void *(*find)(void *user, const void *src, int64_t nr, int form);
+    void *(*keep)(void *user, const void *src, int64_t nr, int form, void *data, size_t bytes);
     void *user;
 } graph_pack_cache;
+
+/* 8-bit panels (graph/pack_int8.c; ir.h, IR_ENC_PANELS): whether the n
+ * float32 values v are all integers that 8 bits hold after subtracting one
+ * offset: int8 with offset 0 where they are within [-128, 127], else uint8
+ * with offset min(v) where max - min <= 255. */
+bool graph_int8_range(const float *v, int64_t n, smelt_dtype *dt, int32_t *offset);
+/* The panels [ceil(n/nr)][k][nr] of from ([k, n], or [n, k] when trans) as
+ * dt (graph_int8_range's choice) less offset; columns past n store 0. */
+void graph_pack_int8(const float *from, void *to, int64_t k, int64_t n, int64_t nr, bool trans, smelt_dtype dt,
+                     int32_t offset);
+/* MatMuls with at most this many rows of A get 8-bit panels where the values
+ * allow: ddddocr_ocr_quant's 20 x 1024 x 8210 MatMulInteger reads its 33.6 MB
+ * of float panels from memory on every call (README, "Quantized models"). */
+#define GRAPH_INT8_MAX_M 64
 
 /* MatMul / Gemm whose B is a float32 constant matrix (and A is not constant)
  * read a copy of it packed into panels of nr columns instead (ir.h,

@@ -45,12 +45,17 @@ typedef struct ir_shape {
  * `logical` is the shape the reading op sees ([k, n], or the Conv weight's).
  * A batched GEMM's B, logically [batch, k, n] (Winograd's transformed
  * filters, ops/conv_winograd.h), is each batch's panels one after the other:
- * [batch * ceil(n / nr), k, nr]. */
+ * [batch * ceil(n / nr), k, nr].
+ * Panels of a float32 B whose values are all integers within 255 of each
+ * other may be held 8-bit (graph/pack_int8.c): the tensor's dtype is then
+ * uint8 or int8 and each element's value is the stored one plus `offset`
+ * (0 for the float panels). */
 typedef enum ir_enc_kind { IR_ENC_NONE, IR_ENC_PANELS } ir_enc_kind;
 typedef struct ir_encoding {
     ir_enc_kind kind;
     int64_t k, n, nr;
     ir_shape logical;
+    int32_t offset;
 } ir_encoding;
 
 typedef struct ir_tensor {

@@ -24,6 +24,12 @@
  * each chunk's float result is cast to int32 and the chunks are added as
  * int32. A bound known only from the dtypes (a computed B) gives chunks of
  * 2^24 / (255 * 255) = 258 rows.
+ * A constant B - b_zp is folded to a float32 constant; where A has few rows,
+ * the C target packs it back into 8-bit panels (graph/pack_int8.c: int8, or
+ * uint8 plus one offset per tensor where the values span at most 255, so
+ * uint8 less a zero point of 119 is uint8 again) and widens them in
+ * registers; each widened value is the same integer, so the rule above holds
+ * unchanged.
  */
 #include "onnx/expand.h"
 

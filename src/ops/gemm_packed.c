@@ -96,6 +96,8 @@ static void gemm_rows(lower_ctx *c, const gemm_packed *g, const mm_panel *pn, ki
     } else if (g->b_input >= 0) {
         kir_val bi[3] = {kir_add(K, pn->p0, pn->p), kir_add(K, pn->kb, kk), jj};
         bv = lower_load(c, g->b_input, bi);
+        const ir_tensor *bt = ir_in(c->g, c->n, g->b_input);
+        if (bt->dtype != g->dt) bv = gemm_int8_widen(K, g->dt, bv, bt->enc.offset); /* 8-bit panels (ir.h) */
     } else {
         kir_val pk = kir_add(K, kir_mul(K, kir_add(K, pn->p0, pn->p), kir_idx(K, g->k)), kir_add(K, pn->kb, kk));
         bv = lower_scratch_load(c, g->b_scratch, kir_add(K, kir_add(K, pn->bb, kir_mul(K, pk, kir_idx(K, nr))), jj));

@@ -102,6 +102,11 @@ kir_val gemm_packed_clamp_row(kir_kernel *K, const gemm_packed *g, kir_val i);
 /* Where element (block q, row r, k kk) of a KC slice of A goes in ap ([MB][MR][KCAP]). */
 kir_val gemm_packed_a_at(kir_kernel *K, int64_t kcap, int64_t mr, kir_val q, kir_val r, kir_val kk);
 
+/* An element v of 8-bit panels (ir.h) as the float dt it stands for:
+ * float(v) + offset, the form the C target's microkernels take
+ * (target/emit_c_gemm_int8.c). Defined in ops/gemm_int8.c. */
+kir_val gemm_int8_widen(kir_kernel *K, smelt_dtype dt, kir_val v, int32_t offset);
+
 /* Panels of B: ceil(N / NR). */
 int64_t gemm_packed_panels(const gemm_packed *g);
 

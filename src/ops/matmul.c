@@ -499,7 +499,8 @@ smelt_status infer_MatMul(ir_graph *g, int node)
     TRY(infer_need_input(g, n, 0, "A"));
     TRY(infer_need_input(g, n, 1, "B"));
     TRY(infer_need_dtype(n, a, "input", DT_ARITH));
-    TRY(infer_need_same_dtype(n, a, b));
+    if (b->enc.kind != IR_ENC_PANELS || b->dtype == SMELT_F32) /* 8-bit panels hold float values (ir.h) */
+        TRY(infer_need_same_dtype(n, a, b));
     char s1[160], s2[160];
     ir_shape bl = logical_shape(b);
     if (a->shape.rank < 1 || bl.rank < 1)

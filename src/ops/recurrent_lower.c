@@ -22,8 +22,14 @@
  *             PackedRNN/GRU/LSTM: constant W and R stored [D, K, N] at compile
  *             time (graph_fold_gemm_transpose), so no kernels 1 and 2; on the CPU
  *             3 is the packed GEMM, reading W in place where G*H is whole panels.
- *             Constant 8-bit W, R of DynamicQuantizeLSTM: float32 less the zero
- *             point (graph/fold_gemm.c), read in place.
+ *             Constant 8-bit W, R of DynamicQuantizeLSTM: less the zero point
+ *             (graph/fold_gemm.c), read in place: int8 where that fits (W only:
+ *             the GEMM widens it in registers), float32 otherwise. An int8 R read
+ *             by rows in the recurrence measured slower (ddddocr_ocr_quant's
+ *             512-hidden recurrence 4.5 -> 7.3 ms: the C compiler's per-element
+ *             widening costs more than the bytes it saves); on the C target R is
+ *             8-bit panels instead (graph_pack_recurrent_r), read by the int8
+ *             microkernel (gemv_panels).
  *             DynamicQuantizeLSTM (com.microsoft, imported by onnx/contrib.c with
  *             X already quantized to uint8 and its scale and zero point as inputs
  *             12 and 13) is the LSTM as onnxruntime computes it: W [D, input, 4H]
@@ -111,6 +117,21 @@ static kir_val load_scalar_f32(lower_ctx *c, int in)
     return kir_cast(c->k, SMELT_F32, lower_load(c, in, &none));
 }
 
+/* Element idx of W or R read where it is: DynamicQuantizeLSTM's 8-bit weights
+ * without a zero point (graph/fold_gemm.c) widened to float32, exact. */
+static kir_val in_place_load(lower_ctx *c, int in, const kir_val *idx)
+{
+    kir_val v = lower_load(c, in, idx);
+    return c->k->vals[v].type == SMELT_F32 ? v : kir_cast(c->k, SMELT_F32, v);
+}
+
+/* Whether W or R (input in) is read in place: stored packed, and float32 or
+ * 8-bit without a zero point. */
+static bool in_place(const lower_ctx *c, const rnn_params *p, int in)
+{
+    return p->packed && (ir_in(c->g, c->n, in)->dtype == SMELT_F32 || (p->quant && !ir_in(c->g, c->n, in == IN_W ? IN_WZ : IN_RZ)));
+}
+
 /* Visits the packed [D, K, N] order: stores run unit-stride and the
  * transposed reads are left to lower_parallel_for's tiles. */
 static void pack_body(lower_ctx *c, const kir_val *idx, void *user)
@@ -135,7 +156,7 @@ static kir_val packed_load(lower_ctx *c, int in, int scratch, kir_val d, kir_val
 {
     if (scratch >= 0) return lower_scratch_load(c, scratch, at);
     kir_val idx[3] = {d, k, nn};
-    return lower_load(c, in, idx);
+    return in_place_load(c, in, idx);
 }
 
 /* ---- kernel 3: the input projection ---- */
@@ -288,7 +309,7 @@ static kir_val proj_gemm_read_w(lower_ctx *c, const gemm_packed *g, const kir_va
 {
     (void)g;
     kir_val idx[3] = {bidx[0], k, nn};
-    return lower_load(c, IN_W, idx);
+    return in_place_load(c, IN_W, idx);
 }
 
 static kir_val proj_gemm_a(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val k)
@@ -323,7 +344,7 @@ static smelt_status proj_gemm(lower_ctx *c, rnn_job *j)
     gemm_packed g = {.nb = 1, .batch = {p->dirs}, .m = j->rows, .n = j->n, .k = p->input, .dt = p->dt, .tl = tl,
                      .b_input = -1, .b_scratch = -1, .b_index = proj_gemm_b, .load_a = proj_gemm_a,
                      .store = proj_gemm_store, .user = &pj};
-    if (p->packed && ir_in(c->g, c->n, IN_W)->dtype == SMELT_F32 && j->n % tl.nr == 0) { /* whole panels: in place */
+    if (in_place(c, p, IN_W) && j->n % tl.nr == 0) { /* whole panels: in place */
         g.read_b = proj_gemm_read_w;
         TRY(gemm_packed_lower(c, &g));
         return c->k ? SMELT_OK : no_mem(c);
@@ -440,12 +461,42 @@ static void y_index(const rstate *s, kir_val t, kir_val j, kir_val *idx)
 
 static bool has_out(const lower_ctx *c, int o) { return o < c->n->n_out && c->n->out[o] >= 0; }
 
+/* gemv over R held as 8-bit panels (graph_pack_recurrent_r: the C target, DynamicQuantizeLSTM):
+ * each column block of n in [n0, n1) (whole blocks) as a gemm loop (kir.h, "Microkernel loops")
+ * of one row, its sums in registers over all of k and the panel widened there
+ * (target/emit_c_gemm_int8.c). ddddocr_ocr_quant's 512-hidden recurrence, read as float32 rows
+ * (below), moved 4 MB of R a step and direction; as int8 panels it ran 22% faster (6.1-6.7 ->
+ * 4.7-5.2 ms, 3 interleaved rounds on the loaded 2-core host, 1 thread). */
+static void gemv_panels(lower_ctx *c, const rstate *s, const rvec *v, int64_t n0, int64_t n1)
+{
+    kir_kernel *K = c->k;
+    const rnn_job *j = s->j;
+    const ir_tensor *r = ir_in(c->g, c->n, IN_R);
+    int64_t H = j->p.hidden, nr = r->enc.nr, nb = r->enc.n / nr;
+    kir_val z = kir_idx(K, 0), one = kir_idx(K, 1);
+    kir_val p = kir_loop_begin(K, kir_idx(K, n0 / nr), kir_idx(K, n1 / nr), one);
+    kir_val pd = kir_add(K, kir_mul(K, s->d, kir_idx(K, nb)), p), col0 = kir_mul(K, p, kir_idx(K, nr));
+    kir_val k = kir_loop_begin_gemm(K, kir_idx(K, H));
+    kir_val a = rv_load(c, v, k);
+    kir_val jj = kir_loop_begin(K, z, kir_idx(K, nr), one);
+    kir_val gi = kir_add(K, col0, jj), ri[3] = {pd, k, jj};
+    kir_val b = gemm_int8_widen(K, SMELT_F32, lower_load(c, IN_R, ri), r->enc.offset);
+    rv_store(c, &s->gates, gi, bin(K, KIR_ADD, rv_load(c, &s->gates, gi), bin(K, KIR_MUL, a, b)));
+    kir_loop_end(K);
+    kir_loop_end(K);
+    kir_loop_end(K);
+}
+
 /* gates[n] += sum_k v[k] * RT[d][k][n] for n in [n0, n1): k unrolled by
  * RNN_KU so each gates element is loaded and stored once per RNN_KU rows of RT. */
 static void gemv(lower_ctx *c, const rstate *s, const rvec *v, int64_t n0, int64_t n1)
 {
     kir_kernel *K = c->k;
     const rnn_job *j = s->j;
+    if (ir_in(c->g, c->n, IN_R)->enc.kind == IR_ENC_PANELS) {
+        gemv_panels(c, s, v, n0, n1);
+        return;
+    }
     int64_t H = j->p.hidden, main = H - H % RNN_KU;
     kir_val rbase = kir_mul(K, s->d, kir_idx(K, H * j->n));
     for (int pass = 0; pass < 2; pass++) {
@@ -741,10 +792,9 @@ smelt_status lower_Recurrent(lower_ctx *c)
          mul3(D, p->batch, 1, &state_n) && mul3(state_n, 4, H + j.n, &state_n) && state_n <= INT64_MAX / 8;
     if (!ok) return ir_node_fail(c->n, SMELT_ERR_SHAPE, "the sizes (seq, batch, input, hidden) overflow int64");
     if (p->batch == 0 || H == 0) return SMELT_OK;
-    /* float weights stored packed are read as they are (DynamicQuantizeLSTM's too, where
-     * graph/fold_gemm.c made them float); 8-bit ones are copied less their zero points */
-    bool copy = !p->packed || (p->quant && ir_in(c->g, c->n, IN_W)->dtype != SMELT_F32);
-    bool copy_r = !p->packed || (p->quant && ir_in(c->g, c->n, IN_R)->dtype != SMELT_F32);
+    /* weights stored packed are read as they are (DynamicQuantizeLSTM's too, where
+     * graph/fold_gemm.c subtracted the zero points); others are copied, less their zero points */
+    bool copy = !in_place(c, p, IN_W), copy_r = !in_place(c, p, IN_R);
     j.proj = lower_scratch(c, p->dt, proj_n);
     if (j.proj < 0) return no_mem(c);
     bool gemm = proj_gemm_ok(c, &j);

@@ -36,6 +36,8 @@ typedef struct gemm_match {
     int mr, nr;
     kir_val kc;
     int acc, a, b;       /* buffers */
+    smelt_dtype b8;      /* B's 8-bit dtype (emit_c_gemm_int8.c), or SMELT_F32 */
+    int32_t b_off;       /* and its offset */
     gemm_index ca, aa, ba;
     int64_t cr, ar, ak, bk;
 } gemm_match;
@@ -106,15 +108,19 @@ static bool match_gemm(const kir_kernel *k, int i, gemm_match *m)
     const kir_value *old = &k->vals[sum->a], *prod = &k->vals[sum->b];
     if (old->op != KIR_LOAD) old = &k->vals[sum->b], prod = &k->vals[sum->a];
     if (old->op != KIR_LOAD || old->buf != st->buf || old->a != st->idx || prod->op != KIR_MUL) return false;
-    const kir_value *la = &k->vals[prod->a], *lb = &k->vals[prod->b];
+    kir_val pa = prod->a, pb = prod->b;
+    m->b8 = SMELT_F32;
+    if (emit_gemm_int8_operand(k, &pa, &m->b8, &m->b_off)) pa = prod->b, pb = prod->a; /* B widened from 8 bits */
+    else emit_gemm_int8_operand(k, &pb, &m->b8, &m->b_off);
+    const kir_value *la = &k->vals[pa], *lb = &k->vals[pb];
     if (la->op != KIR_LOAD || lb->op != KIR_LOAD) return false;
-    if (stride(k, la->a, lv[2]) != 0) { /* A is the operand that does not move with j */
+    if (m->b8 == SMELT_F32 && stride(k, la->a, lv[2]) != 0) { /* A is the operand that does not move with j */
         const kir_value *t = la;
         la = lb, lb = t;
     }
     m->acc = st->buf, m->a = la->buf, m->b = lb->buf;
     const kir_buffer *bc = &k->bufs[m->acc];
-    if (!bc->workgroup || bc->type != SMELT_F32 || k->bufs[m->a].type != SMELT_F32 || k->bufs[m->b].type != SMELT_F32 ||
+    if (!bc->workgroup || bc->type != SMELT_F32 || k->bufs[m->a].type != SMELT_F32 || k->bufs[m->b].type != m->b8 ||
         m->a == m->acc || m->b == m->acc)
         return false;
     if (!split_index(k, st->idx, 1, i, lv, &m->ca) || !split_index(k, la->a, 1, i, lv, &m->aa) ||
@@ -152,7 +158,7 @@ int emit_put_gemm(emitter *e, int i, int ind)
     gemm_match m;
     if (!match_gemm(e->k, i, &m)) return -1;
     sb_indent(e->sb, ind);
-    sb_printf(e->sb, "smelt_gemm_f32_%dx%d(&b%d[", m.mr, m.nr, m.acc);
+    sb_printf(e->sb, "smelt_gemm_f32%s_%dx%d(&b%d[", m.b8 == SMELT_F32 ? "" : m.b8 == SMELT_U8 ? "u8" : "i8", m.mr, m.nr, m.acc);
     put_index(e, &m.ca);
     sb_printf(e->sb, "], %lld, &b%d[", (long long)m.cr, m.a);
     put_index(e, &m.aa);
@@ -160,6 +166,7 @@ int emit_put_gemm(emitter *e, int i, int ind)
     put_index(e, &m.ba);
     sb_printf(e->sb, "], %lld, ", (long long)m.bk);
     emit_put_val(e, m.kc);
+    if (m.b8 != SMELT_F32) sb_printf(e->sb, ", %d.0f", (int)m.b_off);
     sb_puts(e->sb, ");\n");
     return m.end;
 }
@@ -226,6 +233,7 @@ static const char gemm_loops[] =
 
 void emit_put_gemm_helpers(strbuf *sb, const char *body)
 {
+    emit_put_gemm_int8_helpers(sb, body);
     static const char tok[] = "smelt_gemm_f32_";
     int seen[64][2], n = 0;
     for (const char *p = body; (p = strstr(p, tok)); p += sizeof tok - 1) {

@@ -90,6 +90,11 @@ int emit_put_stream(emitter *e, int i, int ind);
  * helpers `body` calls, with what they need. */
 int emit_put_gemm(emitter *e, int i, int ind);
 void emit_put_gemm_helpers(strbuf *sb, const char *body);
+/* emit_c_gemm_int8.c: whether gemm operand *v is float(load) + offset of an
+ * 8-bit buffer (8-bit panels, ops/gemm_int8.c): then *v becomes the load, with
+ * its dtype and the offset; and the helpers for those loops `body` calls. */
+bool emit_gemm_int8_operand(const kir_kernel *k, kir_val *v, smelt_dtype *dt, int32_t *offset);
+void emit_put_gemm_int8_helpers(strbuf *sb, const char *body);
 /* Loop i as a vector loop (see emit_c_simd.c): its LOOP_END, or -1. */
 int emit_vec_loop(const kir_kernel *k, int i);
 /* Loop i's vector form and the `#else` before its scalar form (emit_c.c writes

@@ -203,12 +203,13 @@ static int typed(ir_graph *g, const char *name, smelt_dtype dt, ir_shape s, cons
     return t;
 }
 
-/* DynamicQuantizeLSTM with constant int8 W and R and nonzero zero points (per direction for W,
- * per gate column for R): graph_fold_gemm_transpose stores both as float32 less their zero points
- * and drops the zero points, and the program computes what the same node with W and R given as
- * inputs (converted per call) does, bidirectional, seq 5, batch 2, G*H 4*12 = 48 (whole panels:
- * W read in place) and 4*5 = 20 (panels copied). */
-TEST(recurrent_quantized_constant_weights_fold_to_float)
+/* DynamicQuantizeLSTM with constant int8 W and R and zero points (per direction for W, per gate
+ * column for R): graph_fold_gemm_transpose stores both less their zero points and drops the zero
+ * points, W as int8 where every difference fits (W's zero points 0, at H 12), else float32, and
+ * the program computes what the same node with W and R given as inputs (converted per call) does,
+ * bidirectional, seq 5, batch 2, G*H 4*12 = 48 (whole panels: W read in place, through the int8
+ * microkernel) and 4*5 = 20 (panels copied). */
+TEST(recurrent_quantized_constant_weights_fold)
 {
     enum { S = 5, B = 2, I = 7, D = 2 };
     for (int hi = 0; hi < 2; hi++) {
@@ -217,7 +218,7 @@ TEST(recurrent_quantized_constant_weights_fold_to_float)
         for (int64_t k = 0; k < D * I * N; k++) w[k] = (int8_t)((k * 37 + 11) % 255 - 127);
         for (int64_t k = 0; k < D * H * N; k++) r[k] = (int8_t)((k * 53 + 5) % 255 - 127);
         for (int64_t k = 0; k < D * N; k++) rz[k] = (int8_t)(k % 7 - 3);
-        int8_t wz[D] = {3, -2};
+        int8_t wz[D] = {hi ? 0 : 3, hi ? 0 : -2};
         float ws[D] = {0.004f, 0.006f}, rs[D] = {0.005f, 0.003f}, xs = 0.02f;
         uint8_t xz = 120, x[S * B * I];
         for (int k = 0; k < S * B * I; k++) x[k] = (uint8_t)((k * 29 + 7) % 256);
@@ -249,12 +250,14 @@ TEST(recurrent_quantized_constant_weights_fold_to_float)
             CHECK(h && graph_infer(h, lower_eval_node) == SMELT_OK && graph_fold_gemm_transpose(h) == SMELT_OK);
             if (h) {
                 const ir_node *n = &h->nodes[node_named(h, "qlstm")];
-                CHECK_EQ_INT(ir_in(h, n, 1)->dtype == SMELT_F32, cw);
+                CHECK_EQ_INT(ir_in(h, n, 1)->dtype, cw ? (hi ? SMELT_I8 : SMELT_F32) : SMELT_I8);
                 CHECK_EQ_INT(ir_in(h, n, 2)->dtype == SMELT_F32, cw);
                 CHECK_EQ_INT(ir_in(h, n, 9) == NULL && ir_in(h, n, 11) == NULL, cw);
                 if (cw) {
                     const float *wf = ir_in(h, n, 1)->data, *rf = ir_in(h, n, 2)->data;
-                    CHECK(wf[0] == (float)(w[0] - wz[0]) && wf[D * I * N - 1] == (float)(w[D * I * N - 1] - wz[1]));
+                    const int8_t *w8 = ir_in(h, n, 1)->data;
+                    if (hi) CHECK(w8[0] == w[0] && w8[D * I * N - 1] == w[D * I * N - 1]);
+                    else CHECK(wf[0] == (float)(w[0] - wz[0]) && wf[D * I * N - 1] == (float)(w[D * I * N - 1] - wz[1]));
                     CHECK(rf[N + 3] == (float)(r[N + 3] - rz[3]) && rf[H * N + 1] == (float)(r[H * N + 1] - rz[N + 1]));
                 }
             }
@@ -287,5 +290,89 @@ TEST(recurrent_quantized_constant_weights_fold_to_float)
             CHECK(bad == 0);
         }
         free(out[0]), free(out[1]), free(w), free(r), free(rz), free(bias);
+    }
+}
+
+/* Runs DynamicQuantizeLSTM (bidirectional, seq 4, batch 1, input 6, hidden h) with 8-bit R of
+ * dtype rt less zero point rz (one per direction), constant or given per call (cw), and returns
+ * Y (malloc'd) and whether the compiled program read R as panels. */
+static float *qlstm_run(int64_t h, smelt_dtype rt, int rz, bool cw, bool *panels)
+{
+    enum { S = 4, B = 1, I = 6, D = 2 };
+    int64_t N = 4 * h, ny = S * D * B * h;
+    uint8_t *w = malloc((size_t)(D * I * N)), *r = malloc((size_t)(D * h * N)), x[S * B * I];
+    for (int64_t k = 0; k < D * I * N; k++) w[k] = (uint8_t)((k * 37 + 11) % 251);
+    for (int64_t k = 0; k < D * h * N; k++) r[k] = (uint8_t)((k * 53 + 5) % 256);
+    for (int k = 0; k < S * B * I; k++) x[k] = (uint8_t)((k * 29 + 7) % 256);
+    uint8_t wz[D] = {0, 0}, rzs[D] = {(uint8_t)rz, (uint8_t)rz}, xz = 120;
+    float ws[D] = {0.004f, 0.006f}, rs[D] = {0.005f, 0.003f}, xs = 0.02f;
+    float *bias = malloc(sizeof(float) * (size_t)(D * 2 * N)), *out = NULL;
+    fill(bias, D * 2 * N, 9u, 0.4f);
+    ir_graph *g = ir_graph_new();
+    int ins[14];
+    for (int k = 0; k < 14; k++) ins[k] = -1;
+    ins[0] = typed(g, "x", SMELT_U8, shp(3, S, B, I), x, false);
+    ins[1] = typed(g, "w", SMELT_I8, shp(3, D, I, N), w, true);
+    ins[2] = typed(g, "r", rt, shp(3, D, h, N), r, cw);
+    ins[3] = typed(g, "b", SMELT_F32, shp(2, D, 2 * N), bias, true);
+    ins[8] = typed(g, "ws", SMELT_F32, shp(1, D), ws, true);
+    ins[9] = typed(g, "wz", SMELT_I8, shp(1, D), wz, true);
+    ins[10] = typed(g, "rs", SMELT_F32, shp(1, D), rs, true);
+    ins[11] = typed(g, "rz", rt, shp(1, D), rzs, true);
+    ins[12] = typed(g, "xs", SMELT_F32, shp(0), &xs, true);
+    ins[13] = typed(g, "xz", SMELT_U8, shp(0), &xz, true);
+    int yt = ir_tensor_add(g, "y", SMELT_F32, NULL);
+    int node = ir_node_add(g, "qlstm", OP_DynamicQuantizeLSTM, 14, ins, 1, &yt);
+    attr_str(g, node, "direction", "bidirectional");
+    attr_int(g, node, "hidden_size", h);
+    int gin[2] = {ins[0], ins[2]};
+    ir_graph_set_io(g, cw ? 1 : 2, gin, 1, &yt);
+    smelt_program *p = compile(g, 0);
+    CHECK(p != NULL);
+    if (p) {
+        *panels = ir_in(p->g, &p->g->nodes[node_named(p->g, "qlstm")], 2)->enc.kind == IR_ENC_PANELS;
+        smelt_tensor in[2] = {{.name = "x", .dtype = SMELT_U8, .rank = 3, .shape = {S, B, I}, .data = x},
+                              {.name = "r", .dtype = rt, .rank = 3, .shape = {D, h, N}, .data = r}};
+        CHECK(smelt_program_run(p, cw ? 1 : 2, in) == SMELT_OK);
+        smelt_tensor o;
+        CHECK(smelt_program_output(p, 0, &o) == SMELT_OK);
+        if (smelt_tensor_numel(&o) == ny) {
+            out = malloc(sizeof(float) * (size_t)ny);
+            memcpy(out, o.data, sizeof(float) * (size_t)ny);
+        }
+        smelt_program_free(p);
+    }
+    ir_graph_free(g);
+    free(w), free(r), free(bias);
+    return out;
+}
+
+/* A constant R whose values less the zero point fit 8 bits, with 4H whole panels of
+ * GRAPH_RNN_PANEL_COLS, is read as 8-bit panels (graph_pack_recurrent_r): int8 less 0, uint8
+ * less 119 (uint8 again, offset -119), one and two panels a direction; uint8 less 0 at H 12
+ * (48 columns: no whole panels) stays float. Y equals the same node's with R given per call
+ * (converted in its kernels) to rounding. */
+TEST(recurrent_quantized_r_panels)
+{
+    static const struct {
+        int64_t h;
+        smelt_dtype rt;
+        int rz;
+        bool panels;
+    } cases[] = {{8, SMELT_I8, 0, true}, {16, SMELT_U8, 119, true}, {12, SMELT_U8, 0, false}};
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        bool pk = false, pk_call = true;
+        float *got = qlstm_run(cases[t].h, cases[t].rt, cases[t].rz, true, &pk);
+        float *want = qlstm_run(cases[t].h, cases[t].rt, cases[t].rz, false, &pk_call);
+        CHECK_EQ_INT(pk, cases[t].panels);
+        CHECK(!pk_call);
+        CHECK(got && want);
+        int64_t ny = 4 * 2 * cases[t].h;
+        int bad = 0;
+        for (int64_t k = 0; got && want && k < ny; k++)
+            if (fabsf(got[k] - want[k]) > 1e-5f * (1 + fabsf(want[k])) && bad++ < 3)
+                fprintf(stderr, "  case %zu [%lld]: panels %g, per call %g\n", t, (long long)k, got[k], want[k]);
+        CHECK_EQ_INT(bad, 0);
+        free(got), free(want);
     }
 }

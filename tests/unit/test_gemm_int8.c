@@ -1,0 +1,139 @@
+/*
+ * test_gemm_int8.c — 8-bit panels of an integer-valued constant B
+ * (graph/pack_int8.c, ops/gemm_int8.c, target/emit_c_gemm_int8.c): which
+ * dtype and offset a B gets, and MatMulInteger through them against an int32
+ * reference, exactly: uint8 and int8 operands, zero points 0, 128, 255, 119
+ * and per column, M 1, 3, 20 (row tails), K and N off the tiles, K past a KC
+ * slice; and DynamicQuantizeLSTM's W kept int8 where it fits.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/program.h"
+#include "graph/passes.h"
+#include "onnx/onnx.h"
+#include "onnx_models.h"
+#include "test.h"
+#include "fuse_cases.h"
+
+TEST(gemm_int8_range_picks_dtype_and_offset)
+{
+    smelt_dtype dt = SMELT_F32;
+    int32_t off = 7;
+    CHECK(graph_int8_range((const float[]){-128, 0, 127}, 3, &dt, &off) && dt == SMELT_I8 && off == 0);
+    CHECK(graph_int8_range((const float[]){0, 200, 255}, 3, &dt, &off) && dt == SMELT_U8 && off == 0);
+    CHECK(graph_int8_range((const float[]){-119, 3, 136}, 3, &dt, &off) && dt == SMELT_U8 && off == -119);
+    CHECK(graph_int8_range((const float[]){-255, -1, 0}, 3, &dt, &off) && dt == SMELT_U8 && off == -255);
+    CHECK(!graph_int8_range((const float[]){-128, 128}, 2, &dt, &off));  /* 256 apart */
+    CHECK(!graph_int8_range((const float[]){1, 2.5f}, 2, &dt, &off));    /* not an integer */
+    CHECK(!graph_int8_range((const float[]){1, NAN}, 2, &dt, &off));
+    CHECK(!graph_int8_range((const float[]){1e9f, 1e9f}, 2, &dt, &off)); /* one value, but past 2^16 */
+}
+
+#define ZP_NONE 1000
+#define ZP_COL 2000
+
+typedef struct mmi_case {
+    int64_t m, k, n;
+    smelt_dtype at, bt;
+    int a_zp, b_zp; /* ZP_NONE: omitted; b_zp ZP_COL: one per column */
+    const char *form; /* the microkernel the program calls */
+} mmi_case;
+
+static int q(smelt_dtype dt, int64_t i, int64_t seed)
+{
+    int v = (int)((i * 2654435761u + (uint64_t)seed * 40503u) % 256u);
+    return dt == SMELT_I8 ? v - 128 : v;
+}
+
+static void put8(void *d, smelt_dtype dt, int64_t i, int v)
+{
+    if (dt == SMELT_I8) ((int8_t *)d)[i] = (int8_t)v;
+    else ((uint8_t *)d)[i] = (uint8_t)v;
+}
+
+/* MatMulInteger(a, B, a_zp, B_zp) with a constant B, run compiled, equal to int32's result. */
+static void run_mmi(const mmi_case *t)
+{
+    int64_t m = t->m, k = t->k, n = t->n;
+    uint8_t *a = malloc((size_t)(m * k)), *b = malloc((size_t)(k * n)), bz[64], az;
+    int zb[64];
+    for (int64_t i = 0; i < m * k; i++) put8(a, t->at, i, q(t->at, i, 1));
+    for (int64_t i = 0; i < k * n; i++) put8(b, t->bt, i, q(t->bt, i, 2));
+    int64_t nz = t->b_zp == ZP_COL ? n : 1;
+    for (int64_t j = 0; j < nz; j++) {
+        zb[j] = t->b_zp == ZP_COL ? q(t->bt, j, 3) : t->b_zp == ZP_NONE ? 0 : t->b_zp;
+        put8(bz, t->bt, j, zb[j]);
+    }
+    int za = t->a_zp == ZP_NONE ? 0 : t->a_zp;
+    put8(&az, t->at, 0, za);
+    mb mbd;
+    mb_init(&mbd, 13);
+    int64_t da[2] = {m, k}, db[2] = {k, n}, dz[1] = {n};
+    mb_input(&mbd, "a", t->at, 2, da);
+    Onnx__TensorProto *tb = tensor_raw("b", t->bt, 2, db, b, (size_t)(k * n));
+    APPEND(mbd.g.initializer, mbd.g.n_initializer, tb);
+    char ins[32] = "a,b,,";
+    if (t->a_zp != ZP_NONE) {
+        APPEND(mbd.g.initializer, mbd.g.n_initializer, tensor_raw("az", t->at, 0, NULL, &az, 1));
+        strcpy(ins, "a,b,az,");
+    }
+    if (t->b_zp != ZP_NONE) {
+        APPEND(mbd.g.initializer, mbd.g.n_initializer, tensor_raw("bz", t->bt, t->b_zp == ZP_COL, dz, bz, (size_t)nz));
+        strcat(ins, "bz");
+    }
+    node_new(&mbd.g, "MatMulInteger", "mmi", ins, "y");
+    mb_output(&mbd, "y");
+    ir_graph *g = NULL;
+    CHECK_EQ_INT(mb_load(&mbd, NULL, &g), SMELT_OK);
+    smelt_program *p = g ? compile(g, 0) : NULL;
+    if (p) {
+        bool has = p->cls[0].source && strstr(p->cls[0].source, t->form) != NULL;
+        if (!has) fprintf(stderr, "  %lldx%lldx%lld: no %s\n", (long long)m, (long long)k, (long long)n, t->form);
+        CHECK(has);
+        smelt_tensor in = {.name = "a", .dtype = t->at, .rank = 2, .shape = {m, k}, .data = a};
+        CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+        smelt_tensor o;
+        CHECK(smelt_program_output(p, 0, &o) == SMELT_OK);
+        CHECK(o.dtype == SMELT_I32 && smelt_tensor_numel(&o) == m * n);
+        int bad = 0;
+        for (int64_t i = 0; i < m && o.dtype == SMELT_I32; i++)
+            for (int64_t j = 0; j < n; j++) {
+                int64_t want = 0;
+                for (int64_t kk = 0; kk < k; kk++)
+                    want += (int64_t)(q(t->at, i * k + kk, 1) - za) * (q(t->bt, kk * n + j, 2) - zb[nz > 1 ? j : 0]);
+                int32_t got = ((const int32_t *)o.data)[i * n + j];
+                if (got != want && bad++ < 3)
+                    fprintf(stderr, "  %lldx%lldx%lld [%lld][%lld]: %d, want %lld\n", (long long)m, (long long)k,
+                            (long long)n, (long long)i, (long long)j, got, (long long)want);
+            }
+        CHECK_EQ_INT(bad, 0);
+        smelt_program_free(p);
+    }
+    ir_graph_free(g);
+    pool_free();
+    free(a), free(b);
+}
+
+TEST(gemm_int8_matmul_integer_is_exact)
+{
+    static const mmi_case cases[] = {
+        {20, 37, 37, SMELT_U8, SMELT_U8, 128, 119, "smelt_gemm_f32u8_"}, /* B - 119 in [-119, 136]: uint8, offset -119 */
+        {1, 300, 21, SMELT_U8, SMELT_U8, 0, 255, "smelt_gemm_f32u8_"},   /* M 1, K past a KC slice, offset -255 */
+        {3, 9, 5, SMELT_I8, SMELT_I8, ZP_NONE, 0, "smelt_gemm_f32i8_"},       /* int8 as it is, N under one panel */
+        {20, 64, 40, SMELT_U8, SMELT_I8, 0, ZP_NONE, "smelt_gemm_f32i8_"},    /* no zero point: int8 */
+        {3, 20, 33, SMELT_I8, SMELT_U8, 5, 0, "smelt_gemm_f32u8_"},      /* uint8 less 0: 0..255 */
+        {20, 50, 37, SMELT_U8, SMELT_I8, 128, -128, "smelt_gemm_f32u8_"},/* int8 less -128: 0..255 */
+        {20, 40, 19, SMELT_U8, SMELT_U8, 128, ZP_COL, "smelt_gemm_f32_"},    /* per column: more than 255 apart, float */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) run_mmi(&cases[c]);
+}
+
+/* Past GRAPH_INT8_MAX_M rows of A the float panels stay (the GEMM is not bound by B's bytes). */
+TEST(gemm_int8_large_m_keeps_float_panels)
+{
+    mmi_case t = {GRAPH_INT8_MAX_M + 1, 24, 20, SMELT_U8, SMELT_U8, 3, 119, "smelt_gemm_f32_"};
+    run_mmi(&t);
+}
