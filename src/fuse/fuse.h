@@ -26,6 +26,19 @@
  *              consumer's output, and not be a graph output; every other
  *              input of the consumer must be ready before the root runs.
  *              Chains of such consumers extend the epilogue.
+ *              Where the root has a lowering of its own (a contraction, a
+ *              convolution, a row reduction), the epilogue may also be a DAG
+ *              in which a value is read several times (GELU's
+ *              x * 0.5 * (1 + erf(x / sqrt 2)) reads x twice): walking the
+ *              graph from t's first reader, the scalar elementwise nodes over
+ *              t's shape that read t or each other join it until only the
+ *              newest one's output is read later, by anything, or is a graph
+ *              output. That node (the sink) is t's epilogue, the others are
+ *              evaluated inside it (inline_of; role epilogue), each once per
+ *              element, and t never reaches memory. A value of the DAG read
+ *              by a node that cannot join (another root, another shape) keeps
+ *              the walk open and nothing fuses: the DAG is then an
+ *              elementwise region of its own, as before.
  *   row        A reduction over trailing dims (its output keeps the leading
  *              dims, the rest collapse to 1) whose consumers are elementwise
  *              over its input's shape is inlined like an elementwise node;
@@ -106,6 +119,10 @@
  * elementwise nodes becomes regions of at most this many). */
 #define FUSE_INLINE_DEPTH_MAX 64
 #define FUSE_PAD_SMALL (64 * 1024)
+/* Epilogue DAGs: at most this many members, found within this many nodes of
+ * the graph after the first reader (GELU's tanh form has 8 members). */
+#define FUSE_EPILOGUE_DAG_MAX 16
+#define FUSE_EPILOGUE_DAG_SCAN 64
 
 typedef enum fuse_role {
     FUSE_ROOT,
