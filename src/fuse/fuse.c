@@ -174,6 +174,86 @@ static bool epilogue_input(const ir_graph *g, const uses *u, const fuse_plan *p,
     return true;
 }
 
+/* Epilogue DAG (fuse.h "epilogue", several uses): the elementwise nodes
+ * reached from t, walked in graph order from its first consumer `first`,
+ * until every value they made (t included) has been read for the last time
+ * but the newest node's: that node is the DAG's sink. Members are scalar
+ * elementwise nodes over t's shape whose other inputs are ready before t's
+ * root runs; a value read by anything else keeps the walk open until
+ * FUSE_EPILOGUE_DAG_SCAN nodes have gone by, and then nothing fuses. Returns
+ * the sink and fills members (in graph order), or -1. */
+static int epilogue_dag(const ir_graph *g, const uses *u, const fuse_plan *p, int root, int first, int t, int *members,
+                        int *n_members)
+{
+    const ir_tensor *x = &g->tensors[t];
+    int n = 0;
+    for (int j = first; j < g->n_nodes && j < first + FUSE_EPILOGUE_DAG_SCAN; j++) {
+        const ir_node *e = &g->nodes[j];
+        bool reads = false, ok = true;
+        for (int k = 0; k < e->n_in; k++) {
+            int v = e->in[k];
+            if (v < 0) continue;
+            bool dag = v == t;
+            for (int m = 0; m < n && !dag; m++) dag = g->nodes[members[m]].out[0] == v;
+            reads |= dag;
+            if (!dag && !ready_before(g, p, v, root)) ok = false;
+        }
+        if (!reads) continue;
+        const op_info *oi = op_get(e->op);
+        if (!ok || n == FUSE_EPILOGUE_DAG_MAX || !is_elementwise_kind(oi->kind) || !oi->scalar || e->n_out != 1 ||
+            e->out[0] < 0 || !ir_shape_eq(&g->tensors[e->out[0]].shape, &x->shape))
+            return -1;
+        members[n++] = j;
+        /* values still read later (or graph outputs): only the newest may be */
+        int live = 0;
+        for (int m = -1; m < n; m++) {
+            int v = m < 0 ? t : g->nodes[members[m]].out[0];
+            bool later = g->tensors[v].is_output && v != t;
+            for (int q = u->start[v]; q < u->start[v + 1] && !later; q++) later = u->cons[q] > j;
+            if (later && v != e->out[0]) live = 2;
+            live += later;
+        }
+        if (live <= 1) {
+            *n_members = n;
+            return j;
+        }
+    }
+    return -1;
+}
+
+/* The epilogue DAG rule for node i, the first reader of one of its inputs t:
+ * where t's region has a root with a lowering of its own (a contraction, a
+ * convolution, a row reduction; an elementwise root already keeps a shared
+ * value in a register, see "shared") and t has several reads, the DAG's sink
+ * becomes t's epilogue and the other members are evaluated inside it. */
+static bool take_epilogue_dag(const ir_graph *g, const uses *u, fuse_plan *p, int *region_root, int i, int *members,
+                              char *in_dag)
+{
+    const ir_node *n = &g->nodes[i];
+    for (int k = 0; k < n->n_in; k++) {
+        int t = n->in[k], nm = 0;
+        if (t < 0) continue;
+        const ir_tensor *x = &g->tensors[t];
+        if (x->producer < 0 || x->data || x->is_output || p->inline_of[t] >= 0 || p->epilogue_of[t] >= 0) continue;
+        if (u->start[t + 1] - u->start[t] < 2 || u->cons[u->start[t]] != i || p->role[x->producer] == FUSE_INLINE) continue;
+        if (op_get(g->nodes[x->producer].op)->flags & OPF_CONTROL) continue;
+        int root = root_of(g, p, region_root, t);
+        if (!op_get(g->nodes[root].op)->lower || p->role[root] != FUSE_ROOT) continue;
+        int sink = epilogue_dag(g, u, p, root, i, t, members, &nm);
+        if (sink < 0) continue;
+        for (int m = 0; m < nm; m++) {
+            int q = members[m];
+            in_dag[q] = 1;
+            p->role[q] = FUSE_EPILOGUE;
+            region_root[q] = root;
+            if (q != sink) p->inline_of[g->nodes[q].out[0]] = q;
+        }
+        p->epilogue_of[t] = sink;
+        return true;
+    }
+    return false;
+}
+
 static bool push(int **arr, int *n, int v)
 {
     for (int i = 0; i < *n; i++)
@@ -194,7 +274,7 @@ static bool collect_reads(const ir_graph *g, const fuse_plan *p, fuse_region *r,
         if (t < 0) continue;
         if (p->inline_of[t] >= 0) {
             if (!push(&r->nodes, &r->n_nodes, p->inline_of[t]) || !collect_reads(g, p, r, p->inline_of[t])) return false;
-        } else if (p->epilogue_of[t] != node && p->insert_into[t] != node) {
+        } else if (p->epilogue_of[t] < 0 && p->insert_into[t] != node) { /* an epilogue's t is in a register */
             if (!push(&r->reads, &r->n_reads, t)) return false;
         }
     }
@@ -328,9 +408,10 @@ smelt_status fuse_build(const ir_graph *g, const fuse_options *opt, fuse_plan *p
     p->stored_by = malloc(sizeof(int) * ((size_t)g->n_tensors + 1));
     p->regions = calloc((size_t)g->n_nodes + 1, sizeof(fuse_region));
     p->n_tensors = g->n_tensors;
-    char *banned = calloc((size_t)g->n_nodes + 1, 1);
+    char *banned = calloc((size_t)g->n_nodes + 1, 1), *in_dag = calloc((size_t)g->n_nodes + 1, 1);
+    int *dag = calloc(FUSE_EPILOGUE_DAG_MAX + 1, sizeof(int));
     smelt_status st = SMELT_OK;
-    if (!banned || !cost || !depth || !region_root || !p->role || !p->inline_of || !p->epilogue_of || !p->insert_into || !p->stored_by || !p->regions || !uses_build(g, &u)) {
+    if (!banned || !in_dag || !dag || !cost || !depth || !region_root || !p->role || !p->inline_of || !p->epilogue_of || !p->insert_into || !p->stored_by || !p->regions || !uses_build(g, &u)) {
         st = diag_fail(SMELT_ERR_NOMEM, "out of memory forming regions");
         goto out;
     }
@@ -340,9 +421,11 @@ decide:
      * node's cone cost includes its inlined inputs. Epilogue is tried first:
      * finishing a root's region saves a store and a load, while inlining into
      * the consumer would still leave the root's output in memory. */
+    memset(in_dag, 0, (size_t)g->n_nodes);
     for (int i = 0; i < g->n_nodes; i++) {
         const ir_node *n = &g->nodes[i];
         const op_info *oi = op_get(n->op);
+        if (in_dag[i]) continue; /* decided with its epilogue DAG */
         region_root[i] = i;
         p->role[i] = FUSE_ROOT;
         if (opt->no_fuse) continue;
@@ -364,6 +447,7 @@ decide:
             region_root[i] = root_of(g, p, region_root, via);
             continue;
         }
+        if (is_elementwise_kind(oi->kind) && oi->scalar && n->n_out == 1 && take_epilogue_dag(g, &u, p, region_root, i, dag, in_dag)) continue;
         bool all = n->n_out > 0;
         for (int o = 0; o < n->n_out; o++) {
             int t = n->out[o];
@@ -424,6 +508,8 @@ decide:
 out:
     uses_free(&u);
     free(banned);
+    free(in_dag);
+    free(dag);
     free(cost);
     free(depth);
     free(region_root);

@@ -31,6 +31,8 @@ struct lower_state {
     memo_entry *memo;
     int n_memo, cap_memo;
     bool fill_only;       /* an insert's fill kernel: its inserted inputs are never read */
+    int held_tensor;      /* the tensor whose element lower_store carries into its epilogue, or -1 */
+    kir_val held_val;     /* that element (an epilogue DAG reads it several times) */
 };
 
 /* Elements per workgroup that amortize a thread-pool hand-off. */
@@ -198,6 +200,8 @@ kir_val lower_load(lower_ctx *c, int i, const kir_val *idx)
     int t = c->n->in[i];
     const ir_tensor *x = &c->g->tensors[t];
     if (c->st->fp && c->st->fp->inline_of[t] >= 0) return load_inline(c, t, idx);
+    /* inside an epilogue DAG every member reads t at the stored element's index */
+    if (c->st->fp && t == c->st->held_tensor) return c->st->held_val;
     int64_t off[IR_MAX_RANK];
     if (c->st->fill_only && fuse_insert(c->g, c->n, i, off)) /* only selected where the fill is taken */
         return kir_is_float(x->dtype) ? kir_const_f(c->k, x->dtype, 0) : kir_const_i(c->k, x->dtype, 0);
@@ -283,9 +287,16 @@ void lower_store(lower_ctx *c, int o, const kir_val *idx_in, kir_val v)
             const ir_node *e = &c->g->nodes[fp->epilogue_of[t]];
             kir_val in[64] = {0};
             c->n = e;
+            /* the DAG's members are memoized for this element only: another
+             * store at the same index (another branch) carries another t */
+            int memo_mark = c->st->n_memo;
+            c->st->held_tensor = t;
+            c->st->held_val = v;
             for (int j = 0; j < e->n_in && j < 64; j++)
                 in[j] = e->in[j] == t ? v : lower_load_bcast(c, j, x->shape.rank, idx);
             v = op_get(e->op)->scalar(c->k, e, in);
+            c->st->held_tensor = -1;
+            c->st->n_memo = memo_mark;
             o = 0;
             continue;
         }
@@ -641,7 +652,7 @@ static smelt_status lower_insert(lower_ctx *c)
 static smelt_status lower_root(lower_program *p, const ir_graph *g, const fuse_plan *fp, const fuse_region *r,
                                int node)
 {
-    struct lower_state st = {.p = p, .fp = fp, .region = r};
+    struct lower_state st = {.p = p, .fp = fp, .region = r, .held_tensor = -1};
     lower_ctx c = {g, &g->nodes[node], NULL, &st, p->target ? p->target : &target_cpu};
     const op_info *oi = op_get(c.n->op);
     int first = p->n_kernels;

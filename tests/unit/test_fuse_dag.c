@@ -3,9 +3,11 @@
  * consumers in one iteration space computed once in one kernel, regions with
  * several outputs, and the recompute-versus-store rule on both of its sides.
  */
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "api/program.h"
 #include "fuse/fuse.h"
@@ -210,4 +212,185 @@ TEST(fuse_repeated_transposed_reads_share_one_tile)
     CHECK(p && workgroup_tiles(p) == 1);
     smelt_program_free(p);
     check_case(g, plan_any, 1, 1, 1e-5);
+}
+
+/* ---- epilogue DAGs (fuse.h "epilogue"): a contraction's output read several times ----------- */
+
+enum { DM = 37, DK = 53, DN = 71 }; /* no multiple of a tile in any dim */
+
+/* x[DM, DK] times a constant w[DK, DN] plus a constant bias c[DN]; returns the
+ * sum and, in ref, its double value for x = xd. */
+static int biased_matmul(ir_graph *g, const float *xd, double *ref, int *x_out)
+{
+    int x = *x_out = input(g, "x", shp(2, DM, DK)), w = constant(g, "w", shp(2, DK, DN), 0.5f, 0.1f);
+    int c = constant(g, "c", shp(1, DN), 0.3f, -0.2f);
+    const float *wd = g->tensors[w].data, *cd = g->tensors[c].data;
+    for (int i = 0; i < DM; i++)
+        for (int j = 0; j < DN; j++) {
+            double s = cd[j];
+            for (int k = 0; k < DK; k++) s += (double)xd[i * DK + k] * wd[k * DN + j];
+            ref[i * DN + j] = s;
+        }
+    return op2(g, "bias", OP_Add, op2(g, "mm", OP_MatMul, x, w), c);
+}
+
+/* The compiled graph reads w in panels (its encoding), fuse_build's the plain w. */
+static bool weights_packed(const ir_graph *g)
+{
+    for (int t = 0; t < g->n_tensors; t++)
+        if (g->tensors[t].name && strcmp(g->tensors[t].name, "w/packed16") == 0) return true;
+    return false;
+}
+
+static int scalar(ir_graph *g, const char *name, float v) { return constant(g, name, shp(0), 0.0f, v); }
+
+static void dag_x(float *xd)
+{
+    for (int i = 0; i < DM * DK; i++) xd[i] = (float)((i * 17 + 3) % 29 - 14) / 9.0f;
+}
+
+/* The fused program's output for xd against the double reference (and the
+ * no-fuse program against the same, so a wrong reference fails too). */
+static void check_dag_against(ir_graph *g, const float *xd, const double *ref, double tol)
+{
+    int64_t shape[2] = {DM, DK};
+    for (int no_fuse = 0; no_fuse < 2; no_fuse++) {
+        smelt_program *p = compile(g, no_fuse);
+        CHECK(p != NULL);
+        const float *got = p ? run_x(p, (float *)xd, 2, shape, NULL) : NULL;
+        CHECK(got && count_far(got, ref, DM * DN, tol, no_fuse) == 0);
+        smelt_program_free(p);
+    }
+}
+
+static void plan_gelu_erf(const ir_graph *g, const fuse_plan *fp)
+{
+    /* t (bias) is read by div and by mul: every node of the GELU is mm's epilogue, t stays in a register */
+    const char *nodes = "mm:r bias:e div:e erf:e add1:e mul:e half:e";
+    CHECK(region_is(g, fp, "mm", nodes, weights_packed(g) ? "x w/packed16 c r2 one h" : "x w c r2 one h", "half"));
+}
+
+TEST(fuse_gelu_erf_is_a_matmul_epilogue)
+{
+    ir_graph *g = ir_graph_new();
+    float xd[DM * DK];
+    double ref[DM * DN];
+    dag_x(xd);
+    int x, t = biased_matmul(g, xd, ref, &x);
+    int e = op1(g, "erf", OP_Erf, op2(g, "div", OP_Div, t, scalar(g, "r2", 1.41421356f)));
+    int y = op2(g, "half", OP_Mul, op2(g, "mul", OP_Mul, t, op2(g, "add1", OP_Add, e, scalar(g, "one", 1.0f))),
+                scalar(g, "h", 0.5f));
+    ir_graph_set_io(g, 1, &x, 1, &y);
+    for (int i = 0; i < DM * DN; i++) ref[i] = ref[i] * 0.5 * (1 + erf(ref[i] / sqrt(2.0)));
+    smelt_program *p = compile(g, 0);
+    CHECK(p && count_op(p, KIR_ERF) == 1); /* once per element, in mm's only kernel */
+    smelt_program_free(p);
+    check_dag_against(g, xd, ref, 1e-4);
+    check_case(g, plan_gelu_erf, 1, 1, 1e-5);
+}
+
+static void plan_gelu_tanh(const ir_graph *g, const fuse_plan *fp)
+{
+    /* t is read four times (sq reads it twice), sq and cube once each */
+    const char *nodes = "mm:r bias:e sq:e cube:e k3:e inner:e kk:e th:e th1:e th2:e out:e";
+    CHECK(region_is(g, fp, "mm", nodes, weights_packed(g) ? "x w/packed16 c a3 s2pi one h" : "x w c a3 s2pi one h", "out"));
+}
+
+TEST(fuse_gelu_tanh_is_a_matmul_epilogue)
+{
+    ir_graph *g = ir_graph_new();
+    float xd[DM * DK];
+    double ref[DM * DN];
+    dag_x(xd);
+    int x, t = biased_matmul(g, xd, ref, &x);
+    int cube = op2(g, "cube", OP_Mul, op2(g, "sq", OP_Mul, t, t), t);
+    int inner = op2(g, "inner", OP_Add, t, op2(g, "k3", OP_Mul, cube, scalar(g, "a3", 0.044715f)));
+    int th = op1(g, "th", OP_Tanh, op2(g, "kk", OP_Mul, inner, scalar(g, "s2pi", 0.7978845608f)));
+    int y = op2(g, "out", OP_Mul, op2(g, "th2", OP_Mul, t, scalar(g, "h", 0.5f)), op2(g, "th1", OP_Add, th, scalar(g, "one", 1.0f)));
+    ir_graph_set_io(g, 1, &x, 1, &y);
+    for (int i = 0; i < DM * DN; i++) {
+        double v = ref[i];
+        ref[i] = 0.5 * v * (1 + tanh(0.7978845608 * (v + 0.044715 * v * v * v)));
+    }
+    smelt_program *p = compile(g, 0);
+    CHECK(p && count_op(p, KIR_TANH) == 1);
+    smelt_program_free(p);
+    check_dag_against(g, xd, ref, 1e-4);
+    check_case(g, plan_gelu_tanh, 1, 1, 1e-5);
+}
+
+static void plan_three_reads(const ir_graph *g, const fuse_plan *fp)
+{
+    /* s = tanh(t) is read three times (by ts and, twice, by ss), t twice */
+    const char *nodes = "mm:r bias:e s:e ts:e ss:e sum:e";
+    CHECK(region_is(g, fp, "mm", nodes, weights_packed(g) ? "x w/packed16 c" : "x w c", "sum"));
+}
+
+TEST(fuse_epilogue_value_read_three_times_is_computed_once)
+{
+    ir_graph *g = ir_graph_new();
+    float xd[DM * DK];
+    double ref[DM * DN];
+    dag_x(xd);
+    int x, t = biased_matmul(g, xd, ref, &x);
+    int s = op1(g, "s", OP_Tanh, t);
+    int y = op2(g, "sum", OP_Add, op2(g, "ts", OP_Mul, t, s), op2(g, "ss", OP_Mul, s, s));
+    ir_graph_set_io(g, 1, &x, 1, &y);
+    for (int i = 0; i < DM * DN; i++) ref[i] = ref[i] * tanh(ref[i]) + tanh(ref[i]) * tanh(ref[i]);
+    smelt_program *p = compile(g, 0);
+    CHECK(p && count_op(p, KIR_TANH) == 1);
+    smelt_program_free(p);
+    check_dag_against(g, xd, ref, 1e-4);
+    check_case(g, plan_three_reads, 1, 1, 1e-5);
+}
+
+static void plan_read_outside(const ir_graph *g, const fuse_plan *fp)
+{
+    /* e = erf(t) is also read by mm2 (another contraction, outside any
+     * epilogue): the DAG never closes, so t is stored, e is a region of its
+     * own (stored for mm2) and mul a region reading both. */
+    CHECK(role_of(g, fp, "mul") != FUSE_EPILOGUE && role_of(g, fp, "e") != FUSE_EPILOGUE);
+    const fuse_region *r = region_rooted(g, fp, "mm");
+    bool stores_t = false;
+    for (int i = 0; r && i < r->n_writes; i++) stores_t |= strcmp(g->tensors[r->writes[i]].name, "bias") == 0;
+    CHECK(stores_t);
+}
+
+TEST(fuse_epilogue_dag_read_outside_is_not_fused)
+{
+    ir_graph *g = ir_graph_new();
+    float xd[DM * DK];
+    double ref[DM * DN];
+    dag_x(xd);
+    int x, t = biased_matmul(g, xd, ref, &x);
+    int e = op1(g, "e", OP_Erf, t);
+    int y1 = op2(g, "mul", OP_Mul, t, e);
+    int y2 = op2(g, "mm2", OP_MatMul, e, constant(g, "w2", shp(2, DN, 9), 0.5f, 0.0f));
+    int outs[] = {y1, y2};
+    ir_graph_set_io(g, 1, &x, 2, outs);
+    for (int i = 0; i < DM * DN; i++) ref[i] = ref[i] * erf(ref[i]);
+    check_dag_against(g, xd, ref, 1e-4);
+    check_case(g, plan_read_outside, 4, 4, 1e-5);
+}
+
+static void plan_inner_output(const ir_graph *g, const fuse_plan *fp)
+{
+    /* e is a graph output inside the DAG: it must reach memory, so no DAG */
+    CHECK(role_of(g, fp, "mul") != FUSE_EPILOGUE && role_of(g, fp, "e") != FUSE_EPILOGUE);
+}
+
+TEST(fuse_epilogue_dag_with_an_inner_graph_output_is_not_fused)
+{
+    ir_graph *g = ir_graph_new();
+    float xd[DM * DK];
+    double ref[DM * DN];
+    dag_x(xd);
+    int x, t = biased_matmul(g, xd, ref, &x);
+    int e = op1(g, "e", OP_Erf, t);
+    int y1 = op2(g, "mul", OP_Mul, t, e);
+    int outs[] = {y1, e};
+    ir_graph_set_io(g, 1, &x, 2, outs);
+    for (int i = 0; i < DM * DN; i++) ref[i] = ref[i] * erf(ref[i]);
+    check_dag_against(g, xd, ref, 1e-4);
+    check_case(g, plan_inner_output, 2, 2, 1e-5);
 }
