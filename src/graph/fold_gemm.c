@@ -88,14 +88,21 @@ static int q8(const ir_tensor *t, int64_t i)
     return t->dtype == SMELT_I8 ? ((const int8_t *)t->data)[i] : ((const uint8_t *)t->data)[i];
 }
 
-/* Whether every w - zp of 8-bit W or R t ([D, K, N]) and its zero point zp ([D], [D, N] or
- * none) is within int8. */
+/* Element i of direction d of 8-bit W or R t ([D, K, N]) less its zero point zp ([D], [D, N]
+ * or none). */
+static int less_zp(const ir_tensor *t, const ir_tensor *zp, int64_t d, int64_t i)
+{
+    int64_t KN = t->shape.dim[1] * t->shape.dim[2], N = t->shape.dim[2];
+    return q8(t, d * KN + i) - (!zp ? 0 : q8(zp, zp->shape.rank == 1 ? d : d * N + i % N));
+}
+
+/* Whether every w - zp of t is within int8. */
 static bool fits_int8(const ir_tensor *t, const ir_tensor *zp)
 {
-    int64_t D = t->shape.dim[0], KN = t->shape.dim[1] * t->shape.dim[2], N = t->shape.dim[2];
+    int64_t D = t->shape.dim[0], KN = t->shape.dim[1] * t->shape.dim[2];
     for (int64_t d = 0; d < D; d++)
         for (int64_t i = 0; i < KN; i++) {
-            int o = !zp ? 0 : q8(zp, zp->shape.rank == 1 ? d : d * N + i % N), v = q8(t, d * KN + i) - o;
+            int v = less_zp(t, zp, d, i);
             if (v < INT8_MIN || v > INT8_MAX) return false;
         }
     return true;
@@ -120,16 +127,14 @@ static smelt_status fold_quant_recurrent(ir_graph *g, int node)
             return diag_fail(SMELT_ERR_NOMEM, "out of memory converting the weights of '%s'", g->nodes[node].name);
         n = &g->nodes[node];
         t = ir_in(g, n, pairs[q][0]), zp = ir_in(g, n, pairs[q][1]); /* again: adding tensors may move the array */
-        int64_t D = s.dim[0], KN = s.dim[1] * s.dim[2], N = s.dim[2];
-        bool sgn = t->dtype == SMELT_I8, to8 = g->tensors[nt].dtype == SMELT_I8;
+        int64_t D = s.dim[0], KN = s.dim[1] * s.dim[2];
+        bool to8 = g->tensors[nt].dtype == SMELT_I8;
         void *to = g->tensors[nt].data;
         for (int64_t d = 0; d < D; d++)
             for (int64_t i = 0; i < KN; i++) {
-                int64_t at = d * KN + i, z = !zp ? 0 : zp->shape.rank == 1 ? d : d * N + i % N;
-                int v = sgn ? ((const int8_t *)t->data)[at] : ((const uint8_t *)t->data)[at];
-                int o = !zp ? 0 : sgn ? ((const int8_t *)zp->data)[z] : ((const uint8_t *)zp->data)[z];
-                if (to8) ((int8_t *)to)[at] = (int8_t)(v - o);
-                else ((float *)to)[at] = (float)(v - o);
+                int v = less_zp(t, zp, d, i);
+                if (to8) ((int8_t *)to)[d * KN + i] = (int8_t)v;
+                else ((float *)to)[d * KN + i] = (float)v;
             }
         if (!input_set(g, node, pairs[q][0], nt) || !input_set(g, node, pairs[q][1], -1))
             return diag_fail(SMELT_ERR_NOMEM, "out of memory converting the weights of '%s'", g->nodes[node].name);

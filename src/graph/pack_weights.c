@@ -34,19 +34,16 @@ static void pack_as(const float *from, void *to, int64_t k, int64_t n, int64_t n
 }
 
 /* A packed copy of t (row-major [k, n], or [n, k] when `trans`) with the
- * encoding set, its data the cache's (made once) or g's; -1 on OOM. `int8`:
- * 8-bit panels (t's values allow them: graph_int8_range). */
-static int packed_const(ir_graph *g, int t, bool trans, bool int8, int64_t nr, const char *name,
+ * encoding set, its data the cache's (made once) or g's; -1 on OOM. dt is
+ * float32, or an 8-bit dtype with the offset graph_int8_range chose for t. */
+static int packed_const(ir_graph *g, int t, bool trans, smelt_dtype dt, int32_t offset, int64_t nr, const char *name,
                         const graph_pack_cache *cache)
 {
     const ir_tensor *src = &g->tensors[t];
     /* trans: rows of [n, k], any trailing dims (a Conv weight) flattened into k */
     int64_t n = src->shape.dim[trans ? 0 : 1], k = trans ? ir_tensor_numel(src) / n : src->shape.dim[0];
     int64_t np = (n + nr - 1) / nr;
-    smelt_dtype dt = SMELT_F32;
-    int32_t offset = 0;
-    if (int8 && !graph_int8_range(src->data, ir_tensor_numel(src), &dt, &offset)) return -1;
-    int form = (trans ? GRAPH_PACK_TRANS : 0) | (int8 ? GRAPH_PACK_INT8 : 0);
+    int form = (trans ? GRAPH_PACK_TRANS : 0) | (dt != SMELT_F32 ? GRAPH_PACK_INT8 : 0);
     ir_shape logical = src->shape;
     ir_shape s = {.rank = 3, .dim = {np, k, nr}};
     int nt = ir_tensor_add(g, name, dt, &s);
@@ -179,16 +176,17 @@ smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache 
         /* a weight read transposed by one node and not by another gets two copies */
         int64_t want_k = trans ? ir_tensor_numel(b) / b->shape.dim[0] : b->shape.dim[0];
         /* a MatMul with few rows of A: 8-bit panels where B's values allow (pack_int8.c) */
-        smelt_dtype dt8;
-        int32_t off8;
+        smelt_dtype dt = SMELT_F32;
+        int32_t off = 0;
         bool int8 = n->op == OP_MatMul && !keep_plain && ir_tensor_numel(a) / want_k <= GRAPH_INT8_MAX_M &&
-                    graph_int8_range(b->data, ir_tensor_numel(b), &dt8, &off8);
+                    graph_int8_range(b->data, ir_tensor_numel(b), &dt, &off);
+        if (!int8) dt = SMELT_F32, off = 0;
         int nt = done[t] > 0 && g->tensors[done[t] - 1].enc.k == want_k &&
                          (g->tensors[done[t] - 1].dtype == SMELT_F32) == !int8 ? done[t] - 1 : -1;
         if (nt < 0) {
             char name[256];
             snprintf(name, sizeof name, "%s/packed%lld", b->name, (long long)nr);
-            if ((nt = packed_const(g, t, trans, int8, nr, name, cache)) < 0) goto nomem;
+            if ((nt = packed_const(g, t, trans, dt, off, nr, name, cache)) < 0) goto nomem;
             done[t] = nt + 1;
         }
         ir_node *w = &g->nodes[i];

@@ -231,20 +231,26 @@ static const char gemm_loops[] =
     "            for (int j = 0; j < nr; j++) c[r * cr + j] += a[r * ar + k * ak] * b[k * bk + j];\n"
     "}\n";
 
-void emit_put_gemm_helpers(strbuf *sb, const char *body)
+int emit_gemm_shapes(const char *body, const char *tok, int seen[][2], int max)
 {
-    emit_put_gemm_int8_helpers(sb, body);
-    static const char tok[] = "smelt_gemm_f32_";
-    int seen[64][2], n = 0;
-    for (const char *p = body; (p = strstr(p, tok)); p += sizeof tok - 1) {
+    int n = 0;
+    size_t len = strlen(tok);
+    for (const char *p = body; (p = strstr(p, tok)); p += len) {
         int mr, nr;
-        if (sscanf(p + sizeof tok - 1, "%dx%d(", &mr, &nr) != 2) continue;
+        if (sscanf(p + len, "%dx%d(", &mr, &nr) != 2) continue;
         bool dup = false;
         for (int i = 0; i < n; i++) dup |= seen[i][0] == mr && seen[i][1] == nr;
-        if (dup || n == 64) continue;
+        if (dup || n == max) continue;
         seen[n][0] = mr, seen[n][1] = nr;
         n++;
     }
+    return n;
+}
+
+void emit_put_gemm_helpers(strbuf *sb, const char *body)
+{
+    emit_put_gemm_int8_helpers(sb, body);
+    int seen[64][2], n = emit_gemm_shapes(body, "smelt_gemm_f32_", seen, 64);
     if (!n) return;
     sb_puts(sb, "\n#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC push_options\n"
                 "#pragma GCC optimize(\"fp-contract=fast\")\n#endif\n"

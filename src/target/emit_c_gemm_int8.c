@@ -18,9 +18,6 @@
  */
 #include "target/emit_c_impl.h"
 
-#include <stdio.h>
-#include <string.h>
-
 bool emit_gemm_int8_operand(const kir_kernel *k, kir_val *v, smelt_dtype *dt, int32_t *offset)
 {
     const kir_value *p = &k->vals[*v];
@@ -96,21 +93,9 @@ static void put_loops(strbuf *sb, bool sgn)
 
 void emit_put_gemm_int8_helpers(strbuf *sb, const char *body)
 {
-    static const char *const tok[2] = {"smelt_gemm_f32u8_", "smelt_gemm_f32i8_"};
-    int seen[64][3], n = 0;
-    bool any[2] = {false, false};
-    for (int s = 0; s < 2; s++)
-        for (const char *p = body; (p = strstr(p, tok[s])); p += strlen(tok[s])) {
-            int mr, nr;
-            if (sscanf(p + strlen(tok[s]), "%dx%d(", &mr, &nr) != 2) continue;
-            bool dup = false;
-            for (int i = 0; i < n; i++) dup |= seen[i][0] == mr && seen[i][1] == nr && seen[i][2] == s;
-            if (dup || n == 64) continue;
-            seen[n][0] = mr, seen[n][1] = nr, seen[n][2] = s;
-            any[s] = true;
-            n++;
-        }
-    if (!n) return;
+    int seen[2][64][2], n[2] = {emit_gemm_shapes(body, "smelt_gemm_f32u8_", seen[0], 64),
+                                emit_gemm_shapes(body, "smelt_gemm_f32i8_", seen[1], 64)};
+    if (!n[0] && !n[1]) return;
     sb_puts(sb, "\n#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC push_options\n"
                 "#pragma GCC optimize(\"fp-contract=fast\")\n#endif\n"
                 "#if defined(__GNUC__)\n"
@@ -118,7 +103,8 @@ void emit_put_gemm_int8_helpers(strbuf *sb, const char *body)
                 "typedef long long smelt_q2 __attribute__((vector_size(16)));\n"
                 "typedef char smelt_c16 __attribute__((vector_size(16)));\n#endif\n");
     for (int s = 0; s < 2; s++)
-        if (any[s]) put_loops(sb, s == 1);
-    for (int i = 0; i < n; i++) put_helper(sb, seen[i][0], seen[i][1], seen[i][2] == 1);
+        if (n[s]) put_loops(sb, s == 1);
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < n[s]; i++) put_helper(sb, seen[s][i][0], seen[s][i][1], s == 1);
     sb_puts(sb, "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC pop_options\n#endif\n");
 }

@@ -263,6 +263,17 @@ static void check_dag_against(ir_graph *g, const float *xd, const double *ref, d
     }
 }
 
+/* A DAG that fuses into mm's one kernel: `fn` evaluated once per element
+ * there, the output right for xd, and the plan `plan` (one region, one kernel). */
+static void check_fused_dag(ir_graph *g, const float *xd, const double *ref, kir_op fn, plan_check plan)
+{
+    smelt_program *p = compile(g, 0);
+    CHECK(p && count_op(p, fn) == 1);
+    smelt_program_free(p);
+    check_dag_against(g, xd, ref, 1e-4);
+    check_case(g, plan, 1, 1, 1e-5);
+}
+
 static void plan_gelu_erf(const ir_graph *g, const fuse_plan *fp)
 {
     /* t (bias) is read by div and by mul: every node of the GELU is mm's epilogue, t stays in a register */
@@ -282,11 +293,7 @@ TEST(fuse_gelu_erf_is_a_matmul_epilogue)
                 scalar(g, "h", 0.5f));
     ir_graph_set_io(g, 1, &x, 1, &y);
     for (int i = 0; i < DM * DN; i++) ref[i] = ref[i] * 0.5 * (1 + erf(ref[i] / sqrt(2.0)));
-    smelt_program *p = compile(g, 0);
-    CHECK(p && count_op(p, KIR_ERF) == 1); /* once per element, in mm's only kernel */
-    smelt_program_free(p);
-    check_dag_against(g, xd, ref, 1e-4);
-    check_case(g, plan_gelu_erf, 1, 1, 1e-5);
+    check_fused_dag(g, xd, ref, KIR_ERF, plan_gelu_erf);
 }
 
 static void plan_gelu_tanh(const ir_graph *g, const fuse_plan *fp)
@@ -312,11 +319,7 @@ TEST(fuse_gelu_tanh_is_a_matmul_epilogue)
         double v = ref[i];
         ref[i] = 0.5 * v * (1 + tanh(0.7978845608 * (v + 0.044715 * v * v * v)));
     }
-    smelt_program *p = compile(g, 0);
-    CHECK(p && count_op(p, KIR_TANH) == 1);
-    smelt_program_free(p);
-    check_dag_against(g, xd, ref, 1e-4);
-    check_case(g, plan_gelu_tanh, 1, 1, 1e-5);
+    check_fused_dag(g, xd, ref, KIR_TANH, plan_gelu_tanh);
 }
 
 static void plan_three_reads(const ir_graph *g, const fuse_plan *fp)
@@ -337,11 +340,7 @@ TEST(fuse_epilogue_value_read_three_times_is_computed_once)
     int y = op2(g, "sum", OP_Add, op2(g, "ts", OP_Mul, t, s), op2(g, "ss", OP_Mul, s, s));
     ir_graph_set_io(g, 1, &x, 1, &y);
     for (int i = 0; i < DM * DN; i++) ref[i] = ref[i] * tanh(ref[i]) + tanh(ref[i]) * tanh(ref[i]);
-    smelt_program *p = compile(g, 0);
-    CHECK(p && count_op(p, KIR_TANH) == 1);
-    smelt_program_free(p);
-    check_dag_against(g, xd, ref, 1e-4);
-    check_case(g, plan_three_reads, 1, 1, 1e-5);
+    check_fused_dag(g, xd, ref, KIR_TANH, plan_three_reads);
 }
 
 static void plan_read_outside(const ir_graph *g, const fuse_plan *fp)
