@@ -1,6 +1,6 @@
 /*
  * int16_pairs.c — does an integer GEMM microkernel pay on this CPU? One
- * thread, a 6x16 register block (smelt's float microkernel's shape) five ways
+ * thread, a 6x16 register block (smelt's float microkernel's shape) six ways
  * on the GEMM shapes of ddddocr_ocr_quant's ConvIntegers (cols orientation,
  * ops/conv_gemm.c: M output channels x K = C*KH*KW x N positions) and its
  * MatMulInteger (M 20 x K 1024 x N 8210, B 8-bit panels, graph/pack_int8.c):
@@ -13,8 +13,11 @@
  *   s16r    int16 pairs, B plain int16 rows [k][ld] paired in registers
  *           (vpunpck{l,h}wd within 128-bit lanes, lanes put back at the end);
  *   s16u8   int16 pairs, B u8 panels [k][16] plus an offset paired and
- *           widened in registers (vpunpck{l,h}bw, vpmovzxbw, vpaddw).
- * A is int16 for the s16 forms, its pairs along k one 32-bit broadcast each.
+ *           widened in registers (vpunpck{l,h}bw, vpmovzxbw, vpaddw);
+ *   s16u8c  s16u8 behind f32u8's signature: A float32, converted to int16 in
+ *           each call (checked to be integers within 255, else f32u8), as a
+ *           helper behind smelt's float GEMM loop would have to.
+ * A is int16 for the other s16 forms, its pairs along k one 32-bit broadcast each.
  * Values are integers (|a| <= 255, |b| <= 255) whose sums stay below 2^24, so
  * every form must give the same floats: the program checks that (exit
  * status 1 and DIFFERS where one does not).
@@ -147,6 +150,39 @@ static void s16u8_6x16(float *c, long cr, const int16_t *a, long ar, const uint8
         for (int v = 0; v < 2; v++) *(v8f *)(c + r * cr + v * 8) += __builtin_convertvector(acc[r][v], v8f);
 }
 
+typedef short v8s __attribute__((vector_size(16), aligned(2)));
+/* A's block to int16 when every element is an integer within 255; 0 otherwise */
+static int a_to_s16(int16_t *a16, long lda16, const float *a, long ar, long kc)
+{
+    v8i bad = {0};
+    const v8f lo = {-255, -255, -255, -255, -255, -255, -255, -255}, hi = {255, 255, 255, 255, 255, 255, 255, 255};
+    for (int r = 0; r < MR; r++) {
+        long k = 0;
+        for (; k + 8 <= kc; k += 8) {
+            v8f x = *(const v8f *)(a + r * ar + k);
+            v8f cl = __builtin_ia32_minps256(__builtin_ia32_maxps256(x, lo), hi);
+            v8i i = __builtin_convertvector(cl, v8i);
+            bad |= (v8i)(__builtin_convertvector(i, v8f) != x);
+            *(v8s *)(a16 + r * lda16 + k) = __builtin_convertvector(i, v8s);
+        }
+        for (; k < kc; k++) {
+            float x = a[r * ar + k], cl = x < -255 ? -255 : x > 255 ? 255 : x;
+            if ((float)(int)cl != x) return 0;
+            a16[r * lda16 + k] = (int16_t)cl;
+        }
+        a16[r * lda16 + kc] = 0;
+    }
+    for (int l = 0; l < 8; l++) if (bad[l]) return 0;
+    return 1;
+}
+
+static void s16u8c_6x16(float *c, long cr, const float *a, long ar, const uint8_t *b, long kc, short off)
+{
+    int16_t a16[MR * 264] __attribute__((aligned(32)));
+    if (kc > 256 || !a_to_s16(a16, 264, a, ar, kc)) { f32u8_6x16(c, cr, a, ar, b, kc, off); return; }
+    s16u8_6x16(c, cr, a16, 264, b, kc, off);
+}
+
 typedef struct operands {
     long m, k, n;
     float *af, *bf, *c;
@@ -166,6 +202,7 @@ static void run_form(const operands *o, int form)
                 else if (form == 1) s16p_6x16(c, o->n, o->a16 + r * o->k + k0, o->k, o->b16p + (p * o->k + k0) * NR, kc);
                 else if (form == 2) s16r_6x16(c, o->n, o->a16 + r * o->k + k0, o->k, o->b16 + k0 * o->n + p * NR, o->n, kc);
                 else if (form == 3) f32u8_6x16(c, o->n, o->af + r * o->k + k0, o->k, o->bu8 + (p * o->k + k0) * NR, kc, -119.0f);
+                else if (form == 5) s16u8c_6x16(c, o->n, o->af + r * o->k + k0, o->k, o->bu8 + (p * o->k + k0) * NR, kc, -119);
                 else s16u8_6x16(c, o->n, o->a16 + r * o->k + k0, o->k, o->bu8 + (p * o->k + k0) * NR, kc, -119);
             }
     }
@@ -194,10 +231,10 @@ static void bench_shape(long m, long k, long n, const char *what)
             o.b16p[((j / NR) * k + kk / 2 * 2) * NR + (j % NR) * 2 + kk % 2] = v;
             o.bu8[((j / NR) * k + kk) * NR + j % NR] = (uint8_t)(v + 119);
         }
-    enum { FORMS = 5 };
-    static const char *names[FORMS] = {"f32", "s16p", "s16r", "f32u8", "s16u8"};
-    double best[FORMS] = {1e30, 1e30, 1e30, 1e30, 1e30};
-    int same[FORMS] = {1, 1, 1, 1, 1};
+    enum { FORMS = 6 };
+    static const char *names[FORMS] = {"f32", "s16p", "s16r", "f32u8", "s16u8", "s16u8c"};
+    double best[FORMS] = {1e30, 1e30, 1e30, 1e30, 1e30, 1e30};
+    int same[FORMS] = {1, 1, 1, 1, 1, 1};
     for (int round = 0; round < ROUNDS; round++)
         for (int f = 0; f < FORMS; f++) {
             double t0 = now();
