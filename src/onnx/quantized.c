@@ -30,6 +30,22 @@
  * uint8 less a zero point of 119 is uint8 again) and widens them in
  * registers; each widened value is the same integer, so the rule above holds
  * unchanged.
+ *
+ * Integer SIMD instead (AVX2 without VNNI; bench/int16_pairs.c, a 6x16
+ * register block at 1 thread on the EPYC of session 15, best of 15 rounds,
+ * GMAC/s): int16 pairs with vpmaddwd (16 products an instruction, exact here)
+ * reach 63-74 on ddddocr_ocr_quant's conv shapes against float32 FMA's 31-43,
+ * but only when B is already stored in k-pairs ([k/2][16][2]); pairing int16
+ * rows in registers (vpunpck*wd) gives 38-47, no better than float; for the
+ * 20 x 1024 x 8210 MatMulInteger, u8 panels paired and widened in registers
+ * with an int16 A give 41-47 against the u8 panels widened to float32's 30-38.
+ * Both need A as int16 in memory (a pair is one 32-bit broadcast): converting
+ * float A inside the microkernel, once per call, gives 31-34, slower.
+ * So what pays is a typed integer GEMM (int16 operands, int32 block) whose
+ * im2col writes k-pairs and whose A is packed once per unit, not a helper
+ * behind the float GEMM's loop. vpmaddubsw (u8 x s8, 32 products) is exact
+ * only while a pair's sum fits int16, |w - w_zp| <= 64 for x up to 255;
+ * every weight of that model spans 121 to 178, so it never applies there.
  */
 #include "onnx/expand.h"
 
