@@ -28,13 +28,19 @@
  * fewer than DW_MIN_ROW outputs lose (384 ch at 14x14 0.066 -> 0.13, 960 ch
  * at 7x7 0.090 -> 0.10-0.15, 192 ch 28 -> 14 s2 0.058 -> 0.084): a loop over
  * 7 or 14 outputs is mostly its scalar remainder, where the flat form runs
- * one loop over a whole block of rows; those stay there. A first version
+ * one loop over a whole block of rows; those stay there (so did a form for
+ * them that runs all of a unit's rows as one loop over r*wq + ow, dropping
+ * the wq - OW columns past each row: 256 ch 5x5 at 14x14 0.085 -> 0.11 ms,
+ * 128 ch 28 -> 14 s2 a tie at 0.042). A first version
  * without the tile (taps read from X with the edge columns and rows guarded)
  * was 1.5-2x slower than the flat form on all of these. Filling all sw planes
  * in one loop over their common interior columns (one stride-sw group of
- * loads, which the C compiler vectorizes with shuffles) instead of a loop per
- * plane was slower: 96 ch 112 -> 56 s2 0.315 -> 0.340 ms, 144 ch 56 -> 28 s2
- * 0.125 -> 0.141 (min of 300 runs, 1 thread, three rounds each).
+ * loads, which the C compiler vectorizes with permutes and blends) instead of
+ * a loop per plane was slower: 96 ch 112 -> 56 s2 0.315 -> 0.340 ms, 144 ch
+ * 56 -> 28 s2 0.125 -> 0.141 (min of 300 runs, 1 thread, three rounds each;
+ * 0.271 -> 0.291 again in session 15). At stride 2 that loop is now a
+ * deinterleave loop (kir.h; dw_fill has its numbers), which the C emitter
+ * writes as shuffles.
  *
  * The expanding 1x1 conv that feeds these layers (16 -> 96 at 112x112, 24 ->
  * 144 at 56x56) is not computed while filling the tile, though its wide
