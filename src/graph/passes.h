@@ -164,12 +164,25 @@ static inline bool graph_im2col_fits(int64_t m, int64_t k)
  * Those that contract stay on the panels (576 -> 96 at 14x14 0.242 -> 0.257,
  * 384 -> 64 0.106 -> 0.117), as do the 7x7 planes, 15 of 64 columns wasted
  * (160 -> 960 0.236 -> 0.243, 320 -> 1280 0.589 -> 0.711, 960 -> 320 0.417 ->
- * 0.511). */
+ * 0.511). Convs with a kernel larger than 1x1 take this form from M = 16
+ * output channels (the panel form wants 32): the channels are the
+ * microkernel's rows, so 16 of them are two and a half row blocks, where the
+ * panel form had too few columns per packed A element. Against the direct
+ * form (conv + HardSwish alone, min of 200-300 runs, 2-3 interleaved rounds, 1
+ * thread, load average 4 on the 2-core VM): 3x3 s2 stems 3 -> 16 at 224 in
+ * 0.296 -> 0.242 ms (PP-LCNet's, onnxruntime 0.245), 3 -> 16 at 320 0.602 ->
+ * 0.506, 3 -> 24 at 224 0.443 -> 0.310; 3x3 s2 16 -> 24 at 56 in 0.124 ->
+ * 0.083; 3x3 s1 16 -> 16 at 56x56 0.26-0.28 -> 0.245; a near tie left in,
+ * 5x5 8 -> 16 at 28x28 0.0896 -> 0.0922. Re-measured on session 15's build
+ * (min of 400-1000 runs, three interleaved rounds, 1 thread): the stem 3 -> 16
+ * at 224 0.295 -> 0.243, 3x3 s2 16 -> 24 at 56 0.120 -> 0.081, 3x3 s1 8 -> 16 at
+ * 16x16 0.0120 -> 0.0108, and even 8 -> 16 3x3 s2 at 8x8 (the test model cnn's
+ * n70, one panel of positions, now two kernels) 0.0017 -> 0.0013. */
 static inline bool graph_conv_on_cols(int64_t taps, int64_t k, int64_t m, int64_t p, int64_t nr)
 {
     if (p % nr) return taps == 1 && m >= 4 * k && k >= 8 && (p + nr - 1) / nr * nr - p <= p / 16;
     if (taps == 1) return k >= 8 && m >= 8;
-    return k >= 27 && m >= 32; /* every im2col conv that the panel form would take */
+    return k >= 27 && m >= 16;
 }
 
 #define GRAPH_PLAIN_B "smelt.plain_b"

@@ -596,6 +596,13 @@ kir_val kir_loop_begin_stream(kir_kernel *k, int64_t n)
     return v;
 }
 
+kir_val kir_loop_begin_deint(kir_kernel *k, kir_val lo, kir_val hi)
+{
+    kir_val v = kir_loop_begin_parallel(k, lo, hi);
+    if (v) k->stmts[k->vals[v].def].deint = true;
+    return v;
+}
+
 kir_val kir_loop_begin_gemm(kir_kernel *k, kir_val kc)
 {
     kir_val v = kir_loop_begin(k, kir_idx(k, 0), kc, kir_idx(k, 1));

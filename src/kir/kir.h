@@ -20,6 +20,14 @@
  * read again soon, so a target may write them around its caches
  * (non-temporal stores). Run as written it is the same copy.
  *
+ * Deinterleaving. A *deinterleave* loop (kir_loop_begin_deint) copies the
+ * even and odd elements of a run of memory into two buffers,
+ *     for (q = lo; q < hi; q++) { d0[a0 + q] = s[b0 + 2q]; d1[a1 + q] = s[b1 + 2q]; }
+ * (two loads at stride 2, each stored at stride 1; the index parts a0, a1,
+ * b0, b1 may be computed in the body). A target may run it as one shuffle
+ * per pair of vectors where b1 = b0 + 1 (the C emitter, emit_c_deint.c); run
+ * as written it is the same copy.
+ *
  * Microkernel loops. A *gemm* loop (kir_loop_begin_gemm) is a multiply-add
  * over a packed block, as ops/matmul.c builds it:
  *     for (k = 0; k < kc; k++) for (r = 0; r < MR; r++) for (j = 0; j < NR; j++)
@@ -134,6 +142,7 @@ typedef struct kir_stmt {
     bool parallel;        /* LOOP_BEGIN: iterations are independent */
     bool stream;          /* LOOP_BEGIN: a stream loop (see "Streaming" above) */
     bool gemm;            /* LOOP_BEGIN: a gemm loop (see "Microkernel loops" above) */
+    bool deint;           /* LOOP_BEGIN: a deinterleave loop (see "Deinterleaving" above) */
 } kir_stmt;
 
 #define KIR_BOX_RANK 8 /* = SMELT_MAX_RANK */
@@ -227,6 +236,9 @@ kir_val kir_loop_begin_parallel(kir_kernel *k, kir_val lo, kir_val hi);
 /* A stream loop over [0, n) (see "Streaming"): its body is built by the
  * caller as src's load at v, then dst's store at base + v. */
 kir_val kir_loop_begin_stream(kir_kernel *k, int64_t n);
+/* A deinterleave loop over [lo, hi) (see "Deinterleaving"): a parallel loop
+ * whose body the caller builds in that form. */
+kir_val kir_loop_begin_deint(kir_kernel *k, kir_val lo, kir_val hi);
 /* A gemm loop over [0, kc) (see "Microkernel loops"): its body is built by the
  * caller in that form. */
 kir_val kir_loop_begin_gemm(kir_kernel *k, kir_val kc);

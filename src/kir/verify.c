@@ -150,7 +150,7 @@ void kir_dump(const kir_kernel *k, FILE *f)
             dump_val(k, s->val, f);
             break;
         case KS_LOOP_BEGIN:
-            fprintf(f, s->stream ? "stream for %%%d = " : s->gemm ? "gemm for %%%d = "
+            fprintf(f, s->stream ? "stream for %%%d = " : s->gemm ? "gemm for %%%d = " : s->deint ? "deinterleave for %%%d = "
                        : s->parallel ? "parallel for %%%d = " : "for %%%d = ", s->val);
             dump_val(k, s->lo, f);
             fprintf(f, " .. ");

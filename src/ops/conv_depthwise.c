@@ -28,13 +28,19 @@
  * fewer than DW_MIN_ROW outputs lose (384 ch at 14x14 0.066 -> 0.13, 960 ch
  * at 7x7 0.090 -> 0.10-0.15, 192 ch 28 -> 14 s2 0.058 -> 0.084): a loop over
  * 7 or 14 outputs is mostly its scalar remainder, where the flat form runs
- * one loop over a whole block of rows; those stay there. A first version
+ * one loop over a whole block of rows; those stay there (so did a form for
+ * them that runs all of a unit's rows as one loop over r*wq + ow, dropping
+ * the wq - OW columns past each row: 256 ch 5x5 at 14x14 0.085 -> 0.11 ms,
+ * 128 ch 28 -> 14 s2 a tie at 0.042). A first version
  * without the tile (taps read from X with the edge columns and rows guarded)
  * was 1.5-2x slower than the flat form on all of these. Filling all sw planes
  * in one loop over their common interior columns (one stride-sw group of
- * loads, which the C compiler vectorizes with shuffles) instead of a loop per
- * plane was slower: 96 ch 112 -> 56 s2 0.315 -> 0.340 ms, 144 ch 56 -> 28 s2
- * 0.125 -> 0.141 (min of 300 runs, 1 thread, three rounds each).
+ * loads, which the C compiler vectorizes with permutes and blends) instead of
+ * a loop per plane was slower: 96 ch 112 -> 56 s2 0.315 -> 0.340 ms, 144 ch
+ * 56 -> 28 s2 0.125 -> 0.141 (min of 300 runs, 1 thread, three rounds each;
+ * 0.271 -> 0.291 again in session 15). At stride 2 that loop is now a
+ * deinterleave loop (kir.h; dw_fill has its numbers), which the C emitter
+ * writes as shuffles.
  *
  * The expanding 1x1 conv that feeds these layers (16 -> 96 at 112x112, 24 ->
  * 144 at 56x56) is not computed while filling the tile, though its wide
@@ -68,7 +74,30 @@ typedef struct dw_job {
     bool bias;
 } dw_job;
 
-/* The unit's tile: rows oh0*sh - ph + t for t < hr, zero outside X. */
+/* Columns [lo, hi) of plane phi in tile row t (at trow): X's input columns
+ * q*sw + phi - pl (x), or zeros. */
+static void dw_fill_span(lower_ctx *c, const dw_job *j, int tile, kir_val trow, int64_t phi, const kir_val *nci,
+                         int64_t lo, int64_t hi, bool x)
+{
+    kir_kernel *K = c->k;
+    if (lo >= hi) return;
+    kir_val q = kir_loop_begin_parallel(K, kir_idx(K, lo), kir_idx(K, hi));
+    kir_val v = kir_const_f(K, j->dt, 0);
+    if (x) {
+        kir_val xi[4] = {nci[0], nci[1], nci[2], kir_add(K, kir_mul(K, q, kir_idx(K, j->w.stride[1])), kir_idx(K, phi - j->w.pad_lo[1]))};
+        v = lower_load(c, 0, xi);
+    }
+    kir_store(K, tile, kir_add(K, kir_add(K, trow, kir_idx(K, phi * j->wq)), q), v);
+    kir_loop_end(K);
+}
+
+/* The unit's tile: rows oh0*sh - ph + t for t < hr, zero outside X. At
+ * stride 2 the columns where both planes read X are one deinterleave loop
+ * (kir.h): 96 ch 112 -> 56 s2 + Relu 0.271 -> 0.229 ms, 64 ch 56 -> 28
+ * 0.0626 -> 0.0583, 32 ch 112 -> 56 0.1175 -> 0.100 (min of 1000 runs, three
+ * interleaved rounds, 1 thread); as a plain loop of two stride-2 loads (the
+ * compiler's permutes and blends) it lost, 0.271 -> 0.291, against a loop per
+ * plane. */
 static void dw_fill(lower_ctx *c, const dw_job *j, int tile, kir_val n, kir_val ch, kir_val oh0)
 {
     const window_geom *w = &j->w;
@@ -78,26 +107,38 @@ static void dw_fill(lower_ctx *c, const dw_job *j, int tile, kir_val n, kir_val 
     kir_val t = kir_loop_begin(K, zero_i, kir_idx(K, j->hr), one);
     kir_val ih = kir_add(K, kir_add(K, kir_mul(K, oh0, kir_idx(K, w->stride[0])), t), kir_idx(K, -w->pad_lo[0]));
     kir_val row_ok = kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, ih, zero_i), kir_binary(K, KIR_LT, ih, kir_idx(K, w->in[0])));
-    kir_val trow = kir_mul(K, t, kir_idx(K, j->plane));
+    kir_val trow = kir_mul(K, t, kir_idx(K, j->plane)), nci[3] = {n, ch, ih};
     kir_if_begin(K, row_ok);
-    for (int64_t phi = 0; phi < sw; phi++) {
-        /* plane phi's column q holds input column q*sw + phi - pl: zeros, X, zeros */
-        int64_t q0 = pl - phi <= 0 ? 0 : (pl - phi + sw - 1) / sw;
-        int64_t q1 = pl + in_w - phi <= 0 ? 0 : (pl + in_w - phi + sw - 1) / sw;
-        q0 = q0 < j->wq ? q0 : j->wq;
-        q1 = q1 < j->wq ? q1 : j->wq;
-        const int64_t span[3][2] = {{0, q0}, {q0, q1}, {q1, j->wq}};
-        kir_val pbase = kir_add(K, trow, kir_idx(K, phi * j->wq));
-        for (int part = 0; part < 3; part++) {
-            if (span[part][0] >= span[part][1]) continue;
-            kir_val q = kir_loop_begin_parallel(K, kir_idx(K, span[part][0]), kir_idx(K, span[part][1]));
-            kir_val v = fzero;
-            if (part == 1) {
-                kir_val xi[4] = {n, ch, ih, kir_add(K, kir_mul(K, q, kir_idx(K, sw)), kir_idx(K, phi - pl))};
-                v = lower_load(c, 0, xi);
-            }
-            kir_store(K, tile, kir_add(K, pbase, q), v);
-            kir_loop_end(K);
+    /* plane phi's column q holds input column q*sw + phi - pl: zeros in [0, q0), X in [q0, q1), zeros after */
+    int64_t q0[2], q1[2], c0 = 0, c1 = j->wq;
+    for (int64_t phi = 0; phi < sw && sw == 2; phi++) {
+        int64_t a = pl - phi <= 0 ? 0 : (pl - phi + 1) / 2, b = pl + in_w - phi <= 0 ? 0 : (pl + in_w - phi + 1) / 2;
+        q0[phi] = a < j->wq ? a : j->wq;
+        q1[phi] = b < j->wq ? b : j->wq;
+        c0 = q0[phi] > c0 ? q0[phi] : c0;
+        c1 = q1[phi] < c1 ? q1[phi] : c1;
+    }
+    if (sw == 2 && c0 < c1) {
+        kir_val q = kir_loop_begin_deint(K, kir_idx(K, c0), kir_idx(K, c1));
+        for (int64_t phi = 0; phi < 2; phi++) {
+            kir_val xi[4] = {n, ch, ih, kir_add(K, kir_mul(K, q, kir_idx(K, 2)), kir_idx(K, phi - pl))};
+            kir_store(K, tile, kir_add(K, kir_add(K, trow, kir_idx(K, phi * j->wq)), q), lower_load(c, 0, xi));
+        }
+        kir_loop_end(K);
+        for (int64_t phi = 0; phi < 2; phi++) {
+            dw_fill_span(c, j, tile, trow, phi, nci, 0, q0[phi], false);
+            dw_fill_span(c, j, tile, trow, phi, nci, q0[phi], c0, true);
+            dw_fill_span(c, j, tile, trow, phi, nci, c1, q1[phi], true);
+            dw_fill_span(c, j, tile, trow, phi, nci, q1[phi], j->wq, false);
+        }
+    } else {
+        for (int64_t phi = 0; phi < sw; phi++) {
+            int64_t a = pl - phi <= 0 ? 0 : (pl - phi + sw - 1) / sw, b = pl + in_w - phi <= 0 ? 0 : (pl + in_w - phi + sw - 1) / sw;
+            a = a < j->wq ? a : j->wq;
+            b = b < j->wq ? b : j->wq;
+            dw_fill_span(c, j, tile, trow, phi, nci, 0, a, false);
+            dw_fill_span(c, j, tile, trow, phi, nci, a, b, true);
+            dw_fill_span(c, j, tile, trow, phi, nci, b, j->wq, false);
         }
     }
     kir_else(K);

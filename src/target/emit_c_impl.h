@@ -103,6 +103,12 @@ int emit_vec_loop(const kir_kernel *k, int i);
  * the scalar loop and the `#endif`). */
 smelt_status emit_put_vec_loop(emitter *e, int i, int end, int ind, int depth);
 
+/* emit_c_deint.c: smelt_deint2_f32, for programs with deinterleave loops; and
+ * deinterleave loop i (at nesting depth `depth`) as one call of it: its
+ * LOOP_END, or -1 (nothing emitted; the loop is written as it is). */
+extern const char emit_deint_helper[];
+int emit_put_deint(emitter *e, int i, int ind, int depth);
+
 /* A stream loop's parts (emit_c_simd.c, match_stream). */
 typedef struct stream_copy {
     int end, store; /* the loop's LOOP_END and its store */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "api/program.h"
+#include "target/emit.h"
 #include "test.h"
 #include "fuse_cases.h"
 
@@ -64,6 +65,11 @@ TEST(conv_depthwise_matches_a_direct_reference)
         {2, 4, 8, 30, 4, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 4, true, false, true, true},
         /* uneven strides (2, 3), 3x2 kernel, dilation (1, 2), pads on one side only */
         {1, 2, 10, 95, 2, {3, 2}, {2, 3}, {1, 2}, {0, 0, 2, 1}, 2, true, true, false, true},
+        /* stride 2 pad 1, batch 2, 5 channels, odd width 67: the columns both phase planes read
+         * as one deinterleave loop (smelt_deint2_f32 in the C), the rest per plane */
+        {2, 5, 12, 67, 5, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 5, true, true, false, true},
+        /* stride 2 with pads 0 left, 2 right and a 5x5 window, no bias */
+        {1, 3, 11, 72, 3, {5, 5}, {2, 2}, {1, 1}, {2, 0, 1, 2}, 3, false, false, false, true},
         /* left to the flat form: multiplier 2, two channels per group, rows of 14 */
         {1, 4, 9, 40, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 4, true, true, false, false},
         {1, 6, 9, 40, 6, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 3, true, false, false, false},
@@ -101,6 +107,12 @@ TEST(conv_depthwise_matches_a_direct_reference)
         }
         CHECK_EQ_INT(p->lp.n_kernels, 1); /* Pad and Clip fused */
         CHECK_EQ_INT(workgroup_tiles(p), cc->dw ? 1 : 2);
+        /* a stride-2 depthwise conv reading X itself (no producer fused) deinterleaves its columns */
+        char *src = NULL;
+        CHECK(emit_program(p->lp.kernels, p->lp.n_kernels, EMIT_C, LOCALS_HYBRID, (const int *const *)p->plan.in_place_of,
+                           &src) == SMELT_OK);
+        CHECK_EQ_INT(src && strstr(src, "smelt_deint2_f32(&b") != NULL, cc->dw && cc->s[1] == 2 && !cc->pad_in);
+        free(src);
         int64_t nx = cc->n * cc->c * h0 * w0, nxp = cc->n * cc->c * cc->h * cc->w;
         float *xd = malloc(sizeof(float) * (size_t)nx), *xp = malloc(sizeof(float) * (size_t)nxp);
         for (int64_t i = 0; i < nx; i++) xd[i] = (float)((i * 13 + 5) % 17 - 8) / 2.0f;

@@ -502,6 +502,11 @@ TEST(gemm_packed_conv_matches_a_reference)
         {1, 8, 8, 4, 33, {5, 5}, {1, 1}, {2, 2}, {1, 1}, 1, false, true, true, .pre = true, .kernels = 2, .cols = true},
         {2, 3, 288, 288, 32, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true, false, true, .kernels = 4, .cols = true},
         {2, 20, 4, 8, 24, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true, true, true, .pre = true, .kernels = 2, .cols = true},
+        /* 16..31 output channels with a kernel larger than 1x1 (graph_conv_on_cols): PP-LCNet's 3x3
+         * s2 stem 3 -> 16 (batch 2, bias + Relu + residual Add), and 16 -> 21 (three row blocks of 6
+         * and a tail of 3) */
+        {2, 3, 32, 32, 16, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, true, true, .kernels = 2, .cols = true},
+        {1, 16, 16, 16, 21, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, false, true, .kernels = 2, .cols = true},
         /* an expanding 1x1 whose positions are no multiple of the panels (95 and 255, one column
          * short of whole panels of 16 or 32): on N all the same, X through the im2col */
         {2, 12, 19, 5, 50, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true, true, true, .kernels = 2, .cols = true},
