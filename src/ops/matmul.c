@@ -514,7 +514,12 @@ static smelt_status mm_lower_packed(lower_ctx *c, mm_job *j)
         /* A through a fused producer (the attention output's transpose into
          * the projection, a CRNN's transposed features into its classifier):
          * copied out once by a kernel of its own, then read in place, where
-         * each column unit packed it again through the index map. */
+         * each column unit packed it again through the index map. The bench
+         * gpt's projection (128 x 256 x 256, 4 column units) at 1 thread,
+         * two interleaved rounds of 100 runs: 0.281-0.284 -> 0.214-0.233 ms
+         * with the copy (0.004 ms of it). ddddocr_ocr's classifier (20 x 1024
+         * x 8210, 17 units) did not move beyond the noise: it streams 33.6 MB
+         * of panels, and the packs were a small part of that. */
         ir_shape as = a_copy_shape(j);
         j->a_copy = lower_scratch(c, j->dt, ir_shape_numel(&as));
         if (j->a_copy < 0) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
