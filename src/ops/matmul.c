@@ -45,6 +45,7 @@ typedef struct mm_job {
     mm_tiles tl;             /* packed path: the target's tiles   */
     int64_t np;              /* packed path: B's panels */
     int b_packed;            /* scratch holding B as [K, N] (Gemm) or in B's own order (MatMul), or -1 */
+    int a_copy;              /* packed path: scratch holding A as [batch][M][K], or -1 */
     int acc;                 /* scratch accumulators, or -1: on the stack */
     smelt_dtype dt;
     double alpha, beta;
@@ -234,7 +235,7 @@ smelt_status lower_MatMul(lower_ctx *c)
 {
     const ir_tensor *a = ir_in(c->g, c->n, 0), *b = ir_in(c->g, c->n, 1);
     const ir_shape *out = &c->g->tensors[c->n->out[0]].shape;
-    mm_job j = {.out = out, .b_packed = -1, .dt = a->dtype};
+    mm_job j = {.out = out, .b_packed = -1, .a_copy = -1, .dt = a->dtype};
     j.a_vec = a->shape.rank == 1;
     j.b_vec = b->shape.rank == 1;
     j.nb = out->rank - (j.a_vec ? 0 : 1) - (j.b_vec ? 0 : 1);
@@ -290,7 +291,7 @@ smelt_status lower_Gemm(lower_ctx *c)
 {
     const ir_tensor *a = ir_in(c->g, c->n, 0), *b = ir_in(c->g, c->n, 1);
     const ir_shape *out = &c->g->tensors[c->n->out[0]].shape;
-    mm_job j = {.out = out, .b_packed = -1, .dt = a->dtype, .gemm = true, .nb = 0};
+    mm_job j = {.out = out, .b_packed = -1, .a_copy = -1, .dt = a->dtype, .gemm = true, .nb = 0};
     gemm_params scratch;
     const void *pv;
     TRY(ir_node_params_get(c->g, c->n, &scratch, &pv));
@@ -436,6 +437,48 @@ static void mmf_store(lower_ctx *c, const gemm_packed *g, const kir_val *unused,
     store_c(c, g->user, bidx, row, col, v);
 }
 
+/* A's copy: [out batch dims][M][K], row-major. */
+static ir_shape a_copy_shape(const mm_job *j)
+{
+    ir_shape s = {.rank = j->nb + 2};
+    for (int d = 0; d < j->nb; d++) s.dim[d] = j->out->dim[d];
+    s.dim[j->nb] = j->m, s.dim[j->nb + 1] = j->kk;
+    return s;
+}
+
+/* Per call: copy[b][i][k] = A[b][i][k] through A's fused index map, once. */
+static void a_copy_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const mm_job *j = user;
+    ir_shape s = a_copy_shape(j);
+    lower_scratch_store(c, j->a_copy, lower_linear(c->k, &s, idx), load_a(c, j, idx, idx[j->nb], idx[j->nb + 1]));
+}
+
+static kir_val a_copy_read(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val k)
+{
+    const mm_job *j = g->user;
+    ir_shape s = a_copy_shape(j);
+    kir_val idx[IR_MAX_RANK];
+    for (int d = 0; d < j->nb; d++) idx[d] = bidx[d];
+    idx[j->nb] = i, idx[j->nb + 1] = k;
+    return lower_scratch_load(c, j->a_copy, lower_linear(c->k, &s, idx));
+}
+
+/* Whether an A that is not a plain matrix (a fused producer, transA) is
+ * worth copying out once per call: where gemm_packed_lower splits one
+ * unit's rows over two or more column units, each of them packs all of
+ * those rows again through A's index map. It does so where a row unit's
+ * columns exceed MM_NC_P (512), or where batch x row units fall short of
+ * MM_MIN_UNITS (4) and N has two panels to split (ops/gemm_packed.c; row
+ * units of up to MM_MB = 24 row blocks). */
+static bool mm_copy_a(const mm_job *j)
+{
+    int64_t mr = j->m < j->tl.mr ? j->m : j->tl.mr, units = (j->m + mr * 24 - 1) / (mr * 24);
+    for (int d = 0; d < j->nb; d++) units *= j->out->dim[d];
+    int64_t np = (j->n + j->tl.nr - 1) / j->tl.nr;
+    return j->n > 512 || (units < 4 && np >= 2);
+}
+
 /* Whether the packed path takes this matmul: the C target, float32, B a
  * matrix; a B not packed at compile time is packed per call (K x N copies),
  * which pays where A has rows enough to reuse it (two row blocks), or where
@@ -453,6 +496,7 @@ static smelt_status mm_lower_packed(lower_ctx *c, mm_job *j)
     gemm_packed g = {.nb = j->nb, .m = j->m, .n = j->n, .k = j->kk, .dt = j->dt, .b_input = j->b_enc ? 1 : -1,
                      .b_scratch = -1, .b_index = mmp_b_index, .load_a = mmp_load_a, .store = mmp_store, .user = j};
     for (int d = 0; d < j->nb; d++) g.batch[d] = out->dim[d];
+    g.tl = j->tl = mm_tiles_for(c->target->vector_width);
     if (mm_fold_batch(c, j)) {
         g.nb = 0;
         g.m = ir_shape_numel(out) / (j->m * j->n) * j->m;
@@ -466,8 +510,23 @@ static smelt_status mm_lower_packed(lower_ctx *c, mm_job *j)
          * column units each packed all of A's 1.5 MB), 512^3 91-92 -> 94, 1024^3
          * and 128 x 768 x 3072 level (within 1%). */
         g.read_a = mmp_load_a;
+    } else if (!j->a_vec && mm_copy_a(j)) {
+        /* A through a fused producer (the attention output's transpose into
+         * the projection, a CRNN's transposed features into its classifier):
+         * copied out once by a kernel of its own, then read in place, where
+         * each column unit packed it again through the index map. The bench
+         * gpt's projection (128 x 256 x 256, 4 column units) at 1 thread,
+         * two interleaved rounds of 100 runs: 0.281-0.284 -> 0.214-0.233 ms
+         * with the copy (0.004 ms of it). ddddocr_ocr's classifier (20 x 1024
+         * x 8210, 17 units) did not move beyond the noise: it streams 33.6 MB
+         * of panels, and the packs were a small part of that. */
+        ir_shape as = a_copy_shape(j);
+        j->a_copy = lower_scratch(c, j->dt, ir_shape_numel(&as));
+        if (j->a_copy < 0) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+        lower_parallel_for(c, &as, 1, a_copy_body, j);
+        if (!c->k) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
+        g.read_a = a_copy_read;
     }
-    g.tl = j->tl = mm_tiles_for(c->target->vector_width);
     j->np = gemm_packed_panels(&g);
     if (!j->b_enc) {
         const ir_shape *s = &ir_in(c->g, c->n, 1)->shape;
