@@ -85,7 +85,8 @@ kir_kernel *lower_kernel_begin(lower_ctx *c, int64_t n_workgroups)
         p->cap_kernels = cap;
     }
     p->kernels[p->n_kernels] = k;
-    p->kernel_node[p->n_kernels] = (int)(c->n - c->g->nodes);
+    /* the region's root, also for a kernel a sibling's GPU form begins */
+    p->kernel_node[p->n_kernels] = c->st->region ? c->st->region->root : (int)(c->n - c->g->nodes);
     p->n_kernels++;
     for (int i = 0; i < c->st->n_slots; i++) c->st->tensor_buf[i] = -1;
     c->st->n_memo = 0;

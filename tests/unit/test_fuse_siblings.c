@@ -13,6 +13,9 @@
 
 #include "api/program.h"
 #include "fuse/fuse.h"
+#include "graph/passes.h"
+#include "lower/lower.h"
+#include "place/target.h"
 #include "test.h"
 #include "fuse_cases.h"
 
@@ -241,4 +244,42 @@ TEST(fuse_siblings_wait_for_what_their_epilogue_reads)
     int ins[] = {x, u}, outs[] = {a, b};
     ir_graph_set_io(g, 2, ins, 2, outs);
     check_case(g, plan_not_ready, 3, 3, 1e-6);
+}
+
+/* On a GPU target each sibling gets its own cooperative kernel; every kernel of the region is
+ * recorded under the region's root (the command list finds its region, and its write boxes,
+ * by that node), and the two kernels write lo0 and hi0 between them. */
+TEST(fuse_siblings_on_a_gpu_target_keep_their_region)
+{
+    ir_graph *g = min_max_graph();
+    CHECK(graph_infer(g, lower_eval_node) == SMELT_OK);
+    fuse_plan fp;
+    fuse_options fo = {.no_fuse = false};
+    CHECK(fuse_build(g, &fo, &fp) == SMELT_OK);
+    const fuse_region *r = region_rooted(g, &fp, "lo");
+    CHECK(fp.n_regions == 1 && r != NULL);
+    if (!test_failures) {
+        arena a;
+        arena_init(&a);
+        lower_program lp;
+        lower_program_init(&lp, &a);
+        lp.target = &target_cuda;
+        CHECK(lower_region(&lp, g, &fp, 0) == SMELT_OK);
+        CHECK_EQ_INT(lp.n_kernels, 2);
+        int lo = g->nodes[node_named(g, "lo0")].out[0], hi = g->nodes[node_named(g, "hi0")].out[0];
+        bool wrote_lo = false, wrote_hi = false;
+        for (int i = 0; i < lp.n_kernels; i++) {
+            CHECK_EQ_INT(lp.kernel_node[i], r->root);
+            for (int b = 0; b < lp.kernels[i]->n_bufs; b++) {
+                const kir_buffer *buf = &lp.kernels[i]->bufs[b];
+                wrote_lo |= buf->written && buf->tensor == lo;
+                wrote_hi |= buf->written && buf->tensor == hi;
+            }
+        }
+        CHECK(wrote_lo && wrote_hi);
+        lower_program_free(&lp);
+        arena_free(&a);
+    }
+    fuse_free(&fp);
+    ir_graph_free(g);
 }
