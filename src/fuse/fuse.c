@@ -467,6 +467,7 @@ decide:
         st = diag_fail(SMELT_ERR_NOMEM, "out of memory forming regions");
         goto out;
     }
+    if (!opt->no_fuse) fuse_siblings(g, &u, p, region_root);
 
     /* Regions: one per root, members gathered from the roles. */
     int *region_index = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
@@ -536,7 +537,7 @@ void fuse_free(fuse_plan *p)
 
 static const char *role_name(fuse_role r)
 {
-    return r == FUSE_ROOT ? "root" : r == FUSE_INLINE ? "inline" : "epilogue";
+    return r == FUSE_ROOT ? "root" : r == FUSE_INLINE ? "inline" : r == FUSE_SIBLING ? "sibling" : "epilogue";
 }
 
 static void dump_tensor_list(const ir_graph *g, const int *ts, int n, FILE *f)

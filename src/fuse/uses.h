@@ -25,4 +25,8 @@ struct fuse_plan;
  * depth are fuse_build's per-node arrays, kept up to date. */
 bool fuse_share(const ir_graph *g, const uses *u, struct fuse_plan *p, int *region_root, int *cost, int *depth);
 
+/* The siblings pass (siblings.c): merges regions rooted at reductions of one
+ * input with the same parameters, see fuse.h "siblings". */
+void fuse_siblings(const ir_graph *g, const uses *u, struct fuse_plan *p, int *region_root);
+
 #endif

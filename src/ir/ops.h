@@ -80,6 +80,8 @@ typedef smelt_status (*op_parse_fn)(const struct ir_graph *g, const struct ir_no
 #define OPF_INTERNAL 0x8   /* written into the graph only by smelt, with inputs it prepared: a com.microsoft
                               op's expansion (onnx/expand.h) or a compile-time pass (graph/passes.h); a
                               model's node of its name is refused */
+#define OPF_SIBLINGS 0x10  /* a reduction whose lowering also computes, in the same loops, other such
+                              reductions of the same input with the same parameters (fuse.h "siblings") */
 
 /*  name            kind         in     out  value_in infer                scalar                  elem                lower  flags  insert */
 #define SMELT_OPS(X) \
@@ -186,15 +188,15 @@ typedef smelt_status (*op_parse_fn)(const struct ir_graph *g, const struct ir_no
     X(LayerNormalization, REDUCTION,   2, 3, 1, 3, 0x0, infer_LayerNormalization, OP_NONE, OP_NONE, lower_LayerNormalization, 0, OP_NONE) \
     X(Softmax,            REDUCTION,   1, 1, 1, 1, 0x0, infer_Softmax,            OP_NONE, OP_NONE, lower_Softmax, 0, OP_NONE) \
     X(LogSoftmax,         REDUCTION,   1, 1, 1, 1, 0x0, infer_Softmax,            OP_NONE, OP_NONE, lower_LogSoftmax, 0, OP_NONE) \
-    X(ReduceSum,          REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0, OP_NONE) \
-    X(ReduceMean,         REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0, OP_NONE) \
-    X(ReduceMax,          REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0, OP_NONE) \
-    X(ReduceMin,          REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0, OP_NONE) \
-    X(ReduceProd,         REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0, OP_NONE) \
-    X(ReduceL1,           REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0, OP_NONE) \
-    X(ReduceL2,           REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0, OP_NONE) \
-    X(ReduceSumSquare,    REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0, OP_NONE) \
-    X(ReduceLogSum,       REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0, OP_NONE) \
+    X(ReduceSum,          REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, OPF_SIBLINGS, OP_NONE) \
+    X(ReduceMean,         REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, OPF_SIBLINGS, OP_NONE) \
+    X(ReduceMax,          REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, OPF_SIBLINGS, OP_NONE) \
+    X(ReduceMin,          REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, OPF_SIBLINGS, OP_NONE) \
+    X(ReduceProd,         REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, OPF_SIBLINGS, OP_NONE) \
+    X(ReduceL1,           REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, OPF_SIBLINGS, OP_NONE) \
+    X(ReduceL2,           REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, OPF_SIBLINGS, OP_NONE) \
+    X(ReduceSumSquare,    REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, OPF_SIBLINGS, OP_NONE) \
+    X(ReduceLogSum,       REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, OPF_SIBLINGS, OP_NONE) \
     X(ReduceLogSumExp,    REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0, OP_NONE) \
     X(ArgMax,             REDUCTION,   1, 1, 1, 1, 0x0, infer_ArgMax,             OP_NONE, OP_NONE, lower_ArgMax, 0, OP_NONE) \
     X(ArgMin,             REDUCTION,   1, 1, 1, 1, 0x0, infer_ArgMax,             OP_NONE, OP_NONE, lower_ArgMax, 0, OP_NONE) \

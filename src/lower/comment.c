@@ -165,11 +165,30 @@ static void cb_geometry(comment_buf *b, const ir_node *n)
     }
 }
 
+/* Whether tensor t is computed in the region from `root`'s output. */
+static bool cb_reaches(const comment_buf *b, int t, const ir_node *root, int depth)
+{
+    const ir_node *n = depth < 12 ? cb_producer(b, t) : NULL;
+    if (!n) return false;
+    if (n == root) return true;
+    for (int i = 0; i < n->n_in; i++)
+        if (n->in[i] >= 0 && cb_reaches(b, n->in[i], root, depth + 1)) return true;
+    return false;
+}
+
 void lower_kernel_comment(const ir_graph *g, const fuse_region *r, const ir_node *root, char *buf, size_t cap)
 {
-    const ir_node *sink = r && r->n_nodes ? &g->nodes[r->nodes[r->n_nodes - 1]] : root;
-    int y = sink->out[0];
     comment_buf b = {.s = buf, .cap = cap - 1, .g = g, .r = r};
+    /* the last node computed from the root (a sibling's epilogue may come later) */
+    const ir_node *sink = r && r->n_nodes ? &g->nodes[r->nodes[r->n_nodes - 1]] : root;
+    for (int i = r ? r->n_nodes - 1 : -1; i >= 0; i--) {
+        const ir_node *n = &g->nodes[r->nodes[i]];
+        if (n->n_out > 0 && n->out[0] >= 0 && cb_reaches(&b, n->out[0], root, 0)) {
+            sink = n;
+            break;
+        }
+    }
+    int y = sink->out[0];
     /* once to find the leaves, once to name them */
     cb_expr(&b, y, 0, false);
     for (int i = 0; i < b.n_leaves; i++) {
@@ -184,6 +203,15 @@ void lower_kernel_comment(const ir_graph *g, const fuse_region *r, const ir_node
     cb_printf(&b, "] = ");
     cb_expr(&b, y, 0, false);
     cb_geometry(&b, root);
+    /* siblings (fuse.h): the reductions of the root's input computed alongside it */
+    for (int i = 0; r && i < r->n_nodes; i++) {
+        const ir_node *n = &g->nodes[r->nodes[i]];
+        if (n == root || !(op_get(n->op)->flags & OPF_SIBLINGS) || !(op_get(root->op)->flags & OPF_SIBLINGS) ||
+            n->in[0] != root->in[0])
+            continue;
+        cb_printf(&b, ", with ");
+        for (const char *p = op_get(n->op)->name; *p; p++) cb_printf(&b, "%c", (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p));
+    }
     cb_printf(&b, " (node '");
     for (const char *p = root->name; p && *p && b.len < b.cap; p++) {
         unsigned char ch = (unsigned char)*p;

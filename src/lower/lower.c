@@ -85,7 +85,8 @@ kir_kernel *lower_kernel_begin(lower_ctx *c, int64_t n_workgroups)
         p->cap_kernels = cap;
     }
     p->kernels[p->n_kernels] = k;
-    p->kernel_node[p->n_kernels] = (int)(c->n - c->g->nodes);
+    /* the region's root, also for a kernel a sibling's GPU form begins */
+    p->kernel_node[p->n_kernels] = c->st->region ? c->st->region->root : (int)(c->n - c->g->nodes);
     p->n_kernels++;
     for (int i = 0; i < c->st->n_slots; i++) c->st->tensor_buf[i] = -1;
     c->st->n_memo = 0;
@@ -435,32 +436,67 @@ int lower_one_long_dim(const ir_shape *s, uint32_t mask)
     return dim;
 }
 
-void lower_reduce_var(lower_ctx *c, int var, smelt_dtype dt, kir_op op, int64_t n, lower_elem_fn elem, void *user)
+void lower_reduce_vars(lower_ctx *c, int n_vars, const int *var, const kir_op *op, smelt_dtype dt, int64_t n,
+                       lower_elems_fn elem, void *user)
 {
     kir_kernel *K = c->k;
     int64_t v = c->target->wg_size == 1 && kir_is_float(dt) ? c->target->vector_width : 0;
     int64_t nv = v >= 2 && n >= 2 * v ? n / v * v : 0;
+    kir_val e[FUSE_SIBLINGS_MAX];
+    if (n_vars > FUSE_SIBLINGS_MAX) n_vars = FUSE_SIBLINGS_MAX;
     if (nv) {
-        int lanes = kir_smem_add(K, dt, v);
-        kir_val id = kir_const_f(K, dt, op == KIR_ADD ? 0.0 : op == KIR_MAX ? -INFINITY : INFINITY);
-        kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, v));
-        kir_store(K, lanes, q, id);
-        kir_loop_end(K);
+        int lanes[FUSE_SIBLINGS_MAX];
+        for (int k = 0; k < n_vars; k++) {
+            lanes[k] = kir_smem_add(K, dt, v);
+            kir_val id = kir_const_f(K, dt, op[k] == KIR_ADD ? 0.0 : op[k] == KIR_MAX ? -INFINITY : INFINITY);
+            kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, v));
+            kir_store(K, lanes[k], q, id);
+            kir_loop_end(K);
+        }
         kir_val i0 = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, nv), kir_idx(K, v));
-        q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, v));
-        kir_val e = elem(c, kir_add(K, i0, q), user);
-        kir_store(K, lanes, q, kir_binary(K, op, kir_load(K, lanes, q), e));
+        kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, v));
+        elem(c, kir_add(K, i0, q), user, e);
+        for (int k = 0; k < n_vars; k++) kir_store(K, lanes[k], q, kir_binary(K, op[k], kir_load(K, lanes[k], q), e[k]));
         kir_loop_end(K);
         kir_loop_end(K);
-        q = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, v), kir_idx(K, 1));
-        kir_var_set(K, var, kir_binary(K, op, kir_var_get(K, var), kir_load(K, lanes, q)));
-        kir_loop_end(K);
+        for (int k = 0; k < n_vars; k++) {
+            q = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, v), kir_idx(K, 1));
+            kir_var_set(K, var[k], kir_binary(K, op[k], kir_var_get(K, var[k]), kir_load(K, lanes[k], q)));
+            kir_loop_end(K);
+        }
     }
     if (nv < n) {
         kir_val i = kir_loop_begin(K, kir_idx(K, nv), kir_idx(K, n), kir_idx(K, 1));
-        kir_var_set(K, var, kir_binary(K, op, kir_var_get(K, var), elem(c, i, user)));
+        elem(c, i, user, e);
+        for (int k = 0; k < n_vars; k++) kir_var_set(K, var[k], kir_binary(K, op[k], kir_var_get(K, var[k]), e[k]));
         kir_loop_end(K);
     }
+}
+
+typedef struct one_elem {
+    lower_elem_fn elem;
+    void *user;
+} one_elem;
+
+static void one_elem_fn(lower_ctx *c, kir_val i, void *user, kir_val *out)
+{
+    const one_elem *o = user;
+    out[0] = o->elem(c, i, o->user);
+}
+
+void lower_reduce_var(lower_ctx *c, int var, smelt_dtype dt, kir_op op, int64_t n, lower_elem_fn elem, void *user)
+{
+    one_elem o = {elem, user};
+    lower_reduce_vars(c, 1, &var, &op, dt, n, one_elem_fn, &o);
+}
+
+int lower_siblings(const lower_ctx *c, const ir_node **out)
+{
+    const fuse_region *r = c->st->region;
+    int n = 0;
+    for (int i = 0; r && i < r->n_nodes && n < FUSE_SIBLINGS_MAX - 1; i++)
+        if (c->st->fp->role[r->nodes[i]] == FUSE_SIBLING) out[n++] = &c->g->nodes[r->nodes[i]];
+    return n;
 }
 
 int lower_mark(lower_ctx *c) { return c->st->p->n_kernels; }

@@ -86,6 +86,19 @@ typedef kir_val (*lower_elem_fn)(lower_ctx *c, kir_val i, void *user);
  * or -1 when there is none or several. */
 int lower_one_long_dim(const ir_shape *s, uint32_t mask);
 void lower_reduce_var(lower_ctx *c, int var, smelt_dtype dt, kir_op op, int64_t n, lower_elem_fn elem, void *user);
+/* The same for n_vars variables at once (each var[k] op[k]= e_k(i), all of
+ * dtype dt): elem fills out[0 .. n_vars) for element i, so what the terms
+ * share (a load, a fused producer) is built once; each variable's order of
+ * operations is lower_reduce_var's. */
+typedef void (*lower_elems_fn)(lower_ctx *c, kir_val i, void *user, kir_val *out);
+void lower_reduce_vars(lower_ctx *c, int n_vars, const int *var, const kir_op *op, smelt_dtype dt, int64_t n,
+                       lower_elems_fn elem, void *user);
+
+/* The reductions region c->n's region computes in c->n's loops (fuse.h
+ * "siblings"), in graph order, at most FUSE_SIBLINGS_MAX - 1 into out;
+ * returns how many. A lowering that stores one sets c->n to it around
+ * lower_store (its epilogue follows). */
+int lower_siblings(const lower_ctx *c, const ir_node **out);
 
 /* For a lowering that builds its kernels, inspects them and rebuilds another
  * way: the number of kernels so far, and dropping the ones after it. */

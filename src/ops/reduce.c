@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuse/fuse.h"
 #include "lower/lower.h"
 #include "ops/reduce.h"
 #include "ops/reduce_forms.h"
@@ -83,26 +84,44 @@ typedef struct red_job {
     smelt_dtype dt;
     int var;
     kir_val max; /* LogSumExp: the row's maximum, subtracted before exp */
+    /* the reductions of the same input and axes computed in the same loops
+     * (fuse.h "siblings"): their kinds, accumulators and nodes */
+    int n_sib;
+    red_kind sib_kind[FUSE_SIBLINGS_MAX];
+    int sib_var[FUSE_SIBLINGS_MAX];
+    const ir_node *sib_node[FUSE_SIBLINGS_MAX];
 } red_job;
+
+/* Part k of job j: k 0 is the root's own reduction, k > 0 its siblings. */
+static red_kind part_kind(const red_job *j, int k) { return k ? j->sib_kind[k - 1] : j->kind; }
+static int part_var(const red_job *j, int k) { return k ? j->sib_var[k - 1] : j->var; }
+static kir_op part_op(const red_job *j, int k)
+{
+    red_kind r = part_kind(j, k);
+    return r == RED_MAX ? KIR_MAX : r == RED_MIN ? KIR_MIN : r == RED_PROD ? KIR_MUL : KIR_ADD;
+}
 
 static void red_step(lower_ctx *c, const kir_val *idx, void *user)
 {
     const red_job *j = user;
     kir_kernel *K = c->k;
-    kir_val x = lower_load(c, 0, idx), a = kir_var_get(K, j->var), v;
+    kir_val x = lower_load(c, 0, idx);
     bool b = j->dt == SMELT_BOOL;
-    switch (j->kind) {
-    case RED_MAX: v = kir_binary(K, b ? KIR_OR : KIR_MAX, a, x); break;
-    case RED_MIN: v = kir_binary(K, b ? KIR_AND : KIR_MIN, a, x); break;
-    case RED_PROD: v = kir_binary(K, KIR_MUL, a, x); break;
-    case RED_L1: v = kir_binary(K, KIR_ADD, a, kir_unary(K, KIR_ABS, x)); break;
-    case RED_L2: case RED_SUMSQ: v = kir_binary(K, KIR_ADD, a, kir_binary(K, KIR_MUL, x, x)); break;
-    case RED_LOGSUMEXP:
-        v = kir_binary(K, KIR_ADD, a, kir_unary(K, KIR_EXP, kir_binary(K, KIR_SUB, x, j->max)));
-        break;
-    default: v = kir_binary(K, KIR_ADD, a, x); break;
+    for (int k = 0; k <= j->n_sib; k++) {
+        kir_val a = kir_var_get(K, part_var(j, k)), v;
+        switch (part_kind(j, k)) {
+        case RED_MAX: v = kir_binary(K, b ? KIR_OR : KIR_MAX, a, x); break;
+        case RED_MIN: v = kir_binary(K, b ? KIR_AND : KIR_MIN, a, x); break;
+        case RED_PROD: v = kir_binary(K, KIR_MUL, a, x); break;
+        case RED_L1: v = kir_binary(K, KIR_ADD, a, kir_unary(K, KIR_ABS, x)); break;
+        case RED_L2: case RED_SUMSQ: v = kir_binary(K, KIR_ADD, a, kir_binary(K, KIR_MUL, x, x)); break;
+        case RED_LOGSUMEXP:
+            v = kir_binary(K, KIR_ADD, a, kir_unary(K, KIR_EXP, kir_binary(K, KIR_SUB, x, j->max)));
+            break;
+        default: v = kir_binary(K, KIR_ADD, a, x); break;
+        }
+        kir_var_set(K, part_var(j, k), v);
     }
-    kir_var_set(K, j->var, v);
 }
 
 typedef struct red_row {
@@ -111,11 +130,11 @@ typedef struct red_row {
     int dim;
 } red_row;
 
-/* Element x as red_step adds it: x, |x|, x*x or exp(x - max). */
-static kir_val red_term(lower_ctx *c, const red_job *j, kir_val x)
+/* Element x as part k of j adds it: x, |x|, x*x or exp(x - max). */
+static kir_val red_term(lower_ctx *c, const red_job *j, int k, kir_val x)
 {
     kir_kernel *K = c->k;
-    switch (j->kind) {
+    switch (part_kind(j, k)) {
     case RED_L1: return kir_unary(K, KIR_ABS, x);
     case RED_L2: case RED_SUMSQ: return kir_binary(K, KIR_MUL, x, x);
     case RED_LOGSUMEXP: return kir_unary(K, KIR_EXP, kir_binary(K, KIR_SUB, x, j->max));
@@ -123,15 +142,16 @@ static kir_val red_term(lower_ctx *c, const red_job *j, kir_val x)
     }
 }
 
-/* Element i of the row as red_step adds it. */
-static kir_val red_row_elem(lower_ctx *c, kir_val i, void *user)
+/* Element i of the row as each part of the job adds it. */
+static void red_row_elem(lower_ctx *c, kir_val i, void *user, kir_val *out)
 {
     const red_row *r = user;
     kir_kernel *K = c->k;
     kir_val idx[IR_MAX_RANK];
     for (int d = 0; d < r->j->in->rank; d++)
         idx[d] = d == r->dim ? i : (r->j->mask & (1u << d)) ? kir_idx(K, 0) : r->fixed[d];
-    return red_term(c, r->j, lower_load(c, 0, idx));
+    kir_val x = lower_load(c, 0, idx);
+    for (int k = 0; k <= r->j->n_sib; k++) out[k] = red_term(c, r->j, k, x);
 }
 
 /* Several reduced dims (a whole tensor's min and max, say): vector lanes over
@@ -140,36 +160,42 @@ static kir_val red_row_elem(lower_ctx *c, kir_val i, void *user)
  * producers' math (a sigmoid's exp) vectorize as in a one-dim row. */
 typedef struct red_lanes {
     red_job *j;
-    int dim, lanes;
-    kir_op op;
+    int dim;
+    int lanes[FUSE_SIBLINGS_MAX];
     int64_t v;
 } red_lanes;
 
-static kir_val red_lanes_elem(lower_ctx *c, const kir_val *idx, int dim, kir_val i, const red_job *j)
+static void red_lanes_elem(lower_ctx *c, const kir_val *idx, int dim, kir_val i, const red_job *j, kir_val *out)
 {
     kir_val at[IR_MAX_RANK];
     for (int d = 0; d < j->in->rank; d++) at[d] = d == dim ? i : idx[d];
-    return red_term(c, j, lower_load(c, 0, at));
+    kir_val x = lower_load(c, 0, at);
+    for (int k = 0; k <= j->n_sib; k++) out[k] = red_term(c, j, k, x);
 }
 
 static void red_lanes_body(lower_ctx *c, const kir_val *idx, void *user)
 {
     const red_lanes *l = user;
+    const red_job *j = l->j;
     kir_kernel *K = c->k;
-    int64_t n = l->j->in->dim[l->dim], nv = n / l->v * l->v;
+    kir_val e[FUSE_SIBLINGS_MAX];
+    int64_t n = j->in->dim[l->dim], nv = n / l->v * l->v;
     kir_val i0 = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, nv), kir_idx(K, l->v));
     kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, l->v));
-    kir_val e = red_lanes_elem(c, idx, l->dim, kir_add(K, i0, q), l->j);
-    kir_store(K, l->lanes, q, kir_binary(K, l->op, kir_load(K, l->lanes, q), e));
+    red_lanes_elem(c, idx, l->dim, kir_add(K, i0, q), j, e);
+    for (int k = 0; k <= j->n_sib; k++)
+        kir_store(K, l->lanes[k], q, kir_binary(K, part_op(j, k), kir_load(K, l->lanes[k], q), e[k]));
     kir_loop_end(K);
     kir_loop_end(K);
     if (nv == n) return;
     kir_val i = kir_loop_begin(K, kir_idx(K, nv), kir_idx(K, n), kir_idx(K, 1));
-    kir_var_set(K, l->j->var, kir_binary(K, l->op, kir_var_get(K, l->j->var), red_lanes_elem(c, idx, l->dim, i, l->j)));
+    red_lanes_elem(c, idx, l->dim, i, j, e);
+    for (int k = 0; k <= j->n_sib; k++)
+        kir_var_set(K, part_var(j, k), kir_binary(K, part_op(j, k), kir_var_get(K, part_var(j, k)), e[k]));
     kir_loop_end(K);
 }
 
-static bool red_lanes_loops(lower_ctx *c, const kir_val *fixed, red_job *j, kir_op op)
+static bool red_lanes_loops(lower_ctx *c, const kir_val *fixed, red_job *j)
 {
     kir_kernel *K = c->k;
     int64_t v = c->target->wg_size == 1 ? c->target->vector_width : 0;
@@ -177,34 +203,61 @@ static bool red_lanes_loops(lower_ctx *c, const kir_val *fixed, red_job *j, kir_
     for (int d = j->in->rank - 1; d >= 0 && dim < 0; d--)
         if ((j->mask & (1u << d)) && j->in->dim[d] > 1) dim = d;
     if (v < 2 || dim < 0 || j->in->dim[dim] < v) return false;
-    red_lanes l = {j, dim, kir_smem_add(K, j->dt, v), op, v};
-    kir_val id = kir_const_f(K, j->dt, op == KIR_ADD ? 0.0 : op == KIR_MAX ? -INFINITY : INFINITY);
-    kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, v));
-    kir_store(K, l.lanes, q, id);
-    kir_loop_end(K);
+    red_lanes l = {.j = j, .dim = dim, .v = v};
+    for (int k = 0; k <= j->n_sib; k++) {
+        kir_op op = part_op(j, k);
+        l.lanes[k] = kir_smem_add(K, j->dt, v);
+        kir_val id = kir_const_f(K, j->dt, op == KIR_ADD ? 0.0 : op == KIR_MAX ? -INFINITY : INFINITY);
+        kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, v));
+        kir_store(K, l.lanes[k], q, id);
+        kir_loop_end(K);
+    }
     reduce_loops(c, j->in, j->mask & ~(1u << dim), fixed, red_lanes_body, &l);
-    q = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, v), kir_idx(K, 1));
-    kir_var_set(K, j->var, kir_binary(K, op, kir_var_get(K, j->var), kir_load(K, l.lanes, q)));
-    kir_loop_end(K);
+    for (int k = 0; k <= j->n_sib; k++) {
+        kir_val q = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, v), kir_idx(K, 1));
+        kir_var_set(K, part_var(j, k), kir_binary(K, part_op(j, k), kir_var_get(K, part_var(j, k)), kir_load(K, l.lanes[k], q)));
+        kir_loop_end(K);
+    }
     return true;
 }
 
-/* j->var op= every element of the row: vector lanes where it is one float dim. */
+/* Each part's variable op= every element of the row: vector lanes where the
+ * parts are float and none is a product. */
 static void red_row_loops(lower_ctx *c, const kir_val *fixed, red_job *j)
 {
-    /* lower_reduce_var: float sums, means, norms, max and min of one dim */
-    bool lanes_ok = kir_is_float(j->dt) && j->kind != RED_PROD;
+    /* lower_reduce_vars: float sums, means, norms, max and min of one dim */
+    bool lanes_ok = kir_is_float(j->dt);
+    for (int k = 0; k <= j->n_sib; k++) lanes_ok &= part_kind(j, k) != RED_PROD;
     int dim = lanes_ok ? lower_one_long_dim(j->in, j->mask) : -1;
-    kir_op op = j->kind == RED_MAX ? KIR_MAX : j->kind == RED_MIN ? KIR_MIN : KIR_ADD;
     if (dim < 0) {
-        if (!lanes_ok || !red_lanes_loops(c, fixed, j, op)) reduce_loops(c, j->in, j->mask, fixed, red_step, j);
+        if (!lanes_ok || !red_lanes_loops(c, fixed, j)) reduce_loops(c, j->in, j->mask, fixed, red_step, j);
         return;
     }
     red_row r = {j, fixed, dim};
-    lower_reduce_var(c, j->var, j->dt, op, j->in->dim[dim], red_row_elem, &r);
+    int var[FUSE_SIBLINGS_MAX];
+    kir_op op[FUSE_SIBLINGS_MAX];
+    for (int k = 0; k <= j->n_sib; k++) {
+        var[k] = part_var(j, k);
+        op[k] = part_op(j, k);
+    }
+    lower_reduce_vars(c, j->n_sib + 1, var, op, j->dt, j->in->dim[dim], red_row_elem, &r);
 }
 
-/* Output element oidx of the reduction, its loops emitted here. */
+/* Part k's output from its accumulated value v. */
+static kir_val red_final(lower_ctx *c, const red_job *j, int k, kir_val v)
+{
+    kir_kernel *K = c->k;
+    red_kind r = part_kind(j, k);
+    int64_t cnt = reduce_masked_numel(j->in, j->mask);
+    if (r == RED_MEAN && cnt != 1) v = kir_binary(K, KIR_DIV, v, kir_const_f(K, j->dt, (double)cnt));
+    if (r == RED_L2) v = kir_unary(K, KIR_SQRT, v);
+    if (r == RED_LOGSUM) v = kir_unary(K, KIR_LOG, v);
+    if (r == RED_LOGSUMEXP) v = kir_binary(K, KIR_ADD, kir_unary(K, KIR_LOG, v), j->max);
+    return v;
+}
+
+/* Output element oidx of the reduction (and its siblings' accumulators),
+ * its loops emitted here. */
 static kir_val red_value(lower_ctx *c, const kir_val *oidx, red_job *j)
 {
     kir_kernel *K = c->k;
@@ -224,24 +277,35 @@ static kir_val red_value(lower_ctx *c, const kir_val *oidx, red_job *j)
         kir_val m = kir_var_get(K, mx.var);
         j->max = kir_select(K, kir_unary(K, KIR_ISINF, m), kir_const_f(K, j->dt, 0), m);
     }
-    kir_val init = j->kind == RED_MAX ? reduce_extreme(K, j->dt, true)
-                 : j->kind == RED_MIN ? reduce_extreme(K, j->dt, false)
-                 : j->kind == RED_PROD ? kir_const_f(K, j->dt, 1)
-                                       : kir_const_f(K, j->dt, 0);
-    j->var = kir_var_new(K, j->dt, init);
+    for (int k = 0; k <= j->n_sib; k++) {
+        red_kind r = part_kind(j, k);
+        kir_val init = r == RED_MAX ? reduce_extreme(K, j->dt, true)
+                     : r == RED_MIN ? reduce_extreme(K, j->dt, false)
+                     : r == RED_PROD ? kir_const_f(K, j->dt, 1)
+                                     : kir_const_f(K, j->dt, 0);
+        int var = kir_var_new(K, j->dt, init);
+        if (k) j->sib_var[k - 1] = var;
+        else j->var = var;
+    }
     red_row_loops(c, fixed, j);
-    kir_val v = kir_var_get(K, j->var);
-    int64_t cnt = reduce_masked_numel(j->in, j->mask);
-    if (j->kind == RED_MEAN && cnt != 1) v = kir_binary(K, KIR_DIV, v, kir_const_f(K, j->dt, (double)cnt));
-    if (j->kind == RED_L2) v = kir_unary(K, KIR_SQRT, v);
-    if (j->kind == RED_LOGSUM) v = kir_unary(K, KIR_LOG, v);
-    if (j->kind == RED_LOGSUMEXP) v = kir_binary(K, KIR_ADD, kir_unary(K, KIR_LOG, v), j->max);
-    return v;
+    return red_final(c, j, 0, kir_var_get(K, j->var));
+}
+
+/* Part k's output element, sibling's stored through its own node (its
+ * epilogue follows). */
+static void red_store(lower_ctx *c, const red_job *j, int k, const kir_val *oidx, kir_val v)
+{
+    const ir_node *saved = c->n;
+    if (k) c->n = j->sib_node[k - 1];
+    lower_store(c, 0, oidx, v);
+    c->n = saved;
 }
 
 static void red_body(lower_ctx *c, const kir_val *oidx, void *user)
 {
-    lower_store(c, 0, oidx, red_value(c, oidx, user));
+    red_job *j = user;
+    lower_store(c, 0, oidx, red_value(c, oidx, j));
+    for (int k = 1; k <= j->n_sib; k++) red_store(c, j, k, oidx, red_final(c, j, k, kir_var_get(c->k, j->sib_var[k - 1])));
 }
 
 /* ---- column reductions ---------------------------------------------------
@@ -280,7 +344,9 @@ bool reduce_col_form_of(const lower_ctx *c, const ir_shape *in, uint32_t mask, b
 
 static bool col_form_for(const lower_ctx *c, const red_job *j, reduce_col_form *f)
 {
-    if (j->dt != SMELT_F32 || j->kind == RED_LOGSUMEXP || j->kind == RED_LOGSUM) return false;
+    if (j->dt != SMELT_F32) return false;
+    for (int k = 0; k <= j->n_sib; k++)
+        if (part_kind(j, k) == RED_LOGSUMEXP || part_kind(j, k) == RED_LOGSUM) return false;
     return reduce_col_form_of(c, j->in, j->mask, false, 1024, f); /* at most 1024 accumulators */
 }
 
@@ -337,23 +403,24 @@ static void col_reduce(lower_ctx *c, red_job *j, const reduce_col_form *f)
     kir_val fixed[IR_MAX_RANK], idx[IR_MAX_RANK], j0, t;
     kir_kernel *K = reduce_col_begin(c, in, j->mask, f, fixed, &j0);
     if (!K) return;
-    kir_op op = j->kind == RED_MAX ? KIR_MAX : j->kind == RED_MIN ? KIR_MIN : j->kind == RED_PROD ? KIR_MUL : KIR_ADD;
-    kir_val init = j->kind == RED_MAX ? reduce_extreme(K, j->dt, true)
-                 : j->kind == RED_MIN ? reduce_extreme(K, j->dt, false)
-                 : kir_const_f(K, j->dt, j->kind == RED_PROD ? 1 : 0);
-    int acc = kir_smem_add(K, j->dt, f->tile);
-    kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, f->tile));
-    kir_store(K, acc, q, init);
-    kir_loop_end(K);
+    int acc[FUSE_SIBLINGS_MAX];
+    for (int k = 0; k <= j->n_sib; k++) {
+        red_kind rk = part_kind(j, k);
+        kir_val init = rk == RED_MAX ? reduce_extreme(K, j->dt, true)
+                     : rk == RED_MIN ? reduce_extreme(K, j->dt, false)
+                     : kir_const_f(K, j->dt, rk == RED_PROD ? 1 : 0);
+        acc[k] = kir_smem_add(K, j->dt, f->tile);
+        kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, f->tile));
+        kir_store(K, acc[k], q, init);
+        kir_loop_end(K);
+    }
     int open = reduce_col_loops_begin(K, in, j->mask, f, fixed, j0, idx, &t);
-    kir_store(K, acc, t, kir_binary(K, op, kir_load(K, acc, t), red_term(c, j, lower_load(c, 0, idx))));
+    kir_val x = lower_load(c, 0, idx);
+    for (int k = 0; k <= j->n_sib; k++)
+        kir_store(K, acc[k], t, kir_binary(K, part_op(j, k), kir_load(K, acc[k], t), red_term(c, j, k, x)));
     reduce_col_loops_end(K, open);
     /* the outputs: the kept dims in order, the reduced ones 0 where kept */
-    q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, f->tile));
-    kir_val v = kir_load(K, acc, q);
-    int64_t cnt = reduce_masked_numel(in, j->mask);
-    if (j->kind == RED_MEAN) v = kir_binary(K, KIR_DIV, v, kir_const_f(K, j->dt, (double)cnt));
-    if (j->kind == RED_L2) v = kir_unary(K, KIR_SQRT, v);
+    kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, f->tile));
     kir_val oidx[IR_MAX_RANK];
     int o = 0;
     for (int d = 0; d < r; d++) {
@@ -361,16 +428,36 @@ static void col_reduce(lower_ctx *c, red_job *j, const reduce_col_form *f)
         if (red && !j->keep) continue;
         oidx[o++] = d == r - 1 ? kir_add(K, j0, q) : red ? kir_idx(K, 0) : fixed[d];
     }
-    lower_store(c, 0, oidx, v);
+    for (int k = 0; k <= j->n_sib; k++) {
+        kir_val v = kir_load(K, acc[k], q);
+        red_kind rk = part_kind(j, k);
+        if (rk == RED_MEAN) v = kir_binary(K, KIR_DIV, v, kir_const_f(K, j->dt, (double)reduce_masked_numel(in, j->mask)));
+        if (rk == RED_L2) v = kir_unary(K, KIR_SQRT, v);
+        red_store(c, j, k, oidx, v);
+    }
     kir_loop_end(K);
 }
+
+static red_kind reduce_kind(op_id op);
 
 static smelt_status reduce_lower(lower_ctx *c, red_kind kind, uint32_t mask, bool keep)
 {
     const ir_tensor *x = ir_in(c->g, c->n, 0);
     const ir_shape *out = &c->g->tensors[c->n->out[0]].shape;
     if (ir_shape_numel(out) == 0) return SMELT_OK;
-    red_job j = {kind, mask, keep, &x->shape, x->dtype, 0, 0};
+    red_job j = {kind, mask, keep, &x->shape, x->dtype, 0, 0, 0, {0}, {0}, {0}};
+    const ir_node *sib[FUSE_SIBLINGS_MAX];
+    j.n_sib = lower_siblings(c, sib);
+    for (int k = 0; k < j.n_sib; k++) {
+        /* fusion merged them for the same input, parameters and output shape */
+        uint32_t m;
+        TRY(reduce_axes_get(c->g, sib[k], &m));
+        const ir_tensor *y = &c->g->tensors[sib[k]->out[0]];
+        if (m != mask || sib[k]->in[0] != c->n->in[0] || !ir_shape_eq(&y->shape, out))
+            return ir_node_fail(sib[k], SMELT_ERR_INTERNAL, "a sibling reduction of '%s' over other axes", c->n->name);
+        j.sib_kind[k] = reduce_kind(sib[k]->op);
+        j.sib_node[k] = sib[k];
+    }
     reduce_col_form f;
     if (col_form_for(c, &j, &f)) {
         col_reduce(c, &j, &f);
@@ -405,7 +492,7 @@ kir_val elem_Reduce(lower_ctx *c, int out, const kir_val *idx)
     /* shape inference accepted the axes and the attributes */
     if (reduce_axes_get(c->g, c->n, &mask) != SMELT_OK || reduce_params_of(c->g, c->n, &scratch, &p) != SMELT_OK) return 0;
     const ir_tensor *x = ir_in(c->g, c->n, 0);
-    red_job j = {reduce_kind(c->n->op), mask, p->keepdims, &x->shape, x->dtype, 0, 0};
+    red_job j = {reduce_kind(c->n->op), mask, p->keepdims, &x->shape, x->dtype, 0, 0, 0, {0}, {0}, {0}};
     return red_value(c, idx, &j);
 }
 

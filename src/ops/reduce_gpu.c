@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "fuse/fuse.h"
 #include "lower/lower.h"
 #include "ops/norm.h"
 #include "ops/reduce.h"
@@ -96,7 +97,36 @@ static kir_kernel *begin(lower_ctx *c, int64_t rows)
 
 /* ---- Reduce* ------------------------------------------------------------- */
 
+/* Max and min of integer widths other than these take the generic form. */
+static bool generic_only(const ir_node *n, smelt_dtype dt)
+{
+    return (n->op == OP_ReduceMax || n->op == OP_ReduceMin) && !kir_is_float(dt) && dt != SMELT_I64 &&
+           dt != SMELT_I32 && dt != SMELT_U8 && dt != SMELT_BOOL;
+}
+
+static smelt_status gpu_reduce_one(lower_ctx *c);
+
+/* Siblings (fuse.h) get a cooperative kernel each here, reading the input
+ * again: one thread's loop over a whole tensor would cost more. */
 smelt_status lower_gpu_Reduce(lower_ctx *c)
+{
+    const ir_node *sib[FUSE_SIBLINGS_MAX], *root = c->n;
+    int n = lower_siblings(c, sib);
+    smelt_dtype dt = ir_in(c->g, c->n, 0)->dtype;
+    bool generic = generic_only(c->n, dt);
+    for (int k = 0; k < n; k++) generic |= generic_only(sib[k], dt);
+    if (generic) return lower_Reduce(c); /* the generic form computes the siblings too */
+    TRY(gpu_reduce_one(c));
+    smelt_status s = SMELT_OK;
+    for (int k = 0; k < n && !s; k++) {
+        c->n = sib[k];
+        s = gpu_reduce_one(c);
+    }
+    c->n = root;
+    return s;
+}
+
+static smelt_status gpu_reduce_one(lower_ctx *c)
 {
     uint32_t mask;
     TRY(reduce_axes_get(c->g, c->n, &mask));
@@ -107,9 +137,6 @@ smelt_status lower_gpu_Reduce(lower_ctx *c)
     smelt_dtype dt = x->dtype;
     int op_id = c->n->op;
     bool is_max = op_id == OP_ReduceMax, is_min = op_id == OP_ReduceMin;
-    if ((is_max || is_min) && !kir_is_float(dt) && dt != SMELT_I64 && dt != SMELT_I32 && dt != SMELT_U8 &&
-        dt != SMELT_BOOL)
-        return lower_Reduce(c); /* other integer widths: the generic form, spread over threads */
     kir_kernel *K = begin(c, rows);
     if (!K) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
     bool b = dt == SMELT_BOOL;

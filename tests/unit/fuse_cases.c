@@ -125,7 +125,7 @@ bool region_is(const ir_graph *g, const fuse_plan *fp, const char *root, const c
     bool ok = true;
     for (char *save = NULL, *w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
         char *colon = strchr(w, ':');
-        fuse_role want = colon[1] == 'r' ? FUSE_ROOT : colon[1] == 'i' ? FUSE_INLINE : FUSE_EPILOGUE;
+        fuse_role want = colon[1] == 'r' ? FUSE_ROOT : colon[1] == 'i' ? FUSE_INLINE : colon[1] == 's' ? FUSE_SIBLING : FUSE_EPILOGUE;
         *colon = 0;
         int n = node_named(g, w);
         bool member = false;

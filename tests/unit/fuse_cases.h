@@ -9,7 +9,7 @@
  * compiled program must then compute what the `no_fuse` compile of the same
  * graph computes on the same inputs.
  *
- * A region is written as "name:role ..." (r root, i inline, e epilogue) for
+ * A region is written as "name:role ..." (r root, i inline, e epilogue, s sibling) for
  * its nodes, and as space-separated tensor names for what it reads and writes.
  */
 #ifndef SMELT_TEST_FUSE_CASES_H
