@@ -43,7 +43,10 @@
  * float A inside the microkernel, once per call, gives 31-34, slower.
  * So what pays is a typed integer GEMM (int16 operands, int32 block) whose
  * im2col writes k-pairs and whose A is packed once per unit, not a helper
- * behind the float GEMM's loop. vpmaddubsw (u8 x s8, 32 products) is exact
+ * behind the float GEMM's loop. The MatMulInteger form is in place
+ * (target/emit_c_gemm_int8.c: a kernel converts its float A to int16 once
+ * at its start, checked to be integers, and the u8/i8 panel helpers run
+ * int16 pairs where max|a| * max|b| * kc <= 2^24); the conv form is not. vpmaddubsw (u8 x s8, 32 products) is exact
  * only while a pair's sum fits int16, |w - w_zp| <= 64 for x up to 255;
  * every weight of that model spans 121 to 178, so it never applies there.
  */

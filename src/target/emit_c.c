@@ -538,6 +538,7 @@ static void emit_header(emitter *e)
         else
             sb_printf(sb, "    %sconst %s *b%d = b%d; /* in place */\n", e->d->global_space, t, b, w);
     }
+    emit_put_gemm_int8_scratch(e); /* emit_c_gemm_int8.c: int16 copies of 8-bit gemms' A */
     /* Slots declared at the top, grouped by type in slot order. */
     for (int q = 0; q < e->loc.n_slots; q++) {
         if (!e->loc.slot_at_top[q]) continue;

@@ -166,7 +166,7 @@ int emit_put_gemm(emitter *e, int i, int ind)
     put_index(e, &m.ba);
     sb_printf(e->sb, "], %lld, ", (long long)m.bk);
     emit_put_val(e, m.kc);
-    if (m.b8 != SMELT_F32) sb_printf(e->sb, ", %d.0f", (int)m.b_off);
+    if (m.b8 != SMELT_F32) emit_put_gemm_int8_tail(e, m.a, m.b_off);
     sb_puts(e->sb, ");\n");
     return m.end;
 }

@@ -2,12 +2,34 @@
  * emit_c_gemm_int8.c — the C emitter's microkernels for 8-bit panels of B
  * (ir.h, IR_ENC_PANELS; ops/gemm_int8.c): a gemm loop whose B operand is
  * float(load) + offset of a uint8 or int8 buffer becomes one call of
- * smelt_gemm_f32u8_<mr>x<nr> / smelt_gemm_f32i8_<mr>x<nr>, which widens each
- * 8 bytes of a panel row into a float32 vector in registers (vpmovzxbd or
- * vpmovsxbd, vcvtdq2ps) and runs emit_c_gemm.c's register block on it.
+ * smelt_gemm_f32u8_<mr>x<nr> / smelt_gemm_f32i8_<mr>x<nr>, which runs one of
+ * two register blocks:
  *
- * Exact: every widened element is an integer of magnitude below 2^24 that
- * float32 holds, so the products and sums are those of the float panels.
+ *   int16 pairs   A as int16 in memory, B's rows k and k+1 interleaved and
+ *                 widened to int16 in registers (vpunpck*bw via a shuffle,
+ *                 vpmovzxbw / vpmovsxbw, vpaddw for the offset), vpmaddwd
+ *                 into int32 accumulators, converted to float and added to
+ *                 C at the end of the call;
+ *   float32       each 8 bytes of a panel row widened to a float32 vector
+ *                 (vpmovzxbd or vpmovsxbd, vcvtdq2ps), emit_c_gemm.c's FMAs.
+ *
+ * The int16 copy of A: where A is a float32 parameter of at most A16_MAX
+ * elements that the kernel only reads, the kernel converts all of it once at
+ * its start (once per work-group: each unit reads all of A, so that is once
+ * per unit and K slice) with smelt_a16, which gives the largest |a|, or -1
+ * where some element is not an integer of magnitude at most 32767 (then every
+ * call takes the float32 block). A call takes the int16 block when A's k
+ * stride is 1 and amax * bmax * kc <= 2^24 (bmax: the largest |b + offset|
+ * the 8-bit type allows): then each int32 sum of the call is an integer of
+ * magnitude at most 2^24, no pair sum or partial sum overflows, and its
+ * float32 conversion is exact, so the call adds to C what the float32 block
+ * adds (whose partial sums are those integers too, exactly). For
+ * ddddocr_ocr_quant's MatMulInteger (A uint8 less a uint8 zero point, so
+ * |a| <= 255; B uint8 panels less 119, |b| <= 136; kc 256) that is
+ * 255 * 136 * 256 = 8.9e6.
+ * Why pairs (bench/int16_pairs.c, onnx/quantized.c's note): on AVX2 without
+ * VNNI, vpmaddwd does 16 exact products an instruction against 8 FMAs.
+ *
  * Why GCC's builtins and not a vector conversion: GCC 12 turns
  * __builtin_convertvector of 8 bytes into byte-by-byte inserts (25
  * instructions against 2); <immintrin.h> costs more compile time than a
@@ -17,6 +39,8 @@
  * the same sums as the loop as written, with FMAs where the CPU has them.
  */
 #include "target/emit_c_impl.h"
+
+#include <string.h>
 
 bool emit_gemm_int8_operand(const kir_kernel *k, kir_val *v, smelt_dtype *dt, int32_t *offset)
 {
@@ -61,19 +85,82 @@ static void put_block(strbuf *sb, int mr, int nr, bool sgn)
         for (int v = 0; v < nv; v++) sb_printf(sb, "    *(smelt_v8 *)(c + %d * cr + %d) = c%d_%d;\n", r, v * 8, r, v);
 }
 
+/* One k pair of the int16-pair block; tail: k is the last row, its partner 0. */
+static void put_pair_step(strbuf *sb, int mr, int ng, bool sgn, bool tail)
+{
+    char x = sgn ? 's' : 'z';
+    if (tail) sb_puts(sb, "            smelt_b16 z = {0};\n");
+    for (int g = 0; g < ng; g++) {
+        sb_printf(sb, "            smelt_b16 r%d = *(const smelt_b16 *)(b + k * bk + %d), t%d = ", g, g * 16, g);
+        if (tail) sb_puts(sb, "z;\n");
+        else sb_printf(sb, "*(const smelt_b16 *)(b + (k + 1) * bk + %d);\n", g * 16);
+        sb_printf(sb,
+                  "            smelt_b16 l%d = __builtin_shufflevector(r%d, t%d, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, "
+                  "6, 22, 7, 23);\n"
+                  "            smelt_b16 h%d = __builtin_shufflevector(r%d, t%d, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, "
+                  "29, 14, 30, 15, 31);\n"
+                  "            smelt_h16 w%d = (smelt_h16)__builtin_ia32_pmov%cxbw256(l%d) + o, w%d = "
+                  "(smelt_h16)__builtin_ia32_pmov%cxbw256(h%d) + o;\n",
+                  g, g, g, g, g, g, 2 * g, x, g, 2 * g + 1, x, g);
+    }
+    for (int r = 0; r < mr; r++) {
+        if (tail) sb_printf(sb, "            { int32_t p = (uint16_t)q[%d * ar + k];", r);
+        else sb_printf(sb, "            { int32_t p; __builtin_memcpy(&p, q + %d * ar + k, 4);", r);
+        sb_puts(sb, " smelt_i8 x = {p, p, p, p, p, p, p, p};");
+        for (int v = 0; v < 2 * ng; v++)
+            sb_printf(sb, " s%d_%d += (smelt_i8)__builtin_ia32_pmaddwd256((smelt_h16)x, w%d);", r, v, v);
+        sb_puts(sb, " }\n");
+    }
+}
+
+/* The int16-pair register block, AVX2: taken when the call's bound allows
+ * (see the header), else the float32 block that follows it runs. */
+static void put_pair_block(strbuf *sb, int mr, int nr, bool sgn)
+{
+    int ng = nr / 16;
+    sb_printf(sb, "    int32_t ob = (int32_t)off, bm = %s;\n",
+              sgn ? "(ob - 128 < 0 ? 128 - ob : ob - 128) > (ob + 127 < 0 ? -ob - 127 : ob + 127) ? "
+                    "(ob - 128 < 0 ? 128 - ob : ob - 128) : (ob + 127 < 0 ? -ob - 127 : ob + 127)"
+                  : "(ob < 0 ? -ob : ob) > (ob + 255 < 0 ? -ob - 255 : ob + 255) ? (ob < 0 ? -ob : ob) : "
+                    "(ob + 255 < 0 ? -ob - 255 : ob + 255)");
+    sb_puts(sb, "    if (am >= 0 && ak == 1 && bm <= 32767 && (int64_t)am * bm * kc <= 16777216) {\n"
+                "        const int16_t *q = a16 + (a - a0);\n"
+                "        short os = (short)ob;\n"
+                "        smelt_h16 o = {os, os, os, os, os, os, os, os, os, os, os, os, os, os, os, os};\n");
+    for (int r = 0; r < mr; r++)
+        for (int v = 0; v < 2 * ng; v++) sb_printf(sb, "        smelt_i8 s%d_%d = {0};\n", r, v);
+    sb_puts(sb, "        int64_t k = 0;\n        for (; k + 1 < kc; k += 2) {\n");
+    put_pair_step(sb, mr, ng, sgn, false);
+    sb_puts(sb, "        }\n        if (k < kc) {\n");
+    put_pair_step(sb, mr, ng, sgn, true);
+    sb_puts(sb, "        }\n");
+    for (int r = 0; r < mr; r++)
+        for (int v = 0; v < 2 * ng; v++)
+            sb_printf(sb, "        *(smelt_v8 *)(c + %d * cr + %d) += __builtin_convertvector(s%d_%d, smelt_v8);\n", r,
+                      v * 8, r, v);
+    sb_puts(sb, "        return;\n    }\n");
+}
+
+/* smelt_gemm_f32<u8|i8>_<mr>x<nr>: c[r*cr + j] += sum over k of a[r*ar + k*ak] * (b[k*bk + j] + off);
+ * a16 (0: none) holds A as int16 at the same offsets from a0, am its
+ * largest |value| (-1: not all integers within 32767). */
 static void put_helper(strbuf *sb, int mr, int nr, bool sgn)
 {
     const char *sfx = sgn ? "i8" : "u8", *ty = sgn ? "int8_t" : "uint8_t";
     sb_printf(sb,
               "static inline void smelt_gemm_f32%s_%dx%d(float *restrict c, int64_t cr, const float *restrict a, int64_t ar,\n"
-              "    int64_t ak, const %s *restrict b, int64_t bk, int64_t kc, float off)\n{\n",
+              "    int64_t ak, const %s *restrict b, int64_t bk, int64_t kc, float off, const int16_t *restrict a16,\n"
+              "    const float *a0, int32_t am)\n{\n",
               sfx, mr, nr, ty);
     if (nr % 8 == 0 && mr * (nr / 8) + nr / 8 + 1 < 16) {
         sb_puts(sb, "#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX2__) && defined(__FMA__)\n");
+        if (nr % 16 == 0 && mr * (nr / 8) + nr / 8 + 2 <= 16) put_pair_block(sb, mr, nr, sgn);
+        else sb_puts(sb, "    (void)a16, (void)a0, (void)am;\n");
         put_block(sb, mr, nr, sgn);
-        sb_puts(sb, "#else\n");
+        sb_puts(sb, "#else\n    (void)a16, (void)a0, (void)am;\n");
         sb_printf(sb, "    smelt_gemm_f32%s_loops(c, cr, a, ar, ak, b, bk, kc, off, %d, %d);\n#endif\n}\n", sfx, mr, nr);
     } else {
+        sb_puts(sb, "    (void)a16, (void)a0, (void)am;\n");
         sb_printf(sb, "    smelt_gemm_f32%s_loops(c, cr, a, ar, ak, b, bk, kc, off, %d, %d);\n}\n", sfx, mr, nr);
     }
 }
@@ -91,17 +178,95 @@ static void put_loops(strbuf *sb, bool sgn)
               sgn ? "i8" : "u8", sgn ? "int8_t" : "uint8_t");
 }
 
+/* The int16 copy of A (see the header): n floats to int16, the largest |value|,
+ * or -1 where one is not an integer of magnitude at most 32767. */
+static const char a16_helper[] =
+    "static int32_t smelt_a16(int16_t *restrict q, const float *restrict a, int64_t n)\n"
+    "{\n"
+    "    int32_t m = 0, bad = 0;\n"
+    "    for (int64_t i = 0; i < n; i++) {\n"
+    "        float x = a[i];\n"
+    "        int32_t t = (int32_t)(x >= -32767.0f && x <= 32767.0f ? x : 0.0f);\n"
+    "        bad |= (float)t != x;\n"
+    "        int32_t u = t < 0 ? -t : t;\n"
+    "        m = u > m ? u : m;\n"
+    "        q[i] = (int16_t)t;\n"
+    "    }\n"
+    "    return bad ? -1 : m;\n"
+    "}\n";
+
+#define A16_MAX 32768 /* elements: 64 KiB of int16 on the kernel's stack */
+
+/* The A buffer of gemm loop i when its B is widened from 8 bits (the
+ * operand emit_c_gemm.c's match takes as A), else -1. */
+static int gemm_int8_a(const kir_kernel *k, int i)
+{
+    for (int j = i + 1, depth = 1; j < k->n_stmts && depth > 0; j++) {
+        const kir_stmt *t = &k->stmts[j];
+        depth += t->kind == KS_LOOP_BEGIN ? 1 : t->kind == KS_LOOP_END ? -1 : 0;
+        if (t->kind != KS_STORE) continue;
+        const kir_value *sum = &k->vals[t->val];
+        if (sum->op != KIR_ADD || sum->type != SMELT_F32) continue;
+        kir_val ops[2] = {sum->a, sum->b};
+        for (int o = 0; o < 2; o++) {
+            const kir_value *prod = &k->vals[ops[o]];
+            if (prod->op != KIR_MUL) continue;
+            kir_val x = prod->a, y = prod->b, a;
+            smelt_dtype dt;
+            int32_t off;
+            if (emit_gemm_int8_operand(k, &x, &dt, &off)) a = prod->b;
+            else if (emit_gemm_int8_operand(k, &y, &dt, &off)) a = prod->a;
+            else continue;
+            if (k->vals[a].op == KIR_LOAD) return k->vals[a].buf;
+        }
+    }
+    return -1;
+}
+
+/* Whether the kernel keeps an int16 copy of buffer b (a16_<b>, its bound a16m_<b>). */
+static bool has_a16(const emitter *e, int b)
+{
+    const kir_kernel *k = e->k;
+    const kir_buffer *kb = &k->bufs[b];
+    if (b < 0 || kb->type != SMELT_F32 || kb->workgroup || kb->written || kb->numel < 1 || kb->numel > A16_MAX ||
+        (e->alias && e->alias[b] >= 0))
+        return false;
+    for (int i = 0; i < k->n_stmts; i++)
+        if (k->stmts[i].kind == KS_LOOP_BEGIN && k->stmts[i].gemm && gemm_int8_a(k, i) == b) return true;
+    return false;
+}
+
+void emit_put_gemm_int8_scratch(emitter *e)
+{
+    if (!e->d->host_simd) return;
+    for (int b = 0; b < e->k->n_bufs; b++)
+        if (has_a16(e, b))
+            sb_printf(e->sb, "    int16_t a16_%d[%lld];\n    const int32_t a16m_%d = smelt_a16(a16_%d, b%d, %lld);\n", b,
+                      (long long)e->k->bufs[b].numel, b, b, b, (long long)e->k->bufs[b].numel);
+}
+
+void emit_put_gemm_int8_tail(emitter *e, int a, int32_t offset)
+{
+    if (has_a16(e, a)) sb_printf(e->sb, ", %d.0f, a16_%d, b%d, a16m_%d", (int)offset, a, a, a);
+    else sb_printf(e->sb, ", %d.0f, 0, 0, -1", (int)offset);
+}
+
 void emit_put_gemm_int8_helpers(strbuf *sb, const char *body)
 {
     int seen[2][64][2], n[2] = {emit_gemm_shapes(body, "smelt_gemm_f32u8_", seen[0], 64),
                                 emit_gemm_shapes(body, "smelt_gemm_f32i8_", seen[1], 64)};
-    if (!n[0] && !n[1]) return;
+    bool a16 = strstr(body, "smelt_a16(") != NULL;
+    if (!n[0] && !n[1] && !a16) return;
     sb_puts(sb, "\n#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC push_options\n"
                 "#pragma GCC optimize(\"fp-contract=fast\")\n#endif\n"
                 "#if defined(__GNUC__)\n"
                 "typedef float smelt_v8 __attribute__((vector_size(32), aligned(4)));\n"
                 "typedef long long smelt_q2 __attribute__((vector_size(16)));\n"
-                "typedef char smelt_c16 __attribute__((vector_size(16)));\n#endif\n");
+                "typedef char smelt_c16 __attribute__((vector_size(16)));\n"
+                "typedef char smelt_b16 __attribute__((vector_size(16), aligned(1)));\n"
+                "typedef short smelt_h16 __attribute__((vector_size(32), aligned(2)));\n"
+                "typedef int smelt_i8 __attribute__((vector_size(32), aligned(4)));\n#endif\n");
+    if (a16) sb_puts(sb, a16_helper);
     for (int s = 0; s < 2; s++)
         if (n[s]) put_loops(sb, s == 1);
     for (int s = 0; s < 2; s++)

@@ -97,6 +97,10 @@ int emit_gemm_shapes(const char *body, const char *tok, int seen[][2], int max);
  * its dtype and the offset; and the helpers for those loops `body` calls. */
 bool emit_gemm_int8_operand(const kir_kernel *k, kir_val *v, smelt_dtype *dt, int32_t *offset);
 void emit_put_gemm_int8_helpers(strbuf *sb, const char *body);
+/* At a kernel's start: the int16 copies of the A operands of its 8-bit gemm
+ * loops; at each such call, the arguments after B's (its offset, the copy). */
+void emit_put_gemm_int8_scratch(emitter *e);
+void emit_put_gemm_int8_tail(emitter *e, int a, int32_t offset);
 /* Loop i as a vector loop (see emit_c_simd.c): its LOOP_END, or -1. */
 int emit_vec_loop(const kir_kernel *k, int i);
 /* Loop i's vector form and the `#else` before its scalar form (emit_c.c writes

@@ -4,7 +4,8 @@
  * dtype and offset a B gets, and MatMulInteger through them against an int32
  * reference, exactly: uint8 and int8 operands, zero points 0, 128, 255, 119
  * and per column, M 1, 3, 20 (row tails), K and N off the tiles, K past a KC
- * slice; and DynamicQuantizeLSTM's W kept int8 where it fits.
+ * slice, odd K (int16 pairs without a partner for the last row); and
+ * DynamicQuantizeLSTM's W kept int8 where it fits.
  */
 #include <math.h>
 #include <stdint.h>
@@ -40,6 +41,7 @@ typedef struct mmi_case {
     smelt_dtype at, bt;
     int a_zp, b_zp; /* ZP_NONE: omitted; b_zp ZP_COL: one per column */
     const char *form; /* the microkernel the program calls */
+    bool pairs;       /* and with A's int16 copy (target/emit_c_gemm_int8.c) */
 } mmi_case;
 
 static int q(smelt_dtype dt, int64_t i, int64_t seed)
@@ -93,6 +95,9 @@ static void run_mmi(const mmi_case *t)
         bool has = p->cls[0].source && strstr(p->cls[0].source, t->form) != NULL;
         if (!has) fprintf(stderr, "  %lldx%lldx%lld: no %s\n", (long long)m, (long long)k, (long long)n, t->form);
         CHECK(has);
+        bool pairs = p->cls[0].source && strstr(p->cls[0].source, "a16m_") != NULL;
+        if (pairs != t->pairs) fprintf(stderr, "  %lldx%lldx%lld: int16 copy of A %d\n", (long long)m, (long long)k, (long long)n, pairs);
+        CHECK(pairs == t->pairs);
         smelt_tensor in = {.name = "a", .dtype = t->at, .rank = 2, .shape = {m, k}, .data = a};
         CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
         smelt_tensor o;
@@ -120,13 +125,20 @@ static void run_mmi(const mmi_case *t)
 TEST(gemm_int8_matmul_integer_is_exact)
 {
     static const mmi_case cases[] = {
-        {20, 37, 37, SMELT_U8, SMELT_U8, 128, 119, "smelt_gemm_f32u8_"}, /* B - 119 in [-119, 136]: uint8, offset -119 */
-        {1, 300, 21, SMELT_U8, SMELT_U8, 0, 255, "smelt_gemm_f32u8_"},   /* M 1, K past a KC slice, offset -255 */
-        {3, 9, 5, SMELT_I8, SMELT_I8, ZP_NONE, 0, "smelt_gemm_f32i8_"},       /* int8 as it is, N under one panel */
-        {20, 64, 40, SMELT_U8, SMELT_I8, 0, ZP_NONE, "smelt_gemm_f32i8_"},    /* no zero point: int8 */
-        {3, 20, 33, SMELT_I8, SMELT_U8, 5, 0, "smelt_gemm_f32u8_"},      /* uint8 less 0: 0..255 */
-        {20, 50, 37, SMELT_U8, SMELT_I8, 128, -128, "smelt_gemm_f32u8_"},/* int8 less -128: 0..255 */
-        {20, 40, 19, SMELT_U8, SMELT_U8, 128, ZP_COL, "smelt_gemm_f32_"},    /* per column: more than 255 apart, float */
+        {20, 37, 37, SMELT_U8, SMELT_U8, 128, 119, "smelt_gemm_f32u8_", true}, /* B - 119 in [-119, 136]: uint8, offset -119 */
+        {1, 300, 21, SMELT_U8, SMELT_U8, 0, 255, "smelt_gemm_f32u8_", true},    /* M 1, K past a KC slice, offset -255 */
+        {3, 9, 5, SMELT_I8, SMELT_I8, ZP_NONE, 0, "smelt_gemm_f32i8_", true},       /* int8 as it is, N under one panel */
+        {20, 64, 40, SMELT_U8, SMELT_I8, 0, ZP_NONE, "smelt_gemm_f32i8_", true},    /* no zero point: int8 */
+        {3, 20, 33, SMELT_I8, SMELT_U8, 5, 0, "smelt_gemm_f32u8_", true},      /* uint8 less 0: 0..255 */
+        {20, 50, 37, SMELT_U8, SMELT_I8, 128, -128, "smelt_gemm_f32u8_", true},/* int8 less -128: 0..255 */
+        {20, 40, 19, SMELT_U8, SMELT_U8, 128, ZP_COL, "smelt_gemm_f32_", false},    /* per column: more than 255 apart, float */
+        /* int16 pairs: odd K (a last row without its pair) in the last KC slice and in a single one,
+         * |a| and |b| up to 255 (255 * 255 * 256 within 2^24), N off the 16-column panel */
+        {1, 1023, 50, SMELT_U8, SMELT_U8, 255, 128, "smelt_gemm_f32i8_", true}, /* uint8 less 128: int8 */
+        {20, 515, 70, SMELT_U8, SMELT_U8, 0, 255, "smelt_gemm_f32u8_", true},
+        {3, 17, 33, SMELT_I8, SMELT_I8, -128, ZP_NONE, "smelt_gemm_f32i8_", true},
+        {20, 33, 53, SMELT_I8, SMELT_U8, 127, 119, "smelt_gemm_f32u8_", true},
+        {20, 1, 16, SMELT_U8, SMELT_I8, 128, ZP_NONE, "smelt_gemm_f32i8_", true}, /* K 1: only the last row */
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) run_mmi(&cases[c]);
 }
@@ -134,6 +146,6 @@ TEST(gemm_int8_matmul_integer_is_exact)
 /* Past GRAPH_INT8_MAX_M rows of A the float panels stay (the GEMM is not bound by B's bytes). */
 TEST(gemm_int8_large_m_keeps_float_panels)
 {
-    mmi_case t = {GRAPH_INT8_MAX_M + 1, 24, 20, SMELT_U8, SMELT_U8, 3, 119, "smelt_gemm_f32_"};
+    mmi_case t = {GRAPH_INT8_MAX_M + 1, 24, 20, SMELT_U8, SMELT_U8, 3, 119, "smelt_gemm_f32_", false};
     run_mmi(&t);
 }
