@@ -24,9 +24,8 @@
  * the time: 960 -> 160 channels at 7x7 0.49 -> 0.21 ms (31 -> 72 GFLOP/s),
  * 576 -> 96 at 14x14 0.60 -> 0.25 (37 -> 86), 960 -> 320 at 7x7 0.64 -> 0.42
  * (47 -> 72), 320 -> 1280 at 7x7 0.65 -> 0.60 (62 -> 67; its 1.6 MB of B
- * streams from memory), min of 300 runs, 1 thread. */
-#define MM_MB 24
-#define MM_NC_P 512
+ * streams from memory), min of 300 runs, 1 thread. MM_MB, MM_NC_P and
+ * MM_MIN_UNITS are defined in ops/gemm_packed.h (ops/matmul.c reads them). */
 /* Columns per unit where A is read in place (read_a): no pack to amortize, so
  * the smaller accumulator (132 x 272 floats, 140 KiB, beside the A slice's 132 x
  * 256 in L2's 512 KiB, where 132 x 528 left little room for B's stream) wins:
@@ -35,7 +34,6 @@
  * 1024^3 82.3 -> 85.1 and 84.7 -> 85.8, 128 x 768 x 3072 84.9 -> 84.6 and
  * 84.7 -> 87.4. */
 #define MM_NC_READ 256
-#define MM_MIN_UNITS 4
 #define MM_PAD 16   /* accumulator rows this much longer than the block (not 4 KiB apart) */
 
 static kir_val min_idx(kir_kernel *K, kir_val a, int64_t b) { return kir_binary(K, KIR_MIN, a, kir_idx(K, b)); }

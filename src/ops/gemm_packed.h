@@ -25,6 +25,14 @@
 
 typedef struct gemm_packed gemm_packed;
 
+/* The default unit shape (the measurements are in ops/gemm_packed.c): up to
+ * MM_MB row blocks by up to MM_NC_P columns where A is packed, and at least
+ * MM_MIN_UNITS units; ops/matmul.c reads them to tell when a producer-fed A
+ * would be packed by more than one column unit. */
+#define MM_MB 24
+#define MM_NC_P 512
+#define MM_MIN_UNITS 4
+
 /* One KC slice of a unit's rows of A, for an A pack: element (i0 + t, kb + kk)
  * with t = q*MR + r goes to workgroup buffer ap at gemm_packed_a_at (row-major
  * per block: q*KCAP*MR + r*KCAP + kk, so a pack is a copy the compiler

@@ -473,10 +473,10 @@ static kir_val a_copy_read(lower_ctx *c, const gemm_packed *g, const kir_val *bi
  * units of up to MM_MB = 24 row blocks). */
 static bool mm_copy_a(const mm_job *j)
 {
-    int64_t mr = j->m < j->tl.mr ? j->m : j->tl.mr, units = (j->m + mr * 24 - 1) / (mr * 24);
+    int64_t mr = j->m < j->tl.mr ? j->m : j->tl.mr, units = (j->m + mr * MM_MB - 1) / (mr * MM_MB);
     for (int d = 0; d < j->nb; d++) units *= j->out->dim[d];
     int64_t np = (j->n + j->tl.nr - 1) / j->tl.nr;
-    return j->n > 512 || (units < 4 && np >= 2);
+    return j->n > MM_NC_P || (units < MM_MIN_UNITS && np >= 2);
 }
 
 /* Whether the packed path takes this matmul: the C target, float32, B a
