@@ -260,6 +260,17 @@ void check_case(ir_graph *g, plan_check check, int regions, int kernels, double 
 
 /* ---- 1. an injective + elementwise chain reads its source once ---------------------------- */
 
+int kernel_op_count(const smelt_program *p, kir_op op)
+{
+    int n = 0;
+    for (int i = 0; i < p->lp.n_kernels; i++) {
+        const kir_kernel *k = p->lp.kernels[i];
+        for (int s = 0; s < k->n_stmts; s++)
+            if (k->stmts[s].kind == KS_DEF && k->vals[k->stmts[s].val].op == op) n++;
+    }
+    return n;
+}
+
 int workgroup_tiles(const smelt_program *p)
 {
     int n = 0;

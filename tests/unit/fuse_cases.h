@@ -38,6 +38,8 @@ fuse_role role_of(const ir_graph *g, const fuse_plan *fp, const char *name);
 smelt_program *compile(ir_graph *g, int no_fuse);
 void check_case(ir_graph *g, plan_check check, int regions, int kernels, double tol);
 int workgroup_tiles(const smelt_program *p);
+/* Statements of the program's kernels computing op `op` (after cleanup). */
+int kernel_op_count(const smelt_program *p, kir_op op);
 /* Run p on a float input x of `rank` dims: its first output's data (the
  * program's), and the output in *out if given. */
 const float *run_x(smelt_program *p, float *xd, int rank, const int64_t *shape, smelt_tensor *out);

@@ -14,18 +14,6 @@
 #include "test.h"
 #include "fuse_cases.h"
 
-/* Statements of the program's kernels computing op `op` (after cleanup). */
-static int count_op(const smelt_program *p, kir_op op)
-{
-    int n = 0;
-    for (int i = 0; i < p->lp.n_kernels; i++) {
-        const kir_kernel *k = p->lp.kernels[i];
-        for (int s = 0; s < k->n_stmts; s++)
-            if (k->stmts[s].kind == KS_DEF && k->vals[k->stmts[s].val].op == op) n++;
-    }
-    return n;
-}
-
 TEST(fuse_recompute_rule_pins_its_bound)
 {
     int f32 = 4, f16 = 2;
@@ -53,7 +41,7 @@ TEST(fuse_shared_value_in_one_space_is_computed_once)
     int ins[] = {x, y};
     ir_graph_set_io(g, 2, ins, 1, &out);
     smelt_program *p = compile(g, 0);
-    CHECK(p && count_op(p, KIR_EXP) == 1 && count_op(p, KIR_TANH) == 1); /* once per element */
+    CHECK(p && kernel_op_count(p, KIR_EXP) == 1 && kernel_op_count(p, KIR_TANH) == 1); /* once per element */
     smelt_program_free(p);
     check_case(g, plan_shared_once, 1, 1, 1e-6);
 }
@@ -77,7 +65,7 @@ TEST(fuse_region_writes_two_outputs_from_one_loop)
     int outs[] = {y1, y2};
     ir_graph_set_io(g, 1, &x, 2, outs);
     smelt_program *p = compile(g, 0);
-    CHECK(p && count_op(p, KIR_COS) == 1);
+    CHECK(p && kernel_op_count(p, KIR_COS) == 1);
     int stores = 0;
     for (int s = 0; p && s < p->lp.kernels[0]->n_stmts; s++) stores += p->lp.kernels[0]->stmts[s].kind == KS_STORE;
     CHECK_EQ_INT(stores, 2);
@@ -103,7 +91,7 @@ TEST(fuse_sibling_outputs_sharing_a_value_are_one_region)
     int ins[] = {x, y};
     ir_graph_set_io(g, 2, ins, 2, outs);
     smelt_program *p = compile(g, 0);
-    CHECK(p && count_op(p, KIR_EXP) == 1 && count_op(p, KIR_SIN) == 1);
+    CHECK(p && kernel_op_count(p, KIR_EXP) == 1 && kernel_op_count(p, KIR_SIN) == 1);
     smelt_program_free(p);
     check_case(g, plan_siblings, 1, 1, 1e-6);
 }
@@ -157,7 +145,7 @@ TEST(fuse_transposed_read_of_a_cheap_shared_value_recomputes_it)
     ir_graph *g = transposed_shared(ops);
     smelt_program *p = compile(g, 0);
     /* at the output's index and at the transposed one: each op twice */
-    CHECK(p && count_op(p, KIR_TANH) + count_op(p, KIR_COS) == 2 * ops);
+    CHECK(p && kernel_op_count(p, KIR_TANH) + kernel_op_count(p, KIR_COS) == 2 * ops);
     smelt_program_free(p);
     check_case(g, plan_recomputed, 1, 1, 1e-5);
 }
@@ -167,7 +155,7 @@ TEST(fuse_transposed_read_of_a_costly_shared_value_stores_it)
     int ops = FUSE_RECOMPUTE_OPS_PER_BYTE * 2 * 4 + 1;
     ir_graph *g = transposed_shared(ops);
     smelt_program *p = compile(g, 0);
-    CHECK(p && count_op(p, KIR_TANH) + count_op(p, KIR_COS) == ops); /* computed once, stored */
+    CHECK(p && kernel_op_count(p, KIR_TANH) + kernel_op_count(p, KIR_COS) == ops); /* computed once, stored */
     smelt_program_free(p);
     check_case(g, plan_stored, 2, 2, 1e-5);
 }
@@ -268,7 +256,7 @@ static void check_dag_against(ir_graph *g, const float *xd, const double *ref, d
 static void check_fused_dag(ir_graph *g, const float *xd, const double *ref, kir_op fn, plan_check plan)
 {
     smelt_program *p = compile(g, 0);
-    CHECK(p && count_op(p, fn) == 1);
+    CHECK(p && kernel_op_count(p, fn) == 1);
     smelt_program_free(p);
     check_dag_against(g, xd, ref, 1e-4);
     check_case(g, plan, 1, 1, 1e-5);

@@ -19,17 +19,6 @@
 #include "test.h"
 #include "fuse_cases.h"
 
-static int count_op(const smelt_program *p, kir_op op)
-{
-    int n = 0;
-    for (int i = 0; i < p->lp.n_kernels; i++) {
-        const kir_kernel *k = p->lp.kernels[i];
-        for (int s = 0; s < k->n_stmts; s++)
-            if (k->stmts[s].kind == KS_DEF && k->vals[k->stmts[s].val].op == op) n++;
-    }
-    return n;
-}
-
 static int reduce(ir_graph *g, const char *name, op_id id, int x, int n_axes, const int64_t *axes, int keep)
 {
     int y = op1(g, name, id, x);
@@ -83,7 +72,7 @@ static int single_exps(op_id a, int rank, const int64_t *dim, int n_axes, const 
     int x = input(g, "x", s), y = reduce(g, "a", a, silu(g, x), n_axes, axes, 1);
     ir_graph_set_io(g, 1, &x, 1, &y);
     smelt_program *p = compile(g, 0);
-    int n = p ? count_op(p, KIR_EXP) : -1;
+    int n = p ? kernel_op_count(p, KIR_EXP) : -1;
     smelt_program_free(p);
     ir_graph_free(g);
     return n;
@@ -97,7 +86,7 @@ static void check_pair(ir_graph *g, op_id a, op_id b, int rank, const int64_t *d
     smelt_program *p = compile(g, 0);
     if (!p) return;
     CHECK(exps > 0);
-    CHECK_EQ_INT(count_op(p, KIR_EXP), exps);
+    CHECK_EQ_INT(kernel_op_count(p, KIR_EXP), exps);
     int64_t n = 1, n_out = 1;
     for (int d = 0; d < rank; d++) {
         n *= dim[d];
