@@ -153,6 +153,12 @@ static void put_index(emitter *e, const gemm_index *x)
     if (c || !put) sb_printf(e->sb, "%s%lld", put ? " + " : "", (long long)c);
 }
 
+int emit_gemm_int8_a(const kir_kernel *k, int i)
+{
+    gemm_match m;
+    return k->stmts[i].kind == KS_LOOP_BEGIN && match_gemm(k, i, &m) && m.b8 != SMELT_F32 ? m.a : -1;
+}
+
 int emit_put_gemm(emitter *e, int i, int ind)
 {
     gemm_match m;

@@ -197,42 +197,17 @@ static const char a16_helper[] =
 
 #define A16_MAX 32768 /* elements: 64 KiB of int16 on the kernel's stack */
 
-/* The A buffer of gemm loop i when its B is widened from 8 bits (the
- * operand emit_c_gemm.c's match takes as A), else -1. */
-static int gemm_int8_a(const kir_kernel *k, int i)
-{
-    for (int j = i + 1, depth = 1; j < k->n_stmts && depth > 0; j++) {
-        const kir_stmt *t = &k->stmts[j];
-        depth += t->kind == KS_LOOP_BEGIN ? 1 : t->kind == KS_LOOP_END ? -1 : 0;
-        if (t->kind != KS_STORE) continue;
-        const kir_value *sum = &k->vals[t->val];
-        if (sum->op != KIR_ADD || sum->type != SMELT_F32) continue;
-        kir_val ops[2] = {sum->a, sum->b};
-        for (int o = 0; o < 2; o++) {
-            const kir_value *prod = &k->vals[ops[o]];
-            if (prod->op != KIR_MUL) continue;
-            kir_val x = prod->a, y = prod->b, a;
-            smelt_dtype dt;
-            int32_t off;
-            if (emit_gemm_int8_operand(k, &x, &dt, &off)) a = prod->b;
-            else if (emit_gemm_int8_operand(k, &y, &dt, &off)) a = prod->a;
-            else continue;
-            if (k->vals[a].op == KIR_LOAD) return k->vals[a].buf;
-        }
-    }
-    return -1;
-}
-
 /* Whether the kernel keeps an int16 copy of buffer b (a16_<b>, its bound a16m_<b>). */
 static bool has_a16(const emitter *e, int b)
 {
     const kir_kernel *k = e->k;
+    if (b < 0) return false;
     const kir_buffer *kb = &k->bufs[b];
-    if (b < 0 || kb->type != SMELT_F32 || kb->workgroup || kb->written || kb->numel < 1 || kb->numel > A16_MAX ||
+    if (kb->type != SMELT_F32 || kb->workgroup || kb->written || kb->numel < 1 || kb->numel > A16_MAX ||
         (e->alias && e->alias[b] >= 0))
         return false;
     for (int i = 0; i < k->n_stmts; i++)
-        if (k->stmts[i].kind == KS_LOOP_BEGIN && k->stmts[i].gemm && gemm_int8_a(k, i) == b) return true;
+        if (k->stmts[i].kind == KS_LOOP_BEGIN && k->stmts[i].gemm && emit_gemm_int8_a(k, i) == b) return true;
     return false;
 }
 

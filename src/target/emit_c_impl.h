@@ -92,6 +92,8 @@ int emit_put_gemm(emitter *e, int i, int ind);
 void emit_put_gemm_helpers(strbuf *sb, const char *body);
 /* The distinct <mr>x<nr> shapes (at most max) of the calls tok<mr>x<nr>( in body. */
 int emit_gemm_shapes(const char *body, const char *tok, int seen[][2], int max);
+/* The A buffer of the gemm loop at statement i when its B is 8-bit panels, else -1. */
+int emit_gemm_int8_a(const kir_kernel *k, int i);
 /* emit_c_gemm_int8.c: whether gemm operand *v is float(load) + offset of an
  * 8-bit buffer (8-bit panels, ops/gemm_int8.c): then *v becomes the load, with
  * its dtype and the offset; and the helpers for those loops `body` calls. */
