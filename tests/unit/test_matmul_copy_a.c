@@ -79,7 +79,7 @@ static int check_projection(const proj_case *pc)
 TEST(matmul_copies_a_transposed_a_once_for_its_column_units)
 {
     static const proj_case cases[] = {
-        {1, 1, 7, 5, 600, true},     /* one head, N past 512: column units of one row unit */
+        {1, 1, 17, 5, 600, true},    /* one head, N past 512: column units of one row unit */
         {2, 3, 13, 5, 37, true},     /* batch 2, 3 heads: 2 row units, N split in 3 panels */
         {1, 12, 20, 8, 96, true},    /* 12 heads, M past a row block with a tail */
         {1, 4, 150, 16, 200, true},  /* M past a row unit of 24 blocks: 2 row units */
