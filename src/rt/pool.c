@@ -41,7 +41,13 @@
  * run into a small table keyed by the kernel's function, and a run whose
  * predicted serial time is under POOL_INLINE_NS runs inline. A kernel not yet
  * timed is spread: a wrong guess that way costs one wake, the other way a lost
- * speed-up.
+ * speed-up. Where no worker sleeps (they spin for the next run, as within a
+ * model's run) a hand-off costs no wake, only a few shared cache lines and the
+ * wait for the last workgroup (0.35-0.4 us here: 4 workgroups of 0.25-1 us
+ * took 0.89-2.35 us spread against 1.1-4.1 us inline), so the bar is then
+ * POOL_INLINE_AWAKE_NS. silero_encoder_v5's three small convolutions (4
+ * workgroups, 8-15 us) were inline at 2 threads; spread, its run went 0.111
+ * -> 0.095 ms.
  */
 #include "rt/rt.h"
 
@@ -63,6 +69,9 @@
 /* Runs predicted to take less than this on one thread run inline: about twice
  * a wake of sleeping workers, so inlining costs at most half of it. */
 #define POOL_INLINE_NS 20000.0
+/* The same while every worker is awake: about ten hand-offs, so spreading
+ * such a run costs at most a tenth of it where the worker does not come. */
+#define POOL_INLINE_AWAKE_NS 4000.0
 /* Kernels timed, direct-mapped by function address (a collision forgets the
  * older one: it is timed again, spread). */
 #define POOL_COSTS 256
@@ -127,17 +136,18 @@ static void cost_note(rt_pool *p, rt_kernel_fn fn, int64_t n_wg, double ns)
     else c->ns_per_wg = 0.75 * c->ns_per_wg + 0.25 * x;
 }
 
-/* Whether every job has been timed and together they are worth less than a
- * wake. */
+/* Whether every job has been timed and together they are worth less than
+ * handing them to the workers: a wake where one sleeps, else a hand-off. */
 static bool cheap_run(rt_pool *p, const rt_job *jobs, int n_jobs)
 {
+    double limit = atomic_load_explicit(&p->sleepers, memory_order_relaxed) > 0 ? POOL_INLINE_NS : POOL_INLINE_AWAKE_NS;
     double ns = 0;
     for (int j = 0; j < n_jobs; j++) {
         if (jobs[j].n_workgroups <= 0) continue;
         const pool_cost *c = cost_slot(p, jobs[j].fn);
         if (c->fn != jobs[j].fn) return false;
         ns += c->ns_per_wg * (double)jobs[j].n_workgroups;
-        if (ns >= POOL_INLINE_NS) return false;
+        if (ns >= limit) return false;
     }
     return true;
 }

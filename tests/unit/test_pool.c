@@ -163,6 +163,56 @@ static void note_thread_costly(int64_t wg, void *const *bufs)
     }
 }
 
+/* note_thread, then 1.5 us of work: 6 workgroups (9 us) are worth more
+ * than a hand-off to a spinning worker and less than a wake of a sleeping one. */
+static void note_thread_mid(int64_t wg, void *const *bufs)
+{
+    note_thread(wg, bufs);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (seconds_since(&t0) < 1.5e-6) {
+    }
+}
+
+/* Such a run is spread right after a run the worker joined (it spins for the
+ * next) and stays on the caller once the worker sleeps. Each side is tried
+ * a few times: the scheduler may hold the caller past the worker's spin, or
+ * stretch a timed workgroup. */
+TEST(rt_pool_spreads_mid_runs_to_spinning_workers_only)
+{
+    caller_thread = pthread_self();
+    rt_pool *p = rt_pool_new(2);
+    CHECK(p != NULL);
+    if (!p) return;
+    atomic_store(&wait_mode, 0);
+    for (int i = 0; i < 4; i++) rt_pool_run(p, note_thread_mid, 6, NULL);
+    bool spread_awake = false, inline_asleep = false;
+    for (int a = 0; a < 20 && !spread_awake; a++) {
+        atomic_store(&wait_mode, 1); /* the worker joins this one */
+        atomic_store(&ran_elsewhere, 0);
+        atomic_store(&waited_out, 0);
+        rt_pool_run(p, note_thread_costly, 1000, NULL);
+        CHECK(!atomic_load(&waited_out));
+        atomic_store(&wait_mode, 0);
+        int64_t before = rt_pool_spread_runs(p);
+        rt_pool_run(p, note_thread_mid, 6, NULL);
+        spread_awake = rt_pool_spread_runs(p) > before;
+    }
+    CHECK(spread_awake);
+    for (int a = 0; a < 20 && !inline_asleep; a++) {
+        int64_t sleeps = rt_pool_sleeps(p);
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        while (rt_pool_sleeps(p) == sleeps && seconds_since(&t0) < 2.0) sleep_ms(1);
+        int64_t before = rt_pool_spread_runs(p);
+        atomic_store(&ran_elsewhere, 0);
+        rt_pool_run(p, note_thread_mid, 6, NULL);
+        inline_asleep = rt_pool_spread_runs(p) == before && !atomic_load(&ran_elsewhere);
+    }
+    CHECK(inline_asleep);
+    rt_pool_free(p);
+}
+
 /* Workers that have slept (idle longer than they spin) are woken by the next
  * run: each run waits in workgroup 0 until another thread has run one. */
 TEST(rt_pool_wakes_parked_workers)
