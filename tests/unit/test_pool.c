@@ -153,6 +153,57 @@ TEST(rt_pool_runs_tiny_kernels_inline_and_spreads_costly_runs)
 }
 
 
+/* The first workgroup a thread other than the caller ran; workgroup 0 (the
+ * caller's first) waits for it, up to 2 s. */
+static _Atomic int64_t first_elsewhere;
+
+static void note_first_elsewhere(int64_t wg, void *const *bufs)
+{
+    if (!pthread_equal(pthread_self(), caller_thread)) {
+        int64_t none = -1;
+        atomic_compare_exchange_strong(&first_elsewhere, &none, wg);
+    }
+    note_thread(wg, bufs);
+    atomic_fetch_add(&hits[wg], 1);
+}
+
+/* Each thread starts on its own contiguous share (so it runs the same
+ * workgroups run after run): while the caller holds workgroup 0, a worker's
+ * first workgroup is the first of its share, not the next after the
+ * caller's. Shares differ by at most one workgroup, the larger first. */
+TEST(rt_pool_threads_start_on_their_own_shares)
+{
+    caller_thread = pthread_self();
+    static const int threads[] = {2, 3};
+    static const int64_t sizes[] = {2, 9, 10, 64};
+    for (int t = 0; t < 2; t++)
+        for (int s = 0; s < 4; s++) {
+            rt_pool *p = rt_pool_new(threads[t]); /* a new pool: the kernel is not timed, so spread */
+            CHECK(p != NULL);
+            if (!p) continue;
+            int64_t n = sizes[s];
+            for (int i = 0; i < 5000; i++) atomic_store(&hits[i], 0);
+            atomic_store(&first_elsewhere, -1);
+            atomic_store(&ran_elsewhere, 0);
+            atomic_store(&waited_out, 0);
+            atomic_store(&wait_mode, 1);
+            rt_pool_run(p, note_first_elsewhere, n, NULL);
+            atomic_store(&wait_mode, 0);
+            CHECK(!atomic_load(&waited_out));
+            int64_t first = atomic_load(&first_elsewhere), start = 0;
+            bool at_start = false;
+            for (int i = 1; i < threads[t]; i++) {
+                start += n / threads[t] + (i - 1 < n % threads[t]);
+                at_start |= first == start;
+            }
+            CHECK(at_start);
+            int bad = 0;
+            for (int64_t i = 0; i < 5000; i++) bad += atomic_load(&hits[i]) != (i < n);
+            CHECK_EQ_INT(bad, 0);
+            rt_pool_free(p);
+        }
+}
+
 /* note_thread, then 2 us of work: 1000 workgroups are always worth a wake. */
 static void note_thread_costly(int64_t wg, void *const *bufs)
 {
