@@ -1,17 +1,20 @@
 /* The thread pool (rt/pool.c): every workgroup of every job runs once, at
  * every thread count; tiny kernels stay on the caller; sleeping workers are
  * woken; a worker that never joins a run is not waited for; pools are run
- * from several threads. */
+ * from several threads; a program computes the same at 1, 2 and 3 threads. */
 #include <dirent.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "fuse_cases.h"
 #include "rt/rt.h"
 #include "test.h"
 
@@ -471,4 +474,77 @@ TEST(rt_pool_runs_from_several_threads)
     rt_pool_free(own[0]);
     rt_pool_free(own[1]);
     rt_pool_free(shared);
+}
+
+/* Relu(x @ W + b) -> Softmax over rows, and the sum of all of it: a packed
+ * GEMM of a few column units, rows of a softmax (5, fewer than 3 threads
+ * times 2), a reduction to one value (one workgroup). Each program runs 40
+ * times, so the pool times its kernels and moves runs between inline and
+ * spread; every run at every thread count gives the same bits, and they match
+ * a double reference. */
+#define MT_ROWS 5
+#define MT_K 37
+#define MT_N 29
+
+TEST(rt_pool_programs_compute_the_same_at_1_2_and_3_threads)
+{
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(2, MT_ROWS, MT_K));
+    int w = constant(g, "w", shp(2, MT_K, MT_N), 0.125f, -0.02f), b = constant(g, "b", shp(1, MT_N), 0.5f, 0.05f);
+    int h = op1(g, "h", OP_Relu, op2(g, "a", OP_Add, op2(g, "mm", OP_MatMul, x, w), b));
+    int ys[2] = {op1(g, "softmax", OP_Softmax, h), op1(g, "sum", OP_ReduceSum, h)};
+    ir_graph_set_io(g, 1, &x, 2, ys);
+    const float *wv = g->tensors[w].data, *bv = g->tensors[b].data;
+    float xd[MT_ROWS * MT_K];
+    for (int i = 0; i < MT_ROWS * MT_K; i++) xd[i] = (float)((i * 31 + 7) % 29 - 14) / 9.0f;
+    double ref[MT_ROWS * MT_N], ref_sum = 0;
+    for (int r = 0; r < MT_ROWS; r++) {
+        double hr[MT_N], mx = 0, z = 0;
+        for (int j = 0; j < MT_N; j++) {
+            double acc = bv[j];
+            for (int k = 0; k < MT_K; k++) acc += (double)xd[r * MT_K + k] * wv[k * MT_N + j];
+            hr[j] = acc > 0 ? acc : 0;
+            ref_sum += hr[j];
+            mx = hr[j] > mx ? hr[j] : mx;
+        }
+        for (int j = 0; j < MT_N; j++) z += exp(hr[j] - mx);
+        for (int j = 0; j < MT_N; j++) ref[r * MT_N + j] = exp(hr[j] - mx) / z;
+    }
+    smelt_model *m = NULL;
+    CHECK_EQ_INT(program_model_wrap(g, &m), SMELT_OK);
+    if (!m) return;
+    float first[MT_ROWS * MT_N + 1];
+    bool have_first = false;
+    for (int threads = 1; threads <= 3; threads++) {
+        smelt_options opt;
+        smelt_options_init(&opt);
+        opt.threads = threads;
+        smelt_program *p = NULL;
+        CHECK_EQ_INT(smelt_program_compile(m, &opt, 0, NULL, &p), SMELT_OK);
+        if (!p) continue;
+        smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {MT_ROWS, MT_K}, .data = xd};
+        int differ = 0, far = 0;
+        for (int r = 0; r < 40; r++) {
+            smelt_tensor y, s;
+            CHECK_EQ_INT(smelt_program_run(p, 1, &in), SMELT_OK);
+            CHECK_EQ_INT(smelt_program_output(p, 0, &y), SMELT_OK);
+            CHECK_EQ_INT(smelt_program_output(p, 1, &s), SMELT_OK);
+            if (!y.data || !s.data) break;
+            float got[MT_ROWS * MT_N + 1];
+            memcpy(got, y.data, sizeof(float) * MT_ROWS * MT_N);
+            got[MT_ROWS * MT_N] = *(const float *)s.data;
+            if (!have_first) {
+                memcpy(first, got, sizeof got);
+                have_first = true;
+                far += count_far(got, ref, MT_ROWS * MT_N, 1e-5, threads);
+                far += fabs(got[MT_ROWS * MT_N] - ref_sum) > 1e-5 * fabs(ref_sum);
+            }
+            differ += memcmp(got, first, sizeof got) != 0;
+        }
+        CHECK_EQ_INT(differ, 0);
+        CHECK_EQ_INT(far, 0);
+        smelt_program_free(p);
+    }
+    CHECK(have_first);
+    smelt_model_free(m);
 }
