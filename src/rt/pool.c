@@ -12,7 +12,9 @@
  * one inside); a worker that sees it joins by raising the count (a
  * compare-and-swap that fails once the run is closed or replaced), takes
  * chunks of workgroup indices until they run out, and leaves by lowering the
- * count.
+ * count. The caller works too; when the workgroups run out it closes the run
+ * and waits only for the workers inside, so none can still be reading the job
+ * when the next run replaces it.
  *
  * The workgroups are cut into one contiguous share per thread (the caller's
  * first), each with its own counter on its own cache line. A thread takes
@@ -20,10 +22,8 @@
  * thread comes, each runs the same workgroups run after run, and the weights
  * and rows they read stay in its own core's cache; one shared counter handed
  * them out in whatever order the threads got there, and moved its cache line
- * between the cores at every chunk. silero_encoder_v5 at 2 threads: 0.095 ->
- * 0.088 ms. The caller works too; when the
- * workgroups run out it closes the run and waits only for the workers inside,
- * so none can still be reading the job when the next run replaces it.
+ * between the cores at every chunk. At 2 threads: silero_encoder_v5 0.095 ->
+ * 0.088 ms, oww_melspec 0.0485 -> 0.0440, gpt 1.50 -> 1.41.
  *
  * A worker that is late, asleep or preempted (this machine is shared, and a
  * woken thread may wait a scheduler tick for a core) never joins: its share
