@@ -11,10 +11,19 @@
  * workers inside. The caller writes the job, then a new generation (open, no
  * one inside); a worker that sees it joins by raising the count (a
  * compare-and-swap that fails once the run is closed or replaced), takes
- * chunks of workgroup indices from the shared counter `next` until they run
- * out, and leaves by lowering the count. The caller works too; when the
- * workgroups run out it closes the run and waits only for the workers inside,
- * so none can still be reading the job when the next run replaces it.
+ * chunks of workgroup indices until they run out, and leaves by lowering the
+ * count. The caller works too; when the workgroups run out it closes the run
+ * and waits only for the workers inside, so none can still be reading the job
+ * when the next run replaces it.
+ *
+ * The workgroups are cut into one contiguous share per thread (the caller's
+ * first), each with its own counter on its own cache line. A thread takes
+ * chunks from its own share, then from the others' in turn. So where every
+ * thread comes, each runs the same workgroups run after run, and the weights
+ * and rows they read stay in its own core's cache; one shared counter handed
+ * them out in whatever order the threads got there, and moved its cache line
+ * between the cores at every chunk. At 2 threads: silero_encoder_v5 0.095 ->
+ * 0.088 ms, oww_melspec 0.0485 -> 0.0440, gpt 1.50 -> 1.41.
  *
  * A worker that is late, asleep or preempted (this machine is shared, and a
  * woken thread may wait a scheduler tick for a core) never joins: its share
@@ -41,7 +50,13 @@
  * run into a small table keyed by the kernel's function, and a run whose
  * predicted serial time is under POOL_INLINE_NS runs inline. A kernel not yet
  * timed is spread: a wrong guess that way costs one wake, the other way a lost
- * speed-up.
+ * speed-up. Where no worker sleeps (they spin for the next run, as within a
+ * model's run) a hand-off costs no wake, only a few shared cache lines and the
+ * wait for the last workgroup (0.35-0.4 us here: 4 workgroups of 0.25-1 us
+ * took 0.89-2.35 us spread against 1.1-4.1 us inline), so the bar is then
+ * POOL_INLINE_AWAKE_NS. silero_encoder_v5's three small convolutions (4
+ * workgroups, 8-15 us) were inline at 2 threads; spread, its run went 0.111
+ * -> 0.095 ms.
  */
 #include "rt/rt.h"
 
@@ -63,6 +78,9 @@
 /* Runs predicted to take less than this on one thread run inline: about twice
  * a wake of sleeping workers, so inlining costs at most half of it. */
 #define POOL_INLINE_NS 20000.0
+/* The same while every worker is awake: about ten hand-offs, so spreading
+ * such a run costs at most a tenth of it where the worker does not come. */
+#define POOL_INLINE_AWAKE_NS 4000.0
 /* Kernels timed, direct-mapped by function address (a collision forgets the
  * older one: it is timed again, spread). */
 #define POOL_COSTS 256
@@ -78,14 +96,26 @@ typedef struct run_time {
     _Atomic int64_t ns, wgs;
 } run_time;
 
+/* One thread's share of a run: workgroups [next, end) not yet taken. */
+typedef struct pool_share {
+    _Alignas(64) _Atomic int64_t next;
+    int64_t end;
+} pool_share;
+
 typedef struct pool_cost {
     rt_kernel_fn fn;
     double ns_per_wg; /* running mean, the latest sample weighted 1/4 */
 } pool_cost;
 
+typedef struct pool_worker {
+    rt_pool *p;
+    int index; /* its share; the caller's is 0 */
+} pool_worker;
+
 struct rt_pool {
     int n_threads; /* workers + the calling thread */
     pthread_t *workers;
+    pool_worker *worker_args;
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
     _Atomic uint64_t run;
@@ -94,10 +124,10 @@ struct rt_pool {
     _Atomic int64_t sleeps; /* times a worker went to sleep */
     /* The current run, written before its generation is published and read
      * only by workers inside it. */
-    const rt_job *jobs;  /* with workgroups; they sum to n_wg */
-    run_time *times;     /* per job */
-    int64_t n_wg, chunk; /* workgroups of all jobs */
-    _Atomic int64_t next;
+    const rt_job *jobs; /* those with workgroups */
+    run_time *times;    /* per job */
+    int64_t chunk;
+    pool_share *shares; /* n_threads, covering the workgroups of all jobs */
     /* Read and written by the calling thread only (runs are serialized). */
     pool_cost costs[POOL_COSTS];
     uint64_t gen, inline_runs, spread_runs;
@@ -127,17 +157,18 @@ static void cost_note(rt_pool *p, rt_kernel_fn fn, int64_t n_wg, double ns)
     else c->ns_per_wg = 0.75 * c->ns_per_wg + 0.25 * x;
 }
 
-/* Whether every job has been timed and together they are worth less than a
- * wake. */
+/* Whether every job has been timed and together they are worth less than
+ * handing them to the workers: a wake where one sleeps, else a hand-off. */
 static bool cheap_run(rt_pool *p, const rt_job *jobs, int n_jobs)
 {
+    double limit = atomic_load_explicit(&p->sleepers, memory_order_relaxed) > 0 ? POOL_INLINE_NS : POOL_INLINE_AWAKE_NS;
     double ns = 0;
     for (int j = 0; j < n_jobs; j++) {
         if (jobs[j].n_workgroups <= 0) continue;
         const pool_cost *c = cost_slot(p, jobs[j].fn);
         if (c->fn != jobs[j].fn) return false;
         ns += c->ns_per_wg * (double)jobs[j].n_workgroups;
-        if (ns >= POOL_INLINE_NS) return false;
+        if (ns >= limit) return false;
     }
     return true;
 }
@@ -174,12 +205,19 @@ static void run_range(run_time *times, const rt_job *jobs, int64_t lo, int64_t h
     }
 }
 
-static void take_workgroups(rt_pool *p, run_time *times, const rt_job *jobs, int64_t n, int64_t chunk)
+/* Thread `self` takes chunks of its own share, then of the others'. A take
+ * past a share's end finds it empty (its counter only grows, by at most one
+ * chunk per thread beyond the end). */
+static void take_workgroups(rt_pool *p, int self, run_time *times, const rt_job *jobs, int64_t chunk)
 {
-    for (;;) {
-        int64_t lo = atomic_fetch_add_explicit(&p->next, chunk, memory_order_relaxed);
-        if (lo >= n) return;
-        run_range(times, jobs, lo, lo + chunk < n ? lo + chunk : n);
+    for (int k = 0; k < p->n_threads; k++) {
+        pool_share *s = &p->shares[(self + k) % p->n_threads];
+        int64_t end = s->end;
+        for (;;) {
+            int64_t lo = atomic_fetch_add_explicit(&s->next, chunk, memory_order_relaxed);
+            if (lo >= end) break;
+            run_range(times, jobs, lo, lo + chunk < end ? lo + chunk : end);
+        }
     }
 }
 
@@ -216,7 +254,8 @@ static uint64_t await_run(rt_pool *p, uint64_t seen)
 
 static void *worker_main(void *arg)
 {
-    rt_pool *p = arg;
+    rt_pool *p = ((pool_worker *)arg)->p;
+    int self = ((pool_worker *)arg)->index;
     uint64_t seen = 0;
     for (;;) {
         uint64_t w = await_run(p, seen);
@@ -231,7 +270,7 @@ static void *worker_main(void *arg)
                 break;
             }
         if (!joined) continue;
-        take_workgroups(p, p->times, p->jobs, p->n_wg, p->chunk);
+        take_workgroups(p, self, p->times, p->jobs, p->chunk);
         uint64_t left = atomic_fetch_sub_explicit(&p->run, 1, memory_order_release);
         if ((left & RUN_CLOSED) && (left & RUN_INSIDE) == 1) {
             /* The last one out of a closed run: the caller may be asleep on
@@ -253,9 +292,21 @@ rt_pool *rt_pool_new(int n_threads)
     rt_pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->n_threads = n_threads;
-    if (n_threads > 1 && !(p->workers = calloc((size_t)n_threads - 1, sizeof(pthread_t)))) {
+    p->shares = aligned_alloc(_Alignof(pool_share), sizeof(pool_share) * (size_t)n_threads);
+    if (n_threads > 1) {
+        p->workers = calloc((size_t)n_threads - 1, sizeof(pthread_t));
+        p->worker_args = calloc((size_t)n_threads - 1, sizeof(pool_worker));
+    }
+    if (!p->shares || (n_threads > 1 && (!p->workers || !p->worker_args))) {
+        free(p->shares);
+        free(p->workers);
+        free(p->worker_args);
         free(p);
         return NULL;
+    }
+    for (int i = 0; i < n_threads; i++) {
+        atomic_init(&p->shares[i].next, 0);
+        p->shares[i].end = 0;
     }
     /* generation 0, closed: a worker's first wait spins POOL_SPIN_NS, not for
      * as long as the pool goes unused */
@@ -263,12 +314,14 @@ rt_pool *rt_pool_new(int n_threads)
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->done, NULL);
-    for (int i = 0; i < n_threads - 1; i++)
-        if (pthread_create(&p->workers[i], NULL, worker_main, p) != 0) {
+    for (int i = 0; i < n_threads - 1; i++) {
+        p->worker_args[i] = (pool_worker){p, i + 1};
+        if (pthread_create(&p->workers[i], NULL, worker_main, &p->worker_args[i]) != 0) {
             p->n_threads = i + 1; /* free exactly the workers that started */
             rt_pool_free(p);
             return NULL;
         }
+    }
     return p;
 }
 
@@ -284,6 +337,8 @@ void rt_pool_free(rt_pool *p)
     pthread_cond_destroy(&p->wake);
     pthread_mutex_destroy(&p->mu);
     free(p->workers);
+    free(p->worker_args);
+    free(p->shares);
     free(p);
 }
 
@@ -344,9 +399,16 @@ void rt_pool_run_jobs(rt_pool *p, const rt_job *jobs, int n_jobs)
     p->spread_runs++;
     p->jobs = live;
     p->times = times;
-    p->n_wg = n;
     p->chunk = chunk;
-    atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+    /* Shares as even as whole workgroups allow, the larger ones first: the
+     * caller, who starts at once, has one of them. */
+    int64_t base = n / p->n_threads, extra = n % p->n_threads, lo = 0;
+    for (int t = 0; t < p->n_threads; t++) {
+        int64_t size = base + (t < extra);
+        atomic_store_explicit(&p->shares[t].next, lo, memory_order_relaxed);
+        p->shares[t].end = lo + size;
+        lo += size;
+    }
     p->gen = (p->gen + 1) & 0xffffffffu;
     if (!p->gen) p->gen = 1; /* 0 is the generation workers start from */
     atomic_store(&p->run, p->gen << 32);
@@ -356,7 +418,7 @@ void rt_pool_run_jobs(rt_pool *p, const rt_job *jobs, int n_jobs)
         pthread_mutex_unlock(&p->mu);
     }
 
-    take_workgroups(p, times, live, n, chunk);
+    take_workgroups(p, 0, times, live, chunk);
 
     /* Close the run: workers not inside now never join it. Wait for those inside. */
     if (atomic_fetch_or_explicit(&p->run, RUN_CLOSED, memory_order_acq_rel) & RUN_INSIDE) {

@@ -132,10 +132,12 @@ int64_t rt_pool_spread_runs(const rt_pool *p);
 /* How many times a worker has gone to sleep (idle past its spin after a run
  * closed); a run that finds one asleep waits for a wake. */
 int64_t rt_pool_sleeps(rt_pool *p);
-/* Workgroups are handed out dynamically in chunks, in no particular order.
+/* Workgroups are handed out dynamically in chunks: each thread takes from a
+ * contiguous share of its own first (the caller's the lowest), then from the
+ * others'; in no order across threads.
  * With one thread or one workgroup, or when the pool has timed the kernels
- * and they are worth less than a wake of the workers, runs inline in the
- * caller. Not reentrant:
+ * and they are worth less than a wake of the workers (where one sleeps) or a
+ * hand-off to them (where all spin), runs inline in the caller. Not reentrant:
  * callers serialize runs on one pool (fn must not call rt_pool_run on it). */
 void rt_pool_run(rt_pool *p, rt_kernel_fn fn, int64_t n_workgroups, void *const *bufs);
 /* Several kernels' workgroups in one run: the workgroups of all jobs are

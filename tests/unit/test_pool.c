@@ -1,17 +1,20 @@
 /* The thread pool (rt/pool.c): every workgroup of every job runs once, at
  * every thread count; tiny kernels stay on the caller; sleeping workers are
  * woken; a worker that never joins a run is not waited for; pools are run
- * from several threads. */
+ * from several threads; a program computes the same at 1, 2 and 3 threads. */
 #include <dirent.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "fuse_cases.h"
 #include "rt/rt.h"
 #include "test.h"
 
@@ -153,6 +156,57 @@ TEST(rt_pool_runs_tiny_kernels_inline_and_spreads_costly_runs)
 }
 
 
+/* The first workgroup a thread other than the caller ran; workgroup 0 (the
+ * caller's first) waits for it, up to 2 s. */
+static _Atomic int64_t first_elsewhere;
+
+static void note_first_elsewhere(int64_t wg, void *const *bufs)
+{
+    if (!pthread_equal(pthread_self(), caller_thread)) {
+        int64_t none = -1;
+        atomic_compare_exchange_strong(&first_elsewhere, &none, wg);
+    }
+    note_thread(wg, bufs);
+    atomic_fetch_add(&hits[wg], 1);
+}
+
+/* Each thread starts on its own contiguous share (so it runs the same
+ * workgroups run after run): while the caller holds workgroup 0, a worker's
+ * first workgroup is the first of its share, not the next after the
+ * caller's. Shares differ by at most one workgroup, the larger first. */
+TEST(rt_pool_threads_start_on_their_own_shares)
+{
+    caller_thread = pthread_self();
+    static const int threads[] = {2, 3};
+    static const int64_t sizes[] = {2, 9, 10, 64};
+    for (int t = 0; t < 2; t++)
+        for (int s = 0; s < 4; s++) {
+            rt_pool *p = rt_pool_new(threads[t]); /* a new pool: the kernel is not timed, so spread */
+            CHECK(p != NULL);
+            if (!p) continue;
+            int64_t n = sizes[s];
+            for (int i = 0; i < 5000; i++) atomic_store(&hits[i], 0);
+            atomic_store(&first_elsewhere, -1);
+            atomic_store(&ran_elsewhere, 0);
+            atomic_store(&waited_out, 0);
+            atomic_store(&wait_mode, 1);
+            rt_pool_run(p, note_first_elsewhere, n, NULL);
+            atomic_store(&wait_mode, 0);
+            CHECK(!atomic_load(&waited_out));
+            int64_t first = atomic_load(&first_elsewhere), start = 0;
+            bool at_start = false;
+            for (int i = 1; i < threads[t]; i++) {
+                start += n / threads[t] + (i - 1 < n % threads[t]);
+                at_start |= first == start;
+            }
+            CHECK(at_start);
+            int bad = 0;
+            for (int64_t i = 0; i < 5000; i++) bad += atomic_load(&hits[i]) != (i < n);
+            CHECK_EQ_INT(bad, 0);
+            rt_pool_free(p);
+        }
+}
+
 /* note_thread, then 2 us of work: 1000 workgroups are always worth a wake. */
 static void note_thread_costly(int64_t wg, void *const *bufs)
 {
@@ -161,6 +215,58 @@ static void note_thread_costly(int64_t wg, void *const *bufs)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     while (seconds_since(&t0) < 2e-6) {
     }
+}
+
+/* note_thread, then 1 us of work: 6 workgroups (6 us, up to ~15 where
+ * sanitizers slow the clock and the atomics) are worth more than a hand-off
+ * to a spinning worker and less than a wake of a sleeping one. */
+static void note_thread_mid(int64_t wg, void *const *bufs)
+{
+    note_thread(wg, bufs);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (seconds_since(&t0) < 1e-6) {
+    }
+}
+
+/* Such a run is spread right after a run the worker joined (it spins for the
+ * next) and stays on the caller once the worker sleeps. Each side is tried
+ * up to 50 times: the scheduler may hold the caller past the worker's spin,
+ * or stretch a timed workgroup (the pool's mean forgets a quarter of it per
+ * spread run). */
+TEST(rt_pool_spreads_mid_runs_to_spinning_workers_only)
+{
+    caller_thread = pthread_self();
+    rt_pool *p = rt_pool_new(2);
+    CHECK(p != NULL);
+    if (!p) return;
+    atomic_store(&wait_mode, 0);
+    for (int i = 0; i < 4; i++) rt_pool_run(p, note_thread_mid, 6, NULL);
+    bool spread_awake = false, inline_asleep = false;
+    for (int a = 0; a < 50 && !spread_awake; a++) {
+        atomic_store(&wait_mode, 1); /* the worker joins this one */
+        atomic_store(&ran_elsewhere, 0);
+        atomic_store(&waited_out, 0);
+        rt_pool_run(p, note_thread_costly, 1000, NULL);
+        CHECK(!atomic_load(&waited_out));
+        atomic_store(&wait_mode, 0);
+        int64_t before = rt_pool_spread_runs(p);
+        rt_pool_run(p, note_thread_mid, 6, NULL);
+        spread_awake = rt_pool_spread_runs(p) > before;
+    }
+    CHECK(spread_awake);
+    for (int a = 0; a < 50 && !inline_asleep; a++) {
+        int64_t sleeps = rt_pool_sleeps(p);
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        while (rt_pool_sleeps(p) == sleeps && seconds_since(&t0) < 2.0) sleep_ms(1);
+        int64_t before = rt_pool_spread_runs(p);
+        atomic_store(&ran_elsewhere, 0);
+        rt_pool_run(p, note_thread_mid, 6, NULL);
+        inline_asleep = rt_pool_spread_runs(p) == before && !atomic_load(&ran_elsewhere);
+    }
+    CHECK(inline_asleep);
+    rt_pool_free(p);
 }
 
 /* Workers that have slept (idle longer than they spin) are woken by the next
@@ -370,4 +476,77 @@ TEST(rt_pool_runs_from_several_threads)
     rt_pool_free(own[0]);
     rt_pool_free(own[1]);
     rt_pool_free(shared);
+}
+
+/* Relu(x @ W + b) -> Softmax over rows, and the sum of all of it: a packed
+ * GEMM of a few column units, rows of a softmax (5, fewer than 3 threads
+ * times 2), a reduction to one value (one workgroup). Each program runs 40
+ * times, so the pool times its kernels and moves runs between inline and
+ * spread; every run at every thread count gives the same bits, and they match
+ * a double reference. */
+#define MT_ROWS 5
+#define MT_K 37
+#define MT_N 29
+
+TEST(rt_pool_programs_compute_the_same_at_1_2_and_3_threads)
+{
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(2, MT_ROWS, MT_K));
+    int w = constant(g, "w", shp(2, MT_K, MT_N), 0.125f, -0.02f), b = constant(g, "b", shp(1, MT_N), 0.5f, 0.05f);
+    int h = op1(g, "h", OP_Relu, op2(g, "a", OP_Add, op2(g, "mm", OP_MatMul, x, w), b));
+    int ys[2] = {op1(g, "softmax", OP_Softmax, h), op1(g, "sum", OP_ReduceSum, h)};
+    ir_graph_set_io(g, 1, &x, 2, ys);
+    const float *wv = g->tensors[w].data, *bv = g->tensors[b].data;
+    float xd[MT_ROWS * MT_K];
+    for (int i = 0; i < MT_ROWS * MT_K; i++) xd[i] = (float)((i * 31 + 7) % 29 - 14) / 9.0f;
+    double ref[MT_ROWS * MT_N], ref_sum = 0;
+    for (int r = 0; r < MT_ROWS; r++) {
+        double hr[MT_N], mx = 0, z = 0;
+        for (int j = 0; j < MT_N; j++) {
+            double acc = bv[j];
+            for (int k = 0; k < MT_K; k++) acc += (double)xd[r * MT_K + k] * wv[k * MT_N + j];
+            hr[j] = acc > 0 ? acc : 0;
+            ref_sum += hr[j];
+            mx = hr[j] > mx ? hr[j] : mx;
+        }
+        for (int j = 0; j < MT_N; j++) z += exp(hr[j] - mx);
+        for (int j = 0; j < MT_N; j++) ref[r * MT_N + j] = exp(hr[j] - mx) / z;
+    }
+    smelt_model *m = NULL;
+    CHECK_EQ_INT(program_model_wrap(g, &m), SMELT_OK);
+    if (!m) return;
+    float first[MT_ROWS * MT_N + 1];
+    bool have_first = false;
+    for (int threads = 1; threads <= 3; threads++) {
+        smelt_options opt;
+        smelt_options_init(&opt);
+        opt.threads = threads;
+        smelt_program *p = NULL;
+        CHECK_EQ_INT(smelt_program_compile(m, &opt, 0, NULL, &p), SMELT_OK);
+        if (!p) continue;
+        smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {MT_ROWS, MT_K}, .data = xd};
+        int differ = 0, far = 0;
+        for (int r = 0; r < 40; r++) {
+            smelt_tensor y, s;
+            CHECK_EQ_INT(smelt_program_run(p, 1, &in), SMELT_OK);
+            CHECK_EQ_INT(smelt_program_output(p, 0, &y), SMELT_OK);
+            CHECK_EQ_INT(smelt_program_output(p, 1, &s), SMELT_OK);
+            if (!y.data || !s.data) break;
+            float got[MT_ROWS * MT_N + 1];
+            memcpy(got, y.data, sizeof(float) * MT_ROWS * MT_N);
+            got[MT_ROWS * MT_N] = *(const float *)s.data;
+            if (!have_first) {
+                memcpy(first, got, sizeof got);
+                have_first = true;
+                far += count_far(got, ref, MT_ROWS * MT_N, 1e-5, threads);
+                far += fabs(got[MT_ROWS * MT_N] - ref_sum) > 1e-5 * fabs(ref_sum);
+            }
+            differ += memcmp(got, first, sizeof got) != 0;
+        }
+        CHECK_EQ_INT(differ, 0);
+        CHECK_EQ_INT(far, 0);
+        smelt_program_free(p);
+    }
+    CHECK(have_first);
+    smelt_model_free(m);
 }
