@@ -79,6 +79,7 @@ smelt_status graph_pack_recurrent_r(ir_graph *g, int64_t cols);
  * GRAPH_PACK_INT8 (8-bit panels, graph_pack_int8) or'ed. */
 #define GRAPH_PACK_TRANS 1
 #define GRAPH_PACK_INT8 2
+#define GRAPH_PACK_KPAIRS 4 /* an integer Conv's weight as int16 k-pair rows (ir.h IR_ENC_KPAIRS; nr 0) */
 typedef struct graph_pack_cache {
     void *(*find)(void *user, const void *src, int64_t nr, int form);
     void *(*keep)(void *user, const void *src, int64_t nr, int form, void *data, size_t bytes);
