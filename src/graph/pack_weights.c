@@ -6,7 +6,8 @@
  * Which convolutions run as a GEMM (ops/conv_gemm.c) is decided here, since a
  * packed weight is what sends a Conv there: 2-D, group 1, float32, a constant
  * weight and an input that is not, and a shape class where the GEMM measured
- * faster than the direct form (conv_wants_gemm).
+ * faster than the direct form (conv_wants_gemm). An integer convolution's
+ * weight may become int16 k-pair rows instead (conv_wants_kpairs).
  */
 #include <math.h>
 #include <stdio.h>

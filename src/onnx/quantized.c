@@ -46,7 +46,12 @@
  * behind the float GEMM's loop. The MatMulInteger form is in place
  * (target/emit_c_gemm_int8.c: a kernel converts its float A to int16 once
  * at its start, checked to be integers, and the u8/i8 panel helpers run
- * int16 pairs where max|a| * max|b| * kc <= 2^24); the conv form is not. vpmaddubsw (u8 x s8, 32 products) is exact
+ * int16 pairs where max|a| * max|b| * kc <= 2^24). So is the conv form: a
+ * ConvInteger's float Convs carry IR_ATTR_INT_AMAX (X's bound, the chunks'
+ * guarantee), where their positions go on N the weight becomes int16 k-pair
+ * rows (graph/pack_weights.c), the im2col is written as int16 k-pairs and the
+ * GEMM runs vpmaddwd (ops/conv_gemm.c, target/emit_c_gemm_pairs.c, with
+ * what it measured). vpmaddubsw (u8 x s8, 32 products) is exact
  * only while a pair's sum fits int16, |w - w_zp| <= 64 for x up to 255;
  * every weight of that model spans 121 to 178, so it never applies there.
  */
