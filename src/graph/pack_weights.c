@@ -77,7 +77,15 @@ static int packed_const(ir_graph *g, int t, bool trans, smelt_dtype dt, int32_t 
  * says X holds integers within amax; the weight must hold integers within
  * int16 and amax times each output channel's sum of |w| must stay within
  * 2^24, checked here again, so the int32 sums the microkernel forms equal the
- * float32 ones exactly. */
+ * float32 ones exactly. And at least KPAIRS_MIN_M output channels: the
+ * pair im2col costs about twice the float one per element (its int16
+ * conversion), paid back over M multiply-adds per element at about 1.5-2x
+ * the float GEMM's rate; ddddocr_ocr_quant's 3x3 24 -> 24 convs at 32x80
+ * (M 24) went 0.32-0.38 -> 0.37-0.81 ms, its 48 -> 192 ones 1.30-1.61 ->
+ * 0.91 ms and its 1x1 192 -> 48 ones (M 48) 0.123 -> 0.104 (min of 5
+ * loaded rounds of 20 runs, 1 thread, AVX-512 host). */
+#define KPAIRS_MIN_M 32
+
 static bool conv_wants_kpairs(const ir_graph *g, const ir_node *n, int64_t nr)
 {
     const ir_tensor *x = ir_in(g, n, 0), *w = ir_in(g, n, 1), *y = &g->tensors[n->out[0]];
@@ -88,7 +96,7 @@ static bool conv_wants_kpairs(const ir_graph *g, const ir_node *n, int64_t nr)
     for (int d = 0; d < 4; d++)
         if (x->shape.dim[d] < 1 || y->shape.dim[d] < 1) return false;
     int64_t m = w->shape.dim[0], k = ir_tensor_numel(w) / m, p = y->shape.dim[2] * y->shape.dim[3];
-    if (!graph_conv_on_cols(w->shape.dim[2] * w->shape.dim[3], k, m, p, nr) || !graph_im2col_fits(p, k)) return false;
+    if (m < KPAIRS_MIN_M || !graph_conv_on_cols(w->shape.dim[2] * w->shape.dim[3], k, m, p, nr) || !graph_im2col_fits(p, k)) return false;
     const float *v = w->data;
     for (int64_t r = 0; r < m; r++) {
         double sum = 0;

@@ -129,22 +129,23 @@ static void run_ci(const ci_case *t)
 TEST(conv_pairs_conv_integer_is_exact)
 {
     static const ci_case cases[] = {
-        {3, 8, 8, 16, 3, 1, 1, SMELT_U8, SMELT_U8, 128, 119, true},  /* K 27: odd, the last partner 0 */
-        {4, 16, 8, 19, 3, 2, 1, SMELT_I8, SMELT_I8, -128, 127, true}, /* stride 2, M 19 off the row block */
-        {9, 8, 8, 10, 1, 1, 0, SMELT_U8, SMELT_U8, 255, 0, true},    /* 1x1 K 9 through the pair im2col */
-        {60, 8, 4, 24, 3, 1, 1, SMELT_U8, SMELT_I8, 0, -128, true},  /* K 540: 270 pairs, two KC slices */
+        {3, 8, 8, 32, 3, 1, 1, SMELT_U8, SMELT_U8, 128, 119, true},  /* K 27: odd, the last partner 0 */
+        {4, 16, 8, 35, 3, 2, 1, SMELT_I8, SMELT_I8, -128, 127, true}, /* stride 2, M 35 off the row block */
+        {9, 8, 8, 37, 1, 1, 0, SMELT_U8, SMELT_U8, 255, 0, true},    /* 1x1 K 9 through the pair im2col */
+        {60, 8, 4, 42, 3, 1, 1, SMELT_U8, SMELT_I8, 0, -128, true},  /* K 540: 270 pairs, two KC slices */
         {8, 8, 8, 33, 1, 1, 0, SMELT_I8, SMELT_U8, 127, 255, true},  /* 1x1, M 33: a one-row tail */
+        {3, 8, 8, 24, 3, 1, 1, SMELT_U8, SMELT_U8, 128, 119, false}, /* M 24: the float GEMM (KPAIRS_MIN_M) */
         {3, 8, 8, 8, 3, 1, 1, SMELT_U8, SMELT_U8, 128, 119, false},  /* M 8: stays direct */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_ci(&cases[i]);
 }
 
-/* A float Conv (3x3, 6 -> 16 channels at 8x8, pad 1) with weight values wv(i)
+/* A float Conv (3x3, 6 -> 37 channels at 8x8, pad 1) with weight values wv(i)
  * and, amax > 0, IR_ATTR_INT_AMAX: whether it runs on the k-pairs, and its
  * result against a double reference (exact where the values are integers). */
 static void run_float_conv(int64_t amax, float (*wv)(int64_t), bool pairs)
 {
-    enum { C = 6, H = 8, W = 8, M = 16, K = C * 9 };
+    enum { C = 6, H = 8, W = 8, M = 37, K = C * 9 };
     ir_graph *g = ir_graph_new();
     int x = input(g, "x", shp(4, 1, C, H, W));
     int w = constant(g, "w", shp(4, M, C, 3, 3), 1.0f, 0.0f);
@@ -191,7 +192,7 @@ static void run_float_conv(int64_t amax, float (*wv)(int64_t), bool pairs)
 }
 
 static float w_small(int64_t i) { return (float)((i * 13) % 61 - 30); }     /* 255 * 54 * 30 < 2^24 */
-static float w_large(int64_t i) { return (float)(1200 + (i * 13) % 61); }   /* 255 * 54 * 1200 > 2^24 */
+static float w_large(int64_t i) { return (float)(2000 + (i * 13) % 61); }   /* 255 * 54 * 2000 > 2^24 */
 static float w_frac(int64_t i) { return (float)((i * 13) % 61 - 30) + 0.5f; }
 
 TEST(conv_pairs_only_within_the_bound)
