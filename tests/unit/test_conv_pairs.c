@@ -195,6 +195,33 @@ static float w_small(int64_t i) { return (float)((i * 13) % 61 - 30); }     /* 2
 static float w_large(int64_t i) { return (float)(2000 + (i * 13) % 61); }   /* 255 * 54 * 2000 > 2^24 */
 static float w_frac(int64_t i) { return (float)((i * 13) % 61 - 30) + 0.5f; }
 
+/* A model file's own "smelt.int_amax" on a float Conv is dropped at import: X
+ * here holds fractions, which the k-pairs would truncate. */
+TEST(conv_pairs_not_claimed_by_a_model)
+{
+    mb mbd;
+    mb_init(&mbd, 13);
+    int64_t dx[4] = {1, 8, 8, 8}, dw[4] = {40, 8, 3, 3}, pads[4] = {1, 1, 1, 1};
+    float *w = malloc(sizeof(float) * 40 * 72);
+    for (int i = 0; i < 40 * 72; i++) w[i] = (float)((i * 7) % 11 - 5);
+    mb_input(&mbd, "x", SMELT_F32, 4, dx);
+    init_f32(&mbd, "w", 4, dw, w, 40 * 72);
+    Onnx__NodeProto *n = node_new(&mbd.g, "Conv", "conv", "x,w", "y");
+    pb_attr_ints(n, "pads", 4, pads);
+    pb_attr_int(n, IR_ATTR_INT_AMAX, 255);
+    mb_output(&mbd, "y");
+    ir_graph *g = NULL;
+    CHECK_EQ_INT(mb_load(&mbd, NULL, &g), SMELT_OK);
+    for (int i = 0; g && i < g->n_nodes; i++) CHECK(ir_attr_int(&g->nodes[i], IR_ATTR_INT_AMAX, 0) == 0);
+    smelt_program *p = g ? compile(g, 0) : NULL;
+    CHECK(p != NULL);
+    if (p) CHECK(p->cls[0].source && !strstr(p->cls[0].source, "smelt_gemm_s16p_"));
+    smelt_program_free(p);
+    ir_graph_free(g);
+    pool_free();
+    free(w);
+}
+
 TEST(conv_pairs_only_within_the_bound)
 {
     run_float_conv(255, w_small, true);
