@@ -186,18 +186,23 @@ static void dump_encodings(const ir_graph *g, FILE *f)
     bool any = false;
     for (int t = 0; t < g->n_tensors; t++) {
         const ir_tensor *x = &g->tensors[t];
-        if (x->enc.kind != IR_ENC_PANELS) continue;
+        if (x->enc.kind == IR_ENC_NONE) continue;
         bool used = false;
         for (int i = 0; i < g->n_nodes && !used; i++)
             for (int j = 0; j < g->nodes[i].n_in; j++) used |= !g->nodes[i].dead && g->nodes[i].in[j] == t;
         if (!used) continue;
         if (!any) fprintf(f, "encodings:\n");
         any = true;
-        fprintf(f, "  %%%d '%s': panels nr=%lld of ", t, x->name, (long long)x->enc.nr);
-        if (x->enc.logical.rank == 3) /* a batched GEMM's B (ir.h) */
-            fprintf(f, "%lld x ", (long long)x->enc.logical.dim[0]);
-        fprintf(f, "[k=%lld, n=%lld] as [%lld, %lld, %lld], read by", (long long)x->enc.k, (long long)x->enc.n,
-                (long long)x->shape.dim[0], (long long)x->shape.dim[1], (long long)x->shape.dim[2]);
+        if (x->enc.kind == IR_ENC_KPAIRS) {
+            fprintf(f, "  %%%d '%s': k-pairs int16 of [n=%lld, k=%lld] as [%lld, %lld], read by", t, x->name,
+                    (long long)x->enc.n, (long long)x->enc.k, (long long)x->shape.dim[0], (long long)x->shape.dim[1]);
+        } else {
+            fprintf(f, "  %%%d '%s': panels nr=%lld of ", t, x->name, (long long)x->enc.nr);
+            if (x->enc.logical.rank == 3) /* a batched GEMM's B (ir.h) */
+                fprintf(f, "%lld x ", (long long)x->enc.logical.dim[0]);
+            fprintf(f, "[k=%lld, n=%lld] as [%lld, %lld, %lld], read by", (long long)x->enc.k, (long long)x->enc.n,
+                    (long long)x->shape.dim[0], (long long)x->shape.dim[1], (long long)x->shape.dim[2]);
+        }
         for (int i = 0; i < g->n_nodes; i++)
             for (int j = 0; j < g->nodes[i].n_in; j++)
                 if (!g->nodes[i].dead && g->nodes[i].in[j] == t) fprintf(f, " '%s'", g->nodes[i].name);

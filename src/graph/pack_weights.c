@@ -6,8 +6,10 @@
  * Which convolutions run as a GEMM (ops/conv_gemm.c) is decided here, since a
  * packed weight is what sends a Conv there: 2-D, group 1, float32, a constant
  * weight and an input that is not, and a shape class where the GEMM measured
- * faster than the direct form (conv_wants_gemm).
+ * faster than the direct form (conv_wants_gemm). An integer convolution's
+ * weight may become int16 k-pair rows instead (conv_wants_kpairs).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +66,81 @@ static int packed_const(ir_graph *g, int t, bool trans, smelt_dtype dt, int32_t 
     }
     x->enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = k, .n = n, .nr = nr, .logical = logical, .offset = offset};
     if (logical.rank == 2) x->enc.logical = (ir_shape){.rank = 2, .dim = {k, n}};
+    return nt;
+}
+
+/* An integer convolution's weight as int16 rows of k-pairs (ir.h,
+ * IR_ENC_KPAIRS), where the C target runs it on the k-pair microkernel
+ * (ops/conv_gemm.c, conv_cols_lower): its positions would go on N (the
+ * weight read as the microkernel's A) and the im2col fits, since the
+ * operand the im2col writes becomes int16 pairs. The node's IR_ATTR_INT_AMAX
+ * says X holds integers within amax; the weight must hold integers within
+ * int16 and amax times each output channel's sum of |w| must stay within
+ * 2^24, checked here again, so the int32 sums the microkernel forms equal the
+ * float32 ones exactly. And at least KPAIRS_MIN_M output channels: the
+ * pair im2col costs about twice the float one per element (its int16
+ * conversion), paid back over M multiply-adds per element at about 1.5-2x
+ * the float GEMM's rate; ddddocr_ocr_quant's 3x3 24 -> 24 convs at 32x80
+ * (M 24) went 0.32-0.38 -> 0.37-0.81 ms, its 48 -> 192 ones 1.30-1.61 ->
+ * 0.91 ms and its 1x1 192 -> 48 ones (M 48) 0.123 -> 0.104 (min of 5
+ * loaded rounds of 20 runs, 1 thread, AVX-512 host). */
+#define KPAIRS_MIN_M 32
+
+static bool conv_wants_kpairs(const ir_graph *g, const ir_node *n, int64_t nr)
+{
+    const ir_tensor *x = ir_in(g, n, 0), *w = ir_in(g, n, 1), *y = &g->tensors[n->out[0]];
+    int64_t amax = ir_attr_int(n, IR_ATTR_INT_AMAX, 0);
+    if (amax < 1 || amax > 32767 || !x || x->data || x->dtype != SMELT_F32 || x->shape.rank != 4 ||
+        w->shape.rank != 4 || y->shape.rank != 4 || ir_attr_int(n, "group", 1) != 1 || ir_tensor_numel(w) == 0)
+        return false;
+    for (int d = 0; d < 4; d++)
+        if (x->shape.dim[d] < 1 || y->shape.dim[d] < 1) return false;
+    int64_t m = w->shape.dim[0], k = ir_tensor_numel(w) / m, p = y->shape.dim[2] * y->shape.dim[3];
+    if (m < KPAIRS_MIN_M || !graph_conv_on_cols(w->shape.dim[2] * w->shape.dim[3], k, m, p, nr) || !graph_im2col_fits(p, k)) return false;
+    const float *v = w->data;
+    for (int64_t r = 0; r < m; r++) {
+        double sum = 0;
+        for (int64_t i = 0; i < k; i++) {
+            float e = v[r * k + i];
+            if (!(e >= -32767.0f && e <= 32767.0f) || e != (float)(int32_t)e) return false;
+            sum += fabs((double)e);
+        }
+        if ((double)amax * sum > 16777216.0) return false;
+    }
+    return true;
+}
+
+/* t ([m, k...], float32 integers) as int16 [m][k rounded up to even], the
+ * padding column 0. */
+static void pack_kpairs(const float *from, int16_t *to, int64_t m, int64_t k)
+{
+    int64_t kp = (k + 1) / 2 * 2;
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t i = 0; i < kp; i++) to[r * kp + i] = i < k ? (int16_t)from[r * k + i] : 0;
+}
+
+static int kpairs_const(ir_graph *g, int t, const char *name, const graph_pack_cache *cache)
+{
+    const ir_tensor *src = &g->tensors[t];
+    int64_t m = src->shape.dim[0], k = ir_tensor_numel(src) / m;
+    ir_shape logical = src->shape, s = {.rank = 2, .dim = {m, (k + 1) / 2 * 2}};
+    int nt = ir_tensor_add(g, name, SMELT_I16, &s);
+    if (nt < 0) return -1;
+    src = &g->tensors[t]; /* again: adding tensors may move the array */
+    const void *from = src->data;
+    ir_tensor *x = &g->tensors[nt];
+    size_t bytes = (size_t)ir_tensor_numel(x) * sizeof(int16_t);
+    x->data = cache ? cache->find(cache->user, from, 0, GRAPH_PACK_KPAIRS) : NULL;
+    if (!x->data && cache) {
+        void *d = malloc(bytes);
+        if (!d) return -1;
+        pack_kpairs(from, d, m, k);
+        if (!(x->data = cache->keep(cache->user, from, 0, GRAPH_PACK_KPAIRS, d, bytes))) return -1;
+    } else if (!x->data) {
+        if (!ir_tensor_alloc_data(g, nt)) return -1;
+        pack_kpairs(from, x->data, m, k);
+    }
+    x->enc = (ir_encoding){.kind = IR_ENC_KPAIRS, .k = k, .n = m, .logical = logical};
     return nt;
 }
 
@@ -163,6 +240,19 @@ smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache 
             trans = ((const gemm_params *)pv)->trans_b;
         }
         const ir_tensor *b = &g->tensors[n->in[1]], *a = ir_in(g, n, 0);
+        if (conv && !keep_plain && b->data && b->enc.kind == IR_ENC_NONE && b->dtype == SMELT_F32 &&
+            conv_wants_kpairs(g, n, nr)) {
+            char name[256];
+            snprintf(name, sizeof name, "%s/kpairs", b->name);
+            int nt = kpairs_const(g, n->in[1], name, cache);
+            if (nt < 0) goto nomem;
+            ir_node *w = &g->nodes[i];
+            int *ins = arena_memdup(&g->arena, w->in, sizeof(int) * (size_t)w->n_in);
+            if (!ins) goto nomem;
+            ins[1] = nt;
+            w->in = ins;
+            continue;
+        }
         if (!b->data || b->enc.kind != IR_ENC_NONE || b->dtype != SMELT_F32 || (!conv && b->shape.rank != 2) || !a ||
             a->data || ir_tensor_numel(b) == 0 || (conv && !conv_wants_gemm(g, n, nr)))
             continue;

@@ -79,6 +79,7 @@ smelt_status graph_pack_recurrent_r(ir_graph *g, int64_t cols);
  * GRAPH_PACK_INT8 (8-bit panels, graph_pack_int8) or'ed. */
 #define GRAPH_PACK_TRANS 1
 #define GRAPH_PACK_INT8 2
+#define GRAPH_PACK_KPAIRS 4 /* an integer Conv's weight as int16 k-pair rows (ir.h IR_ENC_KPAIRS; nr 0) */
 typedef struct graph_pack_cache {
     void *(*find)(void *user, const void *src, int64_t nr, int form);
     void *(*keep)(void *user, const void *src, int64_t nr, int form, void *data, size_t bytes);
@@ -112,6 +113,9 @@ void graph_pack_int8(const float *from, void *to, int64_t k, int64_t n, int64_t 
  * Gemm's transB before packing), so graph_matmul_encoding can give a region
  * placed on such a device the plain weight back: one graph, each constant in
  * each encoding some device reads.
+ * A Conv with IR_ATTR_INT_AMAX (an integer convolution in float32,
+ * onnx/quantized.c) whose weight holds integers within the bound gets int16
+ * k-pair rows instead (ir.h IR_ENC_KPAIRS), without `keep_plain`.
  * requires: inferred graph. guarantees: the graph computes the same values;
  * the original constant is left for graph_dce when nothing else reads it. */
 smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache *cache, bool keep_plain);

@@ -49,8 +49,13 @@ typedef struct ir_shape {
  * Panels of a float32 B whose values are all integers within 255 of each
  * other may be held 8-bit (graph/pack_int8.c): the tensor's dtype is then
  * uint8 or int8 and each element's value is the stored one plus `offset`
- * (0 for the float panels). */
-typedef enum ir_enc_kind { IR_ENC_NONE, IR_ENC_PANELS } ir_enc_kind;
+ * (0 for the float panels).
+ * IR_ENC_KPAIRS: an integer convolution's constant weight [M, C, k...] (its
+ * values integers within int16) as int16 rows [n = M][K rounded up to even],
+ * k = C * k... and the padding column zero, so each row's k-pairs are one
+ * 32-bit word: the operand the C target's k-pair microkernel broadcasts
+ * (graph/pack_weights.c, ops/conv_gemm.c, target/emit_c_gemm_pairs.c). */
+typedef enum ir_enc_kind { IR_ENC_NONE, IR_ENC_PANELS, IR_ENC_KPAIRS } ir_enc_kind;
 typedef struct ir_encoding {
     ir_enc_kind kind;
     int64_t k, n, nr;
@@ -169,6 +174,13 @@ smelt_status ir_node_params_get(const ir_graph *g, const ir_node *n, void *scrat
 int ir_graph_set_io(ir_graph *g, int n_in, const int *in, int n_out, const int *out);
 /* Drop dead nodes and unreferenced tensors, renumbering everything. */
 smelt_status ir_graph_compact(ir_graph *g);
+
+/* A Conv that computes an integer convolution in float32 (onnx/quantized.c,
+ * ConvInteger's chunks) carries this attribute: every element of its input X
+ * is an integer of magnitude at most its value, and that value times any
+ * output channel's sum of |weight| is at most 2^24, so every partial sum of
+ * the convolution is an integer float32 holds exactly, in any order. */
+#define IR_ATTR_INT_AMAX "smelt.int_amax"
 
 /* Attribute lookup; the typed getters return `def` when absent. */
 const ir_attr *ir_attr_find(const ir_node *n, const char *name);

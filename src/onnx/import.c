@@ -233,6 +233,9 @@ static smelt_status attrs_resolve(scope *sc, const Onnx__NodeProto *np, const ch
         const Onnx__AttributeProto *a = np->attribute[i];
         const char *ref = str(a->ref_attr_name);
         rattr r = {str(a->name), *ref ? NULL : a};
+        /* smelt's own attributes carry what its passes proved (ir.h, IR_ATTR_INT_AMAX: that X
+         * holds integers): a model file does not get to claim them */
+        if (!strncmp(r.name, "smelt.", 6)) continue;
         if (*ref && !sc->fn)
             return import_node_fail(node, str(np->op_type), SMELT_ERR_MODEL,
                              "attribute '%s' refers to '%s' outside a function", r.name, ref);

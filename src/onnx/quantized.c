@@ -46,7 +46,12 @@
  * behind the float GEMM's loop. The MatMulInteger form is in place
  * (target/emit_c_gemm_int8.c: a kernel converts its float A to int16 once
  * at its start, checked to be integers, and the u8/i8 panel helpers run
- * int16 pairs where max|a| * max|b| * kc <= 2^24); the conv form is not. vpmaddubsw (u8 x s8, 32 products) is exact
+ * int16 pairs where max|a| * max|b| * kc <= 2^24). So is the conv form: a
+ * ConvInteger's float Convs carry IR_ATTR_INT_AMAX (X's bound, the chunks'
+ * guarantee), where their positions go on N the weight becomes int16 k-pair
+ * rows (graph/pack_weights.c), the im2col is written as int16 k-pairs and the
+ * GEMM runs vpmaddwd (ops/conv_gemm.c, target/emit_c_gemm_pairs.c, with
+ * what it measured). vpmaddubsw (u8 x s8, 32 products) is exact
  * only while a pair's sum fits int16, |w - w_zp| <= 64 for x up to 255;
  * every weight of that model spans 121 to 178, so it never applies there.
  */
@@ -183,15 +188,17 @@ static int ex_shifted_f32(expand_ctx *x, int t, int zp)
 /* The int32 sum over chunks of cut of contraction op (MatMul or Conv, with the
  * node's attributes for Conv) of float a and b sliced along their K axes. */
 static int chunked(expand_ctx *x, op_id op, int af, int64_t a_axis, int bf, int64_t b_axis, int n,
-                   const int64_t *cut, int out)
+                   const int64_t *cut, double amax, int out)
 {
     int acc = -1;
     for (int c = 0; c < n; c++) {
         int in[2] = {n > 1 ? ex_slice(x, af, a_axis, cut[c], cut[c + 1]) : af,
                      n > 1 ? ex_slice(x, bf, b_axis, cut[c], cut[c + 1]) : bf};
         int y = ex_node(x, op, -1, 2, in);
-        if (op == OP_Conv)
+        if (op == OP_Conv) {
             for (int a = 0; a < x->n->n_attr; a++) ex_attr_copy(x, &x->n->attr[a]);
+            ex_attr_int(x, IR_ATTR_INT_AMAX, (int64_t)amax); /* k_chunks kept amax * column sums <= 2^24 */
+        }
         int yi = ex_node(x, OP_Cast, c == n - 1 && acc < 0 ? out : -1, 1, &y);
         ex_attr_int(x, "to", SMELT_I32);
         if (acc < 0) {
@@ -223,7 +230,7 @@ int ex_int_matmul(expand_ctx *x, int a, int a_zp, int b, int b_zp, int out)
         int in[2] = {ex_shifted(x, a, a_zp), ex_shifted(x, b, b_zp)};
         return ex_node(x, OP_MatMul, out, 2, in);
     }
-    return chunked(x, OP_MatMul, ex_shifted_f32(x, a, a_zp), -1, ex_shifted_f32(x, b, b_zp), -2, n, cut, out);
+    return chunked(x, OP_MatMul, ex_shifted_f32(x, a, a_zp), -1, ex_shifted_f32(x, b, b_zp), -2, n, cut, 0.0, out);
 }
 
 int ex_dequantize_acc(expand_ctx *x, int acc, int scale, int bias, int out)
@@ -355,7 +362,9 @@ static int int_conv(expand_ctx *x, int xin, int x_zp, int win, int w_zp, int bia
                      ir_shape_numel(&x->g->tensors[w_zp].shape) == r.outer;
         if (zp_ok && r.k > 0 && inner > 0) n = k_chunks(x, win, w_zp, max_shifted(x, xin, x_zp), &r, cut);
     }
-    if (n) return chunked(x, OP_Conv, ex_shifted_f32(x, xin, x_zp), 1, ex_shifted_f32(x, win, wz), 1, n, cut, out);
+    if (n)
+        return chunked(x, OP_Conv, ex_shifted_f32(x, xin, x_zp), 1, ex_shifted_f32(x, win, wz), 1, n, cut,
+                       max_shifted(x, xin, x_zp), out);
     int in[3] = {ex_shifted(x, xin, x_zp), ex_shifted(x, win, wz), bias};
     int y = ex_node(x, OP_Conv, out, bias < 0 ? 2 : 3, in);
     for (int a = 0; a < x->n->n_attr; a++) ex_attr_copy(x, &x->n->attr[a]);

@@ -45,8 +45,19 @@
  * out (a read ld apart per element), which cost about half of MobileNetV2's
  * 3x3 s2 stem and 5-30% of its 1x1 convs at 28x28 and above.
  *
+ * An integer convolution (IR_ATTR_INT_AMAX) whose weight graph/pack_weights.c
+ * made int16 k-pair rows (IR_ENC_KPAIRS) takes this orientation on k-pairs:
+ * the im2col written as int16 pairs (conv_pairs_body), K counted in pairs,
+ * each gemm step two products (gemm_packed.h, read_b_pair), which the C target
+ * runs with vpmaddwd into int32 (target/emit_c_gemm_pairs.c). On
+ * ddddocr_ocr_quant (AVX-512 host, 1 thread, min of 5 loaded rounds of 20
+ * runs, im2col and GEMM kernels together): 3x3 48 -> 192 at 16x40 1.30-1.61
+ * -> 0.91 ms (41 -> 59 GMAC/s), 64 -> 256 at 8x20 0.48 -> 0.32 (49 -> 74), 3x3 s2
+ * 48 -> 192 0.29 -> 0.19 (45 -> 68), 1x1 192 -> 48 0.123 -> 0.103 (48 -> 57).
+ *
  * requires: a Conv node whose weight has the IR_ENC_PANELS encoding (or, for
- *           conv_cols_lower, a plain constant weight and conv_cols_wanted); the C target.
+ *           conv_cols_lower, a plain constant weight and conv_cols_wanted, or
+ *           an IR_ENC_KPAIRS one); the C target.
  * guarantees: the Conv computed, bias included: one kernel (flat, per-slice
  *             pack) or an im2col kernel and a GEMM kernel per batch chunk.
  */
@@ -101,6 +112,9 @@ typedef struct conv_gemm_job {
     int64_t k, ld;     /* its K (C * KH * KW) and row length */
     int64_t n0;        /* the first image of the batch chunk being lowered (im2col) */
     bool cols;         /* the positions on N, the channels on M (conv_cols_lower) */
+    bool pairs;        /* k-pairs: int16 weight rows (ir.h IR_ENC_KPAIRS) and an int16 im2col in pairs */
+    int a16;           /* with pairs: scratch holding the im2col as k-pairs (conv_pairs_body), not a */
+    int64_t kreal;     /* C * KH * KW (k, with pairs, is that rounded up to even) */
 } conv_gemm_job;
 
 /* The A pack. Flat: k outer, the unit's rows inner, read straight along X's
@@ -197,7 +211,12 @@ static kir_val conv_read_im2col(lower_ctx *c, const gemm_packed *g, const kir_va
  * linear in the index), and B is X in place (flat) or the im2col. */
 static kir_val cols_read_w(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val k)
 {
-    (void)g, (void)bidx;
+    const conv_gemm_job *j = g->user;
+    (void)bidx;
+    if (j->pairs) { /* int16 rows [M][K rounded up to even] */
+        kir_val wi[2] = {i, k};
+        return kir_cast(c->k, SMELT_F32, lower_load(c, 1, wi));
+    }
     kir_val wi[4] = {i};
     trailing_index(c->k, &ir_in(c->g, c->n, 1)->shape, 1, k, wi);
     return lower_load(c, 1, wi);
@@ -211,6 +230,17 @@ static kir_val cols_read_x(lower_ctx *c, const gemm_packed *g, const kir_val *bi
 static kir_val cols_read_im2col(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val k, kir_val p)
 {
     return conv_read_im2col(c, g, bidx, p, k);
+}
+
+/* The int16 im2col in k-pairs: element h of pair kp at position p of image n
+ * at ((n*K/2 + kp)*ld + p)*2 + h (conv_im2col_body). */
+static kir_val cols_read_im2col_pair(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val kp, int h, kir_val p)
+{
+    const conv_gemm_job *j = g->user;
+    kir_kernel *K = c->k;
+    kir_val row = kir_add(K, kir_mul(K, bidx[0], kir_idx(K, g->k)), kp);
+    kir_val at = kir_add(K, kir_mul(K, kir_add(K, kir_mul(K, row, kir_idx(K, j->ld)), p), kir_idx(K, 2)), kir_idx(K, h));
+    return kir_cast(K, SMELT_F32, lower_scratch_load(c, j->a16, at));
 }
 
 /* The first i in [0, n) with i*s + a0 >= 0, and the first with i*s + a0 >= lim
@@ -275,6 +305,89 @@ static void conv_im2col_body(lower_ctx *c, const kir_val *idx, void *user)
     zero_fill(c, j->a, base, kir_mul(K, oh_hi, own), kir_idx(K, oh_n * ow_n));
 }
 
+/* One tap of a k-pair (conv_pairs_body): row k of the im2col reads X's
+ * channel ch at (oh*sh + r0, ow*sw + a0), inside X for oh in [oh_lo, oh_hi)
+ * and ow in [lo, hi) (none of it where k is past K: an odd K's last pair). */
+typedef struct pair_tap {
+    kir_val ch, r0, a0, oh_lo, oh_hi, lo, hi;
+} pair_tap;
+
+static pair_tap pair_tap_at(kir_kernel *K, const conv_gemm_job *j, kir_val k)
+{
+    const window_geom *w = j->w;
+    pair_tap t;
+    kir_val ch = kir_binary(K, KIR_DIV, k, kir_idx(K, j->taps));
+    kir_val tap = kir_binary(K, KIR_SUB, k, kir_mul(K, ch, kir_idx(K, j->taps)));
+    kir_val kh = kir_binary(K, KIR_DIV, tap, kir_idx(K, w->kernel[1]));
+    kir_val kw = kir_binary(K, KIR_SUB, tap, kir_mul(K, kh, kir_idx(K, w->kernel[1])));
+    t.ch = lower_clamp(K, ch, j->c);
+    t.r0 = kir_binary(K, KIR_SUB, kir_mul(K, kh, kir_idx(K, w->dilation[0])), kir_idx(K, w->pad_lo[0]));
+    t.a0 = kir_binary(K, KIR_SUB, kir_mul(K, kw, kir_idx(K, w->dilation[1])), kir_idx(K, w->pad_lo[1]));
+    inside(K, t.r0, w->stride[0], w->in[0], w->out[0], &t.oh_lo, &t.oh_hi);
+    inside(K, t.a0, w->stride[1], w->in[1], w->out[1], &t.lo, &t.hi);
+    if (j->kreal % 2) { /* row K: an empty range */
+        kir_val past = kir_binary(K, KIR_GE, k, kir_idx(K, j->kreal));
+        t.oh_hi = kir_select(K, past, t.oh_lo, t.oh_hi);
+    }
+    return t;
+}
+
+/* Tap t's element at (oh, ow) as int16: X's, or 0 in the padding; `row_in`
+ * says oh is inside, and columns outside [lo, hi) read 0 unless `cols_in`. */
+static kir_val pair_value(lower_ctx *c, const conv_gemm_job *j, const pair_tap *t, kir_val n, kir_val oh, kir_val ow,
+                          kir_val row_in, bool cols_in)
+{
+    kir_kernel *K = c->k;
+    const window_geom *w = j->w;
+    kir_val ih = lower_clamp(K, kir_add(K, kir_mul(K, oh, kir_idx(K, w->stride[0])), t->r0), w->in[0]);
+    kir_val iw = kir_add(K, kir_mul(K, ow, kir_idx(K, w->stride[1])), t->a0), ok = row_in;
+    if (!cols_in) {
+        iw = lower_clamp(K, iw, w->in[1]);
+        ok = kir_binary(K, KIR_AND, ok, kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, ow, t->lo), kir_binary(K, KIR_LT, ow, t->hi)));
+    }
+    kir_val xi[4] = {kir_add(K, n, kir_idx(K, j->n0)), t->ch, ih, iw};
+    kir_val v = kir_select(K, ok, lower_load(c, 0, xi), kir_const_f(K, SMELT_F32, 0));
+    /* a no-op on these values; the C target casts a clamped float without a 64-bit path (emit_c.c) */
+    v = kir_binary(K, KIR_MIN, kir_binary(K, KIR_MAX, v, kir_const_f(K, SMELT_F32, INT16_MIN)), kir_const_f(K, SMELT_F32, INT16_MAX));
+    return kir_cast(K, SMELT_I16, v);
+}
+
+/* The im2col of k-pairs: rows 2kp and 2kp+1 of image n (conv_im2col_body's
+ * rows, int16) interleaved, element h of pair kp at position i at
+ * ((n*K2 + kp)*ld + i)*2 + h, K2 pairs, an odd K's last partner 0. Both halves
+ * of a pair are written by one run, unit stride: a row alone writes every
+ * other int16, which the compiler stores an element at a time, and a second
+ * pass pairing the float im2col's rows cost as much as the im2col (on
+ * ddddocr_ocr_quant's 24 -> 24 3x3 conv at 32x80 each made the conv slower
+ * than the float GEMM). Per output row, the columns where both taps are
+ * inside X read it with no test per element; the edges test each column. The
+ * values are integers within int16 (IR_ATTR_INT_AMAX): the cast is exact. */
+static void conv_pairs_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const conv_gemm_job *j = user;
+    kir_kernel *K = c->k;
+    int64_t ow_n = j->w->out[1], k2 = (j->kreal + 1) / 2;
+    kir_val n = idx[0], kp = idx[1], z = kir_idx(K, 0), one = kir_idx(K, 1), own = kir_idx(K, ow_n);
+    kir_val k0 = kir_mul(K, kp, kir_idx(K, 2));
+    pair_tap t[2] = {pair_tap_at(K, j, k0), pair_tap_at(K, j, kir_add(K, k0, one))};
+    kir_val base = kir_mul(K, kir_add(K, kir_mul(K, n, kir_idx(K, k2)), kp), kir_idx(K, 2 * j->ld));
+    kir_val lo = kir_binary(K, KIR_MAX, t[0].lo, t[1].lo);
+    kir_val hi = kir_binary(K, KIR_MAX, lo, kir_binary(K, KIR_MIN, t[0].hi, t[1].hi));
+    kir_val oh = kir_loop_begin(K, z, kir_idx(K, j->w->out[0]), one);
+    kir_val row_in[2], row = kir_add(K, base, kir_mul(K, oh, kir_idx(K, 2 * ow_n)));
+    for (int h = 0; h < 2; h++)
+        row_in[h] = kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, oh, t[h].oh_lo), kir_binary(K, KIR_LT, oh, t[h].oh_hi));
+    const kir_val from[3] = {z, lo, hi}, to[3] = {lo, hi, own};
+    for (int part = 0; part < 3; part++) {
+        kir_val ow = kir_loop_begin_parallel(K, from[part], to[part]);
+        kir_val at = kir_add(K, row, kir_mul(K, ow, kir_idx(K, 2)));
+        for (int h = 0; h < 2; h++)
+            lower_scratch_store(c, j->a16, kir_add(K, at, kir_idx(K, h)), pair_value(c, j, &t[h], n, oh, ow, row_in[h], part == 1));
+        kir_loop_end(K);
+    }
+    kir_loop_end(K);
+}
+
 /* The block into Y[n][m][oh][ow], the unit's positions as output rows oh and
  * runs of ow in each (no division per element). On N (conv_cols_lower):
  * block element (channel u, position t) at u*ld + t, per channel a run of ow
@@ -328,20 +441,31 @@ static smelt_status conv_gemm_run(lower_ctx *c, gemm_packed *g, conv_gemm_job *j
     const window_geom *w = j->w;
     j->a = -1;
     j->ld = graph_im2col_ld(w->out[0] * w->out[1]);
-    bool fits = !j->flat && graph_im2col_fits(w->out[0] * w->out[1], g->k);
-    int64_t chunk = fits ? GRAPH_IM2COL_MAX_BYTES / (int64_t)sizeof(float) / (g->k * j->ld) : 0;
+    bool fits = !j->flat && graph_im2col_fits(w->out[0] * w->out[1], j->kreal);
+    /* bytes per image: the float im2col, or its int16 k-pairs */
+    int64_t bytes = (j->pairs ? 2 * g->k * 2 : j->kreal * 4) * j->ld;
+    int64_t chunk = fits ? GRAPH_IM2COL_MAX_BYTES / bytes : 0;
+    if (chunk < 1 && j->pairs) /* graph/pack_weights.c packs the pairs only where it fits */
+        return ir_node_fail(c->n, SMELT_ERR_INTERNAL, "k-pair weight for a convolution whose im2col does not fit");
     if (chunk < 1) return gemm_packed_lower(c, g);
     int64_t batch = g->batch[0];
     if (chunk > batch) chunk = batch;
-    j->k = g->k;
-    if ((j->a = lower_scratch(c, SMELT_F32, chunk * j->k * j->ld)) < 0)
+    j->k = j->kreal;
+    if (j->pairs ? (j->a16 = lower_scratch(c, SMELT_I16, chunk * 2 * g->k * j->ld)) < 0
+                 : (j->a = lower_scratch(c, SMELT_F32, chunk * j->k * j->ld)) < 0)
         return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
-    if (j->cols) g->read_b = cols_read_im2col;
+    if (j->cols && j->pairs) g->read_b_pair = cols_read_im2col_pair;
+    else if (j->cols) g->read_b = cols_read_im2col;
     else g->read_a = conv_read_im2col, g->nc_min = 0, g->kc_max = CONV_READ_A_KC;
     for (j->n0 = 0; j->n0 < batch; j->n0 += chunk) {
         int64_t nb = batch - j->n0 < chunk ? batch - j->n0 : chunk;
         ir_shape fill = {.rank = 3, .dim = {nb, j->k, 1}};
-        lower_parallel_for(c, &fill, w->out[0] * w->out[1], conv_im2col_body, j);
+        if (j->pairs) {
+            ir_shape pairs = {.rank = 3, .dim = {nb, g->k, 1}};
+            lower_parallel_for(c, &pairs, 2 * w->out[0] * w->out[1], conv_pairs_body, j);
+        } else {
+            lower_parallel_for(c, &fill, w->out[0] * w->out[1], conv_im2col_body, j);
+        }
         if (!c->k) return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
         g->batch[0] = nb;
         TRY(gemm_packed_lower(c, g));
@@ -365,6 +489,7 @@ smelt_status conv_gemm_lower(lower_ctx *c, const window_geom *w)
                             "a weight packed into panels needs a 2-D float32 convolution of group 1 on the C target");
     if (ir_tensor_numel(y) == 0) return SMELT_OK;
     conv_gemm_job j = {.w = w, .c = x->shape.dim[1], .taps = w->kernel[0] * w->kernel[1], .bias = ir_in(c->g, c->n, 2) != NULL};
+    j.kreal = j.c * j.taps;
     j.flat = conv_is_flat(c, w);
     mm_tiles tl = mm_tiles_for(c->target->vector_width);
     if (wt->enc.nr != tl.nr || wt->enc.k != j.c * j.taps)
@@ -396,10 +521,16 @@ smelt_status conv_cols_lower(lower_ctx *c, const window_geom *w)
 {
     const ir_tensor *x = ir_in(c->g, c->n, 0), *wt = ir_in(c->g, c->n, 1);
     conv_gemm_job j = {.w = w, .c = x->shape.dim[1], .taps = w->kernel[0] * w->kernel[1], .bias = ir_in(c->g, c->n, 2) != NULL,
-                       .cols = true};
-    j.flat = conv_is_flat(c, w) && w->out[0] * w->out[1] % mm_tiles_for(c->target->vector_width).nr == 0;
+                       .cols = true, .pairs = wt->enc.kind == IR_ENC_KPAIRS};
+    j.kreal = j.c * j.taps;
+    if (j.pairs && (c->target->wg_size != 1 || w->nsp != 2 || x->dtype != SMELT_F32 || wt->enc.k != j.kreal ||
+                    wt->enc.n != wt->shape.dim[0]))
+        return ir_node_fail(c->n, SMELT_ERR_UNSUPPORTED,
+                            "a weight in int16 k-pairs needs a 2-D float32 convolution of group 1 on the C target");
+    /* k-pairs read X through the im2col, which writes the pairs */
+    j.flat = !j.pairs && conv_is_flat(c, w) && w->out[0] * w->out[1] % mm_tiles_for(c->target->vector_width).nr == 0;
     gemm_packed g = {.nb = 1, .batch = {x->shape.dim[0]}, .m = wt->shape.dim[0], .n = w->out[0] * w->out[1],
-                     .k = j.c * j.taps, .dt = SMELT_F32, .tl = mm_tiles_for(c->target->vector_width), .b_input = -1,
+                     .k = j.pairs ? (j.kreal + 1) / 2 : j.kreal, .dt = SMELT_F32, .tl = mm_tiles_for(c->target->vector_width), .b_input = -1,
                      .b_scratch = -1, .read_a = cols_read_w, .read_b = j.flat ? cols_read_x : NULL,
                      .store_block = conv_store_block, .user = &j};
     if (j.flat && g.k <= CONV_COLS_SMALL_K) g.mb_max = CONV_COLS_SMALL_MB, g.nc_max = CONV_COLS_SMALL_NC;

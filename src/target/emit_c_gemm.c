@@ -38,6 +38,7 @@ typedef struct gemm_match {
     int acc, a, b;       /* buffers */
     smelt_dtype b8;      /* B's 8-bit dtype (emit_c_gemm_int8.c), or SMELT_F32 */
     int32_t b_off;       /* and its offset */
+    bool pairs;          /* k-pairs of int16 A and B (emit_c_gemm_pairs.c) */
     gemm_index ca, aa, ba;
     int64_t cr, ar, ak, bk;
 } gemm_match;
@@ -78,6 +79,66 @@ static int64_t const_trip(const kir_kernel *k, const kir_stmt *s)
     return k->vals[s->hi].imm.i;
 }
 
+/* x and y the same index but for y's constant being x's plus d. */
+static bool index_plus(const gemm_index *x, const gemm_index *y, int64_t d)
+{
+    int64_t cx = 0, cy = 0;
+    for (int t = 0; t < x->n; t++) cx += x->val[t] ? 0 : x->coef[t];
+    for (int t = 0; t < y->n; t++) cy += y->val[t] ? 0 : y->coef[t];
+    if (cy - cx != d) return false;
+    for (int pass = 0; pass < 2; pass++) { /* every value's total coefficient equal, each way */
+        const gemm_index *p = pass ? y : x, *q = pass ? x : y;
+        for (int t = 0; t < p->n; t++) {
+            if (!p->val[t]) continue;
+            int64_t sp = 0, sq = 0;
+            for (int u = 0; u < p->n; u++) sp += p->val[u] == p->val[t] ? p->coef[u] : 0;
+            for (int u = 0; u < q->n; u++) sq += q->val[u] == p->val[t] ? q->coef[u] : 0;
+            if (sp != sq) return false;
+        }
+    }
+    return true;
+}
+
+/* The int16 load under a cast to float32, or NULL. */
+static const kir_value *cast_i16_load(const kir_kernel *k, kir_val v)
+{
+    const kir_value *p = &k->vals[v];
+    if (p->op != KIR_CAST || p->type != SMELT_F32) return NULL;
+    const kir_value *ld = &k->vals[p->a];
+    return ld->op == KIR_LOAD && ld->type == SMELT_I16 ? ld : NULL;
+}
+
+/* The k-pair body (ops/gemm_packed.h, read_b_pair): prod = a0 * b0 + a1 * b1,
+ * each a float32 cast of an int16 load, a1 and b1 one element past a0 and b0,
+ * A moving with k two elements a step and B with j two elements a column. */
+static bool match_pairs(const kir_kernel *k, const kir_value *prod, int first, const kir_val *lv, gemm_match *m)
+{
+    const kir_value *mul[2] = {&k->vals[prod->a], &k->vals[prod->b]}, *la[2], *lb[2];
+    for (int h = 0; h < 2; h++) {
+        if (mul[h]->op != KIR_MUL) return false;
+        la[h] = cast_i16_load(k, mul[h]->a), lb[h] = cast_i16_load(k, mul[h]->b);
+        if (!la[h] || !lb[h]) return false;
+        if (stride(k, la[h]->a, lv[2]) != 0) {
+            const kir_value *t = la[h];
+            la[h] = lb[h], lb[h] = t;
+        }
+    }
+    gemm_index a1 = {0}, b1 = {0};
+    m->a = la[0]->buf, m->b = lb[0]->buf;
+    if (la[1]->buf != m->a || lb[1]->buf != m->b || !split_index(k, la[0]->a, 1, first, lv, &m->aa) ||
+        !split_index(k, lb[0]->a, 1, first, lv, &m->ba) || !split_index(k, la[1]->a, 1, first, lv, &a1) ||
+        !split_index(k, lb[1]->a, 1, first, lv, &b1) || !index_plus(&m->aa, &a1, 1) || !index_plus(&m->ba, &b1, 1))
+        return false;
+    for (int h = 0; h < 2; h++) /* the loop values' strides, which split_index leaves out */
+        if (stride(k, la[h]->a, lv[0]) != 2 || stride(k, la[h]->a, lv[2]) != 0 || stride(k, lb[h]->a, lv[2]) != 2 ||
+            stride(k, lb[h]->a, lv[1]) != 0 || stride(k, la[h]->a, lv[1]) != stride(k, la[0]->a, lv[1]) ||
+            stride(k, lb[h]->a, lv[0]) != stride(k, lb[0]->a, lv[0]))
+            return false;
+    m->ar = stride(k, la[0]->a, lv[1]), m->ak = 2, m->bk = stride(k, lb[0]->a, lv[0]);
+    m->pairs = true;
+    return m->ar != KIR_STRIDE_UNKNOWN && m->bk != KIR_STRIDE_UNKNOWN;
+}
+
 /* Loop i as the gemm loop kir.h describes: fills *m; false for any other body. */
 static bool match_gemm(const kir_kernel *k, int i, gemm_match *m)
 {
@@ -107,7 +168,18 @@ static bool match_gemm(const kir_kernel *k, int i, gemm_match *m)
     if (sum->op != KIR_ADD || sum->type != SMELT_F32) return false;
     const kir_value *old = &k->vals[sum->a], *prod = &k->vals[sum->b];
     if (old->op != KIR_LOAD) old = &k->vals[sum->b], prod = &k->vals[sum->a];
-    if (old->op != KIR_LOAD || old->buf != st->buf || old->a != st->idx || prod->op != KIR_MUL) return false;
+    if (old->op != KIR_LOAD || old->buf != st->buf || old->a != st->idx) return false;
+    if (prod->op == KIR_ADD) {
+        m->b8 = SMELT_F32;
+        const kir_buffer *bc = &k->bufs[st->buf];
+        if (!bc->workgroup || bc->type != SMELT_F32 || !match_pairs(k, prod, i, lv, m) || m->a == st->buf ||
+            m->b == st->buf || !split_index(k, st->idx, 1, i, lv, &m->ca))
+            return false;
+        m->acc = st->buf;
+        m->cr = stride(k, st->idx, lv[1]);
+        return stride(k, st->idx, lv[2]) == 1 && stride(k, st->idx, lv[0]) == 0 && m->cr != KIR_STRIDE_UNKNOWN;
+    }
+    if (prod->op != KIR_MUL) return false;
     kir_val pa = prod->a, pb = prod->b;
     m->b8 = SMELT_F32;
     if (emit_gemm_int8_operand(k, &pa, &m->b8, &m->b_off)) pa = prod->b, pb = prod->a; /* B widened from 8 bits */
@@ -164,11 +236,13 @@ int emit_put_gemm(emitter *e, int i, int ind)
     gemm_match m;
     if (!match_gemm(e->k, i, &m)) return -1;
     sb_indent(e->sb, ind);
-    sb_printf(e->sb, "smelt_gemm_f32%s_%dx%d(&b%d[", m.b8 == SMELT_F32 ? "" : m.b8 == SMELT_U8 ? "u8" : "i8", m.mr, m.nr, m.acc);
+    if (m.pairs) sb_printf(e->sb, "smelt_gemm_s16p_%dx%d(&b%d[", m.mr, m.nr, m.acc);
+    else sb_printf(e->sb, "smelt_gemm_f32%s_%dx%d(&b%d[", m.b8 == SMELT_F32 ? "" : m.b8 == SMELT_U8 ? "u8" : "i8", m.mr, m.nr, m.acc);
     put_index(e, &m.ca);
     sb_printf(e->sb, "], %lld, &b%d[", (long long)m.cr, m.a);
     put_index(e, &m.aa);
-    sb_printf(e->sb, "], %lld, %lld, &b%d[", (long long)m.ar, (long long)m.ak, m.b);
+    if (m.pairs) sb_printf(e->sb, "], %lld, &b%d[", (long long)m.ar, m.b); /* A's k stride is 2 */
+    else sb_printf(e->sb, "], %lld, %lld, &b%d[", (long long)m.ar, (long long)m.ak, m.b);
     put_index(e, &m.ba);
     sb_printf(e->sb, "], %lld, ", (long long)m.bk);
     emit_put_val(e, m.kc);
@@ -256,6 +330,7 @@ int emit_gemm_shapes(const char *body, const char *tok, int seen[][2], int max)
 void emit_put_gemm_helpers(strbuf *sb, const char *body)
 {
     emit_put_gemm_int8_helpers(sb, body);
+    emit_put_gemm_pairs_helpers(sb, body);
     int seen[64][2], n = emit_gemm_shapes(body, "smelt_gemm_f32_", seen, 64);
     if (!n) return;
     sb_puts(sb, "\n#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC push_options\n"

@@ -141,6 +141,65 @@ static void put_pair_block(strbuf *sb, int mr, int nr, bool sgn)
     sb_puts(sb, "        return;\n    }\n");
 }
 
+/* One k pair of the AVX-512 int16-pair block (32 columns a group, 16 int32
+ * lanes a vector); tail: k is the last row, its partner 0. */
+static void put_pair_step16(strbuf *sb, int mr, int ng, bool sgn, bool tail)
+{
+    char x = sgn ? 's' : 'z';
+    if (tail) sb_puts(sb, "            smelt_b32 z = {0};\n");
+    for (int g = 0; g < ng; g++) {
+        sb_printf(sb, "            smelt_b32 r%d = *(const smelt_b32 *)(b + k * bk + %d), t%d = ", g, g * 32, g);
+        if (tail) sb_puts(sb, "z;\n");
+        else sb_printf(sb, "*(const smelt_b32 *)(b + (k + 1) * bk + %d);\n", g * 32);
+        for (int half = 0; half < 2; half++) {
+            sb_printf(sb, "            smelt_b32 l%d_%d = __builtin_shufflevector(r%d, t%d", g, half, g, g);
+            for (int j = 0; j < 16; j++) sb_printf(sb, ", %d, %d", half * 16 + j, 32 + half * 16 + j);
+            sb_puts(sb, ");\n");
+            sb_printf(sb, "            smelt_h32 w%d = (smelt_h32)__builtin_ia32_pmov%cxbw512_mask(l%d_%d, (smelt_h32){0}, 0xffffffffu) + o;\n",
+                      2 * g + half, x, g, half);
+        }
+    }
+    for (int r = 0; r < mr; r++) {
+        if (tail) sb_printf(sb, "            { int32_t p = (uint16_t)q[%d * ar + k];", r);
+        else sb_printf(sb, "            { int32_t p; __builtin_memcpy(&p, q + %d * ar + k, 4);", r);
+        sb_puts(sb, " smelt_i16 x = {p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p};");
+        for (int v = 0; v < 2 * ng; v++)
+            sb_printf(sb, " s%d_%d += (smelt_i16)__builtin_ia32_pmaddwd512_mask((smelt_h32)x, w%d, (smelt_i16){0}, 0xffff);", r,
+                      v, v);
+        sb_puts(sb, " }\n");
+    }
+}
+
+/* The int16-pair register block for AVX-512BW, the AVX2 block's twice as
+ * wide (the target's 8 x 32 tiles, whose AVX2 blocks do not fit 16
+ * registers: the call ran the plain loops there). */
+static void put_pair_block16(strbuf *sb, int mr, int nr, bool sgn)
+{
+    int ng = nr / 32;
+    sb_printf(sb, "    int32_t ob = (int32_t)off, bm = %s;\n",
+              sgn ? "(ob - 128 < 0 ? 128 - ob : ob - 128) > (ob + 127 < 0 ? -ob - 127 : ob + 127) ? "
+                    "(ob - 128 < 0 ? 128 - ob : ob - 128) : (ob + 127 < 0 ? -ob - 127 : ob + 127)"
+                  : "(ob < 0 ? -ob : ob) > (ob + 255 < 0 ? -ob - 255 : ob + 255) ? (ob < 0 ? -ob : ob) : "
+                    "(ob + 255 < 0 ? -ob - 255 : ob + 255)");
+    sb_puts(sb, "    if (am >= 0 && ak == 1 && bm <= 32767 && (int64_t)am * bm * kc <= 16777216) {\n"
+                "        const int16_t *q = a16 + (a - a0);\n"
+                "        short os = (short)ob;\n"
+                "        smelt_h32 o = {os, os, os, os, os, os, os, os, os, os, os, os, os, os, os, os,\n"
+                "                       os, os, os, os, os, os, os, os, os, os, os, os, os, os, os, os};\n");
+    for (int r = 0; r < mr; r++)
+        for (int v = 0; v < 2 * ng; v++) sb_printf(sb, "        smelt_i16 s%d_%d = {0};\n", r, v);
+    sb_puts(sb, "        int64_t k = 0;\n        for (; k + 1 < kc; k += 2) {\n");
+    put_pair_step16(sb, mr, ng, sgn, false);
+    sb_puts(sb, "        }\n        if (k < kc) {\n");
+    put_pair_step16(sb, mr, ng, sgn, true);
+    sb_puts(sb, "        }\n");
+    for (int r = 0; r < mr; r++)
+        for (int v = 0; v < 2 * ng; v++)
+            sb_printf(sb, "        *(smelt_f16 *)(c + %d * cr + %d) += __builtin_convertvector(s%d_%d, smelt_f16);\n", r,
+                      v * 16, r, v);
+    sb_puts(sb, "        return;\n    }\n");
+}
+
 /* smelt_gemm_f32<u8|i8>_<mr>x<nr>: c[r*cr + j] += sum over k of a[r*ar + k*ak] * (b[k*bk + j] + off);
  * a16 (0: none) holds A as int16 at the same offsets from a0, am its
  * largest |value| (-1: not all integers within 32767). */
@@ -152,7 +211,13 @@ static void put_helper(strbuf *sb, int mr, int nr, bool sgn)
               "    int64_t ak, const %s *restrict b, int64_t bk, int64_t kc, float off, const int16_t *restrict a16,\n"
               "    const float *a0, int32_t am)\n{\n",
               sfx, mr, nr, ty);
-    if (nr % 8 == 0 && mr * (nr / 8) + nr / 8 + 1 < 16) {
+    if (nr % 32 == 0 && mr * (nr / 16) + nr / 16 + 2 <= 32 && !(nr % 8 == 0 && mr * (nr / 8) + nr / 8 + 1 < 16)) {
+        /* AVX-512BW: the pair block, else (past its bound) the loops */
+        sb_puts(sb, "#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512BW__)\n");
+        put_pair_block16(sb, mr, nr, sgn);
+        sb_puts(sb, "#else\n    (void)a16, (void)a0, (void)am;\n#endif\n");
+        sb_printf(sb, "    smelt_gemm_f32%s_loops(c, cr, a, ar, ak, b, bk, kc, off, %d, %d);\n}\n", sfx, mr, nr);
+    } else if (nr % 8 == 0 && mr * (nr / 8) + nr / 8 + 1 < 16) {
         sb_puts(sb, "#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX2__) && defined(__FMA__)\n");
         if (nr % 16 == 0 && mr * (nr / 8) + nr / 8 + 2 <= 16) put_pair_block(sb, mr, nr, sgn);
         else sb_puts(sb, "    (void)a16, (void)a0, (void)am;\n");
@@ -240,7 +305,11 @@ void emit_put_gemm_int8_helpers(strbuf *sb, const char *body)
                 "typedef char smelt_c16 __attribute__((vector_size(16)));\n"
                 "typedef char smelt_b16 __attribute__((vector_size(16), aligned(1)));\n"
                 "typedef short smelt_h16 __attribute__((vector_size(32), aligned(2)));\n"
-                "typedef int smelt_i8 __attribute__((vector_size(32), aligned(4)));\n#endif\n");
+                "typedef int smelt_i8 __attribute__((vector_size(32), aligned(4)));\n"
+                "typedef char smelt_b32 __attribute__((vector_size(32), aligned(1)));\n"
+                "typedef short smelt_h32 __attribute__((vector_size(64), aligned(2)));\n"
+                "typedef int smelt_i16 __attribute__((vector_size(64), aligned(4)));\n"
+                "typedef float smelt_f16 __attribute__((vector_size(64), aligned(4)));\n#endif\n");
     if (a16) sb_puts(sb, a16_helper);
     for (int s = 0; s < 2; s++)
         if (n[s]) put_loops(sb, s == 1);

@@ -99,6 +99,8 @@ int emit_gemm_int8_a(const kir_kernel *k, int i);
  * its dtype and the offset; and the helpers for those loops `body` calls. */
 bool emit_gemm_int8_operand(const kir_kernel *k, kir_val *v, smelt_dtype *dt, int32_t *offset);
 void emit_put_gemm_int8_helpers(strbuf *sb, const char *body);
+/* emit_c_gemm_pairs.c: the smelt_gemm_s16p_<mr>x<nr> helpers that body calls. */
+void emit_put_gemm_pairs_helpers(strbuf *sb, const char *body);
 /* At a kernel's start: the int16 copies of the A operands of its 8-bit gemm
  * loops; at each such call, the arguments after B's (its offset, the copy). */
 void emit_put_gemm_int8_scratch(emitter *e);

@@ -35,6 +35,7 @@ const char emit_prelude_helpers[] =
     "    return x != x ? 0 : x >= 9223372036854775808.0 ? INT64_MAX\n"
     "         : x < -9223372036854775808.0 ? INT64_MIN : (int64_t)x;\n"
     "}\n"
+    "static inline int32_t smelt_f2i32(float x) { return x != x ? 0 : (int32_t)x; }\n" /* x within int32 (emit_c.c) */
     "static inline uint64_t smelt_f2u64(double x)\n"
     "{\n"
     "    return x != x ? 0 : x >= 18446744073709551616.0 ? UINT64_MAX\n"

@@ -1,0 +1,232 @@
+/*
+ * test_conv_pairs.c — integer convolutions on int16 k-pairs (ir.h
+ * IR_ENC_KPAIRS, IR_ATTR_INT_AMAX; graph/pack_weights.c, ops/conv_gemm.c,
+ * target/emit_c_gemm_pairs.c): ConvInteger against an int64 reference,
+ * exactly, with uint8 and int8 operands, zero points 0, 128, 255, -128 and
+ * 127, odd K (the last pair's partner zero), M off the row block, strides
+ * and pads; the weight's k-pair rows as packed; and the float Convs that
+ * must not take the pairs (no bound, a bound the weight breaks, a weight
+ * that is not integral), with their results.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/program.h"
+#include "onnx/onnx.h"
+#include "onnx_models.h"
+#include "test.h"
+#include "fuse_cases.h"
+
+typedef struct ci_case {
+    int64_t c, h, w, m, k, stride, pad;
+    smelt_dtype xt, wt;
+    int x_zp, w_zp;
+    bool pairs; /* the program runs it on smelt_gemm_s16p_ */
+} ci_case;
+
+static int q8(smelt_dtype dt, int64_t i, int64_t seed)
+{
+    int v = (int)((i * 2654435761u + (uint64_t)seed * 40503u) % 256u);
+    return dt == SMELT_I8 ? v - 128 : v;
+}
+
+static void put8(void *d, smelt_dtype dt, int64_t i, int v)
+{
+    if (dt == SMELT_I8) ((int8_t *)d)[i] = (int8_t)v;
+    else ((uint8_t *)d)[i] = (uint8_t)v;
+}
+
+/* The program's k-pair weights: their number; one of the whole K (not cut into
+ * chunks by onnx/quantized.c) is rows [M][K rounded up to even] of w - w_zp, the pad 0. */
+static int check_kpairs(const smelt_program *p, const ci_case *t)
+{
+    int64_t kk = t->c * t->k * t->k, kp = (kk + 1) / 2 * 2, found = 0;
+    for (int i = 0; i < p->g->n_tensors; i++) {
+        const ir_tensor *x = &p->g->tensors[i];
+        if (x->enc.kind != IR_ENC_KPAIRS) continue;
+        found++;
+        if (x->enc.k != kk) continue;
+        CHECK(x->dtype == SMELT_I16 && x->shape.rank == 2 && x->shape.dim[0] == t->m && x->shape.dim[1] == kp);
+        CHECK(x->enc.k == kk && x->enc.n == t->m && x->enc.logical.rank == 4);
+        const int16_t *d = x->data;
+        int bad = 0;
+        for (int64_t r = 0; r < t->m && d; r++)
+            for (int64_t e = 0; e < kp; e++)
+                bad += d[r * kp + e] != (e < kk ? q8(t->wt, r * kk + e, 2) - t->w_zp : 0);
+        CHECK_EQ_INT(bad, 0);
+    }
+    return (int)found;
+}
+
+/* ConvInteger(x, w, x_zp, w_zp) with a constant w, run compiled, equal to int64's result. */
+static void run_ci(const ci_case *t)
+{
+    int64_t c = t->c, h = t->h, w = t->w, m = t->m, k = t->k, kk = c * k * k;
+    int64_t oh = (h + 2 * t->pad - k) / t->stride + 1, ow = (w + 2 * t->pad - k) / t->stride + 1;
+    uint8_t *x = malloc((size_t)(c * h * w)), *wd = malloc((size_t)(m * kk)), xz, wz;
+    for (int64_t i = 0; i < c * h * w; i++) put8(x, t->xt, i, q8(t->xt, i, 1));
+    for (int64_t i = 0; i < m * kk; i++) put8(wd, t->wt, i, q8(t->wt, i, 2));
+    put8(&xz, t->xt, 0, t->x_zp);
+    put8(&wz, t->wt, 0, t->w_zp);
+    mb mbd;
+    mb_init(&mbd, 13);
+    int64_t dx[4] = {1, c, h, w}, dw[4] = {m, c, k, k}, pads[4] = {t->pad, t->pad, t->pad, t->pad},
+            st[2] = {t->stride, t->stride};
+    mb_input(&mbd, "x", t->xt, 4, dx);
+    APPEND(mbd.g.initializer, mbd.g.n_initializer, tensor_raw("w", t->wt, 4, dw, wd, (size_t)(m * kk)));
+    APPEND(mbd.g.initializer, mbd.g.n_initializer, tensor_raw("xz", t->xt, 0, NULL, &xz, 1));
+    APPEND(mbd.g.initializer, mbd.g.n_initializer, tensor_raw("wz", t->wt, 0, NULL, &wz, 1));
+    Onnx__NodeProto *n = node_new(&mbd.g, "ConvInteger", "ci", "x,w,xz,wz", "y");
+    pb_attr_ints(n, "pads", 4, pads);
+    pb_attr_ints(n, "strides", 2, st);
+    mb_output(&mbd, "y");
+    ir_graph *g = NULL;
+    CHECK_EQ_INT(mb_load(&mbd, NULL, &g), SMELT_OK);
+    smelt_program *p = g ? compile(g, 0) : NULL;
+    CHECK(p != NULL);
+    if (p) {
+        bool has = p->cls[0].source && strstr(p->cls[0].source, "smelt_gemm_s16p_") != NULL;
+        if (has != t->pairs) fprintf(stderr, "  %lldx%lld %lld -> %lld: k-pair microkernel %d\n", (long long)h, (long long)w,
+                                     (long long)c, (long long)m, has);
+        CHECK(has == t->pairs);
+        int kp = check_kpairs(p, t);
+        CHECK(t->pairs ? kp >= 1 : kp == 0);
+        smelt_tensor in = {.name = "x", .dtype = t->xt, .rank = 4, .shape = {1, c, h, w}, .data = x};
+        CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+        smelt_tensor o;
+        CHECK(smelt_program_output(p, 0, &o) == SMELT_OK);
+        CHECK(o.dtype == SMELT_I32 && smelt_tensor_numel(&o) == m * oh * ow);
+        int bad = 0;
+        for (int64_t r = 0; r < m && o.dtype == SMELT_I32; r++)
+            for (int64_t i = 0; i < oh; i++)
+                for (int64_t j = 0; j < ow; j++) {
+                    int64_t want = 0;
+                    for (int64_t ch = 0; ch < c; ch++)
+                        for (int64_t a = 0; a < k; a++)
+                            for (int64_t b = 0; b < k; b++) {
+                                int64_t ih = i * t->stride - t->pad + a, iw = j * t->stride - t->pad + b;
+                                if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+                                want += (int64_t)(q8(t->xt, (ch * h + ih) * w + iw, 1) - t->x_zp) *
+                                        (q8(t->wt, ((r * c + ch) * k + a) * k + b, 2) - t->w_zp);
+                            }
+                    int32_t got = ((const int32_t *)o.data)[(r * oh + i) * ow + j];
+                    if (got != want && bad++ < 3)
+                        fprintf(stderr, "  %lld -> %lld [%lld][%lld][%lld]: %d, want %lld\n", (long long)c, (long long)m,
+                                (long long)r, (long long)i, (long long)j, got, (long long)want);
+                }
+        CHECK_EQ_INT(bad, 0);
+        smelt_program_free(p);
+    }
+    ir_graph_free(g);
+    pool_free();
+    free(x), free(wd);
+}
+
+/* Output planes of 32 and 64 positions: a whole number of panels on either ISA's
+ * tiles (16 or 32), so the positions go on N (graph_conv_on_cols). */
+TEST(conv_pairs_conv_integer_is_exact)
+{
+    static const ci_case cases[] = {
+        {3, 8, 8, 32, 3, 1, 1, SMELT_U8, SMELT_U8, 128, 119, true},  /* K 27: odd, the last partner 0 */
+        {4, 16, 8, 35, 3, 2, 1, SMELT_I8, SMELT_I8, -128, 127, true}, /* stride 2, M 35 off the row block */
+        {9, 8, 8, 37, 1, 1, 0, SMELT_U8, SMELT_U8, 255, 0, true},    /* 1x1 K 9 through the pair im2col */
+        {60, 8, 4, 42, 3, 1, 1, SMELT_U8, SMELT_I8, 0, -128, true},  /* K 540: 270 pairs, two KC slices */
+        {8, 8, 8, 33, 1, 1, 0, SMELT_I8, SMELT_U8, 127, 255, true},  /* 1x1, M 33: a one-row tail */
+        {3, 8, 8, 24, 3, 1, 1, SMELT_U8, SMELT_U8, 128, 119, false}, /* M 24: the float GEMM (KPAIRS_MIN_M) */
+        {3, 8, 8, 8, 3, 1, 1, SMELT_U8, SMELT_U8, 128, 119, false},  /* M 8: stays direct */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_ci(&cases[i]);
+}
+
+/* A float Conv (3x3, 6 -> 37 channels at 8x8, pad 1) with weight values wv(i)
+ * and, amax > 0, IR_ATTR_INT_AMAX: whether it runs on the k-pairs, and its
+ * result against a double reference (exact where the values are integers). */
+static void run_float_conv(int64_t amax, float (*wv)(int64_t), bool pairs)
+{
+    enum { C = 6, H = 8, W = 8, M = 37, K = C * 9 };
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(4, 1, C, H, W));
+    int w = constant(g, "w", shp(4, M, C, 3, 3), 1.0f, 0.0f);
+    float *wd = g->tensors[w].data;
+    for (int64_t i = 0; i < M * K; i++) wd[i] = wv(i);
+    int y = op2(g, "conv", OP_Conv, x, w);
+    int node = node_named(g, "conv");
+    const int64_t pads[4] = {1, 1, 1, 1};
+    attr_ints(g, node, "pads", 4, pads);
+    if (amax > 0) attr_int(g, node, IR_ATTR_INT_AMAX, amax);
+    ir_graph_set_io(g, 1, &x, 1, &y);
+    smelt_program *p = compile(g, 0);
+    CHECK(p != NULL);
+    if (p) {
+        bool has = p->cls[0].source && strstr(p->cls[0].source, "smelt_gemm_s16p_") != NULL;
+        CHECK(has == pairs);
+        float *xd = malloc(sizeof(float) * C * H * W);
+        for (int64_t i = 0; i < C * H * W; i++) xd[i] = (float)((i * 37) % 511 - 255); /* integers within 255 */
+        smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 4, .shape = {1, C, H, W}, .data = xd}, out = {0};
+        CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+        CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+        const float *yd = out.data;
+        int bad = 0;
+        for (int64_t r = 0; r < M && yd; r++)
+            for (int64_t i = 0; i < H; i++)
+                for (int64_t j = 0; j < W; j++) {
+                    double want = 0;
+                    for (int64_t ch = 0; ch < C; ch++)
+                        for (int64_t a = 0; a < 3; a++)
+                            for (int64_t b = 0; b < 3; b++) {
+                                int64_t ih = i - 1 + a, iw = j - 1 + b;
+                                if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+                                    want += (double)xd[(ch * H + ih) * W + iw] * wd[((r * C + ch) * 3 + a) * 3 + b];
+                            }
+                    double got = yd[(r * H + i) * W + j];
+                    bool ok = pairs ? got == want : fabs(got - want) <= 1e-5 * (1 + fabs(want));
+                    if (!ok && bad++ < 3) fprintf(stderr, "  [%lld][%lld][%lld]: %g, want %g\n", (long long)r, (long long)i, (long long)j, got, want);
+                }
+        CHECK_EQ_INT(bad, 0);
+        free(xd);
+        smelt_program_free(p);
+    }
+    ir_graph_free(g);
+}
+
+static float w_small(int64_t i) { return (float)((i * 13) % 61 - 30); }     /* 255 * 54 * 30 < 2^24 */
+static float w_large(int64_t i) { return (float)(2000 + (i * 13) % 61); }   /* 255 * 54 * 2000 > 2^24 */
+static float w_frac(int64_t i) { return (float)((i * 13) % 61 - 30) + 0.5f; }
+
+/* A model file's own "smelt.int_amax" on a float Conv is dropped at import: X
+ * here holds fractions, which the k-pairs would truncate. */
+TEST(conv_pairs_not_claimed_by_a_model)
+{
+    mb mbd;
+    mb_init(&mbd, 13);
+    int64_t dx[4] = {1, 8, 8, 8}, dw[4] = {40, 8, 3, 3}, pads[4] = {1, 1, 1, 1};
+    float *w = malloc(sizeof(float) * 40 * 72);
+    for (int i = 0; i < 40 * 72; i++) w[i] = (float)((i * 7) % 11 - 5);
+    mb_input(&mbd, "x", SMELT_F32, 4, dx);
+    init_f32(&mbd, "w", 4, dw, w, 40 * 72);
+    Onnx__NodeProto *n = node_new(&mbd.g, "Conv", "conv", "x,w", "y");
+    pb_attr_ints(n, "pads", 4, pads);
+    pb_attr_int(n, IR_ATTR_INT_AMAX, 255);
+    mb_output(&mbd, "y");
+    ir_graph *g = NULL;
+    CHECK_EQ_INT(mb_load(&mbd, NULL, &g), SMELT_OK);
+    for (int i = 0; g && i < g->n_nodes; i++) CHECK(ir_attr_int(&g->nodes[i], IR_ATTR_INT_AMAX, 0) == 0);
+    smelt_program *p = g ? compile(g, 0) : NULL;
+    CHECK(p != NULL);
+    if (p) CHECK(p->cls[0].source && !strstr(p->cls[0].source, "smelt_gemm_s16p_"));
+    smelt_program_free(p);
+    ir_graph_free(g);
+    pool_free();
+    free(w);
+}
+
+TEST(conv_pairs_only_within_the_bound)
+{
+    run_float_conv(255, w_small, true);
+    run_float_conv(0, w_small, false);      /* no IR_ATTR_INT_AMAX: X may hold any float */
+    run_float_conv(255, w_large, false);    /* amax * column sum past 2^24 */
+    run_float_conv(40000, w_small, false);  /* amax past int16 */
+    run_float_conv(255, w_frac, false);     /* a weight that is not an integer */
+}
