@@ -64,7 +64,8 @@
 #define DW_MAX_TAPS 64        /* unrolled taps (8x8); larger windows take the generic form */
 #define DW_STACK_BYTES (64 * 1024)
 #define DW_ROW_OUTPUTS 512    /* outputs per unit, about */
-#define DW_MIN_ROW 28         /* narrower output rows take the flat form (measured above) */
+#define DW_MIN_ROW 28         /* narrower output rows take the flat form (measured above), */
+#define DW_MASKED_ROW 4       /* unless a row of DW_MASKED_ROW to 16 outputs is one masked vector */
 
 typedef struct dw_job {
     window_geom w;
@@ -81,7 +82,8 @@ static void dw_fill_span(lower_ctx *c, const dw_job *j, int tile, kir_val trow, 
 {
     kir_kernel *K = c->k;
     if (lo >= hi) return;
-    kir_val q = kir_loop_begin_parallel(K, kir_idx(K, lo), kir_idx(K, hi));
+    /* from 0, so that a span of at most a vector's lanes is one (masked) vector loop (emit_c_simd.c) */
+    kir_val q = kir_add(K, kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, hi - lo)), kir_idx(K, lo));
     kir_val v = kir_const_f(K, j->dt, 0);
     if (x) {
         kir_val xi[4] = {nci[0], nci[1], nci[2], kir_add(K, kir_mul(K, q, kir_idx(K, j->w.stride[1])), kir_idx(K, phi - j->w.pad_lo[1]))};
@@ -185,8 +187,10 @@ static void dw_body(lower_ctx *c, const kir_val *idx, void *user)
 bool conv_depthwise_2d(lower_ctx *c, const window_geom *w, int64_t batch, int64_t cg, int64_t m, int64_t group,
                        smelt_dtype dt, bool bias)
 {
+    /* rows of 4 to 16 outputs: one masked vector each where the vectors have 16 lanes (emit_c_simd.c) */
+    bool masked_row = w->out[1] >= DW_MASKED_ROW && w->out[1] <= 16 && c->target->vector_width >= 16;
     if (c->target->wg_size > 1 || w->nsp != 2 || cg != 1 || m != group || w->kernel[0] * w->kernel[1] > DW_MAX_TAPS ||
-        w->out[1] < DW_MIN_ROW)
+        (w->out[1] < DW_MIN_ROW && !masked_row))
         return false;
     dw_job j = {.w = *w, .dt = dt, .bias = bias};
     int64_t wp = w->pad_lo[1] + w->in[1] + w->pad_hi[1], sw = w->stride[1];
