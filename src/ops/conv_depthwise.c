@@ -190,10 +190,13 @@ bool conv_depthwise_2d(lower_ctx *c, const window_geom *w, int64_t batch, int64_
     /* Rows of 4 to 16 outputs: one masked vector each where the vectors have 16 lanes (emit_c_simd.c).
      * Min of 5 rounds of 200 runs, 1 thread, 3x3 pad 1 + Clip, flat form -> this kernel: 384 ch at
      * 14x14 0.058 -> 0.033 ms, 576 ch 0.088 -> 0.050, 192 ch 28 -> 14 s2 0.045 -> 0.031, 960 ch at
-     * 7x7 0.053 -> 0.047; but 576 ch 14 -> 7 s2 0.043 -> 0.051: a stride-2 row of fewer than 8
-     * outputs fills its phase planes in the deinterleave's scalar loop, so it stays flat. */
+     * 7x7 0.053 -> 0.047, 128 ch 28 -> 14 s2 + HardSwish 0.030 -> 0.022; but 576 ch 14 -> 7 s2
+     * 0.043 -> 0.051 (a stride-2 row of fewer than 8 outputs fills its phase planes in the
+     * deinterleave's scalar loop), and 5x5 windows lost: 256 ch at 14x14 + HardSwish 0.063 -> 0.073,
+     * 512 ch at 7x7 0.052 -> 0.075 (25 masked loads a row, each reading tile rows just written by
+     * masked stores). Those stay flat. */
     bool masked_row = w->out[1] >= DW_MASKED_ROW && w->out[1] <= 16 && c->target->vector_width >= 16 &&
-                      (w->stride[1] == 1 || w->out[1] >= 8);
+                      w->kernel[1] <= 3 && (w->stride[1] == 1 || w->out[1] >= 8);
     if (c->target->wg_size > 1 || w->nsp != 2 || cg != 1 || m != group || w->kernel[0] * w->kernel[1] > DW_MAX_TAPS ||
         (w->out[1] < DW_MIN_ROW && !masked_row))
         return false;

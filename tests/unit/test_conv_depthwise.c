@@ -5,7 +5,8 @@
  * bias, a Clip fused after and a Pad of 0.5 fused before (read once per element
  * into the tile; one kernel either way);
  * rows of 4 to 16 outputs (MobileNet's 14x14 and 7x7 layers), which it takes
- * where each is one masked 16-lane vector (emit_c_simd.c; at stride 2 from 8);
+ * where each is one masked 16-lane vector (emit_c_simd.c; windows up to 3
+ * wide, at stride 2 from 8 outputs);
  * and the convolutions it leaves to the generic flat form: a channel
  * multiplier of 2 (M = 2C), a grouping with two channels per group, rows of
  * 3, and the narrow rows on hosts with narrower vectors.
@@ -84,12 +85,13 @@ TEST(conv_depthwise_matches_a_direct_reference)
         {1, 4, 10, 16, 4, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 4, true, true, true, 2},
         {1, 3, 9, 10, 3, {3, 3}, {1, 1}, {1, 1}, {1, 0, 1, 0}, 3, true, true, false, 2},
         {1, 2, 5, 4, 2, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 2, true, true, false, 2},
-        /* left to the flat form: multiplier 2, two channels per group, rows of 3, and 14 -> 7 at
-         * stride 2 (fewer than 8 outputs a row) */
+        /* left to the flat form: multiplier 2, two channels per group, rows of 3, 14 -> 7 at
+         * stride 2 (fewer than 8 outputs a row), and a 5x5 window on rows of 7 */
         {1, 4, 9, 40, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 4, true, true, false, 0},
         {1, 6, 9, 40, 6, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 3, true, false, false, 0},
         {1, 4, 6, 3, 4, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 4, true, true, false, 0},
         {1, 9, 14, 14, 9, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 9, true, true, false, 0},
+        {1, 5, 7, 7, 5, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 5, true, true, false, 0},
     };
     for (int ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) {
         const dw_case *cc = &cases[ci];
