@@ -73,6 +73,7 @@ typedef struct dw_job {
     int64_t wq, plane;    /* phase plane width; a tile row (sw planes) */
     smelt_dtype dt;
     bool bias;
+    bool masked;          /* a row of outputs (and a span of the fill) is one masked loop (kir.h) */
 } dw_job;
 
 /* Columns [lo, hi) of plane phi in tile row t (at trow): X's input columns
@@ -82,8 +83,9 @@ static void dw_fill_span(lower_ctx *c, const dw_job *j, int tile, kir_val trow, 
 {
     kir_kernel *K = c->k;
     if (lo >= hi) return;
-    /* from 0, so that a span of at most a vector's lanes is one (masked) vector loop (emit_c_simd.c) */
-    kir_val q = kir_add(K, kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, hi - lo)), kir_idx(K, lo));
+    /* a masked loop runs from 0 */
+    kir_val q = j->masked ? kir_add(K, kir_loop_begin_masked(K, hi - lo), kir_idx(K, lo))
+                          : kir_loop_begin_parallel(K, kir_idx(K, lo), kir_idx(K, hi));
     kir_val v = kir_const_f(K, j->dt, 0);
     if (x) {
         kir_val xi[4] = {nci[0], nci[1], nci[2], kir_add(K, kir_mul(K, q, kir_idx(K, j->w.stride[1])), kir_idx(K, phi - j->w.pad_lo[1]))};
@@ -174,7 +176,7 @@ static void dw_body(lower_ctx *c, const kir_val *idx, void *user)
                         : kir_idx(K, j->rb);
     kir_val r = kir_loop_begin(K, zero_i, nrows, one);
     kir_val rbase = kir_mul(K, r, kir_idx(K, w->stride[0] * j->plane));
-    kir_val ow = kir_loop_begin_parallel(K, zero_i, kir_idx(K, w->out[1]));
+    kir_val ow = j->masked ? kir_loop_begin_masked(K, w->out[1]) : kir_loop_begin_parallel(K, zero_i, kir_idx(K, w->out[1]));
     kir_val at = kir_add(K, rbase, ow), acc = bias;
     for (int64_t t = 0; t < taps; t++)
         acc = kir_binary(K, KIR_ADD, acc, kir_binary(K, KIR_MUL, wv[t], kir_load(K, tile, kir_add(K, at, kir_idx(K, off[t])))));
@@ -200,7 +202,7 @@ bool conv_depthwise_2d(lower_ctx *c, const window_geom *w, int64_t batch, int64_
     if (c->target->wg_size > 1 || w->nsp != 2 || cg != 1 || m != group || w->kernel[0] * w->kernel[1] > DW_MAX_TAPS ||
         (w->out[1] < DW_MIN_ROW && !masked_row))
         return false;
-    dw_job j = {.w = *w, .dt = dt, .bias = bias};
+    dw_job j = {.w = *w, .dt = dt, .bias = bias, .masked = masked_row};
     int64_t wp = w->pad_lo[1] + w->in[1] + w->pad_hi[1], sw = w->stride[1];
     j.wq = (wp + sw - 1) / sw;
     /* every tap's column lies in its plane: ow + (kw*dw)/sw < wq for ow < OW */

@@ -132,12 +132,13 @@ static void check_vector_loops(int lanes)
 TEST(emit_vector_loops_match_interpreter_avx512) { check_vector_loops(16); }
 TEST(emit_vector_loops_match_interpreter_avx2) { check_vector_loops(8); }
 
-/* A loop of fewer lanes than 16 (not 8) is one AVX-512 vector under a mask of
- * its first n lanes (emit_c_simd.c, "Masked vector loops"): the interpreter's
- * bits in those lanes, and nothing stored past them. Blocks are n + 3 apart,
- * so the gaps between them (a sentinel) show a store of a masked-off lane;
- * the input ends at the last block's last element, read by a masked load. */
-static void check_masked_loops(int n)
+/* A masked loop (kir.h) of fewer lanes than 16 (not 8) is one AVX-512 vector
+ * under a mask of its first n lanes (emit_c_simd.c, "Masked vector loops"):
+ * the interpreter's bits in those lanes, and nothing stored past them. Blocks
+ * are n + 3 apart, so the gaps between them (a sentinel) show a store of a
+ * masked-off lane; the input ends at the last block's last element, read by
+ * a masked load. A plain parallel loop of n is not masked (opt-in). */
+static void check_masked_loops(int n, bool masked)
 {
     if (!have_cc()) return;
     enum { WG = 8, BLOCKS = 5 };
@@ -150,7 +151,7 @@ static void check_masked_loops(int n)
     kir_val blk = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, BLOCKS), kir_idx(k, 1));
     kir_val base = kir_mul(k, kir_add(k, kir_mul(k, kir_wg(k), kir_idx(k, BLOCKS)), blk), kir_idx(k, stride));
     kir_val first = kir_load(k, xb, base);
-    kir_val q = kir_loop_begin_parallel(k, kir_idx(k, 0), kir_idx(k, n));
+    kir_val q = masked ? kir_loop_begin_masked(k, n) : kir_loop_begin_parallel(k, kir_idx(k, 0), kir_idx(k, n));
     kir_val i = kir_add(k, base, q);
     kir_val x = kir_load(k, xb, i);
     kir_val y = kir_binary(k, KIR_ADD, kir_binary(k, KIR_MUL, x, first), kir_unary(k, KIR_EXP, x));
@@ -172,7 +173,8 @@ static void check_masked_loops(int n)
     char *src = NULL, mask[64];
     CHECK_EQ_INT(emit_program(&k, 1, EMIT_C, LOCALS_HYBRID, NULL, &src), SMELT_OK);
     snprintf(mask, sizeof mask, "_mm512_maskz_loadu_ps((__mmask16)0x%x, &b", (1u << n) - 1);
-    CHECK(src && strstr(src, mask) && strstr(src, "_mm512_mask_storeu_ps(&b") && strstr(src, "smelt_expf_v16("));
+    CHECK_EQ_INT(src && strstr(src, mask) && strstr(src, "_mm512_mask_storeu_ps(&b") && strstr(src, "smelt_expf_v16("),
+                 masked);
     if (src) check_compiles_for_isas(src);
     rt_so *so = NULL;
     CHECK_EQ_INT(rt_cc_load(src, &so, NULL), SMELT_OK);
@@ -197,7 +199,10 @@ static void check_masked_loops(int n)
 TEST(emit_masked_vector_loops_match_interpreter)
 {
     static const int ns[] = {4, 5, 7, 9, 14, 15};
-    for (int t = 0; t < (int)(sizeof ns / sizeof ns[0]); t++) check_masked_loops(ns[t]);
+    for (int t = 0; t < (int)(sizeof ns / sizeof ns[0]); t++) {
+        check_masked_loops(ns[t], true);
+        check_masked_loops(ns[t], false);
+    }
 }
 
 /* ---- interleaved loops ---------------------------------------------------- */
