@@ -603,6 +603,13 @@ kir_val kir_loop_begin_deint(kir_kernel *k, kir_val lo, kir_val hi)
     return v;
 }
 
+kir_val kir_loop_begin_masked(kir_kernel *k, int64_t n)
+{
+    kir_val v = kir_loop_begin_parallel(k, kir_idx(k, 0), kir_idx(k, n));
+    if (v) k->stmts[k->vals[v].def].masked = true;
+    return v;
+}
+
 kir_val kir_loop_begin_gemm(kir_kernel *k, kir_val kc)
 {
     kir_val v = kir_loop_begin(k, kir_idx(k, 0), kc, kir_idx(k, 1));

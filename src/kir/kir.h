@@ -28,6 +28,13 @@
  * per pair of vectors where b1 = b0 + 1 (the C emitter, emit_c_deint.c); run
  * as written it is the same copy.
  *
+ * Masked loops. A *masked* loop (kir_loop_begin_masked) is a parallel loop
+ * over [0, n) that a target with vectors of more than n lanes may run as one
+ * vector under a mask of its first n lanes (the C emitter on AVX-512 for
+ * 4 <= n < 16, emit_c_simd.c). Opt-in, where the lowering measured that it
+ * pays (ops/conv_depthwise.c): masked stores are slow on some CPUs, and
+ * short elementwise loops lost. Run as written it is the same loop.
+ *
  * Microkernel loops. A *gemm* loop (kir_loop_begin_gemm) is a multiply-add
  * over a packed block, as ops/matmul.c builds it:
  *     for (k = 0; k < kc; k++) for (r = 0; r < MR; r++) for (j = 0; j < NR; j++)
@@ -143,6 +150,7 @@ typedef struct kir_stmt {
     bool stream;          /* LOOP_BEGIN: a stream loop (see "Streaming" above) */
     bool gemm;            /* LOOP_BEGIN: a gemm loop (see "Microkernel loops" above) */
     bool deint;           /* LOOP_BEGIN: a deinterleave loop (see "Deinterleaving" above) */
+    bool masked;          /* LOOP_BEGIN: a masked loop (see "Masked loops" above) */
 } kir_stmt;
 
 #define KIR_BOX_RANK 8 /* = SMELT_MAX_RANK */
@@ -239,6 +247,8 @@ kir_val kir_loop_begin_stream(kir_kernel *k, int64_t n);
 /* A deinterleave loop over [lo, hi) (see "Deinterleaving"): a parallel loop
  * whose body the caller builds in that form. */
 kir_val kir_loop_begin_deint(kir_kernel *k, kir_val lo, kir_val hi);
+/* A masked loop over [0, n) (see "Masked loops"): a parallel loop. */
+kir_val kir_loop_begin_masked(kir_kernel *k, int64_t n);
 /* A gemm loop over [0, kc) (see "Microkernel loops"): its body is built by the
  * caller in that form. */
 kir_val kir_loop_begin_gemm(kir_kernel *k, kir_val kc);

@@ -31,7 +31,10 @@
  * one loop over a whole block of rows; those stay there (so did a form for
  * them that runs all of a unit's rows as one loop over r*wq + ow, dropping
  * the wq - OW columns past each row: 256 ch 5x5 at 14x14 0.085 -> 0.11 ms,
- * 128 ch 28 -> 14 s2 a tie at 0.042). A first version
+ * 128 ch 28 -> 14 s2 a tie at 0.042). Where vectors have 16 lanes, a row of
+ * 4 to 16 outputs of a window up to 3 wide is one masked vector instead
+ * (kir.h, "Masked loops"), and those rows come here after all (numbers at
+ * masked_row). A first version
  * without the tile (taps read from X with the edge columns and rows guarded)
  * was 1.5-2x slower than the flat form on all of these. Filling all sw planes
  * in one loop over their common interior columns (one stride-sw group of
@@ -64,7 +67,8 @@
 #define DW_MAX_TAPS 64        /* unrolled taps (8x8); larger windows take the generic form */
 #define DW_STACK_BYTES (64 * 1024)
 #define DW_ROW_OUTPUTS 512    /* outputs per unit, about */
-#define DW_MIN_ROW 28         /* narrower output rows take the flat form (measured above) */
+#define DW_MIN_ROW 28         /* narrower output rows take the flat form (measured above), */
+#define DW_MASKED_ROW 4       /* unless a row of DW_MASKED_ROW to 16 outputs is one masked vector */
 
 typedef struct dw_job {
     window_geom w;
@@ -72,6 +76,7 @@ typedef struct dw_job {
     int64_t wq, plane;    /* phase plane width; a tile row (sw planes) */
     smelt_dtype dt;
     bool bias;
+    bool masked;          /* a row of outputs (and a span of the fill) is one masked loop (kir.h) */
 } dw_job;
 
 /* Columns [lo, hi) of plane phi in tile row t (at trow): X's input columns
@@ -81,7 +86,9 @@ static void dw_fill_span(lower_ctx *c, const dw_job *j, int tile, kir_val trow, 
 {
     kir_kernel *K = c->k;
     if (lo >= hi) return;
-    kir_val q = kir_loop_begin_parallel(K, kir_idx(K, lo), kir_idx(K, hi));
+    /* a masked loop runs from 0 */
+    kir_val q = j->masked ? kir_add(K, kir_loop_begin_masked(K, hi - lo), kir_idx(K, lo))
+                          : kir_loop_begin_parallel(K, kir_idx(K, lo), kir_idx(K, hi));
     kir_val v = kir_const_f(K, j->dt, 0);
     if (x) {
         kir_val xi[4] = {nci[0], nci[1], nci[2], kir_add(K, kir_mul(K, q, kir_idx(K, j->w.stride[1])), kir_idx(K, phi - j->w.pad_lo[1]))};
@@ -172,7 +179,7 @@ static void dw_body(lower_ctx *c, const kir_val *idx, void *user)
                         : kir_idx(K, j->rb);
     kir_val r = kir_loop_begin(K, zero_i, nrows, one);
     kir_val rbase = kir_mul(K, r, kir_idx(K, w->stride[0] * j->plane));
-    kir_val ow = kir_loop_begin_parallel(K, zero_i, kir_idx(K, w->out[1]));
+    kir_val ow = j->masked ? kir_loop_begin_masked(K, w->out[1]) : kir_loop_begin_parallel(K, zero_i, kir_idx(K, w->out[1]));
     kir_val at = kir_add(K, rbase, ow), acc = bias;
     for (int64_t t = 0; t < taps; t++)
         acc = kir_binary(K, KIR_ADD, acc, kir_binary(K, KIR_MUL, wv[t], kir_load(K, tile, kir_add(K, at, kir_idx(K, off[t])))));
@@ -185,10 +192,20 @@ static void dw_body(lower_ctx *c, const kir_val *idx, void *user)
 bool conv_depthwise_2d(lower_ctx *c, const window_geom *w, int64_t batch, int64_t cg, int64_t m, int64_t group,
                        smelt_dtype dt, bool bias)
 {
+    /* Rows of 4 to 16 outputs: one masked vector each where the vectors have 16 lanes (emit_c_simd.c).
+     * Min of 5 rounds of 200 runs, 1 thread, 3x3 pad 1 + Clip, flat form -> this kernel: 384 ch at
+     * 14x14 0.058 -> 0.033 ms, 576 ch 0.088 -> 0.050, 192 ch 28 -> 14 s2 0.045 -> 0.031, 960 ch at
+     * 7x7 0.053 -> 0.047, 128 ch 28 -> 14 s2 + HardSwish 0.030 -> 0.022; but 576 ch 14 -> 7 s2
+     * 0.043 -> 0.051 (a stride-2 row of fewer than 8 outputs fills its phase planes in the
+     * deinterleave's scalar loop), and 5x5 windows lost: 256 ch at 14x14 + HardSwish 0.063 -> 0.073,
+     * 512 ch at 7x7 0.052 -> 0.075 (25 masked loads a row, each reading tile rows just written by
+     * masked stores). Those stay flat. */
+    bool masked_row = w->out[1] >= DW_MASKED_ROW && w->out[1] <= 16 && c->target->vector_width >= 16 &&
+                      w->kernel[1] <= 3 && (w->stride[1] == 1 || w->out[1] >= 8);
     if (c->target->wg_size > 1 || w->nsp != 2 || cg != 1 || m != group || w->kernel[0] * w->kernel[1] > DW_MAX_TAPS ||
-        w->out[1] < DW_MIN_ROW)
+        (w->out[1] < DW_MIN_ROW && !masked_row))
         return false;
-    dw_job j = {.w = *w, .dt = dt, .bias = bias};
+    dw_job j = {.w = *w, .dt = dt, .bias = bias, .masked = masked_row};
     int64_t wp = w->pad_lo[1] + w->in[1] + w->pad_hi[1], sw = w->stride[1];
     j.wq = (wp + sw - 1) / sw;
     /* every tap's column lies in its plane: ow + (kw*dw)/sw < wq for ow < OW */

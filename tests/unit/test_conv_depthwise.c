@@ -4,9 +4,12 @@
  * 2 (and uneven strides), dilation 2, a 5x5 kernel, batch 2, with and without
  * bias, a Clip fused after and a Pad of 0.5 fused before (read once per element
  * into the tile; one kernel either way);
+ * rows of 4 to 16 outputs (MobileNet's 14x14 and 7x7 layers), which it takes
+ * where each is one masked 16-lane vector (emit_c_simd.c; windows up to 3
+ * wide, at stride 2 from 8 outputs);
  * and the convolutions it leaves to the generic flat form: a channel
- * multiplier of 2 (M = 2C), a grouping with two channels per group, and rows
- * narrower than its minimum (MobileNet's 14x14 layers).
+ * multiplier of 2 (M = 2C), a grouping with two channels per group, rows of
+ * 3, and the narrow rows on hosts with narrower vectors.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -15,6 +18,7 @@
 #include <string.h>
 
 #include "api/program.h"
+#include "rt/rt.h"
 #include "target/emit.h"
 #include "test.h"
 #include "fuse_cases.h"
@@ -23,7 +27,8 @@ typedef struct dw_case {
     int64_t n, c, h, w, m, k[2], s[2], d[2], pads[4]; /* pads: top, left, bottom, right */
     int64_t group;
     bool bias, clip, pad_in;  /* Clip(0, 6) after; X padded before (PAD_IN, value 0.5) */
-    bool dw;                  /* expected on the depthwise kernel (one tile, no accumulators in workgroup memory) */
+    int dw;                   /* expected on the depthwise kernel (one tile, no accumulators in workgroup memory):
+                               * 1 always, 2 where a row is one masked vector (16-lane vectors), 0 never */
 } dw_case;
 
 static int scalar(ir_graph *g, const char *name, float v)
@@ -56,24 +61,37 @@ TEST(conv_depthwise_matches_a_direct_reference)
 {
     static const dw_case cases[] = {
         /* 3x3, pads 1, 2, 0, 1 (top, left, bottom, right), batch 2, bias, Clip after */
-        {2, 5, 9, 40, 5, {3, 3}, {1, 1}, {1, 1}, {1, 2, 0, 1}, 5, true, true, false, true},
+        {2, 5, 9, 40, 5, {3, 3}, {1, 1}, {1, 1}, {1, 2, 0, 1}, 5, true, true, false, 1},
         /* 3x3 stride 2 pad 1 on odd sizes (MobileNet's downsampling), Pad before, Clip after */
-        {1, 7, 13, 61, 7, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 7, true, true, true, true},
+        {1, 7, 13, 61, 7, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 7, true, true, true, 1},
         /* dilation 2, pads 2, no bias */
-        {1, 3, 11, 33, 3, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}, 3, false, false, false, true},
+        {1, 3, 11, 33, 3, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}, 3, false, false, false, 1},
         /* 5x5 pad 2, batch 2, Pad before */
-        {2, 4, 8, 30, 4, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 4, true, false, true, true},
+        {2, 4, 8, 30, 4, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 4, true, false, true, 1},
         /* uneven strides (2, 3), 3x2 kernel, dilation (1, 2), pads on one side only */
-        {1, 2, 10, 95, 2, {3, 2}, {2, 3}, {1, 2}, {0, 0, 2, 1}, 2, true, true, false, true},
+        {1, 2, 10, 95, 2, {3, 2}, {2, 3}, {1, 2}, {0, 0, 2, 1}, 2, true, true, false, 1},
         /* stride 2 pad 1, batch 2, 5 channels, odd width 67: the columns both phase planes read
          * as one deinterleave loop (smelt_deint2_f32 in the C), the rest per plane */
-        {2, 5, 12, 67, 5, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 5, true, true, false, true},
+        {2, 5, 12, 67, 5, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 5, true, true, false, 1},
         /* stride 2 with pads 0 left, 2 right and a 5x5 window, no bias */
-        {1, 3, 11, 72, 3, {5, 5}, {2, 2}, {1, 1}, {2, 0, 1, 2}, 3, false, false, false, true},
-        /* left to the flat form: multiplier 2, two channels per group, rows of 14 */
-        {1, 4, 9, 40, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 4, true, true, false, false},
-        {1, 6, 9, 40, 6, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 3, true, false, false, false},
-        {1, 6, 14, 14, 6, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 6, true, true, false, false},
+        {1, 3, 11, 72, 3, {5, 5}, {2, 2}, {1, 1}, {2, 0, 1, 2}, 3, false, false, false, 1},
+        /* rows of 4 to 16 outputs, each one masked vector where vectors have 16 lanes (else the flat
+         * form): MobileNet's 14x14 and 7x7 layers, 27 -> 14 at stride 2, an odd width of 5 with pads
+         * 0 and 2, rows of exactly 16 and 8 lanes (Pad before), and of 4 */
+        {1, 6, 14, 14, 6, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 6, true, true, false, 2},
+        {2, 5, 7, 7, 5, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 5, false, true, false, 2},
+        {1, 9, 13, 27, 9, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 9, true, true, false, 2},
+        {1, 3, 6, 5, 3, {3, 3}, {1, 1}, {1, 1}, {1, 0, 1, 2}, 3, true, false, false, 2},
+        {1, 4, 10, 16, 4, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 4, true, true, true, 2},
+        {1, 3, 9, 10, 3, {3, 3}, {1, 1}, {1, 1}, {1, 0, 1, 0}, 3, true, true, false, 2},
+        {1, 2, 5, 4, 2, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 2, true, true, false, 2},
+        /* left to the flat form: multiplier 2, two channels per group, rows of 3, 14 -> 7 at
+         * stride 2 (fewer than 8 outputs a row), and a 5x5 window on rows of 7 */
+        {1, 4, 9, 40, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 4, true, true, false, 0},
+        {1, 6, 9, 40, 6, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 3, true, false, false, 0},
+        {1, 4, 6, 3, 4, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 4, true, true, false, 0},
+        {1, 9, 14, 14, 9, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 9, true, true, false, 0},
+        {1, 5, 7, 7, 5, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 5, true, true, false, 0},
     };
     for (int ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) {
         const dw_case *cc = &cases[ci];
@@ -106,12 +124,15 @@ TEST(conv_depthwise_matches_a_direct_reference)
             continue;
         }
         CHECK_EQ_INT(p->lp.n_kernels, 1); /* Pad and Clip fused */
-        CHECK_EQ_INT(workgroup_tiles(p), cc->dw ? 1 : 2);
+        bool dw = cc->dw == 1 || (cc->dw == 2 && rt_cc_vector_width() >= 16);
+        CHECK_EQ_INT(workgroup_tiles(p), dw ? 1 : 2);
         /* a stride-2 depthwise conv reading X itself (no producer fused) deinterleaves its columns */
         char *src = NULL;
         CHECK(emit_program(p->lp.kernels, p->lp.n_kernels, EMIT_C, LOCALS_HYBRID, (const int *const *)p->plan.in_place_of,
                            &src) == SMELT_OK);
-        CHECK_EQ_INT(src && strstr(src, "smelt_deint2_f32(&b") != NULL, cc->dw && cc->s[1] == 2 && !cc->pad_in);
+        CHECK_EQ_INT(src && strstr(src, "smelt_deint2_f32(&b") != NULL, dw && cc->s[1] == 2 && !cc->pad_in);
+        /* a row of 4 to 16 (not 8) outputs is one masked vector */
+        if (dw && cc->dw == 2 && ow != 8 && ow != 16) CHECK(src && strstr(src, "_mm512_mask_storeu_ps(&b"));
         free(src);
         int64_t nx = cc->n * cc->c * h0 * w0, nxp = cc->n * cc->c * cc->h * cc->w;
         float *xd = malloc(sizeof(float) * (size_t)nx), *xp = malloc(sizeof(float) * (size_t)nxp);

@@ -162,9 +162,10 @@ TEST(conv_flat_and_row_forms_match_a_direct_reference)
         {4, {2, 8, 31, 17}, {8, 8, 1, 1}, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, false, true},
         {4, {1, 4, 12, 14}, {8, 4, 2, 2}, 1, {1, 0, 0, 1}, {1, 1}, {1, 1}, false, true},
         {4, {1, 3, 9, 9}, {5, 3, 3, 3}, 1, {1, 1, 1, 1}, {2, 2}, {1, 1}, true, true},
-        /* strided: depthwise 3x3 stride 2 on odd sizes, a 1x1 stride-2 downsample
+        /* strided: depthwise 3x3 stride 2 on odd sizes (rows of 18 outputs: narrower ones of at most
+         * 16 take the depthwise kernel on 16-lane hosts, test_conv_depthwise.c), a 1x1 stride-2 downsample
          * (batch 2), a 7x7 stride-2 stem, a 2x2 stride 3, strides (1, 3) with dilation 2 */
-        {4, {1, 8, 15, 13}, {8, 1, 3, 3}, 8, {1, 1, 1, 1}, {2, 2}, {1, 1}, true, true},
+        {4, {1, 8, 15, 35}, {8, 1, 3, 3}, 8, {1, 1, 1, 1}, {2, 2}, {1, 1}, true, true},
         {4, {2, 6, 14, 11}, {8, 6, 1, 1}, 1, {0, 0, 0, 0}, {2, 2}, {1, 1}, false, true},
         {4, {1, 3, 23, 21}, {8, 3, 7, 7}, 1, {3, 3, 3, 3}, {2, 2}, {1, 1}, true, true},
         {4, {1, 2, 17, 17}, {4, 2, 2, 2}, 1, {0, 1, 1, 0}, {3, 3}, {1, 1}, false, true},
