@@ -344,3 +344,37 @@ TEST(fuse_siblings_whole_tensor_min_max_split_over_workgroups)
                 ir_graph_free(g);
             }
 }
+
+/* A whole tensor's max through a Transpose ([173, 211] read as [211, 173]): the flat run would read
+ * across rows, so the split form (three workgroups and a combine at this size) steps back and the
+ * lanes over the last dim take it, one kernel,
+ * against a double reference, with a NaN or without. */
+TEST(fuse_siblings_whole_tensor_max_through_a_transpose_keeps_the_row_form)
+{
+    for (int nan = 0; nan < 2; nan++) {
+        ir_graph *g = ir_graph_new();
+        g->opset = 11;
+        int x = input(g, "x", shp(2, 173, 211));
+        int t = op1(g, "t", OP_Transpose, x);
+        attr_ints(g, g->n_nodes - 1, "perm", 2, (const int64_t[]){1, 0});
+        int y = reduce(g, "hi", OP_ReduceMax, t, 0, NULL, 0);
+        ir_graph_set_io(g, 1, &x, 1, &y);
+        smelt_program *p = compile_threads(g, 0, 2);
+        if (p) {
+            CHECK_EQ_INT(p->lp.n_kernels, 1);
+            float *xd = malloc(sizeof(float) * 173 * 211);
+            double ref = -INFINITY;
+            for (int k = 0; k < 173 * 211; k++) {
+                xd[k] = (float)((k * 17) % 41 - 20) / 7.0f;
+                ref = fmax(ref, xd[k]);
+            }
+            if (nan) xd[173 * 211 - 3] = NAN;
+            const float *got = run_x(p, xd, 2, (const int64_t[]){173, 211}, NULL);
+            if (nan) CHECK(isnan(got[0]));
+            else CHECK(got[0] == (float)ref);
+            free(xd);
+        }
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
