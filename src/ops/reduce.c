@@ -372,13 +372,13 @@ static bool split_reduce(lower_ctx *c, red_job *j, const ir_shape *out, const re
     kir_val e[FUSE_SIBLINGS_MAX];
     int lanes[FUSE_SIBLINGS_MAX];
     for (int k = 0; k < np; k++) {
-        bool lo = part_kind(j, k) == RED_MAX;
-        int var = kir_var_new(K, j->dt, reduce_extreme(K, j->dt, lo));
+        bool lowest = part_kind(j, k) == RED_MAX;
+        int var = kir_var_new(K, j->dt, reduce_extreme(K, j->dt, lowest));
         if (k) j->sib_var[k - 1] = var;
         else j->var = var;
         lanes[k] = kir_smem_add(K, j->dt, s->v);
         kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, s->v));
-        kir_store(K, lanes[k], q, reduce_extreme(K, j->dt, lo));
+        kir_store(K, lanes[k], q, reduce_extreme(K, j->dt, lowest));
         kir_loop_end(K);
     }
     /* [lo, hi) of the run; the vector loop stops at the last whole vector nv,
