@@ -359,6 +359,27 @@ static bool range_of(const kir_kernel *k, kir_val v, int depth, int64_t *lo, int
     return *lo > -KIR_RANGE_MAX && *hi < KIR_RANGE_MAX && *lo <= *hi;
 }
 
+/* x % (c * d) where a is ((x / c) % d) * c (either operand order of the
+ * product) and b is x % c, for positive constants c and d, else 0: a linear
+ * index unravelled over three or more dims and put together again gives its
+ * inner dims back as one remainder (x / c / d is x / (c * d) for truncating
+ * division, so the identity holds for every x). */
+static kir_val div_mod_mod(kir_kernel *k, kir_val a, kir_val b)
+{
+    const kir_value *m = &k->vals[a], *r = &k->vals[b];
+    if (m->op != KIR_MUL || r->op != KIR_MOD || !kir_is_const(k, r->b)) return 0;
+    int64_t c = k->vals[r->b].imm.i;
+    kir_val md = kir_is_const(k, m->b) ? m->a : m->b, cv = md == m->a ? m->b : m->a;
+    if (c < 1 || !kir_is_const(k, cv) || k->vals[cv].imm.i != c || k->vals[md].op != KIR_MOD) return 0;
+    const kir_value *o = &k->vals[md], *dv = &k->vals[o->a];
+    if (!kir_is_const(k, o->b) || dv->op != KIR_DIV || dv->a != r->a || !kir_is_const(k, dv->b) ||
+        k->vals[dv->b].imm.i != c)
+        return 0;
+    int64_t d = k->vals[o->b].imm.i;
+    if (d < 1 || d > KIR_RANGE_MAX / c) return 0;
+    return kir_binary(k, KIR_MOD, r->a, kir_const_i(k, r->type, c * d));
+}
+
 static bool nonneg(const kir_kernel *k, kir_val v)
 {
     int64_t lo, hi;
@@ -432,9 +453,15 @@ kir_val kir_binary(kir_kernel *k, kir_op op, kir_val a, kir_val b)
                 if (m) return kir_add(k, div_multiple(k, m, n), kir_binary(k, KIR_DIV, y, b));
             }
         }
+        /* (x / c) / d is x / (c * d) for positive constants (truncating division) */
+        if (op == KIR_DIV && kir_is_const(k, b) && vb->imm.i > 0 && va->op == KIR_DIV && kir_is_const(k, va->b) &&
+            k->vals[va->b].imm.i > 0 && vb->imm.i <= KIR_RANGE_MAX / k->vals[va->b].imm.i)
+            return kir_binary(k, KIR_DIV, va->a, kir_const_i(k, t, vb->imm.i * k->vals[va->b].imm.i));
         if (op == KIR_ADD) {
             kir_val x = div_mod_pair(k, a, b);
             if (!x) x = div_mod_pair(k, b, a);
+            if (!x) x = div_mod_mod(k, a, b);
+            if (!x) x = div_mod_mod(k, b, a);
             if (x) return x;
             kir_val p = 0, y = 0;
             int64_t n = split_div_mod_pair(k, a, b, &p, &y);

@@ -308,6 +308,142 @@ static void red_body(lower_ctx *c, const kir_val *oidx, void *user)
     for (int k = 1; k <= j->n_sib; k++) red_store(c, j, k, oidx, red_final(c, j, k, kir_var_get(c->k, j->sib_var[k - 1])));
 }
 
+/* ---- a whole tensor's max and min, split over workgroups -------------------
+ * A reduction to one element (DynamicQuantizeLinear's range: the min and max
+ * of a whole activation) has one output element, so lower_parallel_for gives
+ * it one workgroup, and red_lanes_loops takes vector lanes over the last dim
+ * only (a row of 40 with 16 lanes: 8 elements a row, and the fused producer's
+ * exp with them, in a scalar tail). Instead the input is read as one flat run
+ * of its linear index (unravelled, which kir folds back into a stride-1
+ * address): each of W workgroups takes `chunk` elements (a multiple of the
+ * vector width) into vector lanes and writes its partial results to scratch,
+ * and a one-workgroup kernel folds the W partials in order and stores each
+ * part through its epilogue (W = 1: the first kernel stores them itself).
+ * Only max and min take it: they give the same value in any order and a NaN
+ * anywhere gives NaN either way, so the result does not depend on W; a sum
+ * would. */
+#define RED_SPLIT_WORK 16384 /* elements at least a workgroup (lower.c's LOWER_WG_WORK) */
+#define RED_SPLIT_MAX_WG 8   /* workgroups at most: enough to balance a few threads */
+
+typedef struct red_split {
+    int64_t n, v, chunk, n_wg; /* input elements, vector width, elements per workgroup, workgroups */
+} red_split;
+
+static bool split_form_for(const lower_ctx *c, const red_job *j, const ir_shape *out, red_split *s)
+{
+    if (c->target->wg_size != 1 || !kir_is_float(j->dt) || ir_shape_numel(out) != 1) return false;
+    for (int k = 0; k <= j->n_sib; k++)
+        if (part_kind(j, k) != RED_MAX && part_kind(j, k) != RED_MIN) return false;
+    s->n = ir_shape_numel(j->in);
+    s->v = c->target->vector_width;
+    if (s->v < 2 || s->n < 2 * s->v) return false;
+    int64_t per = (s->n + RED_SPLIT_MAX_WG - 1) / RED_SPLIT_MAX_WG;
+    if (per < RED_SPLIT_WORK) per = RED_SPLIT_WORK;
+    s->chunk = (per + s->v - 1) / s->v * s->v;
+    s->n_wg = (s->n + s->chunk - 1) / s->chunk;
+    return true;
+}
+
+/* Element i (a linear index) of the input, as each part adds it. */
+static void split_elem(lower_ctx *c, const red_job *j, kir_val i, kir_val *out)
+{
+    kir_val idx[IR_MAX_RANK];
+    lower_unravel(c->k, j->in, i, idx);
+    kir_val x = lower_load(c, 0, idx);
+    for (int k = 0; k <= j->n_sib; k++) out[k] = x;
+}
+
+/* Every part's output element, through its epilogue, from its variable. */
+static void split_store(lower_ctx *c, const red_job *j, const ir_shape *out)
+{
+    kir_val oidx[IR_MAX_RANK];
+    for (int d = 0; d < out->rank; d++) oidx[d] = kir_idx(c->k, 0);
+    for (int k = 0; k <= j->n_sib; k++) red_store(c, j, k, oidx, kir_var_get(c->k, part_var(j, k)));
+}
+
+/* The split form's kernels; false (nothing kept) when the flat run does not
+ * read its input with stride 1 (a broadcast or transposed producer), where
+ * the other forms vectorize better. */
+static bool split_reduce(lower_ctx *c, red_job *j, const ir_shape *out, const red_split *s)
+{
+    int mark = lower_mark(c), np = j->n_sib + 1;
+    kir_kernel *K = lower_kernel_begin(c, s->n_wg);
+    if (!K) return true;
+    kir_val e[FUSE_SIBLINGS_MAX];
+    int lanes[FUSE_SIBLINGS_MAX];
+    for (int k = 0; k < np; k++) {
+        bool lowest = part_kind(j, k) == RED_MAX;
+        int var = kir_var_new(K, j->dt, reduce_extreme(K, j->dt, lowest));
+        if (k) j->sib_var[k - 1] = var;
+        else j->var = var;
+        lanes[k] = kir_smem_add(K, j->dt, s->v);
+        kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, s->v));
+        kir_store(K, lanes[k], q, reduce_extreme(K, j->dt, lowest));
+        kir_loop_end(K);
+    }
+    /* [lo, hi) of the run; the vector loop stops at the last whole vector nv,
+     * which only the last workgroup's end passes (chunk is a multiple of v) */
+    int64_t nv = s->n / s->v * s->v;
+    kir_val lo = s->n_wg > 1 ? kir_mul(K, kir_wg(K), kir_idx(K, s->chunk)) : kir_idx(K, 0);
+    kir_val end = kir_add(K, lo, kir_idx(K, s->chunk));
+    kir_val i0 = kir_loop_begin(K, lo, kir_binary(K, KIR_MIN, end, kir_idx(K, nv)), kir_idx(K, s->v));
+    kir_val q = kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, s->v));
+    split_elem(c, j, kir_add(K, i0, q), e);
+    for (int k = 0; k < np; k++)
+        kir_store(K, lanes[k], q, kir_binary(K, part_op(j, k), kir_load(K, lanes[k], q), e[k]));
+    kir_loop_end(K);
+    kir_loop_end(K);
+    if (K->oom || lower_reads_across(K, q)) {
+        lower_rollback(c, mark);
+        return K->oom;
+    }
+    for (int k = 0; k < np; k++) {
+        kir_val t = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, s->v), kir_idx(K, 1));
+        kir_var_set(K, part_var(j, k), kir_binary(K, part_op(j, k), kir_var_get(K, part_var(j, k)), kir_load(K, lanes[k], t)));
+        kir_loop_end(K);
+    }
+    if (nv < s->n) {
+        kir_val i = kir_loop_begin(K, kir_binary(K, KIR_MAX, lo, kir_idx(K, nv)),
+                                   kir_binary(K, KIR_MIN, end, kir_idx(K, s->n)), kir_idx(K, 1));
+        split_elem(c, j, i, e);
+        for (int k = 0; k < np; k++)
+            kir_var_set(K, part_var(j, k), kir_binary(K, part_op(j, k), kir_var_get(K, part_var(j, k)), e[k]));
+        kir_loop_end(K);
+    }
+    if (s->n_wg == 1) {
+        split_store(c, j, out);
+        return true;
+    }
+    int part = lower_scratch(c, j->dt, s->n_wg * np);
+    if (part < 0) {
+        K->oom = true;
+        return true;
+    }
+    for (int k = 0; k < np; k++)
+        lower_scratch_store(c, part, kir_add(K, kir_mul(K, kir_wg(K), kir_idx(K, np)), kir_idx(K, k)),
+                            kir_var_get(K, part_var(j, k)));
+    /* the partials folded in workgroup order */
+    kir_kernel *first = K;
+    K = lower_kernel_begin(c, 1);
+    if (!K) {
+        first->oom = true;
+        return true;
+    }
+    for (int k = 0; k < np; k++) {
+        int var = kir_var_new(K, j->dt, reduce_extreme(K, j->dt, part_kind(j, k) == RED_MAX));
+        if (k) j->sib_var[k - 1] = var;
+        else j->var = var;
+    }
+    kir_val w = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, s->n_wg), kir_idx(K, 1));
+    for (int k = 0; k < np; k++) {
+        kir_val p = lower_scratch_load(c, part, kir_add(K, kir_mul(K, w, kir_idx(K, np)), kir_idx(K, k)));
+        kir_var_set(K, part_var(j, k), kir_binary(K, part_op(j, k), kir_var_get(K, part_var(j, k)), p));
+    }
+    kir_loop_end(K);
+    split_store(c, j, out);
+    return true;
+}
+
 /* ---- column reductions ---------------------------------------------------
  * A float reduction that keeps the input's last dim (a ReduceMean over the
  * rows of [1, 384, 512], a max over a sequence) read one output element at a
@@ -458,6 +594,9 @@ static smelt_status reduce_lower(lower_ctx *c, red_kind kind, uint32_t mask, boo
         j.sib_kind[k] = reduce_kind(sib[k]->op);
         j.sib_node[k] = sib[k];
     }
+    red_split s;
+    if (split_form_for(c, &j, out, &s) && split_reduce(c, &j, out, &s))
+        return c->k && !c->k->oom ? SMELT_OK : ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
     reduce_col_form f;
     if (col_form_for(c, &j, &f)) {
         col_reduce(c, &j, &f);

@@ -155,11 +155,13 @@ fuse_role role_of(const ir_graph *g, const fuse_plan *fp, const char *name)
 
 /* ---- checking a case both ways ------------------------------------------------------------ */
 
-smelt_program *compile(ir_graph *g, int no_fuse)
+smelt_program *compile(ir_graph *g, int no_fuse) { return compile_threads(g, no_fuse, 2); }
+
+smelt_program *compile_threads(ir_graph *g, int no_fuse, int threads)
 {
     smelt_options opt;
     smelt_options_init(&opt);
-    opt.threads = 2;
+    opt.threads = threads;
     opt.no_fuse = no_fuse;
     struct smelt_model model = {.g = g};
     smelt_program *p = NULL;

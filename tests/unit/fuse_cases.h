@@ -36,6 +36,8 @@ const fuse_region *region_rooted(const ir_graph *g, const fuse_plan *fp, const c
 bool region_is(const ir_graph *g, const fuse_plan *fp, const char *root, const char *nodes, const char *reads, const char *writes);
 fuse_role role_of(const ir_graph *g, const fuse_plan *fp, const char *name);
 smelt_program *compile(ir_graph *g, int no_fuse);
+/* compile with a thread pool of `threads` (compile's is 2) */
+smelt_program *compile_threads(ir_graph *g, int no_fuse, int threads);
 void check_case(ir_graph *g, plan_check check, int regions, int kernels, double tol);
 int workgroup_tiles(const smelt_program *p);
 /* Statements of the program's kernels computing op `op` (after cleanup). */

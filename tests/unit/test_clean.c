@@ -357,6 +357,40 @@ TEST(index_div_mod_fold_by_ranges)
     arena_free(&a);
 }
 
+/* A linear index unravelled over three or more dims ([192, 16, 40]: i % 40,
+ * i / 40 % 16, i / 640) and put together again is the index itself:
+ * (i / 40) / 16 is i / 640 and (i / 40 % 16) * 40 + i % 40 is i % 640, for
+ * every i (the folds do not ask for i >= 0), so a flat run of a whole tensor
+ * (reduce.c's split form) reads with stride 1. Divisors that do not match
+ * keep their / and %. */
+TEST(index_div_mod_fold_of_nested_divisions)
+{
+    arena a;
+    arena_init(&a);
+    kir_kernel *k = kir_kernel_new(&a, 6, 1, "nested folds");
+    kir_val i = kir_loop_begin(k, kir_idx(k, -1300), kir_idx(k, 1301), kir_idx(k, 1));
+    kir_val d40 = kir_binary(k, KIR_DIV, i, kir_idx(k, 40));
+    kir_val d640 = kir_binary(k, KIR_DIV, d40, kir_idx(k, 16));
+    CHECK(k->vals[d640].op == KIR_DIV && k->vals[d640].a == i && kir_is_const(k, k->vals[d640].b) &&
+          k->vals[k->vals[d640].b].imm.i == 640);
+    kir_val inner = kir_add(k, kir_mul(k, kir_binary(k, KIR_MOD, d40, kir_idx(k, 16)), kir_idx(k, 40)),
+                            kir_binary(k, KIR_MOD, i, kir_idx(k, 40)));
+    CHECK(k->vals[inner].op == KIR_MOD && k->vals[inner].a == i && k->vals[k->vals[inner].b].imm.i == 640);
+    kir_val back = kir_add(k, kir_mul(k, d640, kir_idx(k, 640)), inner);
+    CHECK(back == i);
+    CHECK_EQ_INT(kir_stride(k, back, i), 1);
+    /* the operands in the other order */
+    kir_val swapped = kir_add(k, kir_binary(k, KIR_MOD, i, kir_idx(k, 40)),
+                              kir_mul(k, kir_idx(k, 40), kir_binary(k, KIR_MOD, d40, kir_idx(k, 16))));
+    CHECK(k->vals[swapped].op == KIR_MOD && k->vals[swapped].a == i);
+    /* (i / 40 % 16) * 8 + i % 40 is not a remainder of i */
+    kir_val other = kir_add(k, kir_mul(k, kir_binary(k, KIR_MOD, d40, kir_idx(k, 16)), kir_idx(k, 8)),
+                            kir_binary(k, KIR_MOD, i, kir_idx(k, 40)));
+    CHECK(k->vals[other].op == KIR_ADD);
+    kir_loop_end(k);
+    arena_free(&a);
+}
+
 /* The per-head pack of K for Q K^T (attention over a fused QKV projection's
  * output, 12 heads of 64): element i0 of the workgroup's 1024 is column
  * head*64 + i0 % 64 of row min(blk*16 + t, 127) of the [128, 768] K slice, and

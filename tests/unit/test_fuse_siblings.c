@@ -272,3 +272,109 @@ TEST(fuse_siblings_on_a_gpu_target_keep_their_region)
     fuse_free(&fp);
     ir_graph_free(g);
 }
+
+/* ---- a whole tensor's min and max split over workgroups ---------------------------------------- */
+
+/* min(reducemin(silu(x)), 0) and max(reducemax(silu(x)), 0) over all of x (DynamicQuantizeLinear's
+ * range) at sizes of one workgroup, two that split evenly, three with a short last one, and eight
+ * with a vector tail; with 1 and 2 threads, against a double reference and no_fuse, and with a NaN
+ * in the middle of a workgroup's run or as the last (tail) element: both results are NaN. */
+TEST(fuse_siblings_whole_tensor_min_max_split_over_workgroups)
+{
+    static const struct {
+        int64_t dim[3];
+        int kernels, workgroups;
+    } cases[] = {
+        {{3, 5, 37}, 1, 1},
+        {{2, 128, 128}, 2, 2},
+        {{3, 97, 113}, 2, 3},
+        {{7, 129, 151}, 2, 8},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (int threads = 1; threads <= 2; threads++)
+            for (int nan = 0; nan < 3; nan++) {
+                const int64_t *dim = cases[ci].dim;
+                int64_t n = dim[0] * dim[1] * dim[2];
+                ir_graph *g = ir_graph_new();
+                g->opset = 11;
+                int x = input(g, "x", shp(3, (int)dim[0], (int)dim[1], (int)dim[2])), y = silu(g, x);
+                int zero = constant(g, "zero", shp(0), 0.0f, 0.0f);
+                int lo = op2(g, "lo0", OP_Min, reduce(g, "lo", OP_ReduceMin, y, 0, NULL, 0), zero);
+                int hi = op2(g, "hi0", OP_Max, reduce(g, "hi", OP_ReduceMax, y, 0, NULL, 0), zero);
+                int outs[] = {lo, hi};
+                ir_graph_set_io(g, 1, &x, 2, outs);
+                smelt_program *p = compile_threads(g, 0, threads), *q = compile_threads(g, 1, threads);
+                if (!p || !q) {
+                    smelt_program_free(p);
+                    smelt_program_free(q);
+                    ir_graph_free(g);
+                    continue;
+                }
+                CHECK_EQ_INT(p->lp.n_kernels, cases[ci].kernels);
+                CHECK_EQ_INT(p->lp.kernels[0]->n_workgroups, cases[ci].workgroups);
+                float *xd = malloc(sizeof(float) * (size_t)n);
+                for (int64_t k = 0; k < n; k++) xd[k] = (float)((k * 29) % 31 - 15) / 9.0f;
+                /* the extremes where no workgroup boundary is: one in the last workgroup */
+                xd[n - 2] = 6.5f;
+                xd[n / 3 + 1] = -4.25f;
+                if (nan == 1) xd[n / 2 + 3] = NAN;
+                if (nan == 2) xd[n - 1] = NAN;
+                double ref[2];
+                reference(OP_ReduceMin, xd, 3, dim, 7, &ref[0], 1);
+                reference(OP_ReduceMax, xd, 3, dim, 7, &ref[1], 1);
+                ref[0] = fmin(ref[0], 0.0), ref[1] = fmax(ref[1], 0.0);
+                run_x(p, xd, 3, dim, NULL);
+                run_x(q, xd, 3, dim, NULL);
+                for (int o = 0; o < 2; o++) {
+                    smelt_tensor t, u;
+                    CHECK(smelt_program_output(p, o, &t) == SMELT_OK);
+                    CHECK(smelt_program_output(q, o, &u) == SMELT_OK);
+                    CHECK_EQ_INT(smelt_tensor_numel(&t), 1);
+                    float got = ((const float *)t.data)[0], unfused = ((const float *)u.data)[0];
+                    if (nan) {
+                        CHECK(isnan(got) && isnan(unfused));
+                    } else {
+                        CHECK(count_far(&got, &ref[o], 1, 1e-5, o) == 0);
+                        CHECK(got == unfused);
+                    }
+                }
+                free(xd);
+                smelt_program_free(p);
+                smelt_program_free(q);
+                ir_graph_free(g);
+            }
+}
+
+/* A whole tensor's max through a Transpose ([173, 211] read as [211, 173]): the flat run would read
+ * across rows, so the split form (three workgroups and a combine at this size) steps back and the
+ * lanes over the last dim take it, one kernel,
+ * against a double reference, with a NaN or without. */
+TEST(fuse_siblings_whole_tensor_max_through_a_transpose_keeps_the_row_form)
+{
+    for (int nan = 0; nan < 2; nan++) {
+        ir_graph *g = ir_graph_new();
+        g->opset = 11;
+        int x = input(g, "x", shp(2, 173, 211));
+        int t = op1(g, "t", OP_Transpose, x);
+        attr_ints(g, g->n_nodes - 1, "perm", 2, (const int64_t[]){1, 0});
+        int y = reduce(g, "hi", OP_ReduceMax, t, 0, NULL, 0);
+        ir_graph_set_io(g, 1, &x, 1, &y);
+        smelt_program *p = compile_threads(g, 0, 2);
+        if (p) {
+            CHECK_EQ_INT(p->lp.n_kernels, 1);
+            float *xd = malloc(sizeof(float) * 173 * 211);
+            double ref = -INFINITY;
+            for (int k = 0; k < 173 * 211; k++) {
+                xd[k] = (float)((k * 17) % 41 - 20) / 7.0f;
+                ref = fmax(ref, xd[k]);
+            }
+            if (nan) xd[173 * 211 - 3] = NAN;
+            const float *got = run_x(p, xd, 2, (const int64_t[]){173, 211}, NULL);
+            if (nan) CHECK(isnan(got[0]));
+            else CHECK(got[0] == (float)ref);
+            free(xd);
+        }
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
