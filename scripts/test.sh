@@ -4,6 +4,8 @@
 #   unit         build/unit_tests                       (its `unit: N passed, M failed` counts)
 #   fixtures     tests/fixtures/fuse/*.txt: a small graph in text form each, compiled with
 #                --emit regions and diffed against the expected output in the file (one test each)
+#   unit-width8  where the host has AVX-512: the unit tests again with SMELT_VECTOR_WIDTH=8, as an
+#                AVX2 host runs them (vector width, GEMM tiles and kernel forms follow it)
 #   unit-asan    the unit tests built and run under ASan + UBSan in build-asan/
 #   tsan         tests/tsan/concurrent.c under ThreadSanitizer in build-tsan/: 4 threads compile
 #                and run one model at once (own programs, one compile cache; one over two CPU
@@ -97,6 +99,16 @@ else
     bad "$build/unit_tests not built"
 fi
 stage_end
+
+# ---- unit tests at AVX2's vector width ----------------------------------------------------------
+# On an AVX-512 host the C target uses 16-lane vectors and 8 x 32 GEMM tiles, an AVX2 host 8 lanes
+# and 6 x 16: kernel forms, panel widths and counts differ. The tests must hold on both (CI may land
+# on either), so where the host has AVX-512 they run again as on an AVX2 host.
+if grep -qw avx512f /proc/cpuinfo 2>/dev/null && [ -x "$build/unit_tests" ]; then
+    stage_start unit-width8
+    SMELT_VECTOR_WIDTH=8 run_unit "$build/unit_tests"
+    stage_end
+fi
 
 # ---- fusion fixtures --------------------------------------------------------------------------
 # tests/fixtures/fuse/*.txt: a small graph each and its expected `--emit regions` (one test each).
