@@ -113,34 +113,6 @@ static void put_pair_step(strbuf *sb, int mr, int ng, bool sgn, bool tail)
     }
 }
 
-/* The int16-pair register block, AVX2: taken when the call's bound allows
- * (see the header), else the float32 block that follows it runs. */
-static void put_pair_block(strbuf *sb, int mr, int nr, bool sgn)
-{
-    int ng = nr / 16;
-    sb_printf(sb, "    int32_t ob = (int32_t)off, bm = %s;\n",
-              sgn ? "(ob - 128 < 0 ? 128 - ob : ob - 128) > (ob + 127 < 0 ? -ob - 127 : ob + 127) ? "
-                    "(ob - 128 < 0 ? 128 - ob : ob - 128) : (ob + 127 < 0 ? -ob - 127 : ob + 127)"
-                  : "(ob < 0 ? -ob : ob) > (ob + 255 < 0 ? -ob - 255 : ob + 255) ? (ob < 0 ? -ob : ob) : "
-                    "(ob + 255 < 0 ? -ob - 255 : ob + 255)");
-    sb_puts(sb, "    if (am >= 0 && ak == 1 && bm <= 32767 && (int64_t)am * bm * kc <= 16777216) {\n"
-                "        const int16_t *q = a16 + (a - a0);\n"
-                "        short os = (short)ob;\n"
-                "        smelt_h16 o = {os, os, os, os, os, os, os, os, os, os, os, os, os, os, os, os};\n");
-    for (int r = 0; r < mr; r++)
-        for (int v = 0; v < 2 * ng; v++) sb_printf(sb, "        smelt_i8 s%d_%d = {0};\n", r, v);
-    sb_puts(sb, "        int64_t k = 0;\n        for (; k + 1 < kc; k += 2) {\n");
-    put_pair_step(sb, mr, ng, sgn, false);
-    sb_puts(sb, "        }\n        if (k < kc) {\n");
-    put_pair_step(sb, mr, ng, sgn, true);
-    sb_puts(sb, "        }\n");
-    for (int r = 0; r < mr; r++)
-        for (int v = 0; v < 2 * ng; v++)
-            sb_printf(sb, "        *(smelt_v8 *)(c + %d * cr + %d) += __builtin_convertvector(s%d_%d, smelt_v8);\n", r,
-                      v * 8, r, v);
-    sb_puts(sb, "        return;\n    }\n");
-}
-
 /* One k pair of the AVX-512 int16-pair block (32 columns a group, 16 int32
  * lanes a vector); tail: k is the last row, its partner 0. */
 static void put_pair_step16(strbuf *sb, int mr, int ng, bool sgn, bool tail)
@@ -170,12 +142,16 @@ static void put_pair_step16(strbuf *sb, int mr, int ng, bool sgn, bool tail)
     }
 }
 
-/* The int16-pair register block for AVX-512BW, the AVX2 block's twice as
- * wide (the target's 8 x 32 tiles, whose AVX2 blocks do not fit 16
- * registers: the call ran the plain loops there). */
-static void put_pair_block16(strbuf *sb, int mr, int nr, bool sgn)
+/* The int16-pair register block, taken when the call's bound allows (see
+ * the header), else what follows it runs: AVX2 (wide false: 16 columns a
+ * group, 8 int32 lanes a vector) or AVX-512BW (wide: the AVX2 block twice
+ * as wide, for the target's 8 x 32 tiles, whose AVX2 blocks do not fit 16
+ * registers and ran the plain loops). */
+static void put_pair_block(strbuf *sb, int mr, int nr, bool sgn, bool wide)
 {
-    int ng = nr / 32;
+    int ng = nr / (wide ? 32 : 16), lanes = wide ? 16 : 8;
+    const char *h = wide ? "smelt_h32" : "smelt_h16", *acc = wide ? "smelt_i16" : "smelt_i8",
+               *fv = wide ? "smelt_f16" : "smelt_v8";
     sb_printf(sb, "    int32_t ob = (int32_t)off, bm = %s;\n",
               sgn ? "(ob - 128 < 0 ? 128 - ob : ob - 128) > (ob + 127 < 0 ? -ob - 127 : ob + 127) ? "
                     "(ob - 128 < 0 ? 128 - ob : ob - 128) : (ob + 127 < 0 ? -ob - 127 : ob + 127)"
@@ -183,20 +159,20 @@ static void put_pair_block16(strbuf *sb, int mr, int nr, bool sgn)
                     "(ob + 255 < 0 ? -ob - 255 : ob + 255)");
     sb_puts(sb, "    if (am >= 0 && ak == 1 && bm <= 32767 && (int64_t)am * bm * kc <= 16777216) {\n"
                 "        const int16_t *q = a16 + (a - a0);\n"
-                "        short os = (short)ob;\n"
-                "        smelt_h32 o = {os, os, os, os, os, os, os, os, os, os, os, os, os, os, os, os,\n"
-                "                       os, os, os, os, os, os, os, os, os, os, os, os, os, os, os, os};\n");
+                "        short os = (short)ob;\n");
+    sb_printf(sb, "        %s o = {os, os, os, os, os, os, os, os, os, os, os, os, os, os, os, os%s};\n", h,
+              wide ? ",\n                       os, os, os, os, os, os, os, os, os, os, os, os, os, os, os, os" : "");
     for (int r = 0; r < mr; r++)
-        for (int v = 0; v < 2 * ng; v++) sb_printf(sb, "        smelt_i16 s%d_%d = {0};\n", r, v);
+        for (int v = 0; v < 2 * ng; v++) sb_printf(sb, "        %s s%d_%d = {0};\n", acc, r, v);
     sb_puts(sb, "        int64_t k = 0;\n        for (; k + 1 < kc; k += 2) {\n");
-    put_pair_step16(sb, mr, ng, sgn, false);
+    (wide ? put_pair_step16 : put_pair_step)(sb, mr, ng, sgn, false);
     sb_puts(sb, "        }\n        if (k < kc) {\n");
-    put_pair_step16(sb, mr, ng, sgn, true);
+    (wide ? put_pair_step16 : put_pair_step)(sb, mr, ng, sgn, true);
     sb_puts(sb, "        }\n");
     for (int r = 0; r < mr; r++)
         for (int v = 0; v < 2 * ng; v++)
-            sb_printf(sb, "        *(smelt_f16 *)(c + %d * cr + %d) += __builtin_convertvector(s%d_%d, smelt_f16);\n", r,
-                      v * 16, r, v);
+            sb_printf(sb, "        *(%s *)(c + %d * cr + %d) += __builtin_convertvector(s%d_%d, %s);\n", fv, r, v * lanes,
+                      r, v, fv);
     sb_puts(sb, "        return;\n    }\n");
 }
 
@@ -214,12 +190,12 @@ static void put_helper(strbuf *sb, int mr, int nr, bool sgn)
     if (nr % 32 == 0 && mr * (nr / 16) + nr / 16 + 2 <= 32 && !(nr % 8 == 0 && mr * (nr / 8) + nr / 8 + 1 < 16)) {
         /* AVX-512BW: the pair block, else (past its bound) the loops */
         sb_puts(sb, "#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512BW__)\n");
-        put_pair_block16(sb, mr, nr, sgn);
+        put_pair_block(sb, mr, nr, sgn, true);
         sb_puts(sb, "#else\n    (void)a16, (void)a0, (void)am;\n#endif\n");
         sb_printf(sb, "    smelt_gemm_f32%s_loops(c, cr, a, ar, ak, b, bk, kc, off, %d, %d);\n}\n", sfx, mr, nr);
     } else if (nr % 8 == 0 && mr * (nr / 8) + nr / 8 + 1 < 16) {
         sb_puts(sb, "#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX2__) && defined(__FMA__)\n");
-        if (nr % 16 == 0 && mr * (nr / 8) + nr / 8 + 2 <= 16) put_pair_block(sb, mr, nr, sgn);
+        if (nr % 16 == 0 && mr * (nr / 8) + nr / 8 + 2 <= 16) put_pair_block(sb, mr, nr, sgn, false);
         else sb_puts(sb, "    (void)a16, (void)a0, (void)am;\n");
         put_block(sb, mr, nr, sgn);
         sb_puts(sb, "#else\n    (void)a16, (void)a0, (void)am;\n");
