@@ -54,6 +54,7 @@ typedef struct emitter {
      * copy's own, copy * copy_step further on. */
     int copy, copy_begin, copy_end;
     int vec_lanes; /* > 0 while writing a strip's vector body (emit_c_simd.c) with that row */
+    const char *vec_mask; /* set while writing a strip's masked last vector: its lanes' mask */
     int64_t copy_step;
     unsigned char *varies; /* per value: differs between copies (else all read copy 0's) */
 } emitter;

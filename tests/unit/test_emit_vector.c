@@ -328,7 +328,8 @@ TEST(emit_interleaved_loops_match_interpreter_avx2) { check_interleaved_loops(8)
  * y = select(isnan(q), 0, q) - zp with q = max(0, min(255, round(x / s) +
  * zp)), as the QuantizeLinear lowering writes it) is a strip (emit_c_simd.c):
  * whole vectors of 16 (AVX-512) or 8 (AVX2) lanes and the rest as the scalar
- * loop. Its rounds, compares and selects give the interpreter's bits: halfway
+ * loop (on AVX-512 a rest of 4 or more lanes as one masked vector). Its
+ * rounds, compares and selects give the interpreter's bits: halfway
  * cases, NaN, infinities, values past the clamp. Run as this host compiles it
  * and with AVX-512 off (the AVX2 strip, where the host has AVX2). A loop
  * that does not round is left to the C compiler (no strip). */
@@ -402,6 +403,8 @@ static void check_strips(int n, bool rounds)
     CHECK_EQ_INT(src && strstr(src, strip16) && strstr(src, strip8) && strstr(src, "_mm512_roundscale_ps(") &&
                  strstr(src, "_mm256_round_ps(") && strstr(src, "_CMP_NEQ_UQ") && strstr(src, "smelt_v16_if("),
                  rounds);
+    CHECK_EQ_INT(src && strstr(src, "_mm512_mask_storeu_ps(&b") && strstr(src, "_mm512_maskz_loadu_ps("),
+                 rounds && n % 16 >= 4);
     if (src) check_compiles_for_isas(src);
     const char *old = getenv("SMELT_CC");
     char *saved = old ? strdup(old) : NULL;
@@ -438,7 +441,7 @@ static void check_strips(int n, bool rounds)
 
 TEST(emit_strips_match_interpreter)
 {
-    static const int ns[] = {17, 24, 40, 80, 33};
+    static const int ns[] = {17, 20, 24, 40, 46, 80, 33};
     for (int t = 0; t < (int)(sizeof ns / sizeof ns[0]); t++) check_strips(ns[t], true);
     check_strips(40, false);
 }
