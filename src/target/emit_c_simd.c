@@ -281,8 +281,10 @@ int emit_put_stream(emitter *e, int i, int ind)
  * mode; compares as lane masks that only selects read), and a parallel loop
  * of more lanes than any row's whose body rounds is a strip: whole vectors
  * of 16 (AVX-512) or 8 (AVX2) lanes, the rest in its scalar loop.
- * ddddocr_ocr_quant's 22 quantize kernels (rows of 40 and 80), 1 thread on a
- * loaded machine: 3.36 -> 1.26 ms per run (--profile, 20 runs). */
+ * On AVX-512 a rest of 4 or more lanes is one more vector under a mask.
+ * Best of 3 --profile runs of 40 at 1 thread: ddddocr_ocr_quant's quantize
+ * kernels 0.87 -> 0.82 ms per run (the compiler had vectorized part of
+ * them); smart_turn_v3 (QDQ) 90.8 -> 87.0 ms (ab.sh min of 4 rounds). */
 
 /* Masked vector loops. A masked loop (kir.h) over [0, n) with VEC_MASKED_MIN
  * <= n < 16 and n not a row's lanes is emitted as one vector of the 16-lane
