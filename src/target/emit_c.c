@@ -608,7 +608,7 @@ static smelt_status emit_body(emitter *e)
 {
     const kir_kernel *k = e->k;
     strbuf *sb = e->sb;
-    int depth = 0, vec_end = -1, plain_until = -1; /* no vector forms inside an interleaved loop's plain form */
+    int depth = 0, vec_end = -1, strip_end = -1, plain_until = -1; /* no vector forms inside an interleaved loop's plain form */
     bool streamed = false;
     for (int i = 0; i < k->n_stmts; i++) {
         const kir_stmt *s = &k->stmts[i];
@@ -649,14 +649,17 @@ static smelt_status emit_body(emitter *e)
                 vec_end = plain_until = il.end;
             }
             int vend = e->d->host_simd && i > plain_until ? emit_vec_loop(k, i) : -1;
+            bool strip = vend >= 0 && emit_vec_strip(k, i);
             if (vend >= 0) {
                 TRY(emit_put_vec_loop(e, i, vend, ind, depth));
-                vec_end = vend;
+                if (strip) strip_end = vend;
+                else vec_end = vend;
             }
             e->loop_depth[s->val] = depth;
             sb_indent(sb, ind);
             sb_printf(sb, "for (int64_t i%d = ", depth);
-            emit_put_val(e, s->lo);
+            if (strip) sb_printf(sb, "s%d", depth);
+            else emit_put_val(e, s->lo);
             bool spread = s->parallel && threaded(e);
             if (spread) sb_puts(sb, " + lid");
             sb_printf(sb, "; i%d < ", depth);
@@ -691,6 +694,10 @@ static smelt_status emit_body(emitter *e)
             sb_indent(sb, ind);
             sb_puts(sb, "}\n");
             if (i == vec_end) sb_puts(sb, "#endif\n");
+            if (i == strip_end) {
+                sb_indent(sb, ind);
+                sb_puts(sb, "}\n");
+            }
             break;
         case KS_VAR_SET:
             sb_indent(sb, ind);

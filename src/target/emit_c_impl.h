@@ -53,6 +53,8 @@ typedef struct emitter {
      * LOOP_END copy_end are named per copy, and its loop value reads as the
      * copy's own, copy * copy_step further on. */
     int copy, copy_begin, copy_end;
+    int vec_lanes; /* > 0 while writing a strip's vector body (emit_c_simd.c) with that row */
+    const char *vec_mask; /* set while writing a strip's masked last vector: its lanes' mask */
     int64_t copy_step;
     unsigned char *varies; /* per value: differs between copies (else all read copy 0's) */
 } emitter;
@@ -107,6 +109,10 @@ void emit_put_gemm_int8_scratch(emitter *e);
 void emit_put_gemm_int8_tail(emitter *e, int a, int32_t offset);
 /* Loop i as a vector loop (see emit_c_simd.c): its LOOP_END, or -1. */
 int emit_vec_loop(const kir_kernel *k, int i);
+/* Whether vector loop i is a strip: more lanes than a row's, run as whole
+ * vectors of the widest row and the rest as its scalar loop, which then
+ * begins at s<depth> (emit_c.c closes the extra block after it). */
+bool emit_vec_strip(const kir_kernel *k, int i);
 /* Loop i's vector form and the `#else` before its scalar form (emit_c.c writes
  * the scalar loop and the `#endif`). */
 smelt_status emit_put_vec_loop(emitter *e, int i, int end, int ind, int depth);

@@ -321,3 +321,127 @@ static void check_interleaved_loops(int lanes)
 
 TEST(emit_interleaved_loops_match_interpreter_avx512) { check_interleaved_loops(16); }
 TEST(emit_interleaved_loops_match_interpreter_avx2) { check_interleaved_loops(8); }
+
+/* ---- strips: quantize bodies ---------------------------------------------- */
+
+/* A parallel loop of n lanes, not a row's, whose body rounds (a quantize:
+ * y = select(isnan(q), 0, q) - zp with q = max(0, min(255, round(x / s) +
+ * zp)), as the QuantizeLinear lowering writes it) is a strip (emit_c_simd.c):
+ * whole vectors of 16 (AVX-512) or 8 (AVX2) lanes and the rest as the scalar
+ * loop (on AVX-512 a rest of 4 or more lanes as one masked vector). Its
+ * rounds, compares and selects give the interpreter's bits: halfway
+ * cases, NaN, infinities, values past the clamp. Run as this host compiles it
+ * and with AVX-512 off (the AVX2 strip, where the host has AVX2). A loop
+ * that does not round is left to the C compiler (no strip). */
+static void check_strips(int n, bool rounds)
+{
+    if (!have_cc()) return;
+    enum { WG = 6, BLOCKS = 3, OUTS = 11 };
+    const int N = WG * BLOCKS * n;
+    arena a;
+    arena_init(&a);
+    kir_kernel *k = kir_kernel_new(&a, 0, WG, "strip");
+    int xb = kir_buffer_add(k, SMELT_F32, N + 1, 0, true, false);
+    int ob[OUTS];
+    for (int o = 0; o < OUTS; o++) ob[o] = kir_buffer_add(k, SMELT_F32, N, 1 + o, false, true);
+    kir_val blk = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, BLOCKS), kir_idx(k, 1));
+    kir_val base = kir_mul(k, kir_add(k, kir_mul(k, kir_wg(k), kir_idx(k, BLOCKS)), blk), kir_idx(k, n));
+    kir_val scale = kir_load(k, xb, base), zp = kir_const_f(k, SMELT_F32, 3);
+    kir_val q = kir_loop_begin_parallel(k, kir_idx(k, 0), kir_idx(k, n));
+    kir_val i = kir_add(k, base, q);
+    kir_val x = kir_load(k, xb, i);
+    kir_val x2 = kir_load(k, xb, kir_add(k, i, kir_idx(k, 1)));
+    kir_val zero = kir_const_f(k, SMELT_F32, 0);
+    kir_val r = rounds ? kir_unary(k, KIR_ROUND, x) : kir_unary(k, KIR_NEG, x);
+    kir_val qv = kir_binary(k, KIR_ADD, kir_unary(k, rounds ? KIR_ROUND : KIR_ABS, kir_binary(k, KIR_DIV, x, scale)), zp);
+    qv = kir_binary(k, KIR_MAX, kir_binary(k, KIR_MIN, qv, kir_const_f(k, SMELT_F32, 255)), zero);
+    qv = kir_binary(k, KIR_SUB, kir_select(k, kir_unary(k, KIR_ISNAN, qv), zero, qv), zp);
+    kir_val out[OUTS] = {
+        r,
+        qv,
+        kir_select(k, kir_unary(k, KIR_ISNAN, x), zero, x),
+        kir_select(k, kir_binary(k, KIR_EQ, x, x2), x, x2),
+        kir_select(k, kir_binary(k, KIR_NE, x, x2), x, x2),
+        kir_select(k, kir_binary(k, KIR_LT, x, x2), x, x2),
+        kir_select(k, kir_binary(k, KIR_LE, x, x2), x, x2),
+        kir_select(k, kir_binary(k, KIR_GT, x, zero), x2, x),
+        kir_select(k, kir_binary(k, KIR_GE, kir_const_f(k, SMELT_F32, 1.5), x), x2, zero),
+        kir_unary(k, rounds ? KIR_ROUND : KIR_ABS, kir_binary(k, KIR_MUL, x, kir_const_f(k, SMELT_F32, 0.5))),
+        kir_unary(k, rounds ? KIR_ROUND : KIR_ABS, kir_binary(k, KIR_ADD, x2, kir_const_f(k, SMELT_F32, 0.5))),
+    };
+    for (int o = 0; o < OUTS; o++) kir_store(k, ob[o], i, out[o]);
+    kir_loop_end(k);
+    kir_loop_end(k);
+    CHECK_EQ_INT(kir_verify(k), SMELT_OK);
+
+    float *in = malloc(sizeof(float) * (size_t)(N + 1));
+    static const float special[] = {0.5f, 1.5f, 2.5f, -0.5f, -2.5f, -1.5f, 3.5f, NAN, -NAN, INFINITY, -INFINITY,
+                                    0.0f, -0.0f, 1e30f, -1e30f, 255.5f, 256.0f, 252.5f, -3.5f, -300.0f, 0.49999997f,
+                                    -0.49999997f, 8388607.5f, 4194303.5f, 1e-45f, -1e-45f, 300.0f, 0.5f, 0.5f};
+    uint32_t rs = 4242;
+    for (int e = 0; e < N + 1; e++) {
+        rs = rs * 1664525u + 1013904223u;
+        uint32_t bits = rs;
+        memcpy(&in[e], &bits, 4);
+        if (e % 4 == 1) in[e] = (float)((int)(rs >> 20) - 2048) * 0.25f; /* quarters: halfway cases */
+        if (e % 4 == 2) in[e] = (float)(int32_t)(rs >> 4) / 65536.0f * 0.01f;
+        if (e % 4 == 3) in[e] = (float)((int)(rs >> 22) - 512) + 0.5f;
+        if (e < (int)(sizeof special / sizeof special[0])) in[e] = special[e];
+    }
+    for (int w = 0; w < WG * BLOCKS; w++) in[w * n] = w % 3 == 0 ? 0.5f : w % 3 == 1 ? 0.25f : 2.0f; /* the scales */
+    void *want[1 + OUTS], *got[1 + OUTS];
+    want[0] = got[0] = in;
+    for (int o = 0; o < OUTS; o++) {
+        want[1 + o] = calloc(N, sizeof(float));
+        got[1 + o] = calloc(N, sizeof(float));
+    }
+    CHECK_EQ_INT(kir_interpret(k, want), SMELT_OK);
+    char *src = NULL, strip16[64], strip8[64];
+    CHECK_EQ_INT(emit_program(&k, 1, EMIT_C, LOCALS_HYBRID, NULL, &src), SMELT_OK);
+    snprintf(strip16, sizeof strip16, "for (; s1 + 16 <= %d; s1 += 16) {", n);
+    snprintf(strip8, sizeof strip8, "for (; s1 + 8 <= %d; s1 += 8) {", n);
+    CHECK_EQ_INT(src && strstr(src, strip16) && strstr(src, strip8) && strstr(src, "_mm512_roundscale_ps(") &&
+                 strstr(src, "_mm256_round_ps(") && strstr(src, "_CMP_NEQ_UQ") && strstr(src, "smelt_v16_if("),
+                 rounds);
+    CHECK_EQ_INT(src && strstr(src, "_mm512_mask_storeu_ps(&b") && strstr(src, "_mm512_maskz_loadu_ps("),
+                 rounds && n % 16 >= 4);
+    if (src) check_compiles_for_isas(src);
+    const char *old = getenv("SMELT_CC");
+    char *saved = old ? strdup(old) : NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) setenv("SMELT_CC", "cc -mno-avx512f", 1);
+        rt_so *so = NULL;
+        CHECK_EQ_INT(rt_cc_load(src, &so, NULL), SMELT_OK);
+        rt_kernel_fn fn = so ? (rt_kernel_fn)rt_so_sym(so, "smelt_k0") : NULL;
+        CHECK(fn != NULL);
+        for (int o = 0; o < OUTS; o++) memset(got[1 + o], 0, sizeof(float) * (size_t)N);
+        for (int wg = 0; fn && wg < WG; wg++) fn(wg, got);
+        int bad = 0;
+        for (int o = 0; fn && o < OUTS; o++)
+            for (int e = 0; e < N; e++) {
+                float w = ((float *)want[1 + o])[e], g = ((float *)got[1 + o])[e];
+                if (memcmp(&w, &g, 4) != 0 && !(w != w && g != g) && bad++ < 5)
+                    fprintf(stderr, "  strip of %d pass %d output %d element %d (x = %a): %a, want %a\n", n, pass,
+                            o, e, in[e], g, w);
+            }
+        CHECK_EQ_INT(bad, 0);
+        rt_so_close(so);
+    }
+    if (saved) setenv("SMELT_CC", saved, 1);
+    else unsetenv("SMELT_CC");
+    free(saved);
+    free(src);
+    for (int o = 0; o < OUTS; o++) {
+        free(want[1 + o]);
+        free(got[1 + o]);
+    }
+    free(in);
+    arena_free(&a);
+}
+
+TEST(emit_strips_match_interpreter)
+{
+    static const int ns[] = {17, 20, 24, 40, 46, 80, 33};
+    for (int t = 0; t < (int)(sizeof ns / sizeof ns[0]); t++) check_strips(ns[t], true);
+    check_strips(40, false);
+}
