@@ -35,6 +35,41 @@ static void pack_as(const float *from, void *to, int64_t k, int64_t n, int64_t n
     else graph_pack_int8(from, to, k, n, nr, trans, dt, offset);
 }
 
+/* Tensor nt's data: `from` packed by fill(from, to, how), the cache's copy
+ * (made once, keyed by from, nr and form) or g's; false on OOM. */
+typedef void (*pack_fill)(const float *from, void *to, const void *how);
+
+static bool packed_data(ir_graph *g, int nt, const float *from, int64_t nr, int form, pack_fill fill, const void *how,
+                        const graph_pack_cache *cache)
+{
+    ir_tensor *x = &g->tensors[nt];
+    x->data = cache ? cache->find(cache->user, from, nr, form) : NULL;
+    if (!x->data && cache) {
+        size_t bytes = (size_t)ir_tensor_numel(x) * smelt_dtype_size(x->dtype);
+        void *d = malloc(bytes);
+        if (!d) return false;
+        fill(from, d, how);
+        if (!(x->data = cache->keep(cache->user, from, nr, form, d, bytes))) return false;
+    } else if (!x->data) {
+        if (!ir_tensor_alloc_data(g, nt)) return false;
+        fill(from, x->data, how);
+    }
+    return true;
+}
+
+typedef struct panels_how {
+    int64_t k, n, nr;
+    bool trans;
+    smelt_dtype dt;
+    int32_t offset;
+} panels_how;
+
+static void fill_panels(const float *from, void *to, const void *how)
+{
+    const panels_how *h = how;
+    pack_as(from, to, h->k, h->n, h->nr, h->trans, h->dt, h->offset);
+}
+
 /* A packed copy of t (row-major [k, n], or [n, k] when `trans`) with the
  * encoding set, its data the cache's (made once) or g's; -1 on OOM. dt is
  * float32, or an 8-bit dtype with the offset graph_int8_range chose for t. */
@@ -50,20 +85,10 @@ static int packed_const(ir_graph *g, int t, bool trans, smelt_dtype dt, int32_t 
     ir_shape s = {.rank = 3, .dim = {np, k, nr}};
     int nt = ir_tensor_add(g, name, dt, &s);
     if (nt < 0) return -1;
-    src = &g->tensors[t]; /* again: adding tensors may move the array */
-    const void *from = src->data;
+    /* g->tensors again: adding tensors may move the array */
+    panels_how how = {k, n, nr, trans, dt, offset};
+    if (!packed_data(g, nt, g->tensors[t].data, nr, form, fill_panels, &how, cache)) return -1;
     ir_tensor *x = &g->tensors[nt];
-    x->data = cache ? cache->find(cache->user, from, nr, form) : NULL;
-    if (!x->data && cache) {
-        size_t bytes = (size_t)ir_tensor_numel(x) * smelt_dtype_size(dt);
-        void *d = malloc(bytes);
-        if (!d) return -1;
-        pack_as(from, d, k, n, nr, trans, dt, offset);
-        if (!(x->data = cache->keep(cache->user, from, nr, form, d, bytes))) return -1;
-    } else if (!x->data) {
-        if (!ir_tensor_alloc_data(g, nt)) return -1;
-        pack_as(from, x->data, k, n, nr, trans, dt, offset);
-    }
     x->enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = k, .n = n, .nr = nr, .logical = logical, .offset = offset};
     if (logical.rank == 2) x->enc.logical = (ir_shape){.rank = 2, .dim = {k, n}};
     return nt;
@@ -111,12 +136,13 @@ static bool conv_wants_kpairs(const ir_graph *g, const ir_node *n, int64_t nr)
 }
 
 /* t ([m, k...], float32 integers) as int16 [m][k rounded up to even], the
- * padding column 0. */
-static void pack_kpairs(const float *from, int16_t *to, int64_t m, int64_t k)
+ * padding column 0; how: {m, k}. */
+static void fill_kpairs(const float *from, void *to, const void *how)
 {
-    int64_t kp = (k + 1) / 2 * 2;
+    const int64_t m = ((const int64_t *)how)[0], k = ((const int64_t *)how)[1], kp = (k + 1) / 2 * 2;
+    int16_t *out = to;
     for (int64_t r = 0; r < m; r++)
-        for (int64_t i = 0; i < kp; i++) to[r * kp + i] = i < k ? (int16_t)from[r * k + i] : 0;
+        for (int64_t i = 0; i < kp; i++) out[r * kp + i] = i < k ? (int16_t)from[r * k + i] : 0;
 }
 
 static int kpairs_const(ir_graph *g, int t, const char *name, const graph_pack_cache *cache)
@@ -126,21 +152,9 @@ static int kpairs_const(ir_graph *g, int t, const char *name, const graph_pack_c
     ir_shape logical = src->shape, s = {.rank = 2, .dim = {m, (k + 1) / 2 * 2}};
     int nt = ir_tensor_add(g, name, SMELT_I16, &s);
     if (nt < 0) return -1;
-    src = &g->tensors[t]; /* again: adding tensors may move the array */
-    const void *from = src->data;
-    ir_tensor *x = &g->tensors[nt];
-    size_t bytes = (size_t)ir_tensor_numel(x) * sizeof(int16_t);
-    x->data = cache ? cache->find(cache->user, from, 0, GRAPH_PACK_KPAIRS) : NULL;
-    if (!x->data && cache) {
-        void *d = malloc(bytes);
-        if (!d) return -1;
-        pack_kpairs(from, d, m, k);
-        if (!(x->data = cache->keep(cache->user, from, 0, GRAPH_PACK_KPAIRS, d, bytes))) return -1;
-    } else if (!x->data) {
-        if (!ir_tensor_alloc_data(g, nt)) return -1;
-        pack_kpairs(from, x->data, m, k);
-    }
-    x->enc = (ir_encoding){.kind = IR_ENC_KPAIRS, .k = k, .n = m, .logical = logical};
+    const int64_t how[2] = {m, k};
+    if (!packed_data(g, nt, g->tensors[t].data, 0, GRAPH_PACK_KPAIRS, fill_kpairs, how, cache)) return -1;
+    g->tensors[nt].enc = (ir_encoding){.kind = IR_ENC_KPAIRS, .k = k, .n = m, .logical = logical};
     return nt;
 }
 
