@@ -268,7 +268,8 @@ static void put_pair_block(strbuf *sb, int mr, int nr, bool sgn, bool wide)
 
 /* smelt_gemm_f32<u8|i8>_<mr>x<nr>: c[r*cr + j] += sum over k of a[r*ar + k*ak] * (b[k*bk + j] + off);
  * a16 (0: none) holds A as int16 at the same offsets from a0, am its
- * largest |value| (-1: not all integers within 32767). */
+ * largest |value| (-1: not all integers within 32767); a8 A + as as uint8
+ * (as SMELT_A8_NONE: none). */
 static void put_helper(strbuf *sb, int mr, int nr, bool sgn)
 {
     const char *sfx = sgn ? "i8" : "u8", *ty = sgn ? "int8_t" : "uint8_t";
