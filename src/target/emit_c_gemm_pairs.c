@@ -10,8 +10,11 @@
  * A's k-pair is one 32-bit word, broadcast; B's row k holds the pairs of nr
  * columns one after the other, so a vector of 2W int16 is W columns' pairs
  * and vpmaddwd multiplies and adds each pair into W int32 lanes (AVX-512BW:
- * 32 products an instruction, AVX2: 16; a float32 FMA does 16 or 8). The
- * int32 block is converted to float and added to c at the end of the call.
+ * 32 products an instruction, AVX2: 16; a float32 FMA does 16 or 8). Where
+ * the C compiler targets AVX512-VNNI the AVX-512 block's vpdpwssd does the
+ * multiply, the pair sum and the accumulate in one instruction (vpmaddwd +
+ * vpaddd, the same wrapping int32 sums). The int32 block is converted to
+ * float and added to c at the end of the call.
  *
  * Exactness: the lowering takes this form only where the operands are
  * integers and max|a| times every column's sum of |b| is at most 2^24
@@ -44,8 +47,7 @@ static void put_block(strbuf *sb, int mr, int nr, int w)
         sb_puts(sb, "};");
         for (int v = 0; v < nv; v++) {
             if (w == 16)
-                sb_printf(sb, " s%d_%d += (smelt_pi16)__builtin_ia32_pmaddwd512_mask((smelt_ph32)x, b%d, (smelt_pi16){0}, 0xffff);",
-                          r, v, v);
+                sb_printf(sb, " s%d_%d = SMELT_PAIRS_DOT16(s%d_%d, x, b%d);", r, v, r, v, v);
             else
                 sb_printf(sb, " s%d_%d += (smelt_pi8)__builtin_ia32_pmaddwd256((smelt_ph16)x, b%d);", r, v, v);
         }
@@ -108,7 +110,13 @@ void emit_put_gemm_pairs_helpers(strbuf *sb, const char *body)
                 "typedef short smelt_ph32 __attribute__((vector_size(64), aligned(2)));\n"
                 "typedef float smelt_pf8 __attribute__((vector_size(32), aligned(4)));\n"
                 "typedef int smelt_pi8 __attribute__((vector_size(32), aligned(4)));\n"
-                "typedef short smelt_ph16 __attribute__((vector_size(32), aligned(2)));\n#endif\n");
+                "typedef short smelt_ph16 __attribute__((vector_size(32), aligned(2)));\n#endif\n"
+                "#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512VNNI__)\n"
+                "#define SMELT_PAIRS_DOT16(s, x, b) ((smelt_pi16)__builtin_ia32_vpdpwssd_v16si((s), (x), (smelt_pi16)(b)))\n"
+                "#else\n"
+                "#define SMELT_PAIRS_DOT16(s, x, b) \\\n"
+                "    ((s) + (smelt_pi16)__builtin_ia32_pmaddwd512_mask((smelt_ph32)(x), (b), (smelt_pi16){0}, 0xffff))\n"
+                "#endif\n");
     sb_puts(sb, pairs_loops);
     for (int i = 0; i < n; i++) put_helper(sb, seen[i][0], seen[i][1]);
 }

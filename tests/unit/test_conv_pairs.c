@@ -24,12 +24,23 @@ typedef struct ci_case {
     smelt_dtype xt, wt;
     int x_zp, w_zp;
     bool pairs; /* the program runs it on smelt_gemm_s16p_ */
+    int x_fill, w_fill; /* 0: the pattern q8; FILL_LO, FILL_HI: the type's least, largest value everywhere */
 } ci_case;
+
+#define FILL_LO 1
+#define FILL_HI 2
 
 static int q8(smelt_dtype dt, int64_t i, int64_t seed)
 {
     int v = (int)((i * 2654435761u + (uint64_t)seed * 40503u) % 256u);
     return dt == SMELT_I8 ? v - 128 : v;
+}
+
+static int fill8(smelt_dtype dt, int f, int64_t i, int64_t seed)
+{
+    if (f == FILL_LO) return dt == SMELT_I8 ? -128 : 0;
+    if (f == FILL_HI) return dt == SMELT_I8 ? 127 : 255;
+    return q8(dt, i, seed);
 }
 
 static void put8(void *d, smelt_dtype dt, int64_t i, int v)
@@ -54,7 +65,7 @@ static int check_kpairs(const smelt_program *p, const ci_case *t)
         int bad = 0;
         for (int64_t r = 0; r < t->m && d; r++)
             for (int64_t e = 0; e < kp; e++)
-                bad += d[r * kp + e] != (e < kk ? q8(t->wt, r * kk + e, 2) - t->w_zp : 0);
+                bad += d[r * kp + e] != (e < kk ? fill8(t->wt, t->w_fill, r * kk + e, 2) - t->w_zp : 0);
         CHECK_EQ_INT(bad, 0);
     }
     return (int)found;
@@ -66,8 +77,8 @@ static void run_ci(const ci_case *t)
     int64_t c = t->c, h = t->h, w = t->w, m = t->m, k = t->k, kk = c * k * k;
     int64_t oh = (h + 2 * t->pad - k) / t->stride + 1, ow = (w + 2 * t->pad - k) / t->stride + 1;
     uint8_t *x = malloc((size_t)(c * h * w)), *wd = malloc((size_t)(m * kk)), xz, wz;
-    for (int64_t i = 0; i < c * h * w; i++) put8(x, t->xt, i, q8(t->xt, i, 1));
-    for (int64_t i = 0; i < m * kk; i++) put8(wd, t->wt, i, q8(t->wt, i, 2));
+    for (int64_t i = 0; i < c * h * w; i++) put8(x, t->xt, i, fill8(t->xt, t->x_fill, i, 1));
+    for (int64_t i = 0; i < m * kk; i++) put8(wd, t->wt, i, fill8(t->wt, t->w_fill, i, 2));
     put8(&xz, t->xt, 0, t->x_zp);
     put8(&wz, t->wt, 0, t->w_zp);
     mb mbd;
@@ -108,8 +119,8 @@ static void run_ci(const ci_case *t)
                             for (int64_t b = 0; b < k; b++) {
                                 int64_t ih = i * t->stride - t->pad + a, iw = j * t->stride - t->pad + b;
                                 if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
-                                want += (int64_t)(q8(t->xt, (ch * h + ih) * w + iw, 1) - t->x_zp) *
-                                        (q8(t->wt, ((r * c + ch) * k + a) * k + b, 2) - t->w_zp);
+                                want += (int64_t)(fill8(t->xt, t->x_fill, (ch * h + ih) * w + iw, 1) - t->x_zp) *
+                                        (fill8(t->wt, t->w_fill, ((r * c + ch) * k + a) * k + b, 2) - t->w_zp);
                             }
                     int32_t got = ((const int32_t *)o.data)[(r * oh + i) * ow + j];
                     if (got != want && bad++ < 3)
@@ -129,13 +140,29 @@ static void run_ci(const ci_case *t)
 TEST(conv_pairs_conv_integer_is_exact)
 {
     static const ci_case cases[] = {
-        {3, 8, 8, 32, 3, 1, 1, SMELT_U8, SMELT_U8, 128, 119, true},  /* K 27: odd, the last partner 0 */
-        {4, 16, 8, 35, 3, 2, 1, SMELT_I8, SMELT_I8, -128, 127, true}, /* stride 2, M 35 off the row block */
-        {9, 8, 8, 37, 1, 1, 0, SMELT_U8, SMELT_U8, 255, 0, true},    /* 1x1 K 9 through the pair im2col */
-        {60, 8, 4, 42, 3, 1, 1, SMELT_U8, SMELT_I8, 0, -128, true},  /* K 540: 270 pairs, two KC slices */
-        {8, 8, 8, 33, 1, 1, 0, SMELT_I8, SMELT_U8, 127, 255, true},  /* 1x1, M 33: a one-row tail */
-        {3, 8, 8, 24, 3, 1, 1, SMELT_U8, SMELT_U8, 128, 119, false}, /* M 24: the float GEMM (KPAIRS_MIN_M) */
-        {3, 8, 8, 8, 3, 1, 1, SMELT_U8, SMELT_U8, 128, 119, false},  /* M 8: stays direct */
+        {3, 8, 8, 32, 3, 1, 1, SMELT_U8, SMELT_U8, 128, 119, true, 0, 0},  /* K 27: odd, the last partner 0 */
+        {4, 16, 8, 35, 3, 2, 1, SMELT_I8, SMELT_I8, -128, 127, true, 0, 0}, /* stride 2, M 35 off the row block */
+        {9, 8, 8, 37, 1, 1, 0, SMELT_U8, SMELT_U8, 255, 0, true, 0, 0},    /* 1x1 K 9 through the pair im2col */
+        {60, 8, 4, 42, 3, 1, 1, SMELT_U8, SMELT_I8, 0, -128, true, 0, 0},  /* K 540: 270 pairs, two KC slices */
+        {8, 8, 8, 33, 1, 1, 0, SMELT_I8, SMELT_U8, 127, 255, true, 0, 0},  /* 1x1, M 33: a one-row tail */
+        {3, 8, 8, 24, 3, 1, 1, SMELT_U8, SMELT_U8, 128, 119, false, 0, 0}, /* M 24: the float GEMM (KPAIRS_MIN_M) */
+        {3, 8, 8, 8, 3, 1, 1, SMELT_U8, SMELT_U8, 128, 119, false, 0, 0},  /* M 8: stays direct */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_ci(&cases[i]);
+}
+
+/* x and w at their extremes everywhere (every product at its largest, one
+ * sign), with zero points 0, 255, 128, -128 and 127: the AVX-512 block's
+ * vpdpwssd (where the C compiler targets AVX512-VNNI) or vpmaddwd + vpaddd,
+ * K even and odd, M off the row block. */
+TEST(conv_pairs_extremes_are_exact)
+{
+    static const ci_case cases[] = {
+        {3, 8, 8, 32, 3, 1, 1, SMELT_U8, SMELT_U8, 0, 255, true, FILL_HI, FILL_LO},  /* K 27: 255 * -255 */
+        {4, 8, 8, 35, 3, 1, 1, SMELT_U8, SMELT_U8, 255, 0, true, FILL_LO, FILL_HI},  /* K 36: -255 * 255 */
+        {9, 8, 8, 33, 1, 1, 0, SMELT_U8, SMELT_U8, 255, 255, true, FILL_LO, FILL_LO}, /* 1x1, K 9: -255 * -255 */
+        {8, 8, 8, 40, 3, 1, 1, SMELT_I8, SMELT_I8, -128, 127, true, FILL_HI, FILL_LO}, /* K 72: 255 * -255 */
+        {6, 16, 8, 37, 3, 2, 1, SMELT_U8, SMELT_I8, 128, -128, true, FILL_HI, FILL_HI}, /* stride 2: 127 * 255 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_ci(&cases[i]);
 }
