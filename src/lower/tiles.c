@@ -377,7 +377,7 @@ static bool parallel_tiles_staged(lower_ctx *c, const ir_shape *shape, int out)
     int mid = k->n_stmts;
     panel_loops a;
     a.jp = kir_loop_begin(k, t.j0, t.j1, kir_idx(k, p));
-    a.row = kir_loop_begin_parallel(k, t.i0, t.i1);
+    a.row = kir_loop_begin_transpose(k, t.i0, t.i1); /* kir.h, "Transposing copies" */
     a.q = kir_loop_begin(k, kir_idx(k, 0), panel_width(k, &t, a.jp, w, p), kir_idx(k, 1));
     kir_val to_at = tile_at(k, &t, &a, p);
     const kir_val to[3] = {a.row, a.jp, a.q};
