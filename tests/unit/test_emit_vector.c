@@ -466,11 +466,12 @@ static kir_kernel *k_transpose(arena *a, int64_t rows, int64_t lo, int64_t c, in
     kir_val jp = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, c), kir_idx(k, p));
     kir_val width = kir_binary(k, KIR_MIN, kir_idx(k, p), kir_binary(k, KIR_SUB, kir_idx(k, c), jp));
     kir_val r = kir_loop_begin_transpose(k, kir_idx(k, lo), kir_idx(k, rows));
-    kir_val row_at = kir_add(k, kir_add(k, kir_mul(k, kir_wg(k), kir_idx(k, cp * rows)), kir_mul(k, jp, kir_idx(k, rows))),
-                             kir_mul(k, r, kir_idx(k, p)));
+    kir_val panel = kir_add(k, kir_mul(k, kir_wg(k), kir_idx(k, cp * rows)), kir_mul(k, jp, kir_idx(k, rows)));
+    kir_val row_at = kir_add(k, panel, kir_mul(k, r, kir_idx(k, p)));
     kir_val q = kir_loop_begin(k, kir_idx(k, 0), width, kir_idx(k, 1));
     kir_val at = kir_add(k, row_at, q);
-    kir_val from = kir_add(k, kir_mul(k, kir_add(k, kir_add(k, kir_mul(k, kir_wg(k), kir_idx(k, c)), jp), q), kir_idx(k, rows)), r);
+    kir_val src_row = kir_add(k, kir_add(k, kir_mul(k, kir_wg(k), kir_idx(k, c)), jp), q);
+    kir_val from = kir_add(k, kir_mul(k, src_row, kir_idx(k, rows)), r);
     kir_val v0 = kir_load(k, s0, from);
     if (scaled) v0 = kir_binary(k, KIR_MUL, v0, kir_const_f(k, SMELT_F32, 2));
     kir_store(k, d0, at, v0);
