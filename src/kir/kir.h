@@ -36,7 +36,8 @@
  * S along q and stored at stride 1 along q and D along r, into another
  * buffer; the index parts may be computed in the bodies). A target may copy
  * 16 rows at a time as in-register transposes of 16x16 or 8x8 blocks (the C
- * emitter, emit_c_trans.c); run as written it is the same copy.
+ * emitter, emit_c_trans.c, where the loop has two stores or more); run as
+ * written it is the same copy.
  *
  * Masked loops. A *masked* loop (kir_loop_begin_masked) is a parallel loop
  * over [0, n) that a target with vectors of more than n lanes may run as one
