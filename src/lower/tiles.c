@@ -83,7 +83,9 @@ static bool reads_transposed(const kir_kernel *k, kir_val i, kir_val j)
  * Columns go in panels of p = the target's vector width: a tile copy holds
  * element (i, j) at (j - j0 - q) * (th + pad) + (i - i0) * p + q for the
  * panel's q (pad: see tile_at), so pass A writes and pass B reads p consecutive elements per step, which a
- * C compiler turns into a register transpose and full-width vector code.
+ * C compiler turns into a register transpose and full-width vector code. Pass A's row loop is a
+ * transpose loop (kir.h, "Transposing copies"): GCC vectorizes the copy of one staged source itself
+ * but leaves that of two or more scalar, and the C emitter writes those as in-register transposes.
  * Tiles are larger than plain ones (STAGED_TILE_H x STAGED_TILE_W): each
  * source row then yields STAGED_TILE_H elements per visit, and measured on a
  * 4096x4096 transpose chain 128x128 runs ~25% faster than 64x64.
