@@ -630,6 +630,13 @@ kir_val kir_loop_begin_deint(kir_kernel *k, kir_val lo, kir_val hi)
     return v;
 }
 
+kir_val kir_loop_begin_transpose(kir_kernel *k, kir_val lo, kir_val hi)
+{
+    kir_val v = kir_loop_begin_parallel(k, lo, hi);
+    if (v) k->stmts[k->vals[v].def].transpose = true;
+    return v;
+}
+
 kir_val kir_loop_begin_masked(kir_kernel *k, int64_t n)
 {
     kir_val v = kir_loop_begin_parallel(k, kir_idx(k, 0), kir_idx(k, n));

@@ -28,6 +28,17 @@
  * per pair of vectors where b1 = b0 + 1 (the C emitter, emit_c_deint.c); run
  * as written it is the same copy.
  *
+ * Transposing copies. A *transpose* loop (kir_loop_begin_transpose) over rows
+ * r in [lo, hi) whose body is one inner loop over q, step 1, with bounds that
+ * do not depend on r, copying blocks across:
+ *     for (r = lo; r < hi; r++) for (q = qlo; q < qhi; q++) { d[a + D r + q] = s[b + r + S q]; ... }
+ * (each store's value a load in the inner body, read at stride 1 along r and
+ * S along q and stored at stride 1 along q and D along r, into another
+ * buffer; the index parts may be computed in the bodies). A target may copy
+ * 16 rows at a time as in-register transposes of 16x16 or 8x8 blocks (the C
+ * emitter, emit_c_trans.c, where the loop has two stores or more); run as
+ * written it is the same copy.
+ *
  * Masked loops. A *masked* loop (kir_loop_begin_masked) is a parallel loop
  * over [0, n) that a target with vectors of more than n lanes may run as one
  * vector under a mask of its first n lanes (the C emitter on AVX-512 for
@@ -151,6 +162,7 @@ typedef struct kir_stmt {
     bool gemm;            /* LOOP_BEGIN: a gemm loop (see "Microkernel loops" above) */
     bool deint;           /* LOOP_BEGIN: a deinterleave loop (see "Deinterleaving" above) */
     bool masked;          /* LOOP_BEGIN: a masked loop (see "Masked loops" above) */
+    bool transpose;       /* LOOP_BEGIN: a transpose loop (see "Transposing copies" above) */
 } kir_stmt;
 
 #define KIR_BOX_RANK 8 /* = SMELT_MAX_RANK */
@@ -247,6 +259,9 @@ kir_val kir_loop_begin_stream(kir_kernel *k, int64_t n);
 /* A deinterleave loop over [lo, hi) (see "Deinterleaving"): a parallel loop
  * whose body the caller builds in that form. */
 kir_val kir_loop_begin_deint(kir_kernel *k, kir_val lo, kir_val hi);
+/* A transpose loop over [lo, hi) (see "Transposing copies"): a parallel loop
+ * whose body the caller builds in that form. */
+kir_val kir_loop_begin_transpose(kir_kernel *k, kir_val lo, kir_val hi);
 /* A masked loop over [0, n) (see "Masked loops"): a parallel loop. */
 kir_val kir_loop_begin_masked(kir_kernel *k, int64_t n);
 /* A gemm loop over [0, kc) (see "Microkernel loops"): its body is built by the

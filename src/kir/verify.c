@@ -151,7 +151,8 @@ void kir_dump(const kir_kernel *k, FILE *f)
             break;
         case KS_LOOP_BEGIN:
             fprintf(f, s->stream ? "stream for %%%d = " : s->gemm ? "gemm for %%%d = " : s->deint ? "deinterleave for %%%d = "
-                       : s->masked ? "masked for %%%d = " : s->parallel ? "parallel for %%%d = " : "for %%%d = ", s->val);
+                       : s->masked ? "masked for %%%d = " : s->transpose ? "transpose for %%%d = "
+                       : s->parallel ? "parallel for %%%d = " : "for %%%d = ", s->val);
             dump_val(k, s->lo, f);
             fprintf(f, " .. ");
             dump_val(k, s->hi, f);

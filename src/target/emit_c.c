@@ -636,6 +636,11 @@ static smelt_status emit_body(emitter *e)
                 i = end;
                 break;
             }
+            end = s->transpose && e->d->host_simd && !threaded(e) ? emit_put_trans(e, i, ind, depth) : -1;
+            if (end >= 0) {
+                i = end;
+                break;
+            }
             end = s->stream && e->d->host_simd ? emit_put_stream(e, i, ind) : -1;
             if (end >= 0) {
                 i = end;

@@ -123,6 +123,12 @@ smelt_status emit_put_vec_loop(emitter *e, int i, int end, int ind, int depth);
 extern const char emit_deint_helper[];
 int emit_put_deint(emitter *e, int i, int ind, int depth);
 
+/* emit_c_trans.c: smelt_trans_f32, for programs with transpose loops; and
+ * transpose loop i (at nesting depth `depth`) as calls of it, 16 rows at a
+ * time: its LOOP_END, or -1 (nothing emitted; the loop is written as it is). */
+extern const char emit_trans_helper[];
+int emit_put_trans(emitter *e, int i, int ind, int depth);
+
 /* A stream loop's parts (emit_c_simd.c, match_stream). */
 typedef struct stream_copy {
     int end, store; /* the loop's LOOP_END and its store */

@@ -151,13 +151,13 @@ void emit_put_prelude(strbuf *sb, const dialect *d, const char *body)
 {
     /* emit_prelude.c's helpers (kir/interp.c implements the same functions), the
      * float16/bfloat16 conversions, then the dialect's own math and vector forms. */
-    enum { HELPERS, HALVES, MATH, STREAM, DEINT, VECS, N_BLOCKS };
+    enum { HELPERS, HALVES, MATH, STREAM, DEINT, TRANS, VECS, N_BLOCKS };
     strbuf vecs;
     sb_init(&vecs);
     if (d->host_simd) emit_put_vec_helpers(&vecs);
     const char *blocks[N_BLOCKS] = {emit_prelude_helpers, emit_half_helpers, d->own_math ? mathf_src : NULL,
                                     d->host_simd ? emit_stream_helper : NULL, d->host_simd ? emit_deint_helper : NULL,
-                                    d->host_simd ? vecs.s : NULL};
+                                    d->host_simd ? emit_trans_helper : NULL, d->host_simd ? vecs.s : NULL};
     if (vecs.oom) sb->oom = 1;
     helper_fn fns[MAX_FNS];
     int n = 0;

@@ -445,3 +445,112 @@ TEST(emit_strips_match_interpreter)
     for (int t = 0; t < (int)(sizeof ns / sizeof ns[0]); t++) check_strips(ns[t], true);
     check_strips(40, false);
 }
+
+/* ---- transpose loops ------------------------------------------------------ */
+
+/* A staged-tile pass A in small (tiles.c, kir.h "Transposing copies"): per
+ * workgroup, panels of p of the c source rows, and in each the transpose loop
+ * over rows [lo, rows) of the copy, whose inner loop over the panel's
+ * columns (p, or fewer in the last panel) stores two sources at
+ * dst[jp * rows + r * p + q] = src[(wg * c + jp + q) * rows + r] (the second
+ * at an offset of 3). scaled: the value stored is the load times 2, which is
+ * no copy; one: only the first store (the C compiler's loop); in either case
+ * the loop stays as written. */
+static kir_kernel *k_transpose(arena *a, int64_t rows, int64_t lo, int64_t c, int64_t p, bool scaled, bool one)
+{
+    kir_kernel *k = kir_kernel_new(a, 0, 3, "transpose");
+    int64_t cp = (c + p - 1) / p * p;
+    int s0 = kir_buffer_add(k, SMELT_F32, 3 * c * rows, 0, true, false);
+    int s1 = kir_buffer_add(k, SMELT_F32, 3 * c * rows + 3, 1, true, false);
+    int d0 = kir_buffer_add(k, SMELT_F32, 3 * cp * rows, 2, false, true);
+    int d1 = kir_buffer_add(k, SMELT_F32, 3 * cp * rows, 3, false, true);
+    kir_val jp = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, c), kir_idx(k, p));
+    kir_val width = kir_binary(k, KIR_MIN, kir_idx(k, p), kir_binary(k, KIR_SUB, kir_idx(k, c), jp));
+    kir_val r = kir_loop_begin_transpose(k, kir_idx(k, lo), kir_idx(k, rows));
+    kir_val panel = kir_add(k, kir_mul(k, kir_wg(k), kir_idx(k, cp * rows)), kir_mul(k, jp, kir_idx(k, rows)));
+    kir_val row_at = kir_add(k, panel, kir_mul(k, r, kir_idx(k, p)));
+    kir_val q = kir_loop_begin(k, kir_idx(k, 0), width, kir_idx(k, 1));
+    kir_val at = kir_add(k, row_at, q);
+    kir_val src_row = kir_add(k, kir_add(k, kir_mul(k, kir_wg(k), kir_idx(k, c)), jp), q);
+    kir_val from = kir_add(k, kir_mul(k, src_row, kir_idx(k, rows)), r);
+    kir_val v0 = kir_load(k, s0, from);
+    if (scaled) v0 = kir_binary(k, KIR_MUL, v0, kir_const_f(k, SMELT_F32, 2));
+    kir_store(k, d0, at, v0);
+    if (!one) kir_store(k, d1, at, kir_load(k, s1, kir_add(k, from, kir_idx(k, 3))));
+    kir_loop_end(k);
+    kir_loop_end(k);
+    kir_loop_end(k);
+    return k;
+}
+
+/* Transpose loops give the interpreter's bits (every float moved, NaN
+ * payloads included) for whole 16x16 and 8x8 blocks and for tails of rows and
+ * of columns, and are calls of smelt_trans_f32 in the C; a loop whose stores
+ * are not plain copies, or that has one store, stays a loop. */
+TEST(emit_transpose_loops_match_interpreter)
+{
+    arena a;
+    arena_init(&a);
+    static const struct {
+        int64_t rows, lo, c, p;
+        bool scaled, one;
+    } cases[] = {
+        {32, 0, 32, 16, false, false}, /* whole 16x16 blocks */
+        {32, 0, 32, 8, false, false},  /* whole 8x8 blocks, two per call */
+        {37, 3, 40, 16, false, false}, /* rows from 3 to 37: a tail of 2; panels of 16, 16 and 8 */
+        {21, 0, 13, 8, false, false},  /* a tail of 5 rows, panels of 8 and 5 */
+        {1, 0, 7, 8, false, false},    /* one row */
+        {24, 0, 16, 16, true, false},  /* no copy: the loop as written */
+        {24, 0, 16, 16, false, true},  /* one store: the loop as written */
+    };
+    for (int t = 0; t < (int)(sizeof cases / sizeof cases[0]); t++) {
+        int64_t rows = cases[t].rows, c = cases[t].c, p = cases[t].p;
+        kir_kernel *k = k_transpose(&a, rows, cases[t].lo, c, p, cases[t].scaled, cases[t].one);
+        CHECK_EQ_INT(kir_verify(k), SMELT_OK);
+        char *src = NULL;
+        CHECK_EQ_INT(emit_program(&k, 1, EMIT_C, LOCALS_HYBRID, NULL, &src), SMELT_OK);
+        CHECK(src != NULL);
+        if (!src) continue;
+        bool trans = !cases[t].scaled && !cases[t].one;
+        CHECK(!!strstr(src, "smelt_trans_f32(&b2[") == trans);
+        CHECK(!!strstr(src, "smelt_trans_f32(&b3[") == trans);
+        check_compiles_for_isas(src);
+        if (!have_cc()) {
+            free(src);
+            continue;
+        }
+        int64_t ns = 3 * c * rows + 3, nd = 3 * (c + p - 1) / p * p * rows;
+        float *in0 = malloc(sizeof(float) * (size_t)ns), *in1 = malloc(sizeof(float) * (size_t)ns);
+        float *want0 = malloc(sizeof(float) * (size_t)nd), *want1 = malloc(sizeof(float) * (size_t)nd);
+        float *got0 = malloc(sizeof(float) * (size_t)nd), *got1 = malloc(sizeof(float) * (size_t)nd);
+        uint32_t r = 4242;
+        for (int64_t e = 0; e < ns; e++) {
+            r = r * 1664525u + 1013904223u;
+            uint32_t bits = r ^ (r >> 13);
+            memcpy(&in0[e], &bits, 4); /* any bit pattern: NaN payloads, subnormals */
+            in1[e] = (float)e;
+        }
+        for (int64_t e = 0; e < nd; e++) want0[e] = want1[e] = got0[e] = got1[e] = -1.0f; /* unwritten */
+        void *wb[4] = {in0, in1, want0, want1};
+        CHECK_EQ_INT(kir_interpret(k, wb), SMELT_OK);
+        rt_so *so = NULL;
+        CHECK_EQ_INT(rt_cc_load(src, &so, NULL), SMELT_OK);
+        rt_kernel_fn fn = so ? (rt_kernel_fn)rt_so_sym(so, "smelt_k0") : NULL;
+        CHECK(fn != NULL);
+        if (fn) {
+            void *gb[4] = {in0, in1, got0, got1};
+            for (int wg = 0; wg < 3; wg++) fn(wg, gb);
+            CHECK(memcmp(want0, got0, sizeof(float) * (size_t)nd) == 0);
+            CHECK(memcmp(want1, got1, sizeof(float) * (size_t)nd) == 0);
+        }
+        rt_so_close(so);
+        free(in0);
+        free(in1);
+        free(want0);
+        free(want1);
+        free(got0);
+        free(got1);
+        free(src);
+    }
+    arena_free(&a);
+}
