@@ -6,7 +6,8 @@
  * DynamicQuantizeLSTM's constant 8-bit W and R less their zero points, as
  * float32, or for W int8 where every difference fits (read in place by the
  * input projection's GEMM, which widens it in registers); and for the C
- * target, that R as 8-bit panels (graph_pack_recurrent_r).
+ * target, that R as 8-bit panels (graph_pack_recurrent_r), and W as the
+ * packed GEMM's panels (graph_pack_recurrent_w).
  */
 #include <stdint.h>
 #include <string.h>
@@ -199,6 +200,55 @@ smelt_status graph_pack_recurrent_r(ir_graph *g, int64_t cols)
                             cols, false, dt, off);
         g->tensors[nt].enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = H, .n = N, .nr = cols, .logical = r->shape, .offset = off};
         if (!input_set(g, i, 2, nt))
+            return diag_fail(SMELT_ERR_NOMEM, "out of memory packing the weights of '%s'", g->nodes[i].name);
+    }
+    return ir_verify(g);
+}
+
+/* Element i of [D, K, N] W t as float32 (float32, or int8 less a folded zero point). */
+static float w_at(const ir_tensor *t, int64_t i)
+{
+    return t->dtype == SMELT_F32 ? ((const float *)t->data)[i] : (float)((const int8_t *)t->data)[i];
+}
+
+smelt_status graph_pack_recurrent_w(ir_graph *g, int64_t nr)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        bool quant = n->op == OP_DynamicQuantizeLSTM;
+        if (n->dead || n->n_in < 3 || (n->op != OP_PackedRNN && n->op != OP_PackedGRU && n->op != OP_PackedLSTM && !quant))
+            continue;
+        const ir_tensor *w = ir_in(g, n, 1), *x = ir_in(g, n, 0);
+        /* quantized: the folded W (graph_fold_gemm_transpose; its zero point dropped) */
+        if (!w || !w->data || !x || x->data || w->enc.kind != IR_ENC_NONE || w->shape.rank != 3 || ir_tensor_numel(w) == 0 ||
+            (quant ? (n->n_in > 9 && n->in[9] >= 0) || (w->dtype != SMELT_I8 && w->dtype != SMELT_F32)
+                   : w->dtype != SMELT_F32))
+            continue;
+        int64_t D = w->shape.dim[0], K = w->shape.dim[1], N = w->shape.dim[2], np = (N + nr - 1) / nr;
+        smelt_dtype dt = quant && w->dtype == SMELT_I8 ? SMELT_I8 : SMELT_F32;
+        int32_t off = 0;
+        if (quant && w->dtype == SMELT_F32 && !graph_int8_range(w->data, ir_tensor_numel(w), &dt, &off)) dt = SMELT_F32, off = 0;
+        char name[256];
+        snprintf(name, sizeof name, "%s/W_panels%lld", n->name, (long long)nr);
+        ir_shape s = {.rank = 3, .dim = {D * np, K, nr}};
+        int nt = ir_tensor_add(g, name, dt, &s);
+        if (nt < 0 || !ir_tensor_alloc_data(g, nt))
+            return diag_fail(SMELT_ERR_NOMEM, "out of memory packing the weights of '%s'", g->nodes[i].name);
+        w = ir_in(g, &g->nodes[i], 1); /* again: adding tensors may move the array */
+        void *to = g->tensors[nt].data;
+        for (int64_t d = 0; d < D; d++)
+            for (int64_t p = 0; p < np; p++)
+                for (int64_t k = 0; k < K; k++)
+                    for (int64_t j = 0; j < nr; j++) {
+                        int64_t col = p * nr + j, at = ((d * np + p) * K + k) * nr + j;
+                        /* columns past N: zero (float), the offset's value (8-bit); summed, never stored */
+                        float v = col < N ? w_at(w, (d * K + k) * N + col) : (float)off;
+                        if (dt == SMELT_F32) ((float *)to)[at] = v;
+                        else if (dt == SMELT_I8) ((int8_t *)to)[at] = (int8_t)((int32_t)v - off);
+                        else ((uint8_t *)to)[at] = (uint8_t)((int32_t)v - off);
+                    }
+        g->tensors[nt].enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = K, .n = N, .nr = nr, .logical = w->shape, .offset = off};
+        if (!input_set(g, i, 1, nt))
             return diag_fail(SMELT_ERR_NOMEM, "out of memory packing the weights of '%s'", g->nodes[i].name);
     }
     return ir_verify(g);

@@ -70,6 +70,15 @@ smelt_status graph_pack_recurrent_r(ir_graph *g, int64_t cols);
  * so a one-row product is not bound by one FMA chain's latency. */
 #define GRAPH_RNN_PANEL_COLS 32
 
+/* W of PackedRNN/PackedGRU/PackedLSTM (float32 [D, K, N]) and of DynamicQuantizeLSTM after
+ * graph_fold_gemm_transpose (int8, or float32, less its zero point, which is gone) held as the
+ * packed GEMM's panels of nr columns (ir.h IR_ENC_PANELS, batched: [D * ceil(N / nr), K, nr],
+ * logically [D, K, N]; the quantized one's 8-bit where its values allow, graph_int8_range), so
+ * the input projection's GEMM reads B contiguously (ops/recurrent_lower.c). For the C target
+ * alone; defined in graph/fold_gemm.c.
+ * requires: inferred graph. guarantees: the graph computes the same values. */
+smelt_status graph_pack_recurrent_w(ir_graph *g, int64_t nr);
+
 /* Where packed weights live when several graphs share them (the model's
  * programs): find returns the packed copy of constant data `src` for (nr,
  * form) made earlier, or NULL; keep takes over `data` (malloc'd, `bytes`

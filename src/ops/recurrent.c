@@ -178,9 +178,11 @@ smelt_status rnn_parse(const ir_graph *g, const ir_node *n, rnn_params *p)
     if (v != p) memcpy(p, v, sizeof *p);
     const ir_tensor *x = ir_in(g, n, IN_X), *w = ir_in(g, n, IN_W), *r = ir_in(g, n, IN_R);
     if (!x || !w || !r) return ir_node_fail(n, SMELT_ERR_MODEL, "inputs X, W and R are required");
-    ir_tensor rl = *r; /* R as the op reads it: panels of R (graph_pack_recurrent_r) by their logical shape */
+    ir_tensor rl = *r, wl = *w; /* R and W as the op reads them: their panels (graph_pack_recurrent_r, _w) by the logical shape */
     rl.shape = ir_tensor_logical_shape(r);
+    wl.shape = ir_tensor_logical_shape(w);
     r = &rl;
+    w = &wl;
     TRY(infer_check_dtypes(g, n));
     if (p->quant) TRY(check_quant_dtypes(g, n));
     else TRY(infer_require_class(n, x, infer_is_float(x->dtype), "float"));

@@ -344,6 +344,16 @@ static smelt_status proj_gemm(lower_ctx *c, rnn_job *j)
     gemm_packed g = {.nb = 1, .batch = {p->dirs}, .m = j->rows, .n = j->n, .k = p->input, .dt = p->dt, .tl = tl,
                      .b_input = -1, .b_scratch = -1, .b_index = proj_gemm_b, .load_a = proj_gemm_a,
                      .store = proj_gemm_store, .user = &pj};
+    const ir_tensor *w = ir_in(c->g, c->n, IN_W);
+    if (w->enc.kind == IR_ENC_PANELS) { /* packed at compile time (graph_pack_recurrent_w) */
+        if (w->enc.nr != tl.nr)
+            return ir_node_fail(c->n, SMELT_ERR_INTERNAL, "W's panels are %lld wide, the GEMM's %lld", (long long)w->enc.nr,
+                                (long long)tl.nr);
+        g.b_input = IN_W;
+        g.b_batched = true;
+        TRY(gemm_packed_lower(c, &g));
+        return c->k ? SMELT_OK : no_mem(c);
+    }
     if (in_place(c, p, IN_W) && j->n % tl.nr == 0) { /* whole panels: in place */
         g.read_b = proj_gemm_read_w;
         TRY(gemm_packed_lower(c, &g));
