@@ -87,6 +87,7 @@ typedef struct rnn_job {
     int64_t rows;      /* seq * batch, in X's own order */
     int64_t rows_pad;  /* rows rounded up to RNN_MR */
     int wt, rt, proj;  /* scratch: WT, RT, P */
+    int xrows;         /* scratch: X as [rows, input] float rows (proj_gemm's A), or -1 */
     int state;         /* scratch for the recurrence's vectors, or -1: workgroup memory */
     int64_t group;     /* the recurrence's batch entries per workgroup (the last group may hold fewer) */
     bool batched;      /* group > 1: each workgroup loops over its group's entries */
@@ -312,10 +313,26 @@ static kir_val proj_gemm_read_w(lower_ctx *c, const gemm_packed *g, const kir_va
     return in_place_load(c, IN_W, idx);
 }
 
+/* A[i][k] (i < M: gemm_packed runs the last rows on a microkernel of that many): X's row i,
+ * element k, read in place from its float rows (x_rows_body). */
 static kir_val proj_gemm_a(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val k)
 {
     (void)bidx;
-    return x_row_load(c, ((const panel_job *)g->user)->j, i, k);
+    const rnn_job *j = ((const panel_job *)g->user)->j;
+    kir_kernel *K = c->k;
+    return lower_scratch_load(c, j->xrows, kir_add(K, kir_mul(K, i, kir_idx(K, j->p.input)), k));
+}
+
+/* X's rows, each element as the projection reads it (through the region's fused producers;
+ * DynamicQuantizeLSTM's x - x_zp as float32), into scratch xrows once: every unit of the GEMM
+ * packs all of A, and each element loaded through a fused QuantizeLinear (ddddocr_ocr_quant)
+ * is a division and a rounding, repeated by each of the GEMM's 8 units. */
+static void x_rows_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const rnn_job *j = user;
+    kir_kernel *K = c->k;
+    kir_val at = kir_add(K, kir_mul(K, idx[0], kir_idx(K, j->p.input)), idx[1]);
+    lower_scratch_store(c, j->xrows, at, x_row_load(c, j, idx[0], idx[1]));
 }
 
 static void proj_gemm_store(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val nn, kir_val v)
@@ -342,8 +359,16 @@ static smelt_status proj_gemm(lower_ctx *c, rnn_job *j)
     mm_tiles tl = mm_tiles_for(c->target->vector_width);
     panel_job pj = {j, (j->n + tl.nr - 1) / tl.nr, tl.nr};
     gemm_packed g = {.nb = 1, .batch = {p->dirs}, .m = j->rows, .n = j->n, .k = p->input, .dt = p->dt, .tl = tl,
-                     .b_input = -1, .b_scratch = -1, .b_index = proj_gemm_b, .load_a = proj_gemm_a,
+                     .b_input = -1, .b_scratch = -1, .b_index = proj_gemm_b, .read_a = proj_gemm_a,
                      .store = proj_gemm_store, .user = &pj};
+    int64_t xn;
+    if (__builtin_mul_overflow(j->rows, p->input, &xn))
+        return ir_node_fail(c->n, SMELT_ERR_SHAPE, "the sizes (seq, batch, input, hidden) overflow int64");
+    j->xrows = lower_scratch(c, p->dt, xn);
+    if (j->xrows < 0) return no_mem(c);
+    ir_shape xs = {.rank = 2, .dim = {j->rows, p->input}};
+    lower_parallel_for(c, &xs, 1, x_rows_body, j);
+    if (!c->k) return no_mem(c);
     const ir_tensor *w = ir_in(c->g, c->n, IN_W);
     if (w->enc.kind == IR_ENC_PANELS) { /* packed at compile time (graph_pack_recurrent_w) */
         if (w->enc.nr != tl.nr)
@@ -791,7 +816,7 @@ static bool mul3(int64_t a, int64_t b, int64_t c, int64_t *out)
 
 smelt_status lower_Recurrent(lower_ctx *c)
 {
-    rnn_job j = {.state = -1, .wt = -1, .rt = -1};
+    rnn_job j = {.state = -1, .wt = -1, .rt = -1, .xrows = -1};
     TRY(rnn_parse(c->g, c->n, &j.p));
     const rnn_params *p = &j.p;
     int64_t D = p->dirs, H = p->hidden, I = p->input, wt_n, rt_n, proj_n, state_n;
