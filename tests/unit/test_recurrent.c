@@ -100,6 +100,9 @@ static int tensor_with(ir_graph *g, const char *name, ir_shape s, const float *d
     return t;
 }
 
+/* Whether run_case's last compiled program read W as the GEMM's panels (graph_pack_recurrent_w). */
+static bool last_w_panels;
+
 static void run_case(const rnn_case *t, int which)
 {
     int64_t D = t->dir == 2 ? 2 : 1, S = t->s, B = t->b, I = t->i, H = t->h, N = t->gates * H;
@@ -128,7 +131,9 @@ static void run_case(const rnn_case *t, int which)
     ir_graph_set_io(g, t->const_w ? 1 : 4, ins, 2, outs);
     smelt_program *p = compile(g, 0);
     CHECK(p != NULL);
+    last_w_panels = false;
     if (p) {
+        last_w_panels = ir_in(p->g, &p->g->nodes[node_named(p->g, "cell")], 1)->enc.kind == IR_ENC_PANELS;
         smelt_tensor in[4] = {{.name = "x", .dtype = SMELT_F32, .rank = 3, .shape = {S, B, I}, .data = x},
                               {.name = "w", .dtype = SMELT_F32, .rank = 3, .shape = {D, N, I}, .data = w},
                               {.name = "r", .dtype = SMELT_F32, .rank = 3, .shape = {D, N, H}, .data = r},
@@ -166,7 +171,31 @@ TEST(recurrent_cells_match_reference)
                 int sb = (dir + h) % 3, cw = (dir + h + c) % 2;
                 rnn_case t = {cells[c].op, cells[c].gates, seqs[sb][0], seqs[sb][1], 11, hs[h], dir, cells[c].lbr, cw};
                 run_case(&t, which++);
+                CHECK_EQ_INT(last_w_panels, cw); /* constant W: the projection's B as panels */
             }
+}
+
+/* Constant W as the projection GEMM's panels (graph_pack_recurrent_w) at the edges: one time
+ * step, a single input feature, odd inputs and hidden sizes (G*H 7, 21, 28, 36: the last panel
+ * partly past N), one to three rows of X (fewer than a row block, a short last block), and a
+ * sequence of 9 x batch 3 (27 rows: full row blocks and a tail); every cell, every direction. */
+TEST(recurrent_w_panels_edges_match_reference)
+{
+    static const struct {
+        op_id op;
+        int gates;
+        bool lbr;
+    } cells[] = {{OP_RNN, 1, false}, {OP_GRU, 3, false}, {OP_GRU, 3, true}, {OP_LSTM, 4, false}};
+    static const int64_t shapes[][4] = {{1, 1, 1, 7}, {1, 3, 5, 7}, {9, 3, 3, 9}, {2, 1, 13, 7}}; /* s, b, i, h */
+    int which = 100;
+    for (int c = 0; c < 4; c++)
+        for (int sh = 0; sh < 4; sh++) {
+            int dir = (c + sh) % 3;
+            rnn_case t = {cells[c].op, cells[c].gates, shapes[sh][0], shapes[sh][1], shapes[sh][2], shapes[sh][3], dir,
+                          cells[c].lbr, true};
+            run_case(&t, which++);
+            CHECK(last_w_panels);
+        }
 }
 
 /* The batched recurrence's groups of entries (a workgroup per direction and group,
@@ -207,8 +236,9 @@ static int typed(ir_graph *g, const char *name, smelt_dtype dt, ir_shape s, cons
  * column for R): graph_fold_gemm_transpose stores both less their zero points and drops the zero
  * points, W as int8 where every difference fits (W's zero points 0, at H 12), else float32, and
  * the program computes what the same node with W and R given as inputs (converted per call) does,
- * bidirectional, seq 5, batch 2, G*H 4*12 = 48 (whole panels: W read in place, through the int8
- * microkernel) and 4*5 = 20 (panels copied). */
+ * bidirectional, seq 5, batch 2, G*H 4*12 = 48 and 4*5 = 20 (the last panel partly past N); the
+ * constant W becomes 8-bit panels (graph_pack_recurrent_w), read by the int8 microkernel with X's
+ * rows as its int16 A, the given one is copied into float panels per call. */
 TEST(recurrent_quantized_constant_weights_fold)
 {
     enum { S = 5, B = 2, I = 7, D = 2 };
@@ -265,6 +295,11 @@ TEST(recurrent_quantized_constant_weights_fold)
             smelt_program *p = compile(g, 0);
             CHECK(p != NULL);
             if (p) {
+                /* constant W: panels of the projection's GEMM (graph_pack_recurrent_w), int8 at H 12;
+                 * at H 5 w - w_zp spans 259 values, so float32 */
+                const ir_tensor *wp = ir_in(p->g, &p->g->nodes[node_named(p->g, "qlstm")], 1);
+                CHECK_EQ_INT(wp->enc.kind == IR_ENC_PANELS, cw);
+                if (cw) CHECK_EQ_INT(wp->dtype, hi ? SMELT_I8 : SMELT_F32);
                 smelt_tensor in[3] = {{.name = "x", .dtype = SMELT_U8, .rank = 3, .shape = {S, B, I}, .data = x},
                                       {.name = "w", .dtype = SMELT_I8, .rank = 3, .shape = {D, I, N}, .data = w},
                                       {.name = "r", .dtype = SMELT_I8, .rank = 3, .shape = {D, H, N}, .data = r}};
