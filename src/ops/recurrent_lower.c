@@ -21,7 +21,9 @@
  *             length 0 (as onnxruntime does). Each output element is stored once.
  *             PackedRNN/GRU/LSTM: constant W and R stored [D, K, N] at compile
  *             time (graph_fold_gemm_transpose), so no kernels 1 and 2; on the CPU
- *             3 is the packed GEMM, reading W in place where G*H is whole panels.
+ *             3 is the packed GEMM over W's panels, packed at compile time
+ *             (graph_pack_recurrent_w; the quantized W's 8-bit), its A X's rows
+ *             written once as float32 by a kernel of their own and read in place.
  *             Constant 8-bit W, R of DynamicQuantizeLSTM: less the zero point
  *             (graph/fold_gemm.c), read in place: int8 where that fits (W only:
  *             the GEMM widens it in registers), float32 otherwise. An int8 R read
@@ -264,9 +266,19 @@ static smelt_status no_mem(lower_ctx *c) { return ir_node_fail(c->n, SMELT_ERR_N
 
 /* CPU: the projection is the packed GEMM (ops/gemm_packed.h), batch D, M the
  * rows, with the bias or the quantized scales applied as each element is
- * stored. W stored packed [D, K, N] (PackedGRU...: constant weights) with N a
- * whole number of panels is B read in place; otherwise kernel 1 writes WT as
- * the GEMM's panels [D][ceil(N/NR)][I][NR] (zero past N).
+ * stored. A is X's rows as float32 (x - x_zp for DynamicQuantizeLSTM), written
+ * once into scratch (x_rows_body) and read in place: packed by each unit, A was
+ * read through the region's fused producers once per unit. B is W's panels
+ * packed at compile time where W is constant (graph_pack_recurrent_w, the C
+ * target alone): W read in place as [D, K, N] took each k's NR columns from
+ * rows 4*G*H bytes apart, all in the same L1 sets (ddddocr_ocr's 20 x 512 x
+ * 2 x 2048: 1.95 -> 1.09 ms, 44 -> 77 GFLOP/s, 1 thread, loaded host). The
+ * quantized W's panels are 8-bit and A, a read-only float32 parameter of
+ * integers within 255, takes the int16-pair microkernel
+ * (target/emit_c_gemm_int8.c; ddddocr_ocr_quant's projection 2.10 -> ~0.65
+ * ms). W stored packed [D, K, N] otherwise (a program for several devices)
+ * with N a whole number of panels is B read in place; otherwise kernel 1
+ * writes WT as the GEMM's panels [D][ceil(N/NR)][I][NR] (zero past N).
  * The constant-weight projection was the MR-row loop (proj_body), 85% of
  * anr_encoder's kernel time (two bidirectional GRUs, 52 rows, K 256 and 256,
  * N 384); as the GEMM over W in place the model went 1.47-1.50 -> 1.11-1.18
