@@ -61,7 +61,10 @@ smelt_status graph_fold_gemm_transpose(ir_graph *g);
 /* DynamicQuantizeLSTM's R after graph_fold_gemm_transpose (float32 [D, H, N]
  * less its zero point, which is gone) held as 8-bit panels where its values
  * allow (graph_int8_range) and N is whole panels: ir.h IR_ENC_PANELS of `cols`
- * columns, [D * N / cols, H, cols], logically [D, H, N]. For the C target
+ * columns, [D * N / cols, H, cols], logically [D, H, N]; or, where also 255
+ * times each column's sum of |r| is within 2^24, int16 k-pair panels
+ * [D * N / cols, ceil(H / 2), cols * 2] (rows 2kp and 2kp + 1 of each column
+ * side by side, 0 past H) for the k-pair microkernel. For the C target
  * alone (its recurrence reads them with the int8 microkernel,
  * ops/recurrent_lower.c); defined in graph/fold_gemm.c.
  * requires: inferred graph. guarantees: the graph computes the same values. */

@@ -120,7 +120,9 @@ static smelt_status check_quant_dtypes(const ir_graph *g, const ir_node *n)
         /* float32: the 8-bit values less their zero point, which is then omitted (graph/fold_gemm.c
          * makes constant weights so) */
         bool folded = t->dtype == SMELT_F32 && !ir_in(g, n, i == IN_W ? IN_WZ : IN_RZ);
-        if (t->dtype != SMELT_I8 && t->dtype != SMELT_U8 && !folded)
+        /* int16: R's k-pair panels (graph_pack_recurrent_r) */
+        bool pairs = i == IN_R && t->dtype == SMELT_I16 && t->enc.kind == IR_ENC_PANELS;
+        if (t->dtype != SMELT_I8 && t->dtype != SMELT_U8 && !folded && !pairs)
             return ir_node_fail(n, SMELT_ERR_MODEL, "input '%s' must be int8 or uint8", t->name);
     }
     static const int floats[] = {IN_B, IN_H0, IN_C0, IN_P};

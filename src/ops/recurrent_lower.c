@@ -31,7 +31,11 @@
  *             512-hidden recurrence 4.5 -> 7.3 ms: the C compiler's per-element
  *             widening costs more than the bytes it saves); on the C target R is
  *             8-bit panels instead (graph_pack_recurrent_r), read by the int8
- *             microkernel (gemv_panels).
+ *             microkernel (gemv_panels), or int16 k-pair panels where their
+ *             sums stay exact, read with h_q - h_zp as int16 by the k-pair
+ *             microkernel (gemv_pairs: ddddocr_ocr_quant's recurrence 2.21-2.24
+ *             -> 1.25 ms, 1 thread: the float32 widening of 8-bit R cost more
+ *             than the k-pair panels' twice as many bytes).
  *             DynamicQuantizeLSTM (com.microsoft, imported by onnx/contrib.c with
  *             X already quantized to uint8 and its scale and zero point as inputs
  *             12 and 13) is the LSTM as onnxruntime computes it: W [D, input, 4H]
@@ -426,6 +430,8 @@ typedef struct rstate {
     kir_val dirrev;            /* bool: this direction runs backwards in time */
     kir_val valid;             /* masked time loop: whether step t is inside len (else 0) */
     rvec h, cst, gates, rh;
+    int rh16;                  /* DynamicQuantizeLSTM with R as int16 k-pair panels: h_q - h_zp as int16
+                                * (workgroup memory, H rounded up to even, the pad 0), else -1 */
 } rstate;
 
 static kir_val rv_load(lower_ctx *c, const rvec *v, kir_val i)
@@ -534,12 +540,45 @@ static void gemv_panels(lower_ctx *c, const rstate *s, const rvec *v, int64_t n0
     kir_loop_end(K);
 }
 
+/* gemv_panels over R as int16 k-pair panels (graph_pack_recurrent_r: [D * N/nr][ceil(H/2)][nr][2])
+ * and h_q - h_zp as int16 (s->rh16): each step of the gemm loop adds a[2kp] * r[2kp][n] +
+ * a[2kp+1] * r[2kp+1][n], the C target's k-pair microkernel (target/emit_c_gemm_pairs.c: vpmaddwd,
+ * int32 sums, exact within the bound graph_pack_recurrent_r checked). */
+static void gemv_pairs(lower_ctx *c, const rstate *s, int64_t n0, int64_t n1)
+{
+    kir_kernel *K = c->k;
+    const rnn_job *j = s->j;
+    const ir_tensor *r = ir_in(c->g, c->n, IN_R);
+    int64_t H = j->p.hidden, nr = r->enc.nr, nb = r->enc.n / nr;
+    kir_val z = kir_idx(K, 0), one = kir_idx(K, 1), two = kir_idx(K, 2);
+    kir_val p = kir_loop_begin(K, kir_idx(K, n0 / nr), kir_idx(K, n1 / nr), one);
+    kir_val pd = kir_add(K, kir_mul(K, s->d, kir_idx(K, nb)), p), col0 = kir_mul(K, p, kir_idx(K, nr));
+    kir_val kp = kir_loop_begin_gemm(K, kir_idx(K, (H + 1) / 2));
+    kir_val a[2];
+    for (int h = 0; h < 2; h++) a[h] = kir_cast(K, SMELT_F32, kir_load(K, s->rh16, kir_add(K, kir_mul(K, kp, two), kir_idx(K, h))));
+    kir_val jj = kir_loop_begin(K, z, kir_idx(K, nr), one);
+    kir_val gi = kir_add(K, col0, jj), prod = 0;
+    for (int h = 0; h < 2; h++) {
+        kir_val ri[3] = {pd, kp, kir_add(K, kir_mul(K, jj, two), kir_idx(K, h))};
+        kir_val t = bin(K, KIR_MUL, a[h], kir_cast(K, SMELT_F32, lower_load(c, IN_R, ri)));
+        prod = h ? bin(K, KIR_ADD, prod, t) : t;
+    }
+    rv_store(c, &s->gates, gi, bin(K, KIR_ADD, rv_load(c, &s->gates, gi), prod));
+    kir_loop_end(K);
+    kir_loop_end(K);
+    kir_loop_end(K);
+}
+
 /* gates[n] += sum_k v[k] * RT[d][k][n] for n in [n0, n1): k unrolled by
  * RNN_KU so each gates element is loaded and stored once per RNN_KU rows of RT. */
 static void gemv(lower_ctx *c, const rstate *s, const rvec *v, int64_t n0, int64_t n1)
 {
     kir_kernel *K = c->k;
     const rnn_job *j = s->j;
+    if (s->rh16 >= 0) {
+        gemv_pairs(c, s, n0, n1);
+        return;
+    }
     if (ir_in(c->g, c->n, IN_R)->enc.kind == IR_ENC_PANELS) {
         gemv_panels(c, s, v, n0, n1);
         return;
@@ -593,7 +632,8 @@ static void quant_recurrent(lower_ctx *c, const rstate *s, kir_val prow)
     kir_val jj = kir_loop_begin_parallel(K, zero, kir_idx(K, j->p.hidden));
     kir_val q = bin(K, KIR_ADD, kir_unary(K, KIR_ROUND, bin(K, KIR_DIV, rv_load(c, &s->h, jj), scale)), zp);
     q = bin(K, KIR_MIN, bin(K, KIR_MAX, q, f0), f255);
-    rv_store(c, &s->rh, jj, bin(K, KIR_SUB, q, zp));
+    if (s->rh16 >= 0) kir_store(K, s->rh16, jj, kir_cast(K, SMELT_I16, bin(K, KIR_SUB, q, zp)));
+    else rv_store(c, &s->rh, jj, bin(K, KIR_SUB, q, zp));
     kir_loop_end(K);
     kir_barrier(K);
     gemv(c, s, &s->rh, 0, j->n);
@@ -710,6 +750,12 @@ static smelt_status lower_recurrence(lower_ctx *c, rnn_job *j)
     s.cst = rv_new(K, j, H * E, &off, wg, per);
     s.gates = rv_new(K, j, N * E, &off, wg, per);
     s.rh = rv_new(K, j, H * E, &off, wg, per);
+    s.rh16 = -1;
+    const ir_tensor *rw = ir_in(c->g, c->n, IN_R);
+    if (p->quant && rw->enc.kind == IR_ENC_PANELS && rw->dtype == SMELT_I16) {
+        s.rh16 = kir_smem_add(K, SMELT_I16, (H + 1) / 2 * 2);
+        if (H % 2) kir_store(K, s.rh16, kir_idx(K, H), kir_const_i(K, SMELT_I16, 0)); /* the last pair's partner */
+    }
     if (p->dirs == 2) s.dirrev = bin(K, KIR_EQ, s.d, one);
     else s.dirrev = kir_const_i(K, SMELT_BOOL, p->reverse[0]);
     s.len = kir_idx(K, S);

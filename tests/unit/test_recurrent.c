@@ -331,13 +331,14 @@ TEST(recurrent_quantized_constant_weights_fold)
 /* Runs DynamicQuantizeLSTM (bidirectional, seq 4, batch 1, input 6, hidden h) with 8-bit R of
  * dtype rt less zero point rz (one per direction), constant or given per call (cw), and returns
  * Y (malloc'd) and whether the compiled program read R as panels. */
-static float *qlstm_run(int64_t h, smelt_dtype rt, int rz, bool cw, bool *panels)
+static float *qlstm_run(int64_t h, smelt_dtype rt, int rz, bool cw, bool *panels, smelt_dtype *rdt, int rmag)
 {
     enum { S = 4, B = 1, I = 6, D = 2 };
     int64_t N = 4 * h, ny = S * D * B * h;
     uint8_t *w = malloc((size_t)(D * I * N)), *r = malloc((size_t)(D * h * N)), x[S * B * I];
     for (int64_t k = 0; k < D * I * N; k++) w[k] = (uint8_t)((k * 37 + 11) % 251);
-    for (int64_t k = 0; k < D * h * N; k++) r[k] = (uint8_t)((k * 53 + 5) % 256);
+    /* rmag (int8 R): every |r| that large, so columns' sums of |r| grow with h */
+    for (int64_t k = 0; k < D * h * N; k++) r[k] = rmag ? (uint8_t)(int8_t)((k * 7 / 3) % 2 ? rmag : -rmag) : (uint8_t)((k * 53 + 5) % 256);
     for (int k = 0; k < S * B * I; k++) x[k] = (uint8_t)((k * 29 + 7) % 256);
     uint8_t wz[D] = {0, 0}, rzs[D] = {(uint8_t)rz, (uint8_t)rz}, xz = 120;
     float ws[D] = {0.004f, 0.006f}, rs[D] = {0.005f, 0.003f}, xs = 0.02f;
@@ -365,7 +366,9 @@ static float *qlstm_run(int64_t h, smelt_dtype rt, int rz, bool cw, bool *panels
     smelt_program *p = compile(g, 0);
     CHECK(p != NULL);
     if (p) {
-        *panels = ir_in(p->g, &p->g->nodes[node_named(p->g, "qlstm")], 2)->enc.kind == IR_ENC_PANELS;
+        const ir_tensor *rp = ir_in(p->g, &p->g->nodes[node_named(p->g, "qlstm")], 2);
+        *panels = rp->enc.kind == IR_ENC_PANELS;
+        *rdt = rp->dtype;
         smelt_tensor in[2] = {{.name = "x", .dtype = SMELT_U8, .rank = 3, .shape = {S, B, I}, .data = x},
                               {.name = "r", .dtype = rt, .rank = 3, .shape = {D, h, N}, .data = r}};
         CHECK(smelt_program_run(p, cw ? 1 : 2, in) == SMELT_OK);
@@ -383,23 +386,30 @@ static float *qlstm_run(int64_t h, smelt_dtype rt, int rz, bool cw, bool *panels
 }
 
 /* A constant R whose values less the zero point fit 8 bits, with 4H whole panels of
- * GRAPH_RNN_PANEL_COLS, is read as 8-bit panels (graph_pack_recurrent_r): int8 less 0, uint8
- * less 119 (uint8 again, offset -119), one and two panels a direction; uint8 less 0 at H 12
- * (48 columns: no whole panels) stays float. Y equals the same node's with R given per call
- * (converted in its kernels) to rounding. */
+ * GRAPH_RNN_PANEL_COLS, is read as panels (graph_pack_recurrent_r): int16 k-pairs where 255
+ * times each column's sum of |r| is within 2^24 (int8 less 0, uint8 less 119: one and two
+ * panels a direction), else 8-bit (H 520 with every |r| 127: sums of 66040); uint8 less 0 at
+ * H 12 (48 columns: no whole panels) stays float. Y equals the same node's with R given per
+ * call (converted in its kernels) to rounding. */
 TEST(recurrent_quantized_r_panels)
 {
     static const struct {
         int64_t h;
         smelt_dtype rt;
-        int rz;
+        int rz, rmag;
         bool panels;
-    } cases[] = {{8, SMELT_I8, 0, true}, {16, SMELT_U8, 119, true}, {12, SMELT_U8, 0, false}};
+        smelt_dtype stored;
+    } cases[] = {{8, SMELT_I8, 0, 0, true, SMELT_I16},
+                 {16, SMELT_U8, 119, 0, true, SMELT_I16},
+                 {520, SMELT_I8, 0, 127, true, SMELT_I8},
+                 {12, SMELT_U8, 0, 0, false, SMELT_F32}};
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         bool pk = false, pk_call = true;
-        float *got = qlstm_run(cases[t].h, cases[t].rt, cases[t].rz, true, &pk);
-        float *want = qlstm_run(cases[t].h, cases[t].rt, cases[t].rz, false, &pk_call);
+        smelt_dtype dt = SMELT_F32, dt_call;
+        float *got = qlstm_run(cases[t].h, cases[t].rt, cases[t].rz, true, &pk, &dt, cases[t].rmag);
+        float *want = qlstm_run(cases[t].h, cases[t].rt, cases[t].rz, false, &pk_call, &dt_call, cases[t].rmag);
         CHECK_EQ_INT(pk, cases[t].panels);
+        CHECK_EQ_INT(dt, cases[t].stored);
         CHECK(!pk_call);
         CHECK(got && want);
         int64_t ny = 4 * 2 * cases[t].h;
