@@ -413,6 +413,7 @@ static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, co
     }
     TRY(graph_fold_gemm_transpose(p->g));
     if (nr > 0 && other == 0) TRY(graph_pack_recurrent_r(p->g, GRAPH_RNN_PANEL_COLS));
+    if (nr > 0 && other == 0) TRY(graph_pack_recurrent_w(p->g, nr));
     TRY(graph_dce(p->g));
     TRY(place_policy_check(pol, p->g));
     if (p->stage == SMELT_STAGE_IR) return SMELT_OK;

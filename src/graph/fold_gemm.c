@@ -6,8 +6,10 @@
  * DynamicQuantizeLSTM's constant 8-bit W and R less their zero points, as
  * float32, or for W int8 where every difference fits (read in place by the
  * input projection's GEMM, which widens it in registers); and for the C
- * target, that R as 8-bit panels (graph_pack_recurrent_r).
+ * target, that R as 8-bit panels (graph_pack_recurrent_r), and W as the
+ * packed GEMM's panels (graph_pack_recurrent_w).
  */
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -175,6 +177,50 @@ smelt_status graph_fold_gemm_transpose(ir_graph *g)
     return ir_verify(g);
 }
 
+/* Whether R ([D, H, n], integers within 8 bits less an offset: graph_int8_range said so)
+ * suits the k-pair microkernel: h_q - h_zp is within 255, so 255 times each direction's column
+ * sum of |r| at most 2^24 keeps every int32 sum of a step exact (target/emit_c_gemm_pairs.c). */
+static bool pairs_fit(const float *r, int64_t D, int64_t H, int64_t n)
+{
+    for (int64_t d = 0; d < D; d++)
+        for (int64_t j = 0; j < n; j++) {
+            double sum = 0;
+            for (int64_t k = 0; k < H; k++) sum += fabs((double)r[(d * H + k) * n + j]);
+            if (255.0 * sum > 16777216.0) return false;
+        }
+    return true;
+}
+
+/* R of node `node` ([D, H, N] float32 integers, N whole panels of `cols`) as int16 k-pair
+ * panels [D * N / cols][ceil(H / 2)][cols][2]: row kp of a panel holds, for each of its
+ * columns, r[2kp][col] and r[2kp + 1][col] (0 past H), the B operand of the k-pair microkernel. */
+static smelt_status pack_r_pairs(ir_graph *g, int node, int64_t cols)
+{
+    const ir_tensor *r = ir_in(g, &g->nodes[node], 2);
+    int64_t D = r->shape.dim[0], H = r->shape.dim[1], N = r->shape.dim[2], nb = N / cols, hp = (H + 1) / 2;
+    char name[256];
+    snprintf(name, sizeof name, "%s/R_pairs%lld", g->nodes[node].name, (long long)cols);
+    ir_shape s = {.rank = 3, .dim = {D * nb, hp, 2 * cols}};
+    int nt = ir_tensor_add(g, name, SMELT_I16, &s);
+    if (nt < 0 || !ir_tensor_alloc_data(g, nt))
+        return diag_fail(SMELT_ERR_NOMEM, "out of memory packing the weights of '%s'", g->nodes[node].name);
+    r = ir_in(g, &g->nodes[node], 2); /* again: adding tensors may move the array */
+    const float *from = r->data;
+    int16_t *to = g->tensors[nt].data;
+    for (int64_t d = 0; d < D; d++)
+        for (int64_t p = 0; p < nb; p++)
+            for (int64_t kp = 0; kp < hp; kp++)
+                for (int64_t j = 0; j < cols; j++)
+                    for (int h = 0; h < 2; h++) {
+                        int64_t k = 2 * kp + h;
+                        to[(((d * nb + p) * hp + kp) * cols + j) * 2 + h] = k < H ? (int16_t)from[(d * H + k) * N + p * cols + j] : 0;
+                    }
+    g->tensors[nt].enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = H, .n = N, .nr = cols, .logical = r->shape};
+    if (!input_set(g, node, 2, nt))
+        return diag_fail(SMELT_ERR_NOMEM, "out of memory packing the weights of '%s'", g->nodes[node].name);
+    return SMELT_OK;
+}
+
 smelt_status graph_pack_recurrent_r(ir_graph *g, int64_t cols)
 {
     for (int i = 0; i < g->n_nodes; i++) {
@@ -187,6 +233,10 @@ smelt_status graph_pack_recurrent_r(ir_graph *g, int64_t cols)
             r->shape.dim[2] % cols || !graph_int8_range(r->data, ir_tensor_numel(r), &dt, &off))
             continue;
         int64_t D = r->shape.dim[0], H = r->shape.dim[1], N = r->shape.dim[2], nb = N / cols;
+        if (pairs_fit(r->data, D, H, N)) {
+            TRY(pack_r_pairs(g, i, cols));
+            continue;
+        }
         char name[256];
         snprintf(name, sizeof name, "%s/R_panels%lld", n->name, (long long)cols);
         ir_shape s = {.rank = 3, .dim = {D * nb, H, cols}};
@@ -199,6 +249,55 @@ smelt_status graph_pack_recurrent_r(ir_graph *g, int64_t cols)
                             cols, false, dt, off);
         g->tensors[nt].enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = H, .n = N, .nr = cols, .logical = r->shape, .offset = off};
         if (!input_set(g, i, 2, nt))
+            return diag_fail(SMELT_ERR_NOMEM, "out of memory packing the weights of '%s'", g->nodes[i].name);
+    }
+    return ir_verify(g);
+}
+
+/* Element i of [D, K, N] W t as float32 (float32, or int8 less a folded zero point). */
+static float w_at(const ir_tensor *t, int64_t i)
+{
+    return t->dtype == SMELT_F32 ? ((const float *)t->data)[i] : (float)((const int8_t *)t->data)[i];
+}
+
+smelt_status graph_pack_recurrent_w(ir_graph *g, int64_t nr)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ir_node *n = &g->nodes[i];
+        bool quant = n->op == OP_DynamicQuantizeLSTM;
+        if (n->dead || n->n_in < 3 || (n->op != OP_PackedRNN && n->op != OP_PackedGRU && n->op != OP_PackedLSTM && !quant))
+            continue;
+        const ir_tensor *w = ir_in(g, n, 1), *x = ir_in(g, n, 0);
+        /* quantized: the folded W (graph_fold_gemm_transpose; its zero point dropped) */
+        if (!w || !w->data || !x || x->data || w->enc.kind != IR_ENC_NONE || w->shape.rank != 3 || ir_tensor_numel(w) == 0 ||
+            (quant ? (n->n_in > 9 && n->in[9] >= 0) || (w->dtype != SMELT_I8 && w->dtype != SMELT_F32)
+                   : w->dtype != SMELT_F32))
+            continue;
+        int64_t D = w->shape.dim[0], K = w->shape.dim[1], N = w->shape.dim[2], np = (N + nr - 1) / nr;
+        smelt_dtype dt = quant && w->dtype == SMELT_I8 ? SMELT_I8 : SMELT_F32;
+        int32_t off = 0;
+        if (quant && w->dtype == SMELT_F32 && !graph_int8_range(w->data, ir_tensor_numel(w), &dt, &off)) dt = SMELT_F32, off = 0;
+        char name[256];
+        snprintf(name, sizeof name, "%s/W_panels%lld", n->name, (long long)nr);
+        ir_shape s = {.rank = 3, .dim = {D * np, K, nr}};
+        int nt = ir_tensor_add(g, name, dt, &s);
+        if (nt < 0 || !ir_tensor_alloc_data(g, nt))
+            return diag_fail(SMELT_ERR_NOMEM, "out of memory packing the weights of '%s'", g->nodes[i].name);
+        w = ir_in(g, &g->nodes[i], 1); /* again: adding tensors may move the array */
+        void *to = g->tensors[nt].data;
+        for (int64_t d = 0; d < D; d++)
+            for (int64_t p = 0; p < np; p++)
+                for (int64_t k = 0; k < K; k++)
+                    for (int64_t j = 0; j < nr; j++) {
+                        int64_t col = p * nr + j, at = ((d * np + p) * K + k) * nr + j;
+                        /* columns past N: zero (float), the offset's value (8-bit); summed, never stored */
+                        float v = col < N ? w_at(w, (d * K + k) * N + col) : (float)off;
+                        if (dt == SMELT_F32) ((float *)to)[at] = v;
+                        else if (dt == SMELT_I8) ((int8_t *)to)[at] = (int8_t)((int32_t)v - off);
+                        else ((uint8_t *)to)[at] = (uint8_t)((int32_t)v - off);
+                    }
+        g->tensors[nt].enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = K, .n = N, .nr = nr, .logical = w->shape, .offset = off};
+        if (!input_set(g, i, 1, nt))
             return diag_fail(SMELT_ERR_NOMEM, "out of memory packing the weights of '%s'", g->nodes[i].name);
     }
     return ir_verify(g);

@@ -61,7 +61,10 @@ smelt_status graph_fold_gemm_transpose(ir_graph *g);
 /* DynamicQuantizeLSTM's R after graph_fold_gemm_transpose (float32 [D, H, N]
  * less its zero point, which is gone) held as 8-bit panels where its values
  * allow (graph_int8_range) and N is whole panels: ir.h IR_ENC_PANELS of `cols`
- * columns, [D * N / cols, H, cols], logically [D, H, N]. For the C target
+ * columns, [D * N / cols, H, cols], logically [D, H, N]; or, where also 255
+ * times each column's sum of |r| is within 2^24, int16 k-pair panels
+ * [D * N / cols, ceil(H / 2), cols * 2] (rows 2kp and 2kp + 1 of each column
+ * side by side, 0 past H) for the k-pair microkernel. For the C target
  * alone (its recurrence reads them with the int8 microkernel,
  * ops/recurrent_lower.c); defined in graph/fold_gemm.c.
  * requires: inferred graph. guarantees: the graph computes the same values. */
@@ -69,6 +72,15 @@ smelt_status graph_pack_recurrent_r(ir_graph *g, int64_t cols);
 /* The panel width: 32 float32 lanes, four AVX2 accumulators a column block,
  * so a one-row product is not bound by one FMA chain's latency. */
 #define GRAPH_RNN_PANEL_COLS 32
+
+/* W of PackedRNN/PackedGRU/PackedLSTM (float32 [D, K, N]) and of DynamicQuantizeLSTM after
+ * graph_fold_gemm_transpose (int8, or float32, less its zero point, which is gone) held as the
+ * packed GEMM's panels of nr columns (ir.h IR_ENC_PANELS, batched: [D * ceil(N / nr), K, nr],
+ * logically [D, K, N]; the quantized one's 8-bit where its values allow, graph_int8_range), so
+ * the input projection's GEMM reads B contiguously (ops/recurrent_lower.c). For the C target
+ * alone; defined in graph/fold_gemm.c.
+ * requires: inferred graph. guarantees: the graph computes the same values. */
+smelt_status graph_pack_recurrent_w(ir_graph *g, int64_t nr);
 
 /* Where packed weights live when several graphs share them (the model's
  * programs): find returns the packed copy of constant data `src` for (nr,

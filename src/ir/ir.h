@@ -49,7 +49,8 @@ typedef struct ir_shape {
  * Panels of a float32 B whose values are all integers within 255 of each
  * other may be held 8-bit (graph/pack_int8.c): the tensor's dtype is then
  * uint8 or int8 and each element's value is the stored one plus `offset`
- * (0 for the float panels).
+ * (0 for the float panels). DynamicQuantizeLSTM's R may be int16 k-pair panels
+ * instead, [ceil(n / nr) per direction, ceil(k / 2), 2 * nr] (graph/fold_gemm.c).
  * IR_ENC_KPAIRS: an integer convolution's constant weight [M, C, k...] (its
  * values integers within int16) as int16 rows [n = M][K rounded up to even],
  * k = C * k... and the padding column zero, so each row's k-pairs are one

@@ -120,7 +120,9 @@ static smelt_status check_quant_dtypes(const ir_graph *g, const ir_node *n)
         /* float32: the 8-bit values less their zero point, which is then omitted (graph/fold_gemm.c
          * makes constant weights so) */
         bool folded = t->dtype == SMELT_F32 && !ir_in(g, n, i == IN_W ? IN_WZ : IN_RZ);
-        if (t->dtype != SMELT_I8 && t->dtype != SMELT_U8 && !folded)
+        /* int16: R's k-pair panels (graph_pack_recurrent_r) */
+        bool pairs = i == IN_R && t->dtype == SMELT_I16 && t->enc.kind == IR_ENC_PANELS;
+        if (t->dtype != SMELT_I8 && t->dtype != SMELT_U8 && !folded && !pairs)
             return ir_node_fail(n, SMELT_ERR_MODEL, "input '%s' must be int8 or uint8", t->name);
     }
     static const int floats[] = {IN_B, IN_H0, IN_C0, IN_P};
@@ -178,9 +180,11 @@ smelt_status rnn_parse(const ir_graph *g, const ir_node *n, rnn_params *p)
     if (v != p) memcpy(p, v, sizeof *p);
     const ir_tensor *x = ir_in(g, n, IN_X), *w = ir_in(g, n, IN_W), *r = ir_in(g, n, IN_R);
     if (!x || !w || !r) return ir_node_fail(n, SMELT_ERR_MODEL, "inputs X, W and R are required");
-    ir_tensor rl = *r; /* R as the op reads it: panels of R (graph_pack_recurrent_r) by their logical shape */
+    ir_tensor rl = *r, wl = *w; /* R and W as the op reads them: their panels (graph_pack_recurrent_r, _w) by the logical shape */
     rl.shape = ir_tensor_logical_shape(r);
+    wl.shape = ir_tensor_logical_shape(w);
     r = &rl;
+    w = &wl;
     TRY(infer_check_dtypes(g, n));
     if (p->quant) TRY(check_quant_dtypes(g, n));
     else TRY(infer_require_class(n, x, infer_is_float(x->dtype), "float"));

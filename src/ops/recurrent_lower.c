@@ -21,7 +21,9 @@
  *             length 0 (as onnxruntime does). Each output element is stored once.
  *             PackedRNN/GRU/LSTM: constant W and R stored [D, K, N] at compile
  *             time (graph_fold_gemm_transpose), so no kernels 1 and 2; on the CPU
- *             3 is the packed GEMM, reading W in place where G*H is whole panels.
+ *             3 is the packed GEMM over W's panels, packed at compile time
+ *             (graph_pack_recurrent_w; the quantized W's 8-bit), its A X's rows
+ *             written once as float32 by a kernel of their own and read in place.
  *             Constant 8-bit W, R of DynamicQuantizeLSTM: less the zero point
  *             (graph/fold_gemm.c), read in place: int8 where that fits (W only:
  *             the GEMM widens it in registers), float32 otherwise. An int8 R read
@@ -29,7 +31,11 @@
  *             512-hidden recurrence 4.5 -> 7.3 ms: the C compiler's per-element
  *             widening costs more than the bytes it saves); on the C target R is
  *             8-bit panels instead (graph_pack_recurrent_r), read by the int8
- *             microkernel (gemv_panels).
+ *             microkernel (gemv_panels), or int16 k-pair panels where their
+ *             sums stay exact, read with h_q - h_zp as int16 by the k-pair
+ *             microkernel (gemv_pairs: ddddocr_ocr_quant's recurrence 2.21-2.24
+ *             -> 1.25 ms, 1 thread: the float32 widening of 8-bit R cost more
+ *             than the k-pair panels' twice as many bytes).
  *             DynamicQuantizeLSTM (com.microsoft, imported by onnx/contrib.c with
  *             X already quantized to uint8 and its scale and zero point as inputs
  *             12 and 13) is the LSTM as onnxruntime computes it: W [D, input, 4H]
@@ -87,6 +93,7 @@ typedef struct rnn_job {
     int64_t rows;      /* seq * batch, in X's own order */
     int64_t rows_pad;  /* rows rounded up to RNN_MR */
     int wt, rt, proj;  /* scratch: WT, RT, P */
+    int xrows;         /* scratch: X as [rows, input] float rows (proj_gemm's A), or -1 */
     int state;         /* scratch for the recurrence's vectors, or -1: workgroup memory */
     int64_t group;     /* the recurrence's batch entries per workgroup (the last group may hold fewer) */
     bool batched;      /* group > 1: each workgroup loops over its group's entries */
@@ -263,9 +270,19 @@ static smelt_status no_mem(lower_ctx *c) { return ir_node_fail(c->n, SMELT_ERR_N
 
 /* CPU: the projection is the packed GEMM (ops/gemm_packed.h), batch D, M the
  * rows, with the bias or the quantized scales applied as each element is
- * stored. W stored packed [D, K, N] (PackedGRU...: constant weights) with N a
- * whole number of panels is B read in place; otherwise kernel 1 writes WT as
- * the GEMM's panels [D][ceil(N/NR)][I][NR] (zero past N).
+ * stored. A is X's rows as float32 (x - x_zp for DynamicQuantizeLSTM), written
+ * once into scratch (x_rows_body) and read in place: packed by each unit, A was
+ * read through the region's fused producers once per unit. B is W's panels
+ * packed at compile time where W is constant (graph_pack_recurrent_w, the C
+ * target alone): W read in place as [D, K, N] took each k's NR columns from
+ * rows 4*G*H bytes apart, all in the same L1 sets (ddddocr_ocr's 20 x 512 x
+ * 2 x 2048: 1.95 -> 1.09 ms, 44 -> 77 GFLOP/s, 1 thread, loaded host). The
+ * quantized W's panels are 8-bit and A, a read-only float32 parameter of
+ * integers within 255, takes the int16-pair microkernel
+ * (target/emit_c_gemm_int8.c; ddddocr_ocr_quant's projection 2.10 -> ~0.65
+ * ms). W stored packed [D, K, N] otherwise (a program for several devices)
+ * with N a whole number of panels is B read in place; otherwise kernel 1
+ * writes WT as the GEMM's panels [D][ceil(N/NR)][I][NR] (zero past N).
  * The constant-weight projection was the MR-row loop (proj_body), 85% of
  * anr_encoder's kernel time (two bidirectional GRUs, 52 rows, K 256 and 256,
  * N 384); as the GEMM over W in place the model went 1.47-1.50 -> 1.11-1.18
@@ -312,10 +329,26 @@ static kir_val proj_gemm_read_w(lower_ctx *c, const gemm_packed *g, const kir_va
     return in_place_load(c, IN_W, idx);
 }
 
+/* A[i][k] (i < M: gemm_packed runs the last rows on a microkernel of that many): X's row i,
+ * element k, read in place from its float rows (x_rows_body). */
 static kir_val proj_gemm_a(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val k)
 {
     (void)bidx;
-    return x_row_load(c, ((const panel_job *)g->user)->j, i, k);
+    const rnn_job *j = ((const panel_job *)g->user)->j;
+    kir_kernel *K = c->k;
+    return lower_scratch_load(c, j->xrows, kir_add(K, kir_mul(K, i, kir_idx(K, j->p.input)), k));
+}
+
+/* X's rows, each element as the projection reads it (through the region's fused producers;
+ * DynamicQuantizeLSTM's x - x_zp as float32), into scratch xrows once: every unit of the GEMM
+ * packs all of A, and each element loaded through a fused QuantizeLinear (ddddocr_ocr_quant)
+ * is a division and a rounding, repeated by each of the GEMM's 8 units. */
+static void x_rows_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const rnn_job *j = user;
+    kir_kernel *K = c->k;
+    kir_val at = kir_add(K, kir_mul(K, idx[0], kir_idx(K, j->p.input)), idx[1]);
+    lower_scratch_store(c, j->xrows, at, x_row_load(c, j, idx[0], idx[1]));
 }
 
 static void proj_gemm_store(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val nn, kir_val v)
@@ -342,8 +375,26 @@ static smelt_status proj_gemm(lower_ctx *c, rnn_job *j)
     mm_tiles tl = mm_tiles_for(c->target->vector_width);
     panel_job pj = {j, (j->n + tl.nr - 1) / tl.nr, tl.nr};
     gemm_packed g = {.nb = 1, .batch = {p->dirs}, .m = j->rows, .n = j->n, .k = p->input, .dt = p->dt, .tl = tl,
-                     .b_input = -1, .b_scratch = -1, .b_index = proj_gemm_b, .load_a = proj_gemm_a,
+                     .b_input = -1, .b_scratch = -1, .b_index = proj_gemm_b, .read_a = proj_gemm_a,
                      .store = proj_gemm_store, .user = &pj};
+    int64_t xn;
+    if (__builtin_mul_overflow(j->rows, p->input, &xn))
+        return ir_node_fail(c->n, SMELT_ERR_SHAPE, "the sizes (seq, batch, input, hidden) overflow int64");
+    j->xrows = lower_scratch(c, p->dt, xn);
+    if (j->xrows < 0) return no_mem(c);
+    ir_shape xs = {.rank = 2, .dim = {j->rows, p->input}};
+    lower_parallel_for(c, &xs, 1, x_rows_body, j);
+    if (!c->k) return no_mem(c);
+    const ir_tensor *w = ir_in(c->g, c->n, IN_W);
+    if (w->enc.kind == IR_ENC_PANELS) { /* packed at compile time (graph_pack_recurrent_w) */
+        if (w->enc.nr != tl.nr)
+            return ir_node_fail(c->n, SMELT_ERR_INTERNAL, "W's panels are %lld wide, the GEMM's %lld", (long long)w->enc.nr,
+                                (long long)tl.nr);
+        g.b_input = IN_W;
+        g.b_batched = true;
+        TRY(gemm_packed_lower(c, &g));
+        return c->k ? SMELT_OK : no_mem(c);
+    }
     if (in_place(c, p, IN_W) && j->n % tl.nr == 0) { /* whole panels: in place */
         g.read_b = proj_gemm_read_w;
         TRY(gemm_packed_lower(c, &g));
@@ -379,6 +430,8 @@ typedef struct rstate {
     kir_val dirrev;            /* bool: this direction runs backwards in time */
     kir_val valid;             /* masked time loop: whether step t is inside len (else 0) */
     rvec h, cst, gates, rh;
+    int rh16;                  /* DynamicQuantizeLSTM with R as int16 k-pair panels: h_q - h_zp as int16
+                                * (workgroup memory, H rounded up to even, the pad 0), else -1 */
 } rstate;
 
 static kir_val rv_load(lower_ctx *c, const rvec *v, kir_val i)
@@ -487,12 +540,45 @@ static void gemv_panels(lower_ctx *c, const rstate *s, const rvec *v, int64_t n0
     kir_loop_end(K);
 }
 
+/* gemv_panels over R as int16 k-pair panels (graph_pack_recurrent_r: [D * N/nr][ceil(H/2)][nr][2])
+ * and h_q - h_zp as int16 (s->rh16): each step of the gemm loop adds a[2kp] * r[2kp][n] +
+ * a[2kp+1] * r[2kp+1][n], the C target's k-pair microkernel (target/emit_c_gemm_pairs.c: vpmaddwd,
+ * int32 sums, exact within the bound graph_pack_recurrent_r checked). */
+static void gemv_pairs(lower_ctx *c, const rstate *s, int64_t n0, int64_t n1)
+{
+    kir_kernel *K = c->k;
+    const rnn_job *j = s->j;
+    const ir_tensor *r = ir_in(c->g, c->n, IN_R);
+    int64_t H = j->p.hidden, nr = r->enc.nr, nb = r->enc.n / nr;
+    kir_val z = kir_idx(K, 0), one = kir_idx(K, 1), two = kir_idx(K, 2);
+    kir_val p = kir_loop_begin(K, kir_idx(K, n0 / nr), kir_idx(K, n1 / nr), one);
+    kir_val pd = kir_add(K, kir_mul(K, s->d, kir_idx(K, nb)), p), col0 = kir_mul(K, p, kir_idx(K, nr));
+    kir_val kp = kir_loop_begin_gemm(K, kir_idx(K, (H + 1) / 2));
+    kir_val a[2];
+    for (int h = 0; h < 2; h++) a[h] = kir_cast(K, SMELT_F32, kir_load(K, s->rh16, kir_add(K, kir_mul(K, kp, two), kir_idx(K, h))));
+    kir_val jj = kir_loop_begin(K, z, kir_idx(K, nr), one);
+    kir_val gi = kir_add(K, col0, jj), prod = 0;
+    for (int h = 0; h < 2; h++) {
+        kir_val ri[3] = {pd, kp, kir_add(K, kir_mul(K, jj, two), kir_idx(K, h))};
+        kir_val t = bin(K, KIR_MUL, a[h], kir_cast(K, SMELT_F32, lower_load(c, IN_R, ri)));
+        prod = h ? bin(K, KIR_ADD, prod, t) : t;
+    }
+    rv_store(c, &s->gates, gi, bin(K, KIR_ADD, rv_load(c, &s->gates, gi), prod));
+    kir_loop_end(K);
+    kir_loop_end(K);
+    kir_loop_end(K);
+}
+
 /* gates[n] += sum_k v[k] * RT[d][k][n] for n in [n0, n1): k unrolled by
  * RNN_KU so each gates element is loaded and stored once per RNN_KU rows of RT. */
 static void gemv(lower_ctx *c, const rstate *s, const rvec *v, int64_t n0, int64_t n1)
 {
     kir_kernel *K = c->k;
     const rnn_job *j = s->j;
+    if (s->rh16 >= 0) {
+        gemv_pairs(c, s, n0, n1);
+        return;
+    }
     if (ir_in(c->g, c->n, IN_R)->enc.kind == IR_ENC_PANELS) {
         gemv_panels(c, s, v, n0, n1);
         return;
@@ -546,7 +632,8 @@ static void quant_recurrent(lower_ctx *c, const rstate *s, kir_val prow)
     kir_val jj = kir_loop_begin_parallel(K, zero, kir_idx(K, j->p.hidden));
     kir_val q = bin(K, KIR_ADD, kir_unary(K, KIR_ROUND, bin(K, KIR_DIV, rv_load(c, &s->h, jj), scale)), zp);
     q = bin(K, KIR_MIN, bin(K, KIR_MAX, q, f0), f255);
-    rv_store(c, &s->rh, jj, bin(K, KIR_SUB, q, zp));
+    if (s->rh16 >= 0) kir_store(K, s->rh16, jj, kir_cast(K, SMELT_I16, bin(K, KIR_SUB, q, zp)));
+    else rv_store(c, &s->rh, jj, bin(K, KIR_SUB, q, zp));
     kir_loop_end(K);
     kir_barrier(K);
     gemv(c, s, &s->rh, 0, j->n);
@@ -663,6 +750,12 @@ static smelt_status lower_recurrence(lower_ctx *c, rnn_job *j)
     s.cst = rv_new(K, j, H * E, &off, wg, per);
     s.gates = rv_new(K, j, N * E, &off, wg, per);
     s.rh = rv_new(K, j, H * E, &off, wg, per);
+    s.rh16 = -1;
+    const ir_tensor *rw = ir_in(c->g, c->n, IN_R);
+    if (p->quant && rw->enc.kind == IR_ENC_PANELS && rw->dtype == SMELT_I16) {
+        s.rh16 = kir_smem_add(K, SMELT_I16, (H + 1) / 2 * 2);
+        if (H % 2) kir_store(K, s.rh16, kir_idx(K, H), kir_const_i(K, SMELT_I16, 0)); /* the last pair's partner */
+    }
     if (p->dirs == 2) s.dirrev = bin(K, KIR_EQ, s.d, one);
     else s.dirrev = kir_const_i(K, SMELT_BOOL, p->reverse[0]);
     s.len = kir_idx(K, S);
@@ -781,7 +874,7 @@ static bool mul3(int64_t a, int64_t b, int64_t c, int64_t *out)
 
 smelt_status lower_Recurrent(lower_ctx *c)
 {
-    rnn_job j = {.state = -1, .wt = -1, .rt = -1};
+    rnn_job j = {.state = -1, .wt = -1, .rt = -1, .xrows = -1};
     TRY(rnn_parse(c->g, c->n, &j.p));
     const rnn_params *p = &j.p;
     int64_t D = p->dirs, H = p->hidden, I = p->input, wt_n, rt_n, proj_n, state_n;

@@ -100,6 +100,9 @@ static int tensor_with(ir_graph *g, const char *name, ir_shape s, const float *d
     return t;
 }
 
+/* Whether run_case's last compiled program read W as the GEMM's panels (graph_pack_recurrent_w). */
+static bool last_w_panels;
+
 static void run_case(const rnn_case *t, int which)
 {
     int64_t D = t->dir == 2 ? 2 : 1, S = t->s, B = t->b, I = t->i, H = t->h, N = t->gates * H;
@@ -128,7 +131,9 @@ static void run_case(const rnn_case *t, int which)
     ir_graph_set_io(g, t->const_w ? 1 : 4, ins, 2, outs);
     smelt_program *p = compile(g, 0);
     CHECK(p != NULL);
+    last_w_panels = false;
     if (p) {
+        last_w_panels = ir_in(p->g, &p->g->nodes[node_named(p->g, "cell")], 1)->enc.kind == IR_ENC_PANELS;
         smelt_tensor in[4] = {{.name = "x", .dtype = SMELT_F32, .rank = 3, .shape = {S, B, I}, .data = x},
                               {.name = "w", .dtype = SMELT_F32, .rank = 3, .shape = {D, N, I}, .data = w},
                               {.name = "r", .dtype = SMELT_F32, .rank = 3, .shape = {D, N, H}, .data = r},
@@ -166,7 +171,31 @@ TEST(recurrent_cells_match_reference)
                 int sb = (dir + h) % 3, cw = (dir + h + c) % 2;
                 rnn_case t = {cells[c].op, cells[c].gates, seqs[sb][0], seqs[sb][1], 11, hs[h], dir, cells[c].lbr, cw};
                 run_case(&t, which++);
+                CHECK_EQ_INT(last_w_panels, cw); /* constant W: the projection's B as panels */
             }
+}
+
+/* Constant W as the projection GEMM's panels (graph_pack_recurrent_w) at the edges: one time
+ * step, a single input feature, odd inputs and hidden sizes (G*H 7, 21, 28, 36: the last panel
+ * partly past N), one to three rows of X (fewer than a row block, a short last block), and a
+ * sequence of 9 x batch 3 (27 rows: full row blocks and a tail); every cell, every direction. */
+TEST(recurrent_w_panels_edges_match_reference)
+{
+    static const struct {
+        op_id op;
+        int gates;
+        bool lbr;
+    } cells[] = {{OP_RNN, 1, false}, {OP_GRU, 3, false}, {OP_GRU, 3, true}, {OP_LSTM, 4, false}};
+    static const int64_t shapes[][4] = {{1, 1, 1, 7}, {1, 3, 5, 7}, {9, 3, 3, 9}, {2, 1, 13, 7}}; /* s, b, i, h */
+    int which = 100;
+    for (int c = 0; c < 4; c++)
+        for (int sh = 0; sh < 4; sh++) {
+            int dir = (c + sh) % 3;
+            rnn_case t = {cells[c].op, cells[c].gates, shapes[sh][0], shapes[sh][1], shapes[sh][2], shapes[sh][3], dir,
+                          cells[c].lbr, true};
+            run_case(&t, which++);
+            CHECK(last_w_panels);
+        }
 }
 
 /* The batched recurrence's groups of entries (a workgroup per direction and group,
@@ -207,8 +236,9 @@ static int typed(ir_graph *g, const char *name, smelt_dtype dt, ir_shape s, cons
  * column for R): graph_fold_gemm_transpose stores both less their zero points and drops the zero
  * points, W as int8 where every difference fits (W's zero points 0, at H 12), else float32, and
  * the program computes what the same node with W and R given as inputs (converted per call) does,
- * bidirectional, seq 5, batch 2, G*H 4*12 = 48 (whole panels: W read in place, through the int8
- * microkernel) and 4*5 = 20 (panels copied). */
+ * bidirectional, seq 5, batch 2, G*H 4*12 = 48 and 4*5 = 20 (the last panel partly past N); the
+ * constant W becomes 8-bit panels (graph_pack_recurrent_w), read by the int8 microkernel with X's
+ * rows as its int16 A, the given one is copied into float panels per call. */
 TEST(recurrent_quantized_constant_weights_fold)
 {
     enum { S = 5, B = 2, I = 7, D = 2 };
@@ -265,6 +295,11 @@ TEST(recurrent_quantized_constant_weights_fold)
             smelt_program *p = compile(g, 0);
             CHECK(p != NULL);
             if (p) {
+                /* constant W: panels of the projection's GEMM (graph_pack_recurrent_w), int8 at H 12;
+                 * at H 5 w - w_zp spans 259 values, so float32 */
+                const ir_tensor *wp = ir_in(p->g, &p->g->nodes[node_named(p->g, "qlstm")], 1);
+                CHECK_EQ_INT(wp->enc.kind == IR_ENC_PANELS, cw);
+                if (cw) CHECK_EQ_INT(wp->dtype, hi ? SMELT_I8 : SMELT_F32);
                 smelt_tensor in[3] = {{.name = "x", .dtype = SMELT_U8, .rank = 3, .shape = {S, B, I}, .data = x},
                                       {.name = "w", .dtype = SMELT_I8, .rank = 3, .shape = {D, I, N}, .data = w},
                                       {.name = "r", .dtype = SMELT_I8, .rank = 3, .shape = {D, H, N}, .data = r}};
@@ -296,13 +331,14 @@ TEST(recurrent_quantized_constant_weights_fold)
 /* Runs DynamicQuantizeLSTM (bidirectional, seq 4, batch 1, input 6, hidden h) with 8-bit R of
  * dtype rt less zero point rz (one per direction), constant or given per call (cw), and returns
  * Y (malloc'd) and whether the compiled program read R as panels. */
-static float *qlstm_run(int64_t h, smelt_dtype rt, int rz, bool cw, bool *panels)
+static float *qlstm_run(int64_t h, smelt_dtype rt, int rz, bool cw, bool *panels, smelt_dtype *rdt, int rmag)
 {
     enum { S = 4, B = 1, I = 6, D = 2 };
     int64_t N = 4 * h, ny = S * D * B * h;
     uint8_t *w = malloc((size_t)(D * I * N)), *r = malloc((size_t)(D * h * N)), x[S * B * I];
     for (int64_t k = 0; k < D * I * N; k++) w[k] = (uint8_t)((k * 37 + 11) % 251);
-    for (int64_t k = 0; k < D * h * N; k++) r[k] = (uint8_t)((k * 53 + 5) % 256);
+    /* rmag (int8 R): every |r| that large, so columns' sums of |r| grow with h */
+    for (int64_t k = 0; k < D * h * N; k++) r[k] = rmag ? (uint8_t)(int8_t)((k * 7 / 3) % 2 ? rmag : -rmag) : (uint8_t)((k * 53 + 5) % 256);
     for (int k = 0; k < S * B * I; k++) x[k] = (uint8_t)((k * 29 + 7) % 256);
     uint8_t wz[D] = {0, 0}, rzs[D] = {(uint8_t)rz, (uint8_t)rz}, xz = 120;
     float ws[D] = {0.004f, 0.006f}, rs[D] = {0.005f, 0.003f}, xs = 0.02f;
@@ -330,7 +366,9 @@ static float *qlstm_run(int64_t h, smelt_dtype rt, int rz, bool cw, bool *panels
     smelt_program *p = compile(g, 0);
     CHECK(p != NULL);
     if (p) {
-        *panels = ir_in(p->g, &p->g->nodes[node_named(p->g, "qlstm")], 2)->enc.kind == IR_ENC_PANELS;
+        const ir_tensor *rp = ir_in(p->g, &p->g->nodes[node_named(p->g, "qlstm")], 2);
+        *panels = rp->enc.kind == IR_ENC_PANELS;
+        *rdt = rp->dtype;
         smelt_tensor in[2] = {{.name = "x", .dtype = SMELT_U8, .rank = 3, .shape = {S, B, I}, .data = x},
                               {.name = "r", .dtype = rt, .rank = 3, .shape = {D, h, N}, .data = r}};
         CHECK(smelt_program_run(p, cw ? 1 : 2, in) == SMELT_OK);
@@ -348,23 +386,30 @@ static float *qlstm_run(int64_t h, smelt_dtype rt, int rz, bool cw, bool *panels
 }
 
 /* A constant R whose values less the zero point fit 8 bits, with 4H whole panels of
- * GRAPH_RNN_PANEL_COLS, is read as 8-bit panels (graph_pack_recurrent_r): int8 less 0, uint8
- * less 119 (uint8 again, offset -119), one and two panels a direction; uint8 less 0 at H 12
- * (48 columns: no whole panels) stays float. Y equals the same node's with R given per call
- * (converted in its kernels) to rounding. */
+ * GRAPH_RNN_PANEL_COLS, is read as panels (graph_pack_recurrent_r): int16 k-pairs where 255
+ * times each column's sum of |r| is within 2^24 (int8 less 0, uint8 less 119: one and two
+ * panels a direction), else 8-bit (H 520 with every |r| 127: sums of 66040); uint8 less 0 at
+ * H 12 (48 columns: no whole panels) stays float. Y equals the same node's with R given per
+ * call (converted in its kernels) to rounding. */
 TEST(recurrent_quantized_r_panels)
 {
     static const struct {
         int64_t h;
         smelt_dtype rt;
-        int rz;
+        int rz, rmag;
         bool panels;
-    } cases[] = {{8, SMELT_I8, 0, true}, {16, SMELT_U8, 119, true}, {12, SMELT_U8, 0, false}};
+        smelt_dtype stored;
+    } cases[] = {{8, SMELT_I8, 0, 0, true, SMELT_I16},
+                 {16, SMELT_U8, 119, 0, true, SMELT_I16},
+                 {520, SMELT_I8, 0, 127, true, SMELT_I8},
+                 {12, SMELT_U8, 0, 0, false, SMELT_F32}};
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         bool pk = false, pk_call = true;
-        float *got = qlstm_run(cases[t].h, cases[t].rt, cases[t].rz, true, &pk);
-        float *want = qlstm_run(cases[t].h, cases[t].rt, cases[t].rz, false, &pk_call);
+        smelt_dtype dt = SMELT_F32, dt_call;
+        float *got = qlstm_run(cases[t].h, cases[t].rt, cases[t].rz, true, &pk, &dt, cases[t].rmag);
+        float *want = qlstm_run(cases[t].h, cases[t].rt, cases[t].rz, false, &pk_call, &dt_call, cases[t].rmag);
         CHECK_EQ_INT(pk, cases[t].panels);
+        CHECK_EQ_INT(dt, cases[t].stored);
         CHECK(!pk_call);
         CHECK(got && want);
         int64_t ny = 4 * 2 * cases[t].h;
