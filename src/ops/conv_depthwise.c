@@ -34,7 +34,8 @@
  * 128 ch 28 -> 14 s2 a tie at 0.042). Where vectors have 16 lanes, a row of
  * 4 to 16 outputs of a window up to 3 wide is one masked vector instead
  * (kir.h, "Masked loops"), and those rows come here after all (numbers at
- * masked_row). A first version
+ * masked_row); so do the last 4 to 15 outputs of a longer row, and with
+ * them stride-1 rows of 17 to 27 (numbers at dw_body and tail_row). A first version
  * without the tile (taps read from X with the edge columns and rows guarded)
  * was 1.5-2x slower than the flat form on all of these. Filling all sw planes
  * in one loop over their common interior columns (one stride-sw group of
