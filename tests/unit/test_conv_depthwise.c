@@ -8,7 +8,8 @@
  * stride 1 from 17 outputs, where vectors have 16 lanes);
  * rows of 4 to 16 outputs (MobileNet's 14x14 and 7x7 layers), which it takes
  * where each is one masked 16-lane vector (emit_c_simd.c; windows up to 3
- * wide, at stride 2 from 8 outputs);
+ * wide, at stride 2 from 8 outputs; 5 wide at stride 1 from 11 outputs);
+ * two rows a step at stride 1, with an odd last row alone;
  * and the convolutions it leaves to the generic flat form: a channel
  * multiplier of 2 (M = 2C), a grouping with two channels per group, rows of
  * 3, and the narrow rows on hosts with narrower vectors.
@@ -84,6 +85,11 @@ TEST(conv_depthwise_matches_a_direct_reference)
         {1, 1, 9, 37, 1, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 1, true, false, false, 1},
         {1, 3, 11, 61, 3, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 3, true, true, true, 1},
         {1, 3, 10, 59, 3, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}, 3, false, true, false, 1},
+        /* two rows a step at stride 1: 23 rows in units of 12 and 11 (one row a step there), 5x5 on
+         * rows of 14 (one masked vector each on 16-lane hosts, else flat), and of 13 (an odd last row) */
+        {1, 2, 23, 40, 2, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 2, true, true, false, 1},
+        {1, 3, 14, 14, 3, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 3, true, true, false, 2},
+        {1, 17, 13, 13, 17, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 17, false, false, true, 2},
         /* rows of 17 to 27 at stride 1, a vector and a masked one where vectors have 16 lanes (else
          * the flat form): 17 channels at 24x24, 3 channels on rows of 21 with pads 0 and 2 */
         {1, 17, 9, 24, 17, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 17, true, true, false, 2},
