@@ -32,10 +32,12 @@
  * them that runs all of a unit's rows as one loop over r*wq + ow, dropping
  * the wq - OW columns past each row: 256 ch 5x5 at 14x14 0.085 -> 0.11 ms,
  * 128 ch 28 -> 14 s2 a tie at 0.042). Where vectors have 16 lanes, a row of
- * 4 to 16 outputs of a window up to 3 wide is one masked vector instead
- * (kir.h, "Masked loops"), and those rows come here after all (numbers at
- * masked_row); so do the last 4 to 15 outputs of a longer row, and with
- * them stride-1 rows of 17 to 27 (numbers at dw_body and tail_row). A first version
+ * 4 to 16 outputs of a window up to 3 wide (5 wide at stride 1, rows of 11
+ * or more) is one masked vector instead (kir.h, "Masked loops"), and those
+ * rows come here after all (numbers at masked_row); so do the last 4 to 15
+ * outputs of a longer row, and with them stride-1 rows of 17 to 27 (numbers
+ * at dw_body and tail_row). At stride 1 a step computes two output rows,
+ * whose taps share all but one tile row (dw_body). A first version
  * without the tile (taps read from X with the edge columns and rows guarded)
  * was 1.5-2x slower than the flat form on all of these. Filling all sw planes
  * in one loop over their common interior columns (one stride-sw group of
