@@ -32,9 +32,12 @@
  * them that runs all of a unit's rows as one loop over r*wq + ow, dropping
  * the wq - OW columns past each row: 256 ch 5x5 at 14x14 0.085 -> 0.11 ms,
  * 128 ch 28 -> 14 s2 a tie at 0.042). Where vectors have 16 lanes, a row of
- * 4 to 16 outputs of a window up to 3 wide is one masked vector instead
- * (kir.h, "Masked loops"), and those rows come here after all (numbers at
- * masked_row). A first version
+ * 4 to 16 outputs of a window up to 3 wide (5 wide at stride 1, rows of 11
+ * or more) is one masked vector instead (kir.h, "Masked loops"), and those
+ * rows come here after all (numbers at masked_row); so do the last 4 to 15
+ * outputs of a longer row, and with them stride-1 rows of 17 to 27 (numbers
+ * at dw_body and tail_row). At stride 1 a step computes two output rows,
+ * whose taps share all but one tile row (dw_body). A first version
  * without the tile (taps read from X with the edge columns and rows guarded)
  * was 1.5-2x slower than the flat form on all of these. Filling all sw planes
  * in one loop over their common interior columns (one stride-sw group of
@@ -77,6 +80,7 @@ typedef struct dw_job {
     smelt_dtype dt;
     bool bias;
     bool masked;          /* a row of outputs (and a span of the fill) is one masked loop (kir.h) */
+    bool masked_tail;     /* a row's outputs past its last whole vector are one masked loop (dw_body) */
 } dw_job;
 
 /* Columns [lo, hi) of plane phi in tile row t (at trow): X's input columns
@@ -156,6 +160,51 @@ static void dw_fill(lower_ctx *c, const dw_job *j, int tile, kir_val n, kir_val 
     kir_loop_end(K);
 }
 
+/* Outputs [lo, hi) of `rows` output rows from row oh, whose tile row starts
+ * at rbase: one parallel loop, or a masked one (kir.h) of hi - lo lanes. */
+static void dw_row_span(lower_ctx *c, const dw_job *j, int tile, kir_val bias, const kir_val *wv, const int64_t *off,
+                        kir_val n, kir_val ch, kir_val oh, kir_val rbase, int64_t lo, int64_t hi, bool masked, int rows)
+{
+    kir_kernel *K = c->k;
+    if (lo >= hi) return;
+    kir_val ow = masked ? kir_add(K, kir_loop_begin_masked(K, hi - lo), kir_idx(K, lo))
+                        : kir_loop_begin_parallel(K, kir_idx(K, lo), kir_idx(K, hi));
+    /* One sum per window row, then those added pairwise: the chain of dependent adds per output is
+     * a row's taps long, not the window's (3x3 + HardSwish, min of 3 rounds of 500 runs, 1 thread:
+     * 128 ch at 28x28 0.0430 -> 0.0407 ms, 144 ch at 56x56 0.172 -> 0.165, 64 ch 56 -> 28 s2
+     * 0.0366 -> 0.0351). */
+    kir_val at = kir_add(K, rbase, ow), part[DW_MAX_TAPS];
+    for (int rr = 0; rr < rows; rr++) {
+        int64_t np = 0, kn = j->w.kernel[1], roff = rr * j->w.stride[0] * j->plane;
+        for (int64_t t = 0, taps = j->w.kernel[0] * kn; t < taps; t++) {
+            kir_val prod = kir_binary(K, KIR_MUL, wv[t], kir_load(K, tile, kir_add(K, at, kir_idx(K, off[t] + roff))));
+            if (t % kn) part[np - 1] = kir_binary(K, KIR_ADD, part[np - 1], prod);
+            else part[np++] = t ? prod : kir_binary(K, KIR_ADD, bias, prod);
+        }
+        while (np > 1) {
+            int64_t h = 0;
+            for (int64_t i = 0; i + 1 < np; i += 2) part[h++] = kir_binary(K, KIR_ADD, part[i], part[i + 1]);
+            if (np % 2) part[h++] = part[np - 1];
+            np = h;
+        }
+        kir_val yi[4] = {n, ch, kir_add(K, oh, kir_idx(K, rr)), ow};
+        lower_store(c, 0, yi, part[0]);
+    }
+    kir_loop_end(K);
+}
+
+/* `rows` output rows of the unit from its row r (oh0 + r), each a loop over
+ * its outputs and a masked loop over its last `tail`. */
+static void dw_rows(lower_ctx *c, const dw_job *j, int tile, kir_val bias, const kir_val *wv, const int64_t *off,
+                    kir_val n, kir_val ch, kir_val oh0, kir_val r, int rows, int64_t tail)
+{
+    kir_kernel *K = c->k;
+    int64_t ow = j->w.out[1];
+    kir_val rbase = kir_mul(K, r, kir_idx(K, j->w.stride[0] * j->plane)), oh = kir_add(K, oh0, r);
+    dw_row_span(c, j, tile, bias, wv, off, n, ch, oh, rbase, 0, ow - tail, j->masked, rows);
+    dw_row_span(c, j, tile, bias, wv, off, n, ch, oh, rbase, ow - tail, ow, true, rows);
+}
+
 static void dw_body(lower_ctx *c, const kir_val *idx, void *user)
 {
     const dw_job *j = user;
@@ -177,16 +226,23 @@ static void dw_body(lower_ctx *c, const kir_val *idx, void *user)
     kir_val nrows = w->out[0] % j->rb
                         ? kir_binary(K, KIR_MIN, kir_idx(K, j->rb), kir_binary(K, KIR_SUB, kir_idx(K, w->out[0]), oh0))
                         : kir_idx(K, j->rb);
-    kir_val r = kir_loop_begin(K, zero_i, nrows, one);
-    kir_val rbase = kir_mul(K, r, kir_idx(K, w->stride[0] * j->plane));
-    kir_val ow = j->masked ? kir_loop_begin_masked(K, w->out[1]) : kir_loop_begin_parallel(K, zero_i, kir_idx(K, w->out[1]));
-    kir_val at = kir_add(K, rbase, ow), acc = bias;
-    for (int64_t t = 0; t < taps; t++)
-        acc = kir_binary(K, KIR_ADD, acc, kir_binary(K, KIR_MUL, wv[t], kir_load(K, tile, kir_add(K, at, kir_idx(K, off[t])))));
-    kir_val yi[4] = {n, ch, kir_add(K, oh0, r), ow};
-    lower_store(c, 0, yi, acc);
+    /* Where vectors have 16 lanes, a longer row's last 4 to 15 outputs are one masked vector, not
+     * the compiler's 8-, 4- and 1-lane remainder: 3x3 pad 1 + HardSwish, --profile kernel time, best
+     * of 4-5 rounds of 300 runs, 1 thread: 128 ch at 28x28 0.082 -> 0.044 ms, 192 ch at 28x28 0.181
+     * -> 0.069, 64 ch 56 -> 28 s2 0.056 -> 0.037; 144 ch at 56x56 (48 + 8) 0.187 -> 0.179, 32 ch
+     * 112 -> 56 s2 a tie. */
+    int64_t tail = j->masked_tail ? w->out[1] % c->target->vector_width : 0;
+    if (tail < DW_MASKED_ROW) tail = 0;
+    /* At stride 1, two rows a step where the unit's row count is fixed (an odd last row alone): the
+     * second row's taps read the tile rows of the first's but one, which the C compiler loads once.
+     * 3x3 + HardSwish, min of 3 rounds of 500 runs, 1 thread: 128 ch at 28x28 0.0409 -> 0.0370 ms,
+     * 384 ch at 14x14 0.0297 -> 0.0265, 960 ch at 7x7 0.0431 -> 0.0390, 144 ch at 56x56 a tie; at
+     * stride 2 (3 of 9 taps shared) it lost, 64 ch 56 -> 28 0.0358 -> 0.0372. */
+    int step = w->out[0] % j->rb == 0 && j->rb >= 2 && w->stride[0] == 1 ? 2 : 1;
+    kir_val r = kir_loop_begin(K, zero_i, step == 2 ? kir_idx(K, j->rb / 2) : nrows, one);
+    dw_rows(c, j, tile, bias, wv, off, n, ch, oh0, kir_mul(K, r, kir_idx(K, step)), step, tail);
     kir_loop_end(K);
-    kir_loop_end(K);
+    if (step == 2 && j->rb % 2) dw_rows(c, j, tile, bias, wv, off, n, ch, oh0, kir_idx(K, j->rb - 1), 1, tail);
 }
 
 bool conv_depthwise_2d(lower_ctx *c, const window_geom *w, int64_t batch, int64_t cg, int64_t m, int64_t group,
@@ -199,13 +255,22 @@ bool conv_depthwise_2d(lower_ctx *c, const window_geom *w, int64_t batch, int64_
      * 0.043 -> 0.051 (a stride-2 row of fewer than 8 outputs fills its phase planes in the
      * deinterleave's scalar loop), and 5x5 windows lost: 256 ch at 14x14 + HardSwish 0.063 -> 0.073,
      * 512 ch at 7x7 0.052 -> 0.075 (25 masked loads a row, each reading tile rows just written by
-     * masked stores). Those stay flat. */
+     * masked stores). With two rows a step (dw_body) 5x5 windows at stride 1 win on rows of more
+     * than 10: 256 ch at 14x14 + HardSwish 0.0648 -> 0.0555 ms, 96 ch at 13x13 0.0242 -> 0.0201, 96
+     * ch at 10x10 a tie (0.0145 -> 0.0149), 512 ch at 7x7 0.0531 either way (min of 3 rounds of
+     * 500 runs, 1 thread). Those of 10 or fewer, and strided ones, stay flat. */
     bool masked_row = w->out[1] >= DW_MASKED_ROW && w->out[1] <= 16 && c->target->vector_width >= 16 &&
-                      w->kernel[1] <= 3 && (w->stride[1] == 1 || w->out[1] >= 8);
+                      (w->kernel[1] <= 3 || (w->kernel[1] <= 5 && w->stride[0] == 1 && w->stride[1] == 1 && w->out[1] > 10)) &&
+                      (w->stride[1] == 1 || w->out[1] >= 8);
+    /* Rows of 17 to 27 outputs at stride 1: a whole vector and a masked one (dw_body), against the
+     * flat form: 96 ch 3x3 at 24x24 + Relu 0.0245 -> 0.0139 ms, 256 ch at 20x20 a tie (0.050); 128
+     * ch 40 -> 20 at stride 2 lost, 0.040 -> 0.043 (min of 3 rounds of 500 runs, 1 thread). */
+    bool tail_row = w->out[1] > 16 && c->target->vector_width >= 16 && w->kernel[1] <= 3 && w->stride[1] == 1;
     if (c->target->wg_size > 1 || w->nsp != 2 || cg != 1 || m != group || w->kernel[0] * w->kernel[1] > DW_MAX_TAPS ||
-        (w->out[1] < DW_MIN_ROW && !masked_row))
+        (w->out[1] < DW_MIN_ROW && !masked_row && !tail_row))
         return false;
-    dw_job j = {.w = *w, .dt = dt, .bias = bias, .masked = masked_row};
+    dw_job j = {.w = *w, .dt = dt, .bias = bias, .masked = masked_row,
+                .masked_tail = c->target->vector_width >= 16 && w->out[1] > 16};
     int64_t wp = w->pad_lo[1] + w->in[1] + w->pad_hi[1], sw = w->stride[1];
     j.wq = (wp + sw - 1) / sw;
     /* every tap's column lies in its plane: ow + (kw*dw)/sw < wq for ow < OW */

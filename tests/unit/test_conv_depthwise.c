@@ -4,9 +4,12 @@
  * 2 (and uneven strides), dilation 2, a 5x5 kernel, batch 2, with and without
  * bias, a Clip fused after and a Pad of 0.5 fused before (read once per element
  * into the tile; one kernel either way);
+ * rows of more than 16 outputs whose last 4 to 15 are one masked vector (at
+ * stride 1 from 17 outputs, where vectors have 16 lanes);
  * rows of 4 to 16 outputs (MobileNet's 14x14 and 7x7 layers), which it takes
  * where each is one masked 16-lane vector (emit_c_simd.c; windows up to 3
- * wide, at stride 2 from 8 outputs);
+ * wide, at stride 2 from 8 outputs; 5 wide at stride 1 from 11 outputs);
+ * two rows a step at stride 1, with an odd last row alone;
  * and the convolutions it leaves to the generic flat form: a channel
  * multiplier of 2 (M = 2C), a grouping with two channels per group, rows of
  * 3, and the narrow rows on hosts with narrower vectors.
@@ -75,6 +78,22 @@ TEST(conv_depthwise_matches_a_direct_reference)
         {2, 5, 12, 67, 5, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 5, true, true, false, 1},
         /* stride 2 with pads 0 left, 2 right and a 5x5 window, no bias */
         {1, 3, 11, 72, 3, {5, 5}, {2, 2}, {1, 1}, {2, 0, 1, 2}, 3, false, false, false, 1},
+        /* rows of more than 16 outputs whose last 4 to 15 are one masked vector where vectors have 16
+         * lanes: 17 channels at 28x28 (16 + 12), one channel 5x5 on rows of 37 (32 + 5), 3 channels
+         * 61 -> 31 at stride 2 with a Pad before (16 + 15), 5x5 stride 2 59 -> 30 (16 + 14) */
+        {1, 17, 28, 28, 17, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 17, true, true, false, 1},
+        {1, 1, 9, 37, 1, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 1, true, false, false, 1},
+        {1, 3, 11, 61, 3, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 3, true, true, true, 1},
+        {1, 3, 10, 59, 3, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}, 3, false, true, false, 1},
+        /* two rows a step at stride 1: 23 rows in units of 12 and 11 (one row a step there), 5x5 on
+         * rows of 14 (one masked vector each on 16-lane hosts, else flat), and of 13 (an odd last row) */
+        {1, 2, 23, 40, 2, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 2, true, true, false, 1},
+        {1, 3, 14, 14, 3, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 3, true, true, false, 2},
+        {1, 17, 13, 13, 17, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 17, false, false, true, 2},
+        /* rows of 17 to 27 at stride 1, a vector and a masked one where vectors have 16 lanes (else
+         * the flat form): 17 channels at 24x24, 3 channels on rows of 21 with pads 0 and 2 */
+        {1, 17, 9, 24, 17, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 17, true, true, false, 2},
+        {1, 3, 7, 21, 3, {3, 3}, {1, 1}, {1, 1}, {1, 0, 1, 2}, 3, true, false, false, 2},
         /* rows of 4 to 16 outputs, each one masked vector where vectors have 16 lanes (else the flat
          * form): MobileNet's 14x14 and 7x7 layers, 27 -> 14 at stride 2, an odd width of 5 with pads
          * 0 and 2, rows of exactly 16 and 8 lanes (Pad before), and of 4 */
@@ -131,8 +150,10 @@ TEST(conv_depthwise_matches_a_direct_reference)
         CHECK(emit_program(p->lp.kernels, p->lp.n_kernels, EMIT_C, LOCALS_HYBRID, (const int *const *)p->plan.in_place_of,
                            &src) == SMELT_OK);
         CHECK_EQ_INT(src && strstr(src, "smelt_deint2_f32(&b") != NULL, dw && cc->s[1] == 2 && !cc->pad_in);
-        /* a row of 4 to 16 (not 8) outputs is one masked vector */
-        if (dw && cc->dw == 2 && ow != 8 && ow != 16) CHECK(src && strstr(src, "_mm512_mask_storeu_ps(&b"));
+        /* a row of 4 to 16 (not 8) outputs is one masked vector, and so are the last 4 to 15 (not 8) of a longer one */
+        if (dw && cc->dw == 2 && ow < 16 && ow != 8) CHECK(src && strstr(src, "_mm512_mask_storeu_ps(&b"));
+        if (dw && ow > 16 && ow % 16 >= 4 && ow % 16 != 8 && rt_cc_vector_width() >= 16)
+            CHECK(src && strstr(src, "_mm512_mask_storeu_ps(&b"));
         free(src);
         int64_t nx = cc->n * cc->c * h0 * w0, nxp = cc->n * cc->c * cc->h * cc->w;
         float *xd = malloc(sizeof(float) * (size_t)nx), *xp = malloc(sizeof(float) * (size_t)nxp);

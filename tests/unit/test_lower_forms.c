@@ -154,7 +154,9 @@ TEST(conv_flat_and_row_forms_match_a_direct_reference)
     static const conv_case cases[] = {
         {4, {2, 3, 9, 11}, {8, 3, 3, 3}, 1, {1, 1, 1, 1}, {1, 1}, {1, 1}, true, true},
         {4, {1, 4, 30, 23}, {4, 2, 3, 2}, 2, {0, 2, 1, 0}, {1, 1}, {2, 1}, false, true},
-        {4, {1, 6, 17, 19}, {6, 1, 3, 3}, 6, {1, 1, 1, 1}, {1, 1}, {1, 1}, true, true},
+        /* depthwise on rows of 3: rows of 17 to 27 at stride 1 take the depthwise kernel on 16-lane
+         * hosts (test_conv_depthwise.c) */
+        {4, {1, 6, 17, 3}, {6, 1, 3, 3}, 6, {1, 1, 1, 1}, {1, 1}, {1, 1}, true, true},
         {4, {1, 16, 20, 20}, {24, 16, 1, 1}, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, true, true},
         /* flat form, several input channels per step: 1x1 over 6 channels (2 per step), 2x2 over 4 */
         {4, {1, 6, 13, 10}, {8, 6, 1, 1}, 1, {0, 0, 0, 0}, {1, 1}, {1, 1}, true, true},
