@@ -10,6 +10,7 @@
  * packed GEMM's panels (graph_pack_recurrent_w).
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -47,6 +48,35 @@ static bool input_set(ir_graph *g, int node, int i, int t)
     ins[i] = t;
     w->in = ins;
     return true;
+}
+
+/* A new constant tensor for a packed form of node `node`'s weights, named "<node>/" and the
+ * printf-formatted rest, its data allocated (to be filled): its index, or -1 (diag set). Adding
+ * a tensor may move the tensor array: pointers into it are stale after this. */
+static int weight_const(ir_graph *g, int node, smelt_dtype dt, const ir_shape *s, const char *fmt, ...) DIAG_PRINTF(5, 6);
+static int weight_const(ir_graph *g, int node, smelt_dtype dt, const ir_shape *s, const char *fmt, ...)
+{
+    char name[256], what[192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    snprintf(name, sizeof name, "%s/%s", g->nodes[node].name, what);
+    int nt = ir_tensor_add(g, name, dt, s);
+    if (nt < 0 || !ir_tensor_alloc_data(g, nt)) {
+        diag_fail(SMELT_ERR_NOMEM, "out of memory packing the weights of '%s'", g->nodes[node].name);
+        return -1;
+    }
+    return nt;
+}
+
+/* Input `i` of node `node` replaced by the packed weights `t`, encoded as `enc`. */
+static smelt_status weight_set(ir_graph *g, int node, int i, int t, ir_encoding enc)
+{
+    g->tensors[t].enc = enc;
+    if (!input_set(g, node, i, t))
+        return diag_fail(SMELT_ERR_NOMEM, "out of memory packing the weights of '%s'", g->nodes[node].name);
+    return SMELT_OK;
 }
 
 /* RNN/GRU/LSTM with constant W [D, N, K] and R [D, N, H]: both stored as [D, K, N], so that the
@@ -198,12 +228,9 @@ static smelt_status pack_r_pairs(ir_graph *g, int node, int64_t cols)
 {
     const ir_tensor *r = ir_in(g, &g->nodes[node], 2);
     int64_t D = r->shape.dim[0], H = r->shape.dim[1], N = r->shape.dim[2], nb = N / cols, hp = (H + 1) / 2;
-    char name[256];
-    snprintf(name, sizeof name, "%s/R_pairs%lld", g->nodes[node].name, (long long)cols);
     ir_shape s = {.rank = 3, .dim = {D * nb, hp, 2 * cols}};
-    int nt = ir_tensor_add(g, name, SMELT_I16, &s);
-    if (nt < 0 || !ir_tensor_alloc_data(g, nt))
-        return diag_fail(SMELT_ERR_NOMEM, "out of memory packing the weights of '%s'", g->nodes[node].name);
+    int nt = weight_const(g, node, SMELT_I16, &s, "R_pairs%lld", (long long)cols);
+    if (nt < 0) return SMELT_ERR_NOMEM;
     r = ir_in(g, &g->nodes[node], 2); /* again: adding tensors may move the array */
     const float *from = r->data;
     int16_t *to = g->tensors[nt].data;
@@ -215,10 +242,7 @@ static smelt_status pack_r_pairs(ir_graph *g, int node, int64_t cols)
                         int64_t k = 2 * kp + h;
                         to[(((d * nb + p) * hp + kp) * cols + j) * 2 + h] = k < H ? (int16_t)from[(d * H + k) * N + p * cols + j] : 0;
                     }
-    g->tensors[nt].enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = H, .n = N, .nr = cols, .logical = r->shape};
-    if (!input_set(g, node, 2, nt))
-        return diag_fail(SMELT_ERR_NOMEM, "out of memory packing the weights of '%s'", g->nodes[node].name);
-    return SMELT_OK;
+    return weight_set(g, node, 2, nt, (ir_encoding){.kind = IR_ENC_PANELS, .k = H, .n = N, .nr = cols, .logical = r->shape});
 }
 
 smelt_status graph_pack_recurrent_r(ir_graph *g, int64_t cols)
@@ -237,19 +261,14 @@ smelt_status graph_pack_recurrent_r(ir_graph *g, int64_t cols)
             TRY(pack_r_pairs(g, i, cols));
             continue;
         }
-        char name[256];
-        snprintf(name, sizeof name, "%s/R_panels%lld", n->name, (long long)cols);
         ir_shape s = {.rank = 3, .dim = {D * nb, H, cols}};
-        int nt = ir_tensor_add(g, name, dt, &s);
-        if (nt < 0 || !ir_tensor_alloc_data(g, nt))
-            return diag_fail(SMELT_ERR_NOMEM, "out of memory packing the weights of '%s'", g->nodes[i].name);
+        int nt = weight_const(g, i, dt, &s, "R_panels%lld", (long long)cols);
+        if (nt < 0) return SMELT_ERR_NOMEM;
         r = ir_in(g, &g->nodes[i], 2); /* again: adding tensors may move the array */
         for (int64_t d = 0; d < D; d++)
             graph_pack_int8((const float *)r->data + d * H * N, (char *)g->tensors[nt].data + d * nb * H * cols, H, N,
                             cols, false, dt, off);
-        g->tensors[nt].enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = H, .n = N, .nr = cols, .logical = r->shape, .offset = off};
-        if (!input_set(g, i, 2, nt))
-            return diag_fail(SMELT_ERR_NOMEM, "out of memory packing the weights of '%s'", g->nodes[i].name);
+        TRY(weight_set(g, i, 2, nt, (ir_encoding){.kind = IR_ENC_PANELS, .k = H, .n = N, .nr = cols, .logical = r->shape, .offset = off}));
     }
     return ir_verify(g);
 }
@@ -277,12 +296,9 @@ smelt_status graph_pack_recurrent_w(ir_graph *g, int64_t nr)
         smelt_dtype dt = quant && w->dtype == SMELT_I8 ? SMELT_I8 : SMELT_F32;
         int32_t off = 0;
         if (quant && w->dtype == SMELT_F32 && !graph_int8_range(w->data, ir_tensor_numel(w), &dt, &off)) dt = SMELT_F32, off = 0;
-        char name[256];
-        snprintf(name, sizeof name, "%s/W_panels%lld", n->name, (long long)nr);
         ir_shape s = {.rank = 3, .dim = {D * np, K, nr}};
-        int nt = ir_tensor_add(g, name, dt, &s);
-        if (nt < 0 || !ir_tensor_alloc_data(g, nt))
-            return diag_fail(SMELT_ERR_NOMEM, "out of memory packing the weights of '%s'", g->nodes[i].name);
+        int nt = weight_const(g, i, dt, &s, "W_panels%lld", (long long)nr);
+        if (nt < 0) return SMELT_ERR_NOMEM;
         w = ir_in(g, &g->nodes[i], 1); /* again: adding tensors may move the array */
         void *to = g->tensors[nt].data;
         for (int64_t d = 0; d < D; d++)
@@ -296,9 +312,7 @@ smelt_status graph_pack_recurrent_w(ir_graph *g, int64_t nr)
                         else if (dt == SMELT_I8) ((int8_t *)to)[at] = (int8_t)((int32_t)v - off);
                         else ((uint8_t *)to)[at] = (uint8_t)((int32_t)v - off);
                     }
-        g->tensors[nt].enc = (ir_encoding){.kind = IR_ENC_PANELS, .k = K, .n = N, .nr = nr, .logical = w->shape, .offset = off};
-        if (!input_set(g, i, 1, nt))
-            return diag_fail(SMELT_ERR_NOMEM, "out of memory packing the weights of '%s'", g->nodes[i].name);
+        TRY(weight_set(g, i, 1, nt, (ir_encoding){.kind = IR_ENC_PANELS, .k = K, .n = N, .nr = nr, .logical = w->shape, .offset = off}));
     }
     return ir_verify(g);
 }
