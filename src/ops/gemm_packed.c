@@ -198,6 +198,26 @@ static void unit_body(lower_ctx *c, const kir_val *idx, void *user)
     kir_loop_end(K);
 }
 
+#define SPAN_UNITS 64
+int64_t gemm_packed_two_core_span(int64_t batch, int64_t rb, int64_t mb, int64_t np, int64_t npu)
+{
+    int64_t mbu = (rb + mb - 1) / mb, ncu = (np + npu - 1) / npu, load[2] = {0, 0};
+    if (batch * mbu * ncu > SPAN_UNITS) return 0;
+    /* the sizes are at most four: full and last along each axis; larger ones first */
+    int64_t rows[2] = {mb, rb - (mbu - 1) * mb}, cols[2] = {npu, np - (ncu - 1) * npu};
+    int64_t n_rows[2] = {mbu - 1, 1}, n_cols[2] = {ncu - 1, 1};
+    int64_t size[4], count[4];
+    for (int i = 0; i < 4; i++) size[i] = rows[i / 2] * cols[i % 2], count[i] = batch * n_rows[i / 2] * n_cols[i % 2];
+    for (int done = 0; done < 4; done++) {
+        int big = -1;
+        for (int i = 0; i < 4; i++)
+            if (count[i] >= 0 && (big < 0 || size[i] > size[big])) big = i;
+        for (int64_t u = 0; u < count[big]; u++) load[load[1] < load[0]] += size[big];
+        count[big] = -1;
+    }
+    return load[0] > load[1] ? load[0] : load[1];
+}
+
 smelt_status gemm_packed_lower(lower_ctx *c, gemm_packed *g)
 {
     if (g->m <= 0 || g->n <= 0 || g->k <= 0) /* the callers take empty products elsewhere */
@@ -238,6 +258,25 @@ smelt_status gemm_packed_lower(lower_ctx *c, gemm_packed *g)
      * projection's 2304 columns made 5 units: 3 on one core, 2 on the other) */
     if (batch * mbu * ncu % 2 && batch * mbu * ncu < 4 * MM_MIN_UNITS && ncu < np) ncu++;
     npu = (np + ncu - 1) / ncu;
+    /* and whole units that two cores can share evenly: 5 panels of one unit
+     * each at M 49 (MobileNetV2's 960 -> 160 at 7x7) put 3 on one core and 2
+     * on the other, as 10 panels in units of 3, 3, 3 and 1 put 6 and 4; where
+     * the span is over 10% above half the work (at 5%, 9 units of 23 row blocks
+     * and one of 16 became 17 units, no faster), the fewest splits of the rows,
+     * then of the columns, that bring it closest to half (up to twice the
+     * units along each axis) */
+    int64_t span = batch * mbu * ncu < 4 * MM_MIN_UNITS ? gemm_packed_two_core_span(batch, rb, g->mb, np, npu) : 0;
+    int64_t half = (batch * rb * np + 1) / 2;
+    if (span * 10 > half * 11) {
+        int64_t best_mb = g->mb, best_npu = npu;
+        for (int64_t cu = ncu; cu <= np && cu <= 2 * ncu; cu++)
+            for (int64_t mu = mbu; mu <= rb && mu <= 2 * mbu; mu++) {
+                int64_t mb = (rb + mu - 1) / mu, pu = (np + cu - 1) / cu, t = gemm_packed_two_core_span(batch, rb, mb, np, pu);
+                if (t && t < span) span = t, best_mb = mb, best_npu = pu;
+            }
+        g->mb = best_mb, npu = best_npu;
+        mbu = (rb + g->mb - 1) / g->mb;
+    }
     g->nc = npu * nr;
     ir_shape units = {.rank = g->nb + 3};
     for (int d = 0; d < g->nb; d++) units.dim[d] = g->batch[d];

@@ -125,6 +125,13 @@ kir_val gemm_int8_widen(kir_kernel *K, smelt_dtype dt, kir_val v, int32_t offset
 /* Panels of B: ceil(N / NR). */
 int64_t gemm_packed_panels(const gemm_packed *g);
 
+/* The two-core span of a GEMM's units, in block-panels (MR rows by NR
+ * columns): rb row blocks in units of mb, np panels in units of npu (the last
+ * of each smaller), batch times, each unit whole to one core, the largest
+ * first to the less loaded core; 0 where there are more than 64 units.
+ * gemm_packed_lower evens the units out by it. */
+int64_t gemm_packed_two_core_span(int64_t batch, int64_t rb, int64_t mb, int64_t np, int64_t npu);
+
 /* The kernel: units over batch x row blocks x column blocks, spread over the
  * threads (columns split until there are enough units at small M). */
 smelt_status gemm_packed_lower(lower_ctx *c, gemm_packed *g);

@@ -14,6 +14,7 @@
 
 #include "api/program.h"
 #include "graph/passes.h"
+#include "ops/gemm_packed.h"
 #include "ops/matmul.h"
 #include "test.h"
 #include "fuse_cases.h"
@@ -288,6 +289,63 @@ TEST(gemm_packed_reads_a_plain_a_in_place)
             for (int64_t j = 0; j < n; j++) {
                 double want = 0;
                 for (int64_t kk = 0; kk < k; kk++) want += (double)xd[tr ? kk * m + i : i * k + kk] * bv[kk * n + j];
+                bad += fabs(((const float *)out.data)[i * n + j] - want) > 1e-4 * (1 + fabs(want));
+            }
+        CHECK_EQ_INT(bad, 0);
+        free(xd);
+        smelt_program_free(p);
+        ir_graph_free(g);
+    }
+}
+
+/* Units two cores share evenly (ops/gemm_packed.c): the span counts whole
+ * units; MobileNetV2's 960 -> 160 and 960 -> 320 at 7x7 (M 49) as MatMuls
+ * with a plain A, against a double reference, take units whose span is
+ * within 10% of half the block-panels at the host's tiles. */
+TEST(gemm_packed_units_share_evenly_over_two_cores)
+{
+    CHECK_EQ_INT(gemm_packed_two_core_span(1, 7, 7, 5, 1), 21);  /* 5 units of 7: 3 and 2 */
+    CHECK_EQ_INT(gemm_packed_two_core_span(1, 7, 4, 5, 1), 18);  /* rows 4 and 3 by 5: 18 and 17 */
+    CHECK_EQ_INT(gemm_packed_two_core_span(1, 1, 1, 10, 3), 6);  /* panels 3, 3, 3, 1: 6 and 4 */
+    CHECK_EQ_INT(gemm_packed_two_core_span(2, 1, 1, 3, 3), 3);   /* two batches of one unit */
+    CHECK_EQ_INT(gemm_packed_two_core_span(1, 65, 1, 1, 1), 0);  /* more than 64 units */
+    static const int64_t ns[2] = {160, 320};
+    for (int c = 0; c < 2; c++) {
+        int64_t m = 49, k = 96, n = ns[c];
+        ir_graph *g = ir_graph_new();
+        int x = input(g, "x", shp(2, m, k));
+        int b = constant(g, "b", shp(2, k, n), 0.5f, 0.125f);
+        int y = op2(g, "mm", OP_MatMul, x, b);
+        ir_graph_set_io(g, 1, &x, 1, &y);
+        smelt_program *p = compile(g, 0);
+        CHECK(p != NULL);
+        if (!p) {
+            ir_graph_free(g);
+            continue;
+        }
+        mm_tiles tl = mm_tiles_for(p->devs.dev[0].target.vector_width);
+        int64_t rb = (m + tl.mr - 1) / tl.mr, np = (n + tl.nr - 1) / tl.nr, units = p->lp.kernels[p->lp.n_kernels - 1]->n_workgroups;
+        /* some split of rows (mu) by columns (cu) into that many units is even */
+        bool even = false;
+        for (int64_t mu = 1; mu <= rb; mu++)
+            for (int64_t cu = 1; cu <= np; cu++) {
+                int64_t mb = (rb + mu - 1) / mu, npu = (np + cu - 1) / cu;
+                if (((rb + mb - 1) / mb) * ((np + npu - 1) / npu) != units) continue;
+                int64_t span = gemm_packed_two_core_span(1, rb, mb, np, npu);
+                even |= span && span * 10 <= (rb * np + 1) / 2 * 11;
+            }
+        CHECK(even);
+        float *xd = malloc(sizeof(float) * (size_t)(m * k));
+        for (int64_t i = 0; i < m * k; i++) xd[i] = (float)((i * 13 + 5) % 17 - 8) / 8.0f;
+        smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {m, k}, .data = xd}, out;
+        CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+        CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+        const float *bv = g->tensors[b].data;
+        int bad = 0;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double want = 0;
+                for (int64_t kk = 0; kk < k; kk++) want += (double)xd[i * k + kk] * bv[kk * n + j];
                 bad += fabs(((const float *)out.data)[i * n + j] - want) > 1e-4 * (1 + fabs(want));
             }
         CHECK_EQ_INT(bad, 0);
