@@ -248,6 +248,27 @@ static int workgroup_buffers(const smelt_program *p, int64_t *largest)
     return n;
 }
 
+/* Runs p on x [m, k] (x [k, m] where tr) of a fixed pattern and checks its
+ * output [m, n] against a double-precision x (x^T) times the constant b. */
+static void check_matmul_run(smelt_program *p, const ir_graph *g, int b, int64_t m, int64_t k, int64_t n, int tr)
+{
+    float *xd = malloc(sizeof(float) * (size_t)(m * k));
+    for (int64_t i = 0; i < m * k; i++) xd[i] = (float)((i * 13 + 5) % 17 - 8) / 8.0f;
+    smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {tr ? k : m, tr ? m : k}, .data = xd}, out;
+    CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+    CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+    const float *bv = g->tensors[b].data;
+    int bad = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double want = 0;
+            for (int64_t kk = 0; kk < k; kk++) want += (double)xd[tr ? kk * m + i : i * k + kk] * bv[kk * n + j];
+            bad += fabs(((const float *)out.data)[i * n + j] - want) > 1e-4 * (1 + fabs(want));
+        }
+    CHECK_EQ_INT(bad, 0);
+    free(xd);
+}
+
 /* A plain A (a model input) is read in place by the microkernel, no pack in
  * workgroup memory, in units of at most 256 columns; so is an A through a
  * fused producer (a Transpose) that the column units would each pack again,
@@ -278,21 +299,7 @@ TEST(gemm_packed_reads_a_plain_a_in_place)
         CHECK_EQ_INT(p->lp.n_kernels, tr ? 2 : 1);
         mm_tiles tl = mm_tiles_for(p->devs.dev[0].target.vector_width);
         if (tl.mr == 6 && tl.nr == 16) CHECK_EQ_INT((int)acc, 78 * (256 + 16));
-        float *xd = malloc(sizeof(float) * (size_t)(m * k));
-        for (int64_t i = 0; i < m * k; i++) xd[i] = (float)((i * 13 + 5) % 17 - 8) / 8.0f;
-        smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {tr ? k : m, tr ? m : k}, .data = xd}, out;
-        CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
-        CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
-        const float *bv = g->tensors[b].data;
-        int bad = 0;
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++) {
-                double want = 0;
-                for (int64_t kk = 0; kk < k; kk++) want += (double)xd[tr ? kk * m + i : i * k + kk] * bv[kk * n + j];
-                bad += fabs(((const float *)out.data)[i * n + j] - want) > 1e-4 * (1 + fabs(want));
-            }
-        CHECK_EQ_INT(bad, 0);
-        free(xd);
+        check_matmul_run(p, g, b, m, k, n, tr);
         smelt_program_free(p);
         ir_graph_free(g);
     }
@@ -335,21 +342,7 @@ TEST(gemm_packed_units_share_evenly_over_two_cores)
                 even |= span && span * 10 <= (rb * np + 1) / 2 * 11;
             }
         CHECK(even);
-        float *xd = malloc(sizeof(float) * (size_t)(m * k));
-        for (int64_t i = 0; i < m * k; i++) xd[i] = (float)((i * 13 + 5) % 17 - 8) / 8.0f;
-        smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {m, k}, .data = xd}, out;
-        CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
-        CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
-        const float *bv = g->tensors[b].data;
-        int bad = 0;
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++) {
-                double want = 0;
-                for (int64_t kk = 0; kk < k; kk++) want += (double)xd[i * k + kk] * bv[kk * n + j];
-                bad += fabs(((const float *)out.data)[i * n + j] - want) > 1e-4 * (1 + fabs(want));
-            }
-        CHECK_EQ_INT(bad, 0);
-        free(xd);
+        check_matmul_run(p, g, b, m, k, n, 0);
         smelt_program_free(p);
         ir_graph_free(g);
     }
@@ -386,21 +379,7 @@ TEST(gemm_packed_splits_columns_into_the_widest_units_that_make_four)
             mm_tiles tl = mm_tiles_for(p->devs.dev[0].target.vector_width);
             if (tl.mr == 6 && tl.nr == 16 && nk == (tr ? 2 : 1))
                 CHECK_EQ_INT((int)p->lp.kernels[nk - 1]->n_workgroups, (int)cases[c].units);
-            float *xd = malloc(sizeof(float) * (size_t)(m * k));
-            for (int64_t i = 0; i < m * k; i++) xd[i] = (float)((i * 13 + 5) % 17 - 8) / 8.0f;
-            smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .shape = {tr ? k : m, tr ? m : k}, .data = xd}, out;
-            CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
-            CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
-            const float *bv = g->tensors[b].data;
-            int bad = 0;
-            for (int64_t i = 0; i < m; i++)
-                for (int64_t j = 0; j < n; j++) {
-                    double want = 0;
-                    for (int64_t kk = 0; kk < k; kk++) want += (double)xd[tr ? kk * m + i : i * k + kk] * bv[kk * n + j];
-                    bad += fabs(((const float *)out.data)[i * n + j] - want) > 1e-4 * (1 + fabs(want));
-                }
-            CHECK_EQ_INT(bad, 0);
-            free(xd);
+            check_matmul_run(p, g, b, m, k, n, tr);
             smelt_program_free(p);
             ir_graph_free(g);
         }
