@@ -96,59 +96,44 @@ static void put_block(strbuf *sb, int mr, int nr, bool sgn)
         for (int v = 0; v < nv; v++) sb_printf(sb, "    *(smelt_v8 *)(c + %d * cr + %d) = c%d_%d;\n", r, v * 8, r, v);
 }
 
-/* One k pair of the int16-pair block; tail: k is the last row, its partner 0. */
-static void put_pair_step(strbuf *sb, int mr, int ng, bool sgn, bool tail)
+/* One k pair of the int16-pair block, AVX2 (wide false: 16 columns a group,
+ * 8 int32 lanes a vector) or AVX-512BW (wide: 32 and 16); tail: k is the
+ * last row, its partner 0. Each group's rows k and k + 1 are interleaved in
+ * two halves, widened to int16 plus the offset o, and multiplied by each
+ * row's broadcast A pair. */
+static void put_pair_step(strbuf *sb, int mr, int ng, bool sgn, bool tail, bool wide)
 {
+    int w = wide ? 32 : 16; /* bytes of a group's row */
+    const char *bv = wide ? "smelt_b32" : "smelt_b16", *hv = wide ? "smelt_h32" : "smelt_h16", *iv = wide ? "smelt_i16" : "smelt_i8";
     char x = sgn ? 's' : 'z';
-    if (tail) sb_puts(sb, "            smelt_b16 z = {0};\n");
+    if (tail) sb_printf(sb, "            %s z = {0};\n", bv);
     for (int g = 0; g < ng; g++) {
-        sb_printf(sb, "            smelt_b16 r%d = *(const smelt_b16 *)(b + k * bk + %d), t%d = ", g, g * 16, g);
+        sb_printf(sb, "            %s r%d = *(const %s *)(b + k * bk + %d), t%d = ", bv, g, bv, g * w, g);
         if (tail) sb_puts(sb, "z;\n");
-        else sb_printf(sb, "*(const smelt_b16 *)(b + (k + 1) * bk + %d);\n", g * 16);
-        sb_printf(sb,
-                  "            smelt_b16 l%d = __builtin_shufflevector(r%d, t%d, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, "
-                  "6, 22, 7, 23);\n"
-                  "            smelt_b16 h%d = __builtin_shufflevector(r%d, t%d, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, "
-                  "29, 14, 30, 15, 31);\n"
-                  "            smelt_h16 w%d = (smelt_h16)__builtin_ia32_pmov%cxbw256(l%d) + o, w%d = "
-                  "(smelt_h16)__builtin_ia32_pmov%cxbw256(h%d) + o;\n",
-                  g, g, g, g, g, g, 2 * g, x, g, 2 * g + 1, x, g);
-    }
-    for (int r = 0; r < mr; r++) {
-        if (tail) sb_printf(sb, "            { int32_t p = (uint16_t)q[%d * ar + k];", r);
-        else sb_printf(sb, "            { int32_t p; __builtin_memcpy(&p, q + %d * ar + k, 4);", r);
-        sb_puts(sb, " smelt_i8 x = {p, p, p, p, p, p, p, p};");
-        for (int v = 0; v < 2 * ng; v++)
-            sb_printf(sb, " s%d_%d += (smelt_i8)__builtin_ia32_pmaddwd256((smelt_h16)x, w%d);", r, v, v);
-        sb_puts(sb, " }\n");
-    }
-}
-
-/* One k pair of the AVX-512 int16-pair block (32 columns a group, 16 int32
- * lanes a vector); tail: k is the last row, its partner 0. */
-static void put_pair_step16(strbuf *sb, int mr, int ng, bool sgn, bool tail)
-{
-    char x = sgn ? 's' : 'z';
-    if (tail) sb_puts(sb, "            smelt_b32 z = {0};\n");
-    for (int g = 0; g < ng; g++) {
-        sb_printf(sb, "            smelt_b32 r%d = *(const smelt_b32 *)(b + k * bk + %d), t%d = ", g, g * 32, g);
-        if (tail) sb_puts(sb, "z;\n");
-        else sb_printf(sb, "*(const smelt_b32 *)(b + (k + 1) * bk + %d);\n", g * 32);
+        else sb_printf(sb, "*(const %s *)(b + (k + 1) * bk + %d);\n", bv, g * w);
         for (int half = 0; half < 2; half++) {
-            sb_printf(sb, "            smelt_b32 l%d_%d = __builtin_shufflevector(r%d, t%d", g, half, g, g);
-            for (int j = 0; j < 16; j++) sb_printf(sb, ", %d, %d", half * 16 + j, 32 + half * 16 + j);
+            sb_printf(sb, "            %s l%d_%d = __builtin_shufflevector(r%d, t%d", bv, g, half, g, g);
+            for (int j = 0; j < w / 2; j++) sb_printf(sb, ", %d, %d", half * w / 2 + j, w + half * w / 2 + j);
             sb_puts(sb, ");\n");
-            sb_printf(sb, "            smelt_h32 w%d = (smelt_h32)__builtin_ia32_pmov%cxbw512_mask(l%d_%d, (smelt_h32){0}, 0xffffffffu) + o;\n",
-                      2 * g + half, x, g, half);
+            if (wide)
+                sb_printf(sb, "            %s w%d = (%s)__builtin_ia32_pmov%cxbw512_mask(l%d_%d, (%s){0}, 0xffffffffu) + o;\n", hv,
+                          2 * g + half, hv, x, g, half, hv);
+            else
+                sb_printf(sb, "            %s w%d = (%s)__builtin_ia32_pmov%cxbw256(l%d_%d) + o;\n", hv, 2 * g + half, hv, x, g, half);
         }
     }
     for (int r = 0; r < mr; r++) {
         if (tail) sb_printf(sb, "            { int32_t p = (uint16_t)q[%d * ar + k];", r);
         else sb_printf(sb, "            { int32_t p; __builtin_memcpy(&p, q + %d * ar + k, 4);", r);
-        sb_puts(sb, " smelt_i16 x = {p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p};");
-        for (int v = 0; v < 2 * ng; v++)
-            sb_printf(sb, " s%d_%d += (smelt_i16)__builtin_ia32_pmaddwd512_mask((smelt_h32)x, w%d, (smelt_i16){0}, 0xffff);", r,
-                      v, v);
+        sb_printf(sb, " %s x = {p", iv);
+        for (int l = 1; l < w / 2; l++) sb_puts(sb, ", p");
+        sb_puts(sb, "};");
+        for (int v = 0; v < 2 * ng; v++) {
+            if (wide)
+                sb_printf(sb, " s%d_%d += (%s)__builtin_ia32_pmaddwd512_mask((%s)x, w%d, (%s){0}, 0xffff);", r, v, iv, hv, v, iv);
+            else
+                sb_printf(sb, " s%d_%d += (%s)__builtin_ia32_pmaddwd256((%s)x, w%d);", r, v, iv, hv, v);
+        }
         sb_puts(sb, " }\n");
     }
 }
@@ -255,9 +240,9 @@ static void put_pair_block(strbuf *sb, int mr, int nr, bool sgn, bool wide)
     for (int r = 0; r < mr; r++)
         for (int v = 0; v < 2 * ng; v++) sb_printf(sb, "        %s s%d_%d = {0};\n", acc, r, v);
     sb_puts(sb, "        int64_t k = 0;\n        for (; k + 1 < kc; k += 2) {\n");
-    (wide ? put_pair_step16 : put_pair_step)(sb, mr, ng, sgn, false);
+    put_pair_step(sb, mr, ng, sgn, false, wide);
     sb_puts(sb, "        }\n        if (k < kc) {\n");
-    (wide ? put_pair_step16 : put_pair_step)(sb, mr, ng, sgn, true);
+    put_pair_step(sb, mr, ng, sgn, true, wide);
     sb_puts(sb, "        }\n");
     for (int r = 0; r < mr; r++)
         for (int v = 0; v < 2 * ng; v++)
