@@ -231,7 +231,24 @@ typedef struct graph_winograd_rule {
 } graph_winograd_rule;
 /* The C target's rule, measured (README, "Benchmarks"). */
 #define GRAPH_WINOGRAD_M 4
-#define GRAPH_WINOGRAD_MIN_CHANNELS 64 /* K = C per GEMM: at 16 (bench cnn8) 1.5x slower than direct */
+/* C and K at least 24 (K = C per GEMM). Single 3x3 convs C -> K, pads 1, bias
+ * + SiLU, batch 1, ms at 1 thread, direct (im2col GEMM) / Winograd, the
+ * median of 30 runs, three interleaved rounds, session 18 (Zen 4 VM, loaded):
+ *               16 lanes        8 lanes (SMELT_VECTOR_WIDTH=8)
+ *   16->16  80x80   0.40 / 0.57     0.39 / 0.48
+ *   16->64  80x80   1.33 / 3.2-4.2
+ *   24->24  32x80   0.31 / 0.24     0.30 / 0.23
+ *   32->32  20x20   0.099 / 0.074   0.107 / 0.071
+ *   32->32  40x40   0.36 / 0.20     0.37 / 0.20
+ *   32->128 40x40   1.23 / 0.61
+ *   48->48  16x40   0.29 / 0.23     0.29 / 0.19
+ *   48->192 16x40   1.09 / 0.66     1.03-1.09 / 0.63-0.65
+ *   48->96  32x32   0.88 / 0.56
+ *   64->64  28x28   0.65-0.71 / 0.24
+ * At 16 channels the GEMMs are too shallow for the transforms (bench cnn8 was
+ * 1.5x slower); from 24 Winograd wins at both widths. (The floor was 64 from
+ * AVX2-era measurements at 64 channels and up only.) */
+#define GRAPH_WINOGRAD_MIN_CHANNELS 24
 /* Tiles at least: 49 of 4x4 for F(4x4), else 16 of 2x2 for F(2x2), else the
  * im2col GEMM (ops/conv_gemm.c). Measured with the three-kernel form (one
  * batched GEMM, the vectorized input transform): single-conv models C -> C
