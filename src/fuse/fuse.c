@@ -319,6 +319,41 @@ static bool ban_misplaced_rows(const ir_graph *g, const fuse_plan *p, char *bann
     return changed;
 }
 
+/* Marks (in `hit`) the inline nodes of node i's cone that select among
+ * several inputs per element (an insert op of more than one input: Concat). */
+static void select_cone(const ir_graph *g, const fuse_plan *p, int i, char *hit)
+{
+    const ir_node *n = &g->nodes[i];
+    for (int k = 0; k < n->n_in; k++) {
+        int t = n->in[k];
+        if (t < 0 || p->inline_of[t] < 0) continue;
+        int q = p->inline_of[t];
+        if (op_get(g->nodes[q].op)->insert && g->nodes[q].n_in > 1) hit[q] = 1;
+        select_cone(g, p, q, hit);
+    }
+}
+
+/* Passes rule (fuse.h): a root that reads its input in several passes
+ * materializes the selects of its inline cone. */
+static bool ban_selects_in_passes(const ir_graph *g, const fuse_plan *p, char *banned)
+{
+    bool changed = false;
+    char *hit = calloc((size_t)g->n_nodes + 1, 1);
+    if (!hit) return false;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (p->role[i] != FUSE_ROOT || !(op_get(g->nodes[i].op)->flags & OPF_PASSES)) continue;
+        memset(hit, 0, (size_t)g->n_nodes);
+        select_cone(g, p, i, hit);
+        for (int q = 0; q < g->n_nodes; q++)
+            if (hit[q] && !banned[q]) {
+                banned[q] = 1;
+                changed = true;
+            }
+    }
+    free(hit);
+    return changed;
+}
+
 /* Producers that can write straight into an insert's output block. */
 static void choose_inserts(const ir_graph *g, const uses *u, fuse_plan *p)
 {
@@ -462,6 +497,7 @@ decide:
      * lowering; where a cone carries it elsewhere (a contraction's epilogue,
      * say), it is materialized instead and the decisions are made again. */
     if (ban_misplaced_rows(g, p, banned)) goto decide;
+    if (ban_selects_in_passes(g, p, banned)) goto decide;
     if (!opt->no_fuse) choose_inserts(g, &u, p);
     if (!opt->no_fuse && !fuse_share(g, &u, p, region_root, cost, depth)) {
         st = diag_fail(SMELT_ERR_NOMEM, "out of memory forming regions");

@@ -82,6 +82,9 @@ typedef smelt_status (*op_parse_fn)(const struct ir_graph *g, const struct ir_no
                               model's node of its name is refused */
 #define OPF_SIBLINGS 0x10  /* a reduction whose lowering also computes, in the same loops, other such
                               reductions of the same input with the same parameters (fuse.h "siblings") */
+#define OPF_PASSES 0x20    /* a lowering that reads each input element in several passes (Softmax: max, sum
+                              of exps, store): fusion materializes a select (Concat) it would otherwise
+                              evaluate again in every pass (fuse.h "passes") */
 
 /*  name            kind         in     out  value_in infer                scalar                  elem                lower  flags  insert */
 #define SMELT_OPS(X) \
@@ -186,8 +189,8 @@ typedef smelt_status (*op_parse_fn)(const struct ir_graph *g, const struct ir_no
     X(GlobalMaxPool,      REDUCTION,   1, 1, 1, 1, 0x0, infer_GlobalPool,         OP_NONE, OP_NONE, lower_GlobalMaxPool, 0, OP_NONE) \
     X(BatchNormalization, OPAQUE,      5, 5, 1, 3, 0x0, infer_BatchNormalization, OP_NONE, OP_NONE, lower_BatchNormalization, 0, OP_NONE) \
     X(LayerNormalization, REDUCTION,   2, 3, 1, 3, 0x0, infer_LayerNormalization, OP_NONE, OP_NONE, lower_LayerNormalization, 0, OP_NONE) \
-    X(Softmax,            REDUCTION,   1, 1, 1, 1, 0x0, infer_Softmax,            OP_NONE, OP_NONE, lower_Softmax, 0, OP_NONE) \
-    X(LogSoftmax,         REDUCTION,   1, 1, 1, 1, 0x0, infer_Softmax,            OP_NONE, OP_NONE, lower_LogSoftmax, 0, OP_NONE) \
+    X(Softmax,            REDUCTION,   1, 1, 1, 1, 0x0, infer_Softmax,            OP_NONE, OP_NONE, lower_Softmax, OPF_PASSES, OP_NONE) \
+    X(LogSoftmax,         REDUCTION,   1, 1, 1, 1, 0x0, infer_Softmax,            OP_NONE, OP_NONE, lower_LogSoftmax, OPF_PASSES, OP_NONE) \
     X(ReduceSum,          REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, OPF_SIBLINGS, OP_NONE) \
     X(ReduceMean,         REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, OPF_SIBLINGS, OP_NONE) \
     X(ReduceMax,          REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, OPF_SIBLINGS, OP_NONE) \
@@ -200,7 +203,7 @@ typedef smelt_status (*op_parse_fn)(const struct ir_graph *g, const struct ir_no
     X(ReduceLogSumExp,    REDUCTION,   1, 2, 1, 1, 0x2, infer_Reduce,             OP_NONE, elem_Reduce, lower_Reduce, 0, OP_NONE) \
     X(ArgMax,             REDUCTION,   1, 1, 1, 1, 0x0, infer_ArgMax,             OP_NONE, OP_NONE, lower_ArgMax, 0, OP_NONE) \
     X(ArgMin,             REDUCTION,   1, 1, 1, 1, 0x0, infer_ArgMax,             OP_NONE, OP_NONE, lower_ArgMax, 0, OP_NONE) \
-    X(Hardmax,            REDUCTION,   1, 1, 1, 1, 0x0, infer_Softmax,            OP_NONE, OP_NONE, lower_Hardmax, 0, OP_NONE) \
+    X(Hardmax,            REDUCTION,   1, 1, 1, 1, 0x0, infer_Softmax,            OP_NONE, OP_NONE, lower_Hardmax, OPF_PASSES, OP_NONE) \
     X(InstanceNormalization, REDUCTION, 3, 3, 1, 1, 0x0, infer_InstanceNormalization, OP_NONE, OP_NONE, lower_InstanceNormalization, 0, OP_NONE) \
     X(LpNormalization,    REDUCTION,   1, 1, 1, 1, 0x0, infer_LpNormalization,    OP_NONE, OP_NONE, lower_LpNormalization, 0, OP_NONE) \
     X(CumSum,             OPAQUE,      2, 2, 1, 1, 0x2, infer_CumSum,             OP_NONE, OP_NONE, lower_CumSum, 0, OP_NONE) \

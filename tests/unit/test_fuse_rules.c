@@ -493,6 +493,63 @@ TEST(fuse_decomposed_layernorm_is_one_kernel)
     check_case(g, plan_layernorm_rows, 1, 1, 1e-5);
 }
 
+/* ---- passes: a multi-pass root materializes the selects of its cone ---------------------- */
+
+/* exp(a) and b concatenated on the last dim, moved by a transpose to the
+ * front of the reduced dim: [2,3,5,4] ++ [2,3,5,7] -> [2,11,3,5]; the
+ * inputs in io. */
+static int concat_transposed(ir_graph *g, int *io)
+{
+    io[0] = input(g, "a", shp(4, 2, 3, 5, 4));
+    io[1] = input(g, "b", shp(4, 2, 3, 5, 7));
+    int cat = op2(g, "cat", OP_Concat, op1(g, "expa", OP_Exp, io[0]), io[1]);
+    attr_int(g, g->n_nodes - 1, "axis", 3);
+    int y = op1(g, "tr", OP_Transpose, cat);
+    static const int64_t perm[] = {0, 3, 1, 2};
+    attr_ints(g, g->n_nodes - 1, "perm", 4, perm);
+    return y;
+}
+
+static void plan_softmax_of_concat(const ir_graph *g, const fuse_plan *fp)
+{
+    /* Softmax reads its input in three passes: the concat's select between
+     * a and b is stored once, not made again in each pass */
+    CHECK(region_is(g, fp, "cat", "expa:i cat:r", "a b", "cat"));
+    CHECK(region_is(g, fp, "sm", "tr:i sm:r", "cat", "sm"));
+}
+
+TEST(fuse_softmax_materializes_a_concat_in_its_cone)
+{
+    static const op_id ops[] = {OP_Softmax, OP_LogSoftmax, OP_Hardmax};
+    for (int oi = 0; oi < 3; oi++) {
+        ir_graph *g = ir_graph_new();
+        g->opset = 13;
+        int io[2];
+        int y = op1(g, "sm", ops[oi], concat_transposed(g, io));
+        attr_int(g, g->n_nodes - 1, "axis", 1);
+        ir_graph_set_io(g, 2, io, 1, &y);
+        check_case(g, plan_softmax_of_concat, 2, 3, 1e-5);
+    }
+}
+
+static void plan_sum_of_concat(const ir_graph *g, const fuse_plan *fp)
+{
+    CHECK(region_is(g, fp, "sum", "expa:i cat:i tr:i sum:r", "a b", "sum"));
+}
+
+/* A reduction that reads each element once keeps the concat inline. */
+TEST(fuse_single_pass_reduction_keeps_a_concat_inline)
+{
+    ir_graph *g = ir_graph_new();
+    g->opset = 11;
+    int io[2];
+    int y = op1(g, "sum", OP_ReduceSum, concat_transposed(g, io));
+    static const int64_t axes[] = {1};
+    attr_ints(g, g->n_nodes - 1, "axes", 1, axes);
+    ir_graph_set_io(g, 2, io, 1, &y);
+    check_case(g, plan_sum_of_concat, 1, 1, 1e-5);
+}
+
 /* ---- inserts: producers write into their block of a Concat's output ------------------------ */
 
 static void plan_concat_blocks(const ir_graph *g, const fuse_plan *fp)

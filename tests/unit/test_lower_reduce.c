@@ -264,18 +264,35 @@ TEST(column_reductions_keep_the_last_dim_in_vector_lanes)
     unsetenv("SMELT_VECTOR_WIDTH");
 }
 
+/* Parallel loops of the program's kernels with fewer than `lanes` iterations. */
+static int narrow_parallel_loops(const smelt_program *p, int64_t lanes)
+{
+    int n = 0;
+    for (int i = 0; i < p->lp.n_kernels; i++) {
+        const kir_kernel *k = p->lp.kernels[i];
+        for (int s = 0; s < k->n_stmts; s++) {
+            const kir_stmt *t = &k->stmts[s];
+            if (t->kind == KS_LOOP_BEGIN && t->parallel && kir_is_const(k, t->hi) && kir_is_const(k, t->lo) &&
+                k->vals[t->hi].imm.i - k->vals[t->lo].imm.i < lanes)
+                n++;
+        }
+    }
+    return n;
+}
+
 /* Softmax and LogSoftmax (opset 13) over a dim that is not the last, of a
  * Sigmoid fused in ([2, 9, 3, C]: a DFL head's softmax over bins), take the
  * column form: the maxima and sums of a tile of columns in workgroup memory,
- * panels of the vector width or of the widest power of two dividing C (20:
- * 4; 13: 1). Against double. */
+ * panels of the vector width where it divides C, else one strip over the
+ * tile (20 and 13 at 16 lanes, 20 at 8, 13 at 4): no parallel loop narrower
+ * than a vector (or than C) is left to run scalar. Against double. */
 TEST(softmax_over_a_middle_dim_takes_the_column_form)
 {
-    static const char *const widths[] = {"4", "16"};
-    static const int64_t cols[] = {32, 20, 13};
-    for (int wi = 0; wi < 2; wi++) {
+    static const char *const widths[] = {"4", "8", "16"};
+    static const int64_t cols[] = {32, 20, 13, 1};
+    for (int wi = 0; wi < 3; wi++) {
         setenv("SMELT_VECTOR_WIDTH", widths[wi], 1);
-        for (int ci = 0; ci < 3; ci++)
+        for (int ci = 0; ci < 4; ci++)
             for (int lg = 0; lg < 2; lg++) {
                 int64_t B = 2, A = 9, H = 3, C = cols[ci], N = B * A * H * C;
                 ir_graph *g = ir_graph_new();
@@ -291,6 +308,7 @@ TEST(softmax_over_a_middle_dim_takes_the_column_form)
                         for (int bi = 0; bi < p->lp.kernels[i]->n_bufs; bi++)
                             wide += p->lp.kernels[i]->bufs[bi].workgroup && p->lp.kernels[i]->bufs[bi].numel >= C;
                     CHECK_EQ_INT(wide, 2); /* maxima and sums */
+                    CHECK_EQ_INT(narrow_parallel_loops(p, atoi(widths[wi]) < C ? atoi(widths[wi]) : C), 0);
                     float *xd = malloc(sizeof(float) * (size_t)N);
                     for (int64_t k = 0; k < N; k++) xd[k] = (float)((k * 37) % 29 - 14) / 2.0f;
                     smelt_tensor out;
@@ -314,6 +332,72 @@ TEST(softmax_over_a_middle_dim_takes_the_column_form)
                 smelt_program_free(p);
                 ir_graph_free(g);
             }
+    }
+    unsetenv("SMELT_VECTOR_WIDTH");
+}
+
+/* Softmax and LogSoftmax over each axis of transpose(concat(a, b)) ([2,3,5,C]
+ * ++ [2,3,4,C] on dim 2, perm 0,2,1,3: [2,9,3,C]), the concat stored first
+ * (fuse.h "passes"), with C a vector, a power of two under one and odd, at 8
+ * and 16 lanes, against a double softmax of the same elements. */
+TEST(softmax_of_a_transposed_concat_over_every_axis)
+{
+    static const char *const widths[] = {"8", "16"};
+    static const int64_t cols[] = {16, 20, 13};
+    for (int wi = 0; wi < 2; wi++) {
+        setenv("SMELT_VECTOR_WIDTH", widths[wi], 1);
+        for (int ci = 0; ci < 3; ci++)
+            for (int ax = 0; ax < 4; ax++)
+                for (int lg = 0; lg < 2; lg++) {
+                    int64_t C = cols[ci], dims[4] = {2, 9, 3, C}, N = 2 * 9 * 3 * C;
+                    ir_graph *g = ir_graph_new();
+                    g->opset = 13;
+                    int io[2] = {input(g, "a", shp(4, 2, 3, 5, (int)C)), input(g, "b", shp(4, 2, 3, 4, (int)C))};
+                    int cat = op2(g, "cat", OP_Concat, io[0], io[1]);
+                    attr_int(g, g->n_nodes - 1, "axis", 2);
+                    int t = op1(g, "tr", OP_Transpose, cat);
+                    attr_ints(g, g->n_nodes - 1, "perm", 4, (const int64_t[]){0, 2, 1, 3});
+                    int y = op1(g, "sm", lg ? OP_LogSoftmax : OP_Softmax, t);
+                    attr_int(g, g->n_nodes - 1, "axis", ax);
+                    ir_graph_set_io(g, 2, io, 1, &y);
+                    smelt_program *p = compile(g, 0);
+                    if (p) {
+                        float *ad = malloc(sizeof(float) * (size_t)(2 * 3 * 5 * C));
+                        float *bd = malloc(sizeof(float) * (size_t)(2 * 3 * 4 * C));
+                        for (int64_t k = 0; k < 2 * 3 * 5 * C; k++) ad[k] = (float)((k * 37) % 29 - 14) / 2.0f;
+                        for (int64_t k = 0; k < 2 * 3 * 4 * C; k++) bd[k] = (float)((k * 11) % 23 - 11) / 3.0f;
+                        smelt_tensor in[2] = {{.name = "a", .dtype = SMELT_F32, .rank = 4, .shape = {2, 3, 5, C}, .data = ad},
+                                              {.name = "b", .dtype = SMELT_F32, .rank = 4, .shape = {2, 3, 4, C}, .data = bd}};
+                        smelt_tensor out = {0};
+                        CHECK(smelt_program_run(p, 2, in) == SMELT_OK);
+                        CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+                        CHECK_EQ_INT(smelt_tensor_numel(&out), N);
+                        /* x[n][h][c][w] = cat[n][c][h][w]: a for h < 5, else b at h - 5 */
+                        double *x = malloc(sizeof(double) * (size_t)N), *ref = malloc(sizeof(double) * (size_t)N);
+                        for (int64_t n = 0; n < 2; n++)
+                            for (int64_t h = 0; h < 9; h++)
+                                for (int64_t c = 0; c < 3; c++)
+                                    for (int64_t w = 0; w < C; w++)
+                                        x[((n * 9 + h) * 3 + c) * C + w] =
+                                            h < 5 ? ad[((n * 3 + c) * 5 + h) * C + w] : bd[((n * 3 + c) * 4 + h - 5) * C + w];
+                        int64_t stride = 1;
+                        for (int d = ax + 1; d < 4; d++) stride *= dims[d];
+                        for (int64_t k = 0; k < N; k++) {
+                            int64_t first = k - (k / stride) % dims[ax] * stride;
+                            double mx = -INFINITY, sum = 0;
+                            for (int64_t i = 0; i < dims[ax]; i++) mx = fmax(mx, x[first + i * stride]);
+                            for (int64_t i = 0; i < dims[ax]; i++) sum += exp(x[first + i * stride] - mx);
+                            ref[k] = lg ? x[k] - mx - log(sum) : exp(x[k] - mx) / sum;
+                        }
+                        CHECK(out.data && count_far(out.data, ref, N, 1e-5, (wi * 3 + ci) * 8 + ax * 2 + lg) == 0);
+                        free(x);
+                        free(ref);
+                        free(ad);
+                        free(bd);
+                    }
+                    smelt_program_free(p);
+                    ir_graph_free(g);
+                }
     }
     unsetenv("SMELT_VECTOR_WIDTH");
 }
