@@ -145,6 +145,23 @@ static const char vec_helper_template[] =
     "{\n"
     "    return smelt_expf_v@W_in(@Pmax_ps(@Pset1_ps(-104.0f), @Pmin_ps(@Pset1_ps(89.0f), x)));\n"
     "}\n"
+    "static inline @T smelt_expf_v@W_neg(@T y) /* e^-y: smelt_expf_v@W(-y) with r negated, the same bits */\n"
+    "{\n"
+    "    @T yc = @Pmin_ps(@Pset1_ps(104.0f), @Pmax_ps(@Pset1_ps(-89.0f), y));\n"
+    "    @T t = @Pfnmadd_ps(yc, @Pset1_ps(1.44269504088896341f), @Pset1_ps(12582912.0f));\n"
+    "    @T n = @Psub_ps(t, @Pset1_ps(12582912.0f));\n"
+    "    @T r = @Pfmadd_ps(n, @Pset1_ps(0.693145751953125f), yc);\n"
+    "    r = @Pfmadd_ps(n, @Pset1_ps(1.428606765330187045e-06f), r);\n"
+    "    @T p = @Pset1_ps(1.9857784413684985e-4f);\n"
+    "    p = @Pfnmadd_ps(p, r, @Pset1_ps(1.393360437224704e-3f));\n"
+    "    p = @Pfnmadd_ps(p, r, @Pset1_ps(8.333360749251768e-3f));\n"
+    "    p = @Pfnmadd_ps(p, r, @Pset1_ps(4.166646546668734e-2f));\n"
+    "    p = @Pfnmadd_ps(p, r, @Pset1_ps(1.6666666532226573e-1f));\n"
+    "    p = @Pfnmadd_ps(p, r, @Pset1_ps(5.000000013385602e-1f));\n"
+    "    p = @Pfmsub_ps(p, @Pmul_ps(r, r), r);\n"
+    "    p = @Padd_ps(p, @Pset1_ps(1.0f));\n"
+    "@E"
+    "}\n"
     "static inline @T smelt_expf_v@W_le0(@T x) /* x <= 0, or NaN */\n"
     "{\n"
     "    return smelt_expf_v@W_in(@Pmax_ps(@Pset1_ps(-104.0f), x));\n"
@@ -468,14 +485,20 @@ static bool vec_pow2_divisor(const kir_value *v)
 /* Whether f32 value v is folded into the NEG that is its one use: -|x| is
  * one OR of the sign bit (smelt_v*_nabs), -(a * b) one fnmadd(a, b, -0)
  * (rounded once, as the product, whose negation is exact; -0 keeps a zero
- * product's sign). Such a value is not written itself. */
+ * product's sign). Or v is a NEG (of neither) whose one use is an EXP, as in
+ * a sigmoid: e^-y is smelt_expf_v*_neg(y), which runs exp's steps on -y's
+ * clamp with r negated (fnmadd for fmadd and back: the same roundings, since
+ * rounding to nearest is symmetric), so the XOR of the sign goes. Such a
+ * value is not written itself. */
 static bool vec_folded(const emitter *e, kir_val v)
 {
     const kir_kernel *k = e->k;
-    if ((k->vals[v].op != KIR_ABS && k->vals[v].op != KIR_MUL) || e->uses[v] != 1) return false;
-    for (int j = k->vals[v].def + 1; j < k->n_stmts; j++) {
+    const kir_value *x = &k->vals[v];
+    bool neg = x->op == KIR_NEG && x->type == SMELT_F32 && !vec_folded(e, x->a) && k->vals[x->a].op != KIR_ABS;
+    if ((x->op != KIR_ABS && x->op != KIR_MUL && !neg) || e->uses[v] != 1) return false;
+    for (int j = x->def + 1; j < k->n_stmts; j++) {
         const kir_stmt *t = &k->stmts[j];
-        if (t->kind == KS_DEF && k->vals[t->val].op == KIR_NEG && k->vals[t->val].a == v) return true;
+        if (t->kind == KS_DEF && k->vals[t->val].op == (neg ? KIR_EXP : KIR_NEG) && k->vals[t->val].a == v) return true;
     }
     return false;
 }
@@ -569,6 +592,12 @@ static smelt_status put_vec_stmt(emitter *e, const kir_stmt *t, int begin, int i
         if (nabs) a = k->vals[a].a;
         /* exp(-|y|): the argument is <= 0 (or NaN), so only the lower clamp can bite */
         bool le0 = x->op == KIR_EXP && k->vals[a].op == KIR_NEG && k->vals[k->vals[a].a].op == KIR_ABS;
+        if (x->op == KIR_EXP && k->vals[a].op == KIR_NEG && k->vals[a].def > begin && vec_folded(e, a)) {
+            sb_printf(sb, "smelt_expf_v%d_neg(", isa->lanes);
+            put_vec_operand(e, k->vals[a].a, begin);
+            sb_puts(sb, ")");
+            break;
+        }
         if (x->op == KIR_SQRT) sb_printf(sb, "%ssqrt_ps(", isa->p);
         else if (x->op == KIR_NEG || x->op == KIR_ABS)
             sb_printf(sb, "smelt_v%d_%s(", isa->lanes, nabs ? "nabs" : x->op == KIR_NEG ? "neg" : "abs");
