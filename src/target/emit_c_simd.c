@@ -58,7 +58,7 @@ typedef struct vec_isa {
     const char *pow2n;        /* exp's last step: return p * 2^n, rounded as the scalar (p * s1) * s2 */
     const char *round;        /* round to nearest even, as rintf in the default rounding mode: round(a, mode) */
     const char *two_n;        /* tanh's 2^n for n in [0, 58], from t (bits 0x4b400000 + n) or n */
-    const char *minmax;       /* smelt_vW_max/min: smelt_maxf/minf in two compares and a blend */
+    const char *minmax;       /* smelt_vW_max/min: smelt_maxf/minf in two compares and a blend (and an AND) */
     int ilv_copies;           /* interleaved iterations (see "interleaved loops") */
 } vec_isa;
 
@@ -109,10 +109,11 @@ static const vec_isa *vec_isa_for(int64_t lanes)
  * smelt_maxf/minf, which take b exactly where a is a number and b > a
  * (b < a) or b is NaN: !(b <= a) (!(b >= a)) is that where a is a number,
  * so one compare under a's ordered mask and a blend, which keep a on ties
- * (signed zeros agree) and a NaN a. Three vector operations where
- * MAXPS with both NaN cases blended in took five: elementwise_dag's kernel
- * with its inputs in cache, 4.65 -> 4.50 ms at 1 thread (min of 60 runs, A/B
- * interleaved; from DRAM 5.41 -> 5.34). */
+ * (signed zeros agree) and a NaN a. Three vector operations (four on AVX2,
+ * whose compares give vectors to AND) where MAXPS with both NaN cases
+ * blended in took five: elementwise_dag's kernel with its inputs in cache,
+ * 4.65 -> 4.50 ms at 1 thread (min of 60 runs, A/B interleaved; from DRAM
+ * 5.41 -> 5.34). */
 static const char vec_helper_template[] =
     "\n#if @G\n#include <immintrin.h>\n"
     "static inline @T smelt_v@W_neg(@T a)\n"
