@@ -34,7 +34,7 @@ static void check_vector_loops(int lanes)
     arena_init(&a);
     kir_kernel *k = kir_kernel_new(&a, 0, WG, "vector loop");
     int xb = kir_buffer_add(k, SMELT_F32, N + 1, 0, true, false);
-    enum { OUTS = 23 };
+    enum { OUTS = 24 };
     int ob[OUTS];
     for (int o = 0; o < OUTS; o++) ob[o] = kir_buffer_add(k, SMELT_F32, N, 1 + o, false, true);
     kir_val blk = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, BLOCKS), kir_idx(k, 1));
@@ -69,6 +69,9 @@ static void check_vector_loops(int lanes)
         kir_binary(k, KIR_MIN, x, x2),
         kir_unary(k, KIR_TANH, kir_binary(k, KIR_MUL, x, kir_const_f(k, SMELT_F32, 0.01))),
         kir_unary(k, KIR_ERF, kir_binary(k, KIR_MUL, x, kir_const_f(k, SMELT_F32, 0.01))),
+        kir_binary(k, KIR_DIV, kir_const_f(k, SMELT_F32, 1), /* a sigmoid of x2 - x: e^-y as smelt_expf_v*_neg(y) */
+                   kir_binary(k, KIR_ADD, kir_const_f(k, SMELT_F32, 1),
+                              kir_unary(k, KIR_EXP, kir_unary(k, KIR_NEG, kir_binary(k, KIR_SUB, x2, x))))),
     };
     for (int o = 0; o < OUTS; o++) kir_store(k, ob[o], i, out[o]);
     kir_loop_end(k);
@@ -105,6 +108,8 @@ static void check_vector_loops(int lanes)
     CHECK(src && strstr(src, "set1_ps(-0x1p+126f))") && strstr(src, "set1_ps(0x1p-127f))"));
     CHECK(src && strstr(src, lanes == 16 ? "#if defined(__AVX512F__)" : "#if defined(__AVX2__) && defined(__FMA__)"));
     CHECK(src && strstr(src, "_le0(") && strstr(src, "smelt_tanhf_v") && strstr(src, "smelt_erff_v"));
+    snprintf(want_s[0], sizeof want_s[0], "smelt_expf_v%d_neg(x", lanes);
+    CHECK(src && strstr(src, want_s[0]));
     if (src) check_compiles_for_isas(src);
     rt_so *so = NULL;
     CHECK_EQ_INT(rt_cc_load(src, &so, NULL), SMELT_OK);
