@@ -136,8 +136,10 @@ static int check_kquads(const smelt_program *p, const ci_case *t)
     return (int)found;
 }
 
-/* ConvInteger(x, w, x_zp, w_zp) with a constant w, run compiled, equal to int64's result. */
-static void run_ci(const ci_case *t)
+/* ConvInteger(x, w, x_zp, w_zp) with a constant w, run compiled, equal to
+ * int64's result; without `zps` ConvInteger(x, w), its zero points 0 (t's
+ * must be 0). */
+static void run_ci_zp(const ci_case *t, bool zps)
 {
     int64_t c = t->c, h = t->h, w = t->w, m = t->m, k = t->k, kk = c * k * k;
     int64_t oh = (h + 2 * t->pad - k) / t->stride + 1, ow = (w + 2 * t->pad - k) / t->stride + 1;
@@ -152,9 +154,11 @@ static void run_ci(const ci_case *t)
             st[2] = {t->stride, t->stride};
     mb_input(&mbd, "x", t->xt, 4, dx);
     APPEND(mbd.g.initializer, mbd.g.n_initializer, tensor_raw("w", t->wt, 4, dw, wd, (size_t)(m * kk)));
-    APPEND(mbd.g.initializer, mbd.g.n_initializer, tensor_raw("xz", t->xt, 0, NULL, &xz, 1));
-    APPEND(mbd.g.initializer, mbd.g.n_initializer, tensor_raw("wz", t->wt, 0, NULL, &wz, 1));
-    Onnx__NodeProto *n = node_new(&mbd.g, "ConvInteger", "ci", "x,w,xz,wz", "y");
+    if (zps) {
+        APPEND(mbd.g.initializer, mbd.g.n_initializer, tensor_raw("xz", t->xt, 0, NULL, &xz, 1));
+        APPEND(mbd.g.initializer, mbd.g.n_initializer, tensor_raw("wz", t->wt, 0, NULL, &wz, 1));
+    }
+    Onnx__NodeProto *n = node_new(&mbd.g, "ConvInteger", "ci", zps ? "x,w,xz,wz" : "x,w", "y");
     pb_attr_ints(n, "pads", 4, pads);
     pb_attr_ints(n, "strides", 2, st);
     mb_output(&mbd, "y");
@@ -207,6 +211,8 @@ static void run_ci(const ci_case *t)
     free(x), free(wd);
 }
 
+static void run_ci(const ci_case *t) { run_ci_zp(t, true); }
+
 /* Output planes of 32 and 64 positions: a whole number of panels on either ISA's
  * tiles (16 or 32), so the positions go on N (graph_conv_on_cols). */
 TEST(conv_pairs_conv_integer_is_exact)
@@ -256,6 +262,19 @@ TEST(conv_quads_conv_integer_is_exact)
         {4, 8, 8, 32, 3, 1, 1, SMELT_U8, SMELT_U8, 0, 0, true, 0, 0},      /* w - 0 > 127 everywhere: pairs */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_ci(&cases[i]);
+}
+
+/* No zero points: the shift a constant, 0 for uint8 x, 128 for int8 x
+ * (whose padding then reads 128 in the quads' im2col); int8 weights fit the
+ * quads, uint8 ones above 127 leave them for the pairs. */
+TEST(conv_quads_without_zero_points_are_exact)
+{
+    static const ci_case cases[] = {
+        {3, 8, 8, 32, 3, 1, 1, SMELT_U8, SMELT_I8, 0, 0, true, 0, 0},  /* K 27 */
+        {5, 8, 8, 33, 3, 1, 1, SMELT_I8, SMELT_I8, 0, 0, true, 0, 0},  /* K 45, shift 128 */
+        {4, 8, 8, 32, 3, 1, 1, SMELT_I8, SMELT_U8, 0, 0, true, 0, 0},  /* uint8 w: pairs */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_ci_zp(&cases[i], false);
 }
 
 /* x and w at the ends of the quads' range everywhere: X + s = 255 or 0 times
