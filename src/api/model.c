@@ -193,8 +193,9 @@ static void dump_encodings(const ir_graph *g, FILE *f)
         if (!used) continue;
         if (!any) fprintf(f, "encodings:\n");
         any = true;
-        if (x->enc.kind == IR_ENC_KPAIRS) {
-            fprintf(f, "  %%%d '%s': k-pairs int16 of [n=%lld, k=%lld] as [%lld, %lld], read by", t, x->name,
+        if (x->enc.kind == IR_ENC_KPAIRS || x->enc.kind == IR_ENC_KQUADS) {
+            fprintf(f, "  %%%d '%s': %s of [n=%lld, k=%lld] as [%lld, %lld], read by", t, x->name,
+                    x->enc.kind == IR_ENC_KPAIRS ? "k-pairs int16" : "k-quads int8",
                     (long long)x->enc.n, (long long)x->enc.k, (long long)x->shape.dim[0], (long long)x->shape.dim[1]);
         } else {
             fprintf(f, "  %%%d '%s': panels nr=%lld of ", t, x->name, (long long)x->enc.nr);

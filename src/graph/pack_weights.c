@@ -158,6 +158,102 @@ static int kpairs_const(ir_graph *g, int t, const char *name, const graph_pack_c
     return nt;
 }
 
+/* An integer convolution that takes the k-pairs (conv_wants_kpairs) takes
+ * uint8 x int8 k-quads instead where the target has 8-bit dot products
+ * (target.h, int8_dot: AVX512-VNNI's vpdpbusd, 64 products an instruction
+ * against vpdpwssd's 32) and the node carries its shift (ir.h,
+ * IR_ATTR_INT_AMAX: X + s is the 8-bit input as uint8). The im2col then
+ * writes X + s as uint8 quads, the GEMM sums w8 * (X + s) with w8 the weight
+ * clamped to int8, and the store adds each clamped element's residual r = w -
+ * w8 times its (X + s) - s and subtracts s * rowsum(w8) (ops/conv_gemm.c). A
+ * uint8 weight less a per-tensor zero point spans 255, so it leaves int8 by a
+ * few elements at most: ddddocr_ocr_quant's 21 weights 1 to 3 each (the
+ * extremes 0 or 255 against zero points 94..178). At most KQUADS_RESIDUALS
+ * such elements, each a short pass over its channel's block. So that no
+ * int32 or float partial sum is inexact, 255 times each output channel's sum
+ * of |w| must stay within 2^24 (amax, X's own bound, may be less than 255).
+ * Measured in bench/int8_quads.c (1 thread, im2col + GEMM): ddddocr_ocr_quant's
+ * 3x3 48 -> 192 at 16x40 0.565 -> 0.357 ms, 64 -> 256 at 8x20 0.241 -> 0.145. */
+#define KQUADS_RESIDUALS 16
+
+/* Whether node n takes the quads; *n_res: its weight's elements outside int8. */
+static bool conv_wants_kquads(const ir_graph *g, const ir_node *n, int64_t *n_res)
+{
+    const ir_tensor *w = ir_in(g, n, 1), *s = ir_in(g, n, 3);
+    if (!s || ir_in(g, n, 4) || ir_in(g, n, 2)) return false;
+    int64_t m = w->shape.dim[0], k = ir_tensor_numel(w) / m;
+    const float *v = w->data;
+    *n_res = 0;
+    for (int64_t r = 0; r < m; r++) {
+        double sum = 0;
+        for (int64_t i = 0; i < k; i++) {
+            float e = v[r * k + i]; /* an integer within int16: conv_wants_kpairs checked */
+            *n_res += e < -128.0f || e > 127.0f;
+            sum += fabs((double)e);
+        }
+        if (255.0 * sum > 16777216.0 || *n_res > KQUADS_RESIDUALS) return false;
+    }
+    return true;
+}
+
+static float clamp_i8(float e) { return e < -128.0f ? -128.0f : e > 127.0f ? 127.0f : e; }
+
+/* t ([m, k...], float32 integers) clamped to int8 as [m][k rounded up to a
+ * multiple of 4], the padding columns 0; how: {m, k}. */
+static void fill_kquads(const float *from, void *to, const void *how)
+{
+    const int64_t m = ((const int64_t *)how)[0], k = ((const int64_t *)how)[1], kq = (k + 3) / 4 * 4;
+    int8_t *out = to;
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t i = 0; i < kq; i++) out[r * kq + i] = i < k ? (int8_t)clamp_i8(from[r * k + i]) : 0;
+}
+
+/* Per row of t clamped to int8 the sum of its k elements, then (channel, k,
+ * residual) of each element outside int8 (ir.h, IR_ATTR_INT_AMAX). */
+static void fill_rowsums(const float *from, void *to, const void *how)
+{
+    const int64_t m = ((const int64_t *)how)[0], k = ((const int64_t *)how)[1];
+    float *out = to, *res = out + m;
+    for (int64_t r = 0; r < m; r++) {
+        double sum = 0;
+        for (int64_t i = 0; i < k; i++) {
+            float e = from[r * k + i], c = clamp_i8(e);
+            sum += c;
+            if (c != e) *res++ = (float)r, *res++ = (float)i, *res++ = e - c;
+        }
+        out[r] = (float)sum; /* an integer within 2^24 (conv_wants_kquads) */
+    }
+}
+
+/* Conv node i's weight as int8 k-quad rows (ir.h, IR_ENC_KQUADS) and its
+ * fifth input, the rows' sums and the residuals; false on OOM. */
+static bool kquads_node(ir_graph *g, int i, int64_t n_res, const graph_pack_cache *cache)
+{
+    int t = g->nodes[i].in[1];
+    const ir_tensor *src = &g->tensors[t];
+    int64_t m = src->shape.dim[0], k = ir_tensor_numel(src) / m;
+    ir_shape logical = src->shape, s = {.rank = 2, .dim = {m, (k + 3) / 4 * 4}}, sums = {.rank = 1, .dim = {m + 3 * n_res}};
+    char name[256];
+    snprintf(name, sizeof name, "%s/kquads", src->name);
+    int nq = ir_tensor_add(g, name, SMELT_I8, &s);
+    snprintf(name, sizeof name, "%s/rowsums", g->tensors[t].name);
+    int ns = nq < 0 ? -1 : ir_tensor_add(g, name, SMELT_F32, &sums);
+    if (ns < 0) return false;
+    const int64_t how[2] = {m, k};
+    if (!packed_data(g, nq, g->tensors[t].data, 0, GRAPH_PACK_KQUADS, fill_kquads, how, cache) ||
+        !packed_data(g, ns, g->tensors[t].data, 0, GRAPH_PACK_ROWSUMS, fill_rowsums, how, cache))
+        return false;
+    g->tensors[nq].enc = (ir_encoding){.kind = IR_ENC_KQUADS, .k = k, .n = m, .logical = logical};
+    ir_node *w = &g->nodes[i];
+    int *ins = arena_alloc(&g->arena, sizeof(int) * 5);
+    if (!ins) return false;
+    for (int j = 0; j < 4; j++) ins[j] = j < w->n_in ? w->in[j] : -1;
+    ins[1] = nq, ins[4] = ns;
+    w->in = ins;
+    w->n_in = 5;
+    return true;
+}
+
 /* Node w's attributes gain its plain B, its packed B and the plain one's transB. */
 static bool keep_both(ir_graph *g, ir_node *w, int plain, int packed, bool trans)
 {
@@ -235,7 +331,7 @@ static bool conv_wants_gemm(const ir_graph *g, const ir_node *n, int64_t nr)
     return k >= 27 && m >= 32 && graph_im2col_fits(p, k);
 }
 
-smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache *cache, bool keep_plain)
+smelt_status graph_pack_weights(ir_graph *g, int64_t nr, bool int8_dot, const graph_pack_cache *cache, bool keep_plain)
 {
     int *done = NULL; /* per tensor: its packed copy + 1 (two nodes sharing a weight share the copy) */
     int n_done = 0;
@@ -256,6 +352,11 @@ smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache 
         const ir_tensor *b = &g->tensors[n->in[1]], *a = ir_in(g, n, 0);
         if (conv && !keep_plain && b->data && b->enc.kind == IR_ENC_NONE && b->dtype == SMELT_F32 &&
             conv_wants_kpairs(g, n, nr)) {
+            int64_t n_res;
+            if (int8_dot && conv_wants_kquads(g, n, &n_res)) {
+                if (!kquads_node(g, i, n_res, cache)) goto nomem;
+                continue;
+            }
             char name[256];
             snprintf(name, sizeof name, "%s/kpairs", b->name);
             int nt = kpairs_const(g, n->in[1], name, cache);

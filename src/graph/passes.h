@@ -92,6 +92,8 @@ smelt_status graph_pack_recurrent_w(ir_graph *g, int64_t nr);
 #define GRAPH_PACK_TRANS 1
 #define GRAPH_PACK_INT8 2
 #define GRAPH_PACK_KPAIRS 4 /* an integer Conv's weight as int16 k-pair rows (ir.h IR_ENC_KPAIRS; nr 0) */
+#define GRAPH_PACK_KQUADS 8 /* as int8 k-quad rows (ir.h IR_ENC_KQUADS; nr 0) */
+#define GRAPH_PACK_ROWSUMS 16 /* and those rows' sums (float32 [M]) */
 typedef struct graph_pack_cache {
     void *(*find)(void *user, const void *src, int64_t nr, int form);
     void *(*keep)(void *user, const void *src, int64_t nr, int form, void *data, size_t bytes);
@@ -127,10 +129,12 @@ void graph_pack_int8(const float *from, void *to, int64_t k, int64_t n, int64_t 
  * each encoding some device reads.
  * A Conv with IR_ATTR_INT_AMAX (an integer convolution in float32,
  * onnx/quantized.c) whose weight holds integers within the bound gets int16
- * k-pair rows instead (ir.h IR_ENC_KPAIRS), without `keep_plain`.
+ * k-pair rows instead (ir.h IR_ENC_KPAIRS), without `keep_plain`; where
+ * `int8_dot` (the target's, target.h) and its weights fit int8, int8 k-quad
+ * rows (IR_ENC_KQUADS) and a fifth input, their sums (ir.h).
  * requires: inferred graph. guarantees: the graph computes the same values;
  * the original constant is left for graph_dce when nothing else reads it. */
-smelt_status graph_pack_weights(ir_graph *g, int64_t nr, const graph_pack_cache *cache, bool keep_plain);
+smelt_status graph_pack_weights(ir_graph *g, int64_t nr, bool int8_dot, const graph_pack_cache *cache, bool keep_plain);
 
 /* The most bytes of im2col scratch a Conv on the packed GEMM takes
  * (ops/conv_gemm.c: A^T of as many images as fit, KH*KW/(sh*sw) times X's

@@ -55,8 +55,11 @@ typedef struct ir_shape {
  * values integers within int16) as int16 rows [n = M][K rounded up to even],
  * k = C * k... and the padding column zero, so each row's k-pairs are one
  * 32-bit word: the operand the C target's k-pair microkernel broadcasts
- * (graph/pack_weights.c, ops/conv_gemm.c, target/emit_c_gemm_pairs.c). */
-typedef enum ir_enc_kind { IR_ENC_NONE, IR_ENC_PANELS, IR_ENC_KPAIRS } ir_enc_kind;
+ * (graph/pack_weights.c, ops/conv_gemm.c, target/emit_c_gemm_pairs.c).
+ * IR_ENC_KQUADS: the same weight (its values within int8) as int8 rows [n =
+ * M][K rounded up to a multiple of 4], each row's k-quads one 32-bit word,
+ * for the uint8 x int8 k-quad microkernel. */
+typedef enum ir_enc_kind { IR_ENC_NONE, IR_ENC_PANELS, IR_ENC_KPAIRS, IR_ENC_KQUADS } ir_enc_kind;
 typedef struct ir_encoding {
     ir_enc_kind kind;
     int64_t k, n, nr;
@@ -182,6 +185,16 @@ smelt_status ir_graph_compact(ir_graph *g);
  * output channel's sum of |weight| is at most 2^24, so every partial sum of
  * the convolution is an integer float32 holds exactly, in any order. */
 #define IR_ATTR_INT_AMAX "smelt.int_amax"
+/* Such a Conv has a fourth input, its shift s (float32, one element): X + s is
+ * the 8-bit input itself as uint8 ([0, 255]; x - x_zp + x_zp, or + 128 for
+ * int8), so a padded element (X = 0) is s. Only the uint8 k-quad form reads it
+ * (ops/conv_gemm.c); every other form computes the conv of X and ignores it.
+ * Where graph/pack_weights.c takes the quads (the weight w clamped to int8,
+ * w8, IR_ENC_KQUADS) it adds a fifth input, float32 [M + 3R]: per output
+ * channel the sum of w8's integers, then for each of the R elements of w
+ * outside int8 its channel, its k and its residual w - w8; the conv is
+ *     sum w8 (X + s) + sum of residuals r ((X + s)[k] - s) - s * rowsum(w8)
+ * (each step exact: graph/pack_weights.c, ops/conv_gemm.c). */
 
 /* Attribute lookup; the typed getters return `def` when absent. */
 const ir_attr *ir_attr_find(const ir_node *n, const char *name);

@@ -181,7 +181,7 @@ typedef smelt_status (*op_parse_fn)(const struct ir_graph *g, const struct ir_no
     X(BitwiseXor,     BROADCAST,   2, 2,  1, 1,  0x0,  infer_int_broadcast,  scalar_BitwiseXor,      OP_NONE,             OP_NONE, 0, OP_NONE) \
     X(MatMul,             CONTRACTION, 2, 2, 1, 1, 0x0, infer_MatMul,             OP_NONE, OP_NONE, lower_MatMul, 0, OP_NONE) \
     X(Gemm,               CONTRACTION, 2, 3, 1, 1, 0x0, infer_Gemm,               OP_NONE, OP_NONE, lower_Gemm, 0, OP_NONE) \
-    X(Conv,               CONTRACTION, 2, 3, 1, 1, 0x0, infer_Conv,               OP_NONE, OP_NONE, lower_Conv, 0, OP_NONE) \
+    X(Conv,               CONTRACTION, 2, 5, 1, 1, 0x0, infer_Conv,               OP_NONE, OP_NONE, lower_Conv, 0, OP_NONE) \
     X(ConvTranspose,      CONTRACTION, 2, 3, 1, 1, 0x0, infer_ConvTranspose,      OP_NONE, OP_NONE, lower_ConvTranspose, 0, OP_NONE) \
     X(MaxPool,            REDUCTION,   1, 1, 1, 2, 0x0, infer_Pool,               OP_NONE, OP_NONE, lower_MaxPool, 0, OP_NONE) \
     X(AveragePool,        REDUCTION,   1, 1, 1, 1, 0x0, infer_Pool,               OP_NONE, OP_NONE, lower_AveragePool, 0, OP_NONE) \

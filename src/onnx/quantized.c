@@ -54,6 +54,10 @@
  * what it measured). vpmaddubsw (u8 x s8, 32 products) is exact
  * only while a pair's sum fits int16, |w - w_zp| <= 64 for x up to 255;
  * every weight of that model spans 121 to 178, so it never applies there.
+ * vpdpbusd (AVX512-VNNI: u8 x s8 quads into int32, 64 products) has no such
+ * limit: each chunk's Conv gets the shift s that makes X + s the 8-bit input
+ * again (ir.h, input 3), and where the C target has it the weight becomes
+ * int8 k-quads (graph/pack_weights.c, ops/conv_gemm.c).
  */
 #include "onnx/expand.h"
 
@@ -186,15 +190,16 @@ static int ex_shifted_f32(expand_ctx *x, int t, int zp)
 }
 
 /* The int32 sum over chunks of cut of contraction op (MatMul or Conv, with the
- * node's attributes for Conv) of float a and b sliced along their K axes. */
+ * node's attributes for Conv) of float a and b sliced along their K axes; a
+ * Conv's input 3 is `shift` (ir.h, IR_ATTR_INT_AMAX). */
 static int chunked(expand_ctx *x, op_id op, int af, int64_t a_axis, int bf, int64_t b_axis, int n,
-                   const int64_t *cut, double amax, int out)
+                   const int64_t *cut, double amax, int shift, int out)
 {
     int acc = -1;
     for (int c = 0; c < n; c++) {
-        int in[2] = {n > 1 ? ex_slice(x, af, a_axis, cut[c], cut[c + 1]) : af,
-                     n > 1 ? ex_slice(x, bf, b_axis, cut[c], cut[c + 1]) : bf};
-        int y = ex_node(x, op, -1, 2, in);
+        int in[4] = {n > 1 ? ex_slice(x, af, a_axis, cut[c], cut[c + 1]) : af,
+                     n > 1 ? ex_slice(x, bf, b_axis, cut[c], cut[c + 1]) : bf, -1, shift};
+        int y = ex_node(x, op, -1, op == OP_Conv ? 4 : 2, in);
         if (op == OP_Conv) {
             for (int a = 0; a < x->n->n_attr; a++) ex_attr_copy(x, &x->n->attr[a]);
             ex_attr_int(x, IR_ATTR_INT_AMAX, (int64_t)amax); /* k_chunks kept amax * column sums <= 2^24 */
@@ -230,7 +235,7 @@ int ex_int_matmul(expand_ctx *x, int a, int a_zp, int b, int b_zp, int out)
         int in[2] = {ex_shifted(x, a, a_zp), ex_shifted(x, b, b_zp)};
         return ex_node(x, OP_MatMul, out, 2, in);
     }
-    return chunked(x, OP_MatMul, ex_shifted_f32(x, a, a_zp), -1, ex_shifted_f32(x, b, b_zp), -2, n, cut, 0.0, out);
+    return chunked(x, OP_MatMul, ex_shifted_f32(x, a, a_zp), -1, ex_shifted_f32(x, b, b_zp), -2, n, cut, 0.0, -1, out);
 }
 
 int ex_dequantize_acc(expand_ctx *x, int acc, int scale, int bias, int out)
@@ -362,9 +367,14 @@ static int int_conv(expand_ctx *x, int xin, int x_zp, int win, int w_zp, int bia
                      ir_shape_numel(&x->g->tensors[w_zp].shape) == r.outer;
         if (zp_ok && r.k > 0 && inner > 0) n = k_chunks(x, win, w_zp, max_shifted(x, xin, x_zp), &r, cut);
     }
-    if (n)
+    if (n) {
+        /* x - x_zp + shift is x itself as uint8: x_zp for uint8 x, x_zp + 128 for int8 */
+        bool i8 = x->g->tensors[xin].dtype == SMELT_I8;
+        int shift = x_zp < 0 ? ex_const_f32(x, i8 ? 128.0f : 0.0f) : ex_cast(x, x_zp, SMELT_F32);
+        if (x_zp >= 0 && i8) shift = ex_binary(x, OP_Add, shift, ex_const_f32(x, 128.0f));
         return chunked(x, OP_Conv, ex_shifted_f32(x, xin, x_zp), 1, ex_shifted_f32(x, win, wz), 1, n, cut,
-                       max_shifted(x, xin, x_zp), out);
+                       max_shifted(x, xin, x_zp), shift, out);
+    }
     int in[3] = {ex_shifted(x, xin, x_zp), ex_shifted(x, win, wz), bias};
     int y = ex_node(x, OP_Conv, out, bias < 0 ? 2 : 3, in);
     for (int a = 0; a < x->n->n_attr; a++) ex_attr_copy(x, &x->n->attr[a]);

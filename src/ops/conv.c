@@ -412,7 +412,8 @@ smelt_status lower_Conv(lower_ctx *c)
     const ir_tensor *y = &c->g->tensors[c->n->out[0]];
     int64_t group = j.w.group;
     if (wt->enc.kind == IR_ENC_PANELS) return conv_gemm_lower(c, &j.w);
-    if (wt->enc.kind == IR_ENC_KPAIRS) return conv_cols_lower(c, &j.w); /* an integer conv on int16 pairs */
+    if (wt->enc.kind == IR_ENC_KPAIRS || wt->enc.kind == IR_ENC_KQUADS)
+        return conv_cols_lower(c, &j.w); /* an integer conv on int16 pairs or uint8 x int8 quads */
     if (conv_cols_wanted(c, &j.w)) return conv_cols_lower(c, &j.w);
     ir_shape ws = wt->shape;
     j.ns = j.w.nsp;

@@ -54,10 +54,17 @@
  * runs, im2col and GEMM kernels together): 3x3 48 -> 192 at 16x40 1.30-1.61
  * -> 0.91 ms (41 -> 59 GMAC/s), 64 -> 256 at 8x20 0.48 -> 0.32 (49 -> 74), 3x3 s2
  * 48 -> 192 0.29 -> 0.19 (45 -> 68), 1x1 192 -> 48 0.123 -> 0.103 (48 -> 57).
+ * Where the target has 8-bit dot products (AVX512-VNNI) and the weight is
+ * int8 but for a few elements (IR_ENC_KQUADS, graph/pack_weights.c), k-quads
+ * instead: the im2col writes X + s, the 8-bit input itself, as uint8 quads
+ * (the padding s), each gemm step four products (vpdpbusd), and the store
+ * adds the residuals of the weight's elements outside int8 to their
+ * channels' accumulators and subtracts s * rowsum per channel (ir.h,
+ * IR_ATTR_INT_AMAX, conv_quad_residuals).
  *
  * requires: a Conv node whose weight has the IR_ENC_PANELS encoding (or, for
  *           conv_cols_lower, a plain constant weight and conv_cols_wanted, or
- *           an IR_ENC_KPAIRS one); the C target.
+ *           an IR_ENC_KPAIRS or IR_ENC_KQUADS one); the C target.
  * guarantees: the Conv computed, bias included: one kernel (flat, per-slice
  *             pack) or an im2col kernel and a GEMM kernel per batch chunk.
  */
@@ -112,9 +119,11 @@ typedef struct conv_gemm_job {
     int64_t k, ld;     /* its K (C * KH * KW) and row length */
     int64_t n0;        /* the first image of the batch chunk being lowered (im2col) */
     bool cols;         /* the positions on N, the channels on M (conv_cols_lower) */
-    bool pairs;        /* k-pairs: int16 weight rows (ir.h IR_ENC_KPAIRS) and an int16 im2col in pairs */
-    int a16;           /* with pairs: scratch holding the im2col as k-pairs (conv_pairs_body), not a */
-    int64_t kreal;     /* C * KH * KW (k, with pairs, is that rounded up to even) */
+    int kg;            /* k-groups: 2, int16 weight rows (ir.h IR_ENC_KPAIRS) and an int16 im2col in
+                        * pairs; 4, int8 rows (IR_ENC_KQUADS) and a uint8 im2col of X + s in quads;
+                        * 0: neither */
+    int aq;            /* with kg: scratch holding the im2col in k-groups (conv_groups_body), not a */
+    int64_t kreal;     /* C * KH * KW (k, with kg, is that rounded up to a multiple of kg) */
 } conv_gemm_job;
 
 /* The A pack. Flat: k outer, the unit's rows inner, read straight along X's
@@ -213,7 +222,7 @@ static kir_val cols_read_w(lower_ctx *c, const gemm_packed *g, const kir_val *bi
 {
     const conv_gemm_job *j = g->user;
     (void)bidx;
-    if (j->pairs) { /* int16 rows [M][K rounded up to even] */
+    if (j->kg) { /* int16 or int8 rows [M][K rounded up to a multiple of kg] */
         kir_val wi[2] = {i, k};
         return kir_cast(c->k, SMELT_F32, lower_load(c, 1, wi));
     }
@@ -232,15 +241,23 @@ static kir_val cols_read_im2col(lower_ctx *c, const gemm_packed *g, const kir_va
     return conv_read_im2col(c, g, bidx, p, k);
 }
 
-/* The int16 im2col in k-pairs: element h of pair kp at position p of image n
- * at ((n*K/2 + kp)*ld + p)*2 + h (conv_im2col_body). */
-static kir_val cols_read_im2col_pair(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val kp, int h, kir_val p)
+/* The im2col in k-groups (int16 pairs, uint8 quads): element h of group kp
+ * at position p of image n at ((n*KG + kp)*ld + p)*kg + h (conv_groups_body). */
+static kir_val cols_read_im2col_group(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val kp, int h, kir_val p)
 {
     const conv_gemm_job *j = g->user;
     kir_kernel *K = c->k;
     kir_val row = kir_add(K, kir_mul(K, bidx[0], kir_idx(K, g->k)), kp);
-    kir_val at = kir_add(K, kir_mul(K, kir_add(K, kir_mul(K, row, kir_idx(K, j->ld)), p), kir_idx(K, 2)), kir_idx(K, h));
-    return kir_cast(K, SMELT_F32, lower_scratch_load(c, j->a16, at));
+    kir_val at = kir_add(K, kir_mul(K, kir_add(K, kir_mul(K, row, kir_idx(K, j->ld)), p), kir_idx(K, j->kg)), kir_idx(K, h));
+    return kir_cast(K, SMELT_F32, lower_scratch_load(c, j->aq, at));
+}
+
+/* The shift s of an integer conv (ir.h, IR_ATTR_INT_AMAX): its fourth input's one element. */
+static kir_val conv_shift(lower_ctx *c)
+{
+    kir_val zi[IR_MAX_RANK];
+    for (int d = 0; d < IR_MAX_RANK; d++) zi[d] = kir_idx(c->k, 0);
+    return lower_load(c, 3, zi);
 }
 
 /* The first i in [0, n) with i*s + a0 >= 0, and the first with i*s + a0 >= lim
@@ -305,9 +322,9 @@ static void conv_im2col_body(lower_ctx *c, const kir_val *idx, void *user)
     zero_fill(c, j->a, base, kir_mul(K, oh_hi, own), kir_idx(K, oh_n * ow_n));
 }
 
-/* One tap of a k-pair (conv_pairs_body): row k of the im2col reads X's
+/* One tap of a k-group (conv_groups_body): row k of the im2col reads X's
  * channel ch at (oh*sh + r0, ow*sw + a0), inside X for oh in [oh_lo, oh_hi)
- * and ow in [lo, hi) (none of it where k is past K: an odd K's last pair). */
+ * and ow in [lo, hi) (none of it where k is past K: the last group's tail). */
 typedef struct pair_tap {
     kir_val ch, r0, a0, oh_lo, oh_hi, lo, hi;
 } pair_tap;
@@ -325,7 +342,7 @@ static pair_tap pair_tap_at(kir_kernel *K, const conv_gemm_job *j, kir_val k)
     t.a0 = kir_binary(K, KIR_SUB, kir_mul(K, kw, kir_idx(K, w->dilation[1])), kir_idx(K, w->pad_lo[1]));
     inside(K, t.r0, w->stride[0], w->in[0], w->out[0], &t.oh_lo, &t.oh_hi);
     inside(K, t.a0, w->stride[1], w->in[1], w->out[1], &t.lo, &t.hi);
-    if (j->kreal % 2) { /* row K: an empty range */
+    if (j->kreal % j->kg) { /* rows K and on: an empty range */
         kir_val past = kir_binary(K, KIR_GE, k, kir_idx(K, j->kreal));
         t.oh_hi = kir_select(K, past, t.oh_lo, t.oh_hi);
     }
@@ -333,9 +350,10 @@ static pair_tap pair_tap_at(kir_kernel *K, const conv_gemm_job *j, kir_val k)
 }
 
 /* Tap t's element at (oh, ow) as int16: X's, or 0 in the padding; `row_in`
- * says oh is inside, and columns outside [lo, hi) read 0 unless `cols_in`. */
+ * says oh is inside, and columns outside [lo, hi) read 0 unless `cols_in`.
+ * With a shift s (quads), X + s as uint8. */
 static kir_val pair_value(lower_ctx *c, const conv_gemm_job *j, const pair_tap *t, kir_val n, kir_val oh, kir_val ow,
-                          kir_val row_in, bool cols_in)
+                          kir_val row_in, bool cols_in, kir_val shift)
 {
     kir_kernel *K = c->k;
     const window_geom *w = j->w;
@@ -346,46 +364,81 @@ static kir_val pair_value(lower_ctx *c, const conv_gemm_job *j, const pair_tap *
         ok = kir_binary(K, KIR_AND, ok, kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, ow, t->lo), kir_binary(K, KIR_LT, ow, t->hi)));
     }
     kir_val xi[4] = {kir_add(K, n, kir_idx(K, j->n0)), t->ch, ih, iw};
-    kir_val v = kir_select(K, ok, lower_load(c, 0, xi), kir_const_f(K, SMELT_F32, 0));
+    kir_val v;
+    if (shift) /* X times 0 or 1, not a select: GCC 12 vectorized no run of the select plus s (X is finite) */
+        v = kir_binary(K, KIR_ADD, kir_binary(K, KIR_MUL, lower_load(c, 0, xi), kir_cast(K, SMELT_F32, ok)), shift);
+    else
+        v = kir_select(K, ok, lower_load(c, 0, xi), kir_const_f(K, SMELT_F32, 0));
     /* a no-op on these values; the C target casts a clamped float without a 64-bit path (emit_c.c) */
-    v = kir_binary(K, KIR_MIN, kir_binary(K, KIR_MAX, v, kir_const_f(K, SMELT_F32, INT16_MIN)), kir_const_f(K, SMELT_F32, INT16_MAX));
-    return kir_cast(K, SMELT_I16, v);
+    float lo = shift ? 0.0f : INT16_MIN, hi = shift ? 255.0f : INT16_MAX;
+    v = kir_binary(K, KIR_MIN, kir_binary(K, KIR_MAX, v, kir_const_f(K, SMELT_F32, lo)), kir_const_f(K, SMELT_F32, hi));
+    return kir_cast(K, shift ? SMELT_U8 : SMELT_I16, v);
 }
 
-/* The im2col of k-pairs: rows 2kp and 2kp+1 of image n (conv_im2col_body's
- * rows, int16) interleaved, element h of pair kp at position i at
- * ((n*K2 + kp)*ld + i)*2 + h, K2 pairs, an odd K's last partner 0. Both halves
- * of a pair are written by one run, unit stride: a row alone writes every
- * other int16, which the compiler stores an element at a time, and a second
+/* The im2col in k-groups: rows kg*kp + h (h < kg) of image n (conv_im2col_body's
+ * rows) interleaved, element h of group kp at position i at
+ * ((n*KG + kp)*ld + i)*kg + h, KG groups, the last group's rows past K 0 (or
+ * s). Pairs are int16 of X (exact: integers within int16, IR_ATTR_INT_AMAX);
+ * quads uint8 of X + s, its 8-bit input (ir.h), the padding s. All of a
+ * group is written by one run, unit stride: a row alone writes every kg-th
+ * element, which the compiler stores an element at a time, and a second
  * pass pairing the float im2col's rows cost as much as the im2col (on
  * ddddocr_ocr_quant's 24 -> 24 3x3 conv at 32x80 each made the conv slower
- * than the float GEMM). Per output row, the columns where both taps are
- * inside X read it with no test per element; the edges test each column. The
- * values are integers within int16 (IR_ATTR_INT_AMAX): the cast is exact. */
-static void conv_pairs_body(lower_ctx *c, const kir_val *idx, void *user)
+ * than the float GEMM). Per output row, the columns where every tap is
+ * inside X read it with no test per element; the edges test each column. */
+static void conv_groups_body(lower_ctx *c, const kir_val *idx, void *user)
 {
     const conv_gemm_job *j = user;
     kir_kernel *K = c->k;
-    int64_t ow_n = j->w->out[1], k2 = (j->kreal + 1) / 2;
+    int kg = j->kg;
+    int64_t ow_n = j->w->out[1], kgs = (j->kreal + kg - 1) / kg;
     kir_val n = idx[0], kp = idx[1], z = kir_idx(K, 0), one = kir_idx(K, 1), own = kir_idx(K, ow_n);
-    kir_val k0 = kir_mul(K, kp, kir_idx(K, 2));
-    pair_tap t[2] = {pair_tap_at(K, j, k0), pair_tap_at(K, j, kir_add(K, k0, one))};
-    kir_val base = kir_mul(K, kir_add(K, kir_mul(K, n, kir_idx(K, k2)), kp), kir_idx(K, 2 * j->ld));
-    kir_val lo = kir_binary(K, KIR_MAX, t[0].lo, t[1].lo);
-    kir_val hi = kir_binary(K, KIR_MAX, lo, kir_binary(K, KIR_MIN, t[0].hi, t[1].hi));
+    kir_val shift = kg == 4 ? conv_shift(c) : 0;
+    kir_val k0 = kir_mul(K, kp, kir_idx(K, kg));
+    pair_tap t[4];
+    for (int h = 0; h < kg; h++) t[h] = pair_tap_at(K, j, kir_add(K, k0, kir_idx(K, h)));
+    kir_val base = kir_mul(K, kir_add(K, kir_mul(K, n, kir_idx(K, kgs)), kp), kir_idx(K, kg * j->ld));
+    kir_val lo = t[0].lo, hi = t[0].hi;
+    for (int h = 1; h < kg; h++) lo = kir_binary(K, KIR_MAX, lo, t[h].lo), hi = kir_binary(K, KIR_MIN, hi, t[h].hi);
+    hi = kir_binary(K, KIR_MAX, lo, hi);
     kir_val oh = kir_loop_begin(K, z, kir_idx(K, j->w->out[0]), one);
-    kir_val row_in[2], row = kir_add(K, base, kir_mul(K, oh, kir_idx(K, 2 * ow_n)));
-    for (int h = 0; h < 2; h++)
+    kir_val row_in[4], row = kir_add(K, base, kir_mul(K, oh, kir_idx(K, kg * ow_n)));
+    for (int h = 0; h < kg; h++)
         row_in[h] = kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, oh, t[h].oh_lo), kir_binary(K, KIR_LT, oh, t[h].oh_hi));
     const kir_val from[3] = {z, lo, hi}, to[3] = {lo, hi, own};
     for (int part = 0; part < 3; part++) {
         kir_val ow = kir_loop_begin_parallel(K, from[part], to[part]);
-        kir_val at = kir_add(K, row, kir_mul(K, ow, kir_idx(K, 2)));
-        for (int h = 0; h < 2; h++)
-            lower_scratch_store(c, j->a16, kir_add(K, at, kir_idx(K, h)), pair_value(c, j, &t[h], n, oh, ow, row_in[h], part == 1));
+        kir_val at = kir_add(K, row, kir_mul(K, ow, kir_idx(K, kg)));
+        for (int h = 0; h < kg; h++)
+            lower_scratch_store(c, j->aq, kir_add(K, at, kir_idx(K, h)),
+                                pair_value(c, j, &t[h], n, oh, ow, row_in[h], part == 1, shift));
         kir_loop_end(K);
     }
     kir_loop_end(K);
+}
+
+/* The quads' residuals (ir.h, IR_ATTR_INT_AMAX): for each weight element
+ * outside int8, where this block holds its channel, r * ((X + s)[k] - s) added
+ * to the channel's accumulators, (X + s)[k] read from the im2col at the
+ * block's positions. */
+static void conv_quad_residuals(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, const gemm_c_block *b, kir_val shift)
+{
+    const ir_tensor *sums = ir_in(c->g, c->n, 4);
+    int64_t m = ir_in(c->g, c->n, 1)->shape.dim[0], n_res = (sums->shape.dim[0] - m) / 3;
+    const float *res = (const float *)sums->data + m;
+    kir_kernel *K = c->k;
+    for (int64_t q = 0; q < n_res; q++) {
+        int64_t ch = (int64_t)res[3 * q], k = (int64_t)res[3 * q + 1];
+        kir_val u = kir_binary(K, KIR_SUB, kir_idx(K, ch), b->i0);
+        kir_if_begin(K, kir_binary(K, KIR_AND, kir_binary(K, KIR_GE, u, kir_idx(K, 0)), kir_binary(K, KIR_LT, u, b->rows)));
+        kir_val t = kir_loop_begin_parallel(K, kir_idx(K, 0), b->cols);
+        kir_val xs = cols_read_im2col_group(c, g, bidx, kir_idx(K, k / 4), (int)(k % 4), kir_add(K, b->j0, t));
+        kir_val add = kir_binary(K, KIR_MUL, kir_const_f(K, SMELT_F32, res[3 * q + 2]), kir_binary(K, KIR_SUB, xs, shift));
+        kir_val at = kir_add(K, kir_mul(K, u, kir_idx(K, b->ld)), t);
+        kir_store(K, b->acc, at, kir_binary(K, KIR_ADD, kir_load(K, b->acc, at), add));
+        kir_loop_end(K);
+        kir_if_end(K);
+    }
 }
 
 /* The block into Y[n][m][oh][ow], the unit's positions as output rows oh and
@@ -406,11 +459,15 @@ static void conv_store_block(lower_ctx *c, const gemm_packed *g, const kir_val *
     kir_val i1 = kir_add(K, p0, np);
     kir_val oh0 = kir_binary(K, KIR_DIV, p0, ow_n);
     kir_val oh1 = kir_add(K, kir_binary(K, KIR_DIV, kir_binary(K, KIR_SUB, i1, one), ow_n), one);
-    kir_val u = 0, m = 0, bias = 0;
+    kir_val u = 0, m = 0, bias = 0, corr = 0;
+    /* quads: the GEMM summed w * (X + s); s * rowsum(w) off, both exact (ir.h) */
+    kir_val shift = j->kg == 4 ? conv_shift(c) : 0;
+    if (shift) conv_quad_residuals(c, g, bidx, b, shift);
     if (j->cols) {
         u = kir_loop_begin(K, z, b->rows, one);
         m = kir_add(K, b->i0, u);
         bias = j->bias ? lower_load(c, 2, &m) : 0;
+        if (shift) corr = kir_binary(K, KIR_MUL, shift, lower_load(c, 4, &m));
     }
     kir_val oh = kir_loop_begin(K, oh0, oh1, one);
     kir_val rowstart = kir_mul(K, oh, ow_n);
@@ -425,6 +482,7 @@ static void conv_store_block(lower_ctx *c, const gemm_packed *g, const kir_val *
     }
     kir_val at = j->cols ? kir_add(K, kir_mul(K, u, kir_idx(K, b->ld)), t) : kir_add(K, kir_mul(K, t, kir_idx(K, b->ld)), u);
     kir_val v = kir_load(K, b->acc, at);
+    if (corr) v = kir_binary(K, KIR_SUB, v, corr);
     if (bias) v = kir_binary(K, KIR_ADD, v, bias);
     kir_val yi[4] = {kir_add(K, bidx[0], kir_idx(K, j->n0)), m, oh, ow};
     lower_store(c, 0, yi, v);
@@ -442,27 +500,28 @@ static smelt_status conv_gemm_run(lower_ctx *c, gemm_packed *g, conv_gemm_job *j
     j->a = -1;
     j->ld = graph_im2col_ld(w->out[0] * w->out[1]);
     bool fits = !j->flat && graph_im2col_fits(w->out[0] * w->out[1], j->kreal);
-    /* bytes per image: the float im2col, or its int16 k-pairs */
-    int64_t bytes = (j->pairs ? 2 * g->k * 2 : j->kreal * 4) * j->ld;
+    /* bytes per image: the float im2col, or its int16 k-pairs or uint8 k-quads */
+    smelt_dtype qt = j->kg == 4 ? SMELT_U8 : SMELT_I16;
+    int64_t bytes = (j->kg ? g->k * j->kg * (int64_t)smelt_dtype_size(qt) : j->kreal * 4) * j->ld;
     int64_t chunk = fits ? GRAPH_IM2COL_MAX_BYTES / bytes : 0;
-    if (chunk < 1 && j->pairs) /* graph/pack_weights.c packs the pairs only where it fits */
-        return ir_node_fail(c->n, SMELT_ERR_INTERNAL, "k-pair weight for a convolution whose im2col does not fit");
+    if (chunk < 1 && j->kg) /* graph/pack_weights.c packs the groups only where it fits */
+        return ir_node_fail(c->n, SMELT_ERR_INTERNAL, "k-group weight for a convolution whose im2col does not fit");
     if (chunk < 1) return gemm_packed_lower(c, g);
     int64_t batch = g->batch[0];
     if (chunk > batch) chunk = batch;
     j->k = j->kreal;
-    if (j->pairs ? (j->a16 = lower_scratch(c, SMELT_I16, chunk * 2 * g->k * j->ld)) < 0
+    if (j->kg ? (j->aq = lower_scratch(c, qt, chunk * j->kg * g->k * j->ld)) < 0
                  : (j->a = lower_scratch(c, SMELT_F32, chunk * j->k * j->ld)) < 0)
         return ir_node_fail(c->n, SMELT_ERR_NOMEM, "out of memory");
-    if (j->cols && j->pairs) g->read_b_pair = cols_read_im2col_pair;
+    if (j->cols && j->kg) g->read_b_group = cols_read_im2col_group, g->kgroup = j->kg;
     else if (j->cols) g->read_b = cols_read_im2col;
     else g->read_a = conv_read_im2col, g->nc_min = 0, g->kc_max = CONV_READ_A_KC;
     for (j->n0 = 0; j->n0 < batch; j->n0 += chunk) {
         int64_t nb = batch - j->n0 < chunk ? batch - j->n0 : chunk;
         ir_shape fill = {.rank = 3, .dim = {nb, j->k, 1}};
-        if (j->pairs) {
-            ir_shape pairs = {.rank = 3, .dim = {nb, g->k, 1}};
-            lower_parallel_for(c, &pairs, 2 * w->out[0] * w->out[1], conv_pairs_body, j);
+        if (j->kg) {
+            ir_shape groups = {.rank = 3, .dim = {nb, g->k, 1}};
+            lower_parallel_for(c, &groups, j->kg * w->out[0] * w->out[1], conv_groups_body, j);
         } else {
             lower_parallel_for(c, &fill, w->out[0] * w->out[1], conv_im2col_body, j);
         }
@@ -521,16 +580,17 @@ smelt_status conv_cols_lower(lower_ctx *c, const window_geom *w)
 {
     const ir_tensor *x = ir_in(c->g, c->n, 0), *wt = ir_in(c->g, c->n, 1);
     conv_gemm_job j = {.w = w, .c = x->shape.dim[1], .taps = w->kernel[0] * w->kernel[1], .bias = ir_in(c->g, c->n, 2) != NULL,
-                       .cols = true, .pairs = wt->enc.kind == IR_ENC_KPAIRS};
+                       .cols = true, .kg = wt->enc.kind == IR_ENC_KPAIRS ? 2 : wt->enc.kind == IR_ENC_KQUADS ? 4 : 0};
     j.kreal = j.c * j.taps;
-    if (j.pairs && (c->target->wg_size != 1 || w->nsp != 2 || x->dtype != SMELT_F32 || wt->enc.k != j.kreal ||
-                    wt->enc.n != wt->shape.dim[0]))
+    if (j.kg && (c->target->wg_size != 1 || w->nsp != 2 || x->dtype != SMELT_F32 || wt->enc.k != j.kreal ||
+                 wt->enc.n != wt->shape.dim[0] || (j.kg == 4 && (!ir_in(c->g, c->n, 3) || !ir_in(c->g, c->n, 4)))))
         return ir_node_fail(c->n, SMELT_ERR_UNSUPPORTED,
-                            "a weight in int16 k-pairs needs a 2-D float32 convolution of group 1 on the C target");
-    /* k-pairs read X through the im2col, which writes the pairs */
-    j.flat = !j.pairs && conv_is_flat(c, w) && w->out[0] * w->out[1] % mm_tiles_for(c->target->vector_width).nr == 0;
+                            "a weight in int16 k-pairs or int8 k-quads needs a 2-D float32 convolution of group 1 on the C target"
+                            " (and quads its shift and weight sums)");
+    /* k-groups read X through the im2col, which writes the groups */
+    j.flat = !j.kg && conv_is_flat(c, w) && w->out[0] * w->out[1] % mm_tiles_for(c->target->vector_width).nr == 0;
     gemm_packed g = {.nb = 1, .batch = {x->shape.dim[0]}, .m = wt->shape.dim[0], .n = w->out[0] * w->out[1],
-                     .k = j.pairs ? (j.kreal + 1) / 2 : j.kreal, .dt = SMELT_F32, .tl = mm_tiles_for(c->target->vector_width), .b_input = -1,
+                     .k = j.kg ? (j.kreal + j.kg - 1) / j.kg : j.kreal, .dt = SMELT_F32, .tl = mm_tiles_for(c->target->vector_width), .b_input = -1,
                      .b_scratch = -1, .read_a = cols_read_w, .read_b = j.flat ? cols_read_x : NULL,
                      .store_block = conv_store_block, .user = &j};
     if (j.flat && g.k <= CONV_COLS_SMALL_K) g.mb_max = CONV_COLS_SMALL_MB, g.nc_max = CONV_COLS_SMALL_NC;

@@ -290,6 +290,14 @@ smelt_status infer_Conv(ir_graph *g, int node)
                             (long long)(ws.dim[1] * group));
     if (b && (b->shape.rank != 1 || b->shape.dim[0] != m))
         return ir_node_fail(n, SMELT_ERR_SHAPE, "bias B %s must have shape [%lld]", infer_shp(&b->shape, s1), (long long)m);
+    /* an integer conv's shift and the k-quads' weight sums (ir.h, IR_ATTR_INT_AMAX) */
+    const ir_tensor *shift = ir_in(g, n, 3), *sums = ir_in(g, n, 4);
+    if ((shift || sums) && (!ir_attr_find(n, IR_ATTR_INT_AMAX) || !shift || x->dtype != SMELT_F32))
+        return ir_node_fail(n, SMELT_ERR_MODEL, "Conv takes at most 3 inputs");
+    if (shift && (shift->dtype != SMELT_F32 || ir_shape_numel(&shift->shape) != 1))
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "an integer conv's shift must be one float32");
+    if (sums && (sums->dtype != SMELT_F32 || sums->shape.rank != 1 || sums->shape.dim[0] < m || (sums->shape.dim[0] - m) % 3))
+        return ir_node_fail(n, SMELT_ERR_SHAPE, "an integer conv's weight sums must have shape [%lld + 3R]", (long long)m);
     ir_shape out = window_out_shape(&x->shape, m, &w);
     infer_put_out(g, n, 0, x->dtype, &out);
     return SMELT_OK;

@@ -80,15 +80,16 @@ static void gemm_rows(lower_ctx *c, const gemm_packed *g, const mm_panel *pn, ki
     kir_val kk = kir_loop_begin_gemm(K, pn->kc);
     kir_val r = rows > 1 ? kir_loop_begin(K, z, kir_idx(K, rows), one) : z;
     kir_val a;
-    if (g->read_b_pair) { /* k-pairs: A read in place */
+    if (g->read_b_group) { /* k-groups: A read in place */
         kir_val i = kir_add(K, kir_add(K, pn->i0, kir_mul(K, q, kir_idx(K, mr))), r), kp = kir_add(K, pn->kb, kk);
-        kir_val ah[2], prod = 0;
-        for (int h = 0; h < 2; h++)
-            ah[h] = g->read_a(c, g, pn->bidx, i, kir_add(K, kir_mul(K, kp, kir_idx(K, 2)), kir_idx(K, h)));
+        kir_val ah[4], prod = 0;
+        int kg = g->kgroup;
+        for (int h = 0; h < kg; h++)
+            ah[h] = g->read_a(c, g, pn->bidx, i, kir_add(K, kir_mul(K, kp, kir_idx(K, kg)), kir_idx(K, h)));
         kir_val jj = kir_loop_begin(K, z, kir_idx(K, nr), one);
         kir_val col = kir_add(K, kir_mul(K, kir_add(K, pn->p0, pn->p), kir_idx(K, nr)), jj);
-        for (int h = 0; h < 2; h++) {
-            kir_val t = kir_binary(K, KIR_MUL, ah[h], g->read_b_pair(c, g, pn->bidx, kp, h, col));
+        for (int h = 0; h < kg; h++) {
+            kir_val t = kir_binary(K, KIR_MUL, ah[h], g->read_b_group(c, g, pn->bidx, kp, h, col));
             prod = h ? kir_binary(K, KIR_ADD, prod, t) : t;
         }
         kir_val row = kir_add(K, kir_mul(K, q, kir_idx(K, mr)), r);

@@ -86,13 +86,14 @@ struct gemm_packed {
      * readable for j up to whole panels (N a multiple of NR, or rows padded):
      * a conv's X or im2col with the positions on N (ops/conv_gemm.c). NULL: panels. */
     kir_val (*read_b)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val k, kir_val j);
-    /* k-pairs (an integer convolution, ops/conv_gemm.c): K counts pairs of
-     * the contraction's k and each step of the gemm loop adds
-     * A[i][2k] * B[2k][j] + A[i][2k+1] * B[2k+1][j], read_a called with the
-     * element's k (2k + h) and this with the pair k and h (0 or 1); needs
-     * read_a. The C target runs it on int16 pairs (target/emit_c_gemm_pairs.c).
-     * NULL: one k a step. */
-    kir_val (*read_b_pair)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val k, int h, kir_val j);
+    /* k-groups of kgroup (2 or 4) elements (an integer convolution,
+     * ops/conv_gemm.c): K counts groups of the contraction's k and each step
+     * of the gemm loop adds A[i][G*k + h] * B[G*k + h][j] over h < G, read_a
+     * called with the element's k (G*k + h) and this with the group k and h;
+     * needs read_a. The C target runs pairs on int16 and quads on uint8 B
+     * and int8 A (target/emit_c_gemm_pairs.c). NULL: one k a step. */
+    kir_val (*read_b_group)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val k, int h, kir_val j);
+    int kgroup;
     /* C[i][j] = v, i < M, j < N, in a loop with j innermost; or the loops over
      * a whole block written by the caller (store_block, when set) */
     void (*store)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val j, kir_val v);

@@ -21,6 +21,10 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#define CC_X86_CPUID 1
+#endif
 
 #include "core/diag.h"
 #include "core/hash.h"
@@ -442,6 +446,113 @@ int rt_cc_vector_width(void)
     return 4;
 }
 
+#ifdef CC_X86_CPUID
+/* Register r (0 EAX .. 3 EDX) of CPUID leaf/sub, 0 where the leaf is past the highest. */
+static unsigned cpuid_reg(unsigned leaf, unsigned sub, int r)
+{
+    unsigned v[4] = {0};
+    if (__get_cpuid_max(leaf & 0x80000000u, NULL) < leaf) return 0;
+    __cpuid_count(leaf, sub, v[0], v[1], v[2], v[3]);
+    return v[r];
+}
+
+static unsigned long long xcr0(unsigned leaf1_ecx)
+{
+    if (!(leaf1_ecx & (1u << 27))) return 0; /* OSXSAVE: xgetbv is there */
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (unsigned long long)hi << 32 | lo;
+}
+#endif
+
+void rt_cc_cpu_isa(char *buf, size_t cap)
+{
+#ifdef CC_X86_CPUID
+    /* the words: leaf 1 ECX, EDX; leaf 7.0 EBX, ECX, EDX; leaf 7.1 EAX; 0x80000001 ECX, EDX */
+    unsigned w[8] = {cpuid_reg(1, 0, 2),          cpuid_reg(1, 0, 3),          cpuid_reg(7, 0, 1),
+                     cpuid_reg(7, 0, 2),          cpuid_reg(7, 0, 3),          cpuid_reg(7, 1, 0),
+                     cpuid_reg(0x80000001u, 0, 2), cpuid_reg(0x80000001u, 0, 3)};
+    unsigned long long xc = xcr0(w[0]);
+    /* by name: the extensions the emitters' helpers test for; each needs the OS to
+     * save its registers (XCR0: YMM for AVX, opmask and ZMM for AVX-512) */
+    bool ymm = (xc & 6) == 6, zmm = ymm && (xc & 0xe0) == 0xe0;
+    static const struct {
+        const char *name;
+        int word, bit, regs; /* regs: 1 YMM, 2 ZMM */
+    } ext[] = {
+        {"avx", 0, 28, 1},        {"avx2", 2, 5, 1},        {"fma", 0, 12, 1},        {"avx512f", 2, 16, 2},
+        {"avx512bw", 2, 30, 2},   {"avx512dq", 2, 17, 2},   {"avx512vl", 2, 31, 2},   {"avx512vnni", 3, 11, 2},
+        {"avx512vbmi", 3, 1, 2},  {"avx512bf16", 5, 5, 2},  {"avx512fp16", 4, 23, 2}, {"avxvnni", 5, 4, 1},
+    };
+#if defined(__x86_64__)
+    int n = snprintf(buf, cap, "x86_64");
+#else
+    int n = snprintf(buf, cap, "x86");
+#endif
+    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+        bool on = (w[ext[i].word] >> ext[i].bit & 1) && (ext[i].regs == 2 ? zmm : ymm);
+        if (on && n >= 0 && (size_t)n < cap) n += snprintf(buf + n, cap - (size_t)n, "+%s", ext[i].name);
+    }
+    if (n >= 0 && (size_t)n < cap)
+        snprintf(buf + n, cap - (size_t)n, "|%08x.%08x.%08x.%08x.%08x.%08x.%08x.%08x.%llx", w[0], w[1], w[2], w[3], w[4], w[5],
+                 w[6], w[7], xc);
+#elif defined(__aarch64__)
+    snprintf(buf, cap, "aarch64+neon");
+#else
+    snprintf(buf, cap, "generic");
+#endif
+}
+
+/* Whether the compiler, with the native flags, targets AVX512BW and
+ * AVX512-VNNI: its predefined macros (-dM -E), asked once per command. */
+static bool cc_targets_vnni(const cc_cmd *c)
+{
+    static struct {
+        char cmd[1024];
+        bool yes;
+    } seen[CC_INFO_SLOTS];
+    static int n_seen;
+    bool found = false, yes = false;
+    pthread_mutex_lock(&cc_info_mu);
+    for (int i = 0; i < n_seen && !found; i++)
+        if (!strcmp(seen[i].cmd, c->cmd)) found = true, yes = seen[i].yes;
+    pthread_mutex_unlock(&cc_info_mu);
+    if (found) return yes;
+    char *argv[CC_MAX_ARGS + CC_N_NATIVE + 6];
+    int n = 0;
+    for (int i = 0; i < c->argc; i++) argv[n++] = c->argv[i];
+    for (int i = 0; i < CC_N_NATIVE; i++) argv[n++] = (char *)cc_flag(i);
+    argv[n++] = "-dM", argv[n++] = "-E", argv[n++] = "-x", argv[n++] = "c", argv[n++] = "/dev/null", argv[n] = NULL;
+    size_t cap = 256 * 1024;
+    char *text = malloc(cap);
+    int code = 1;
+    if (!text) return false;
+    if (run_captured(argv, text, cap, &code) != SMELT_OK) diag_clear(), code = 1;
+    yes = code == 0 && strstr(text, "#define __AVX512VNNI__ 1\n") && strstr(text, "#define __AVX512BW__ 1\n");
+    free(text);
+    pthread_mutex_lock(&cc_info_mu);
+    if (n_seen < CC_INFO_SLOTS) {
+        snprintf(seen[n_seen].cmd, sizeof seen[n_seen].cmd, "%s", c->cmd);
+        seen[n_seen++].yes = yes;
+    }
+    pthread_mutex_unlock(&cc_info_mu);
+    return yes;
+}
+
+bool rt_cc_int8_dot(void)
+{
+    if (rt_cc_vector_width() != 16) return false;
+    char isa[256];
+    rt_cc_cpu_isa(isa, sizeof isa);
+    if (!strstr(isa, "+avx512vnni")) return false; /* no compiler run on other hosts */
+    cc_cmd c;
+    if (cc_cmd_parse(&c) != SMELT_OK) {
+        diag_clear();
+        return false;
+    }
+    return cc_targets_vnni(&c);
+}
+
 int64_t rt_cc_stream_min_bytes(void)
 {
     const char *env = getenv("SMELT_STREAM_MIN_BYTES");
@@ -459,6 +570,8 @@ int64_t rt_cc_stream_min_bytes(void)
 static void object_key(const char *source, const cc_info *info, char key[33])
 {
     unsigned long uid = (unsigned long)geteuid();
+    char isa[256];
+    rt_cc_cpu_isa(isa, sizeof isa);
     uint64_t h[2] = {HASH_SEED, HASH_SEED ^ 0x9e3779b97f4a7c15ull};
     for (int k = 0; k < 2; k++) {
         size_t len = strlen(source);
@@ -467,6 +580,7 @@ static void object_key(const char *source, const cc_info *info, char key[33])
         for (int i = 0; i < CC_N_FLAGS; i++) h[k] = hash_str(h[k], cc_flag(i));
         h[k] = hash_str(h[k], info->cmd);
         h[k] = hash_str(h[k], info->ident);
+        h[k] = hash_str(h[k], isa);
         h[k] = hash_bytes(h[k], &uid, sizeof uid);
     }
     snprintf(key, 33, "%016llx%016llx", (unsigned long long)h[0], (unsigned long long)h[1]);

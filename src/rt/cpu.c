@@ -31,21 +31,6 @@ struct rt_module {
     rt_so *so;
 };
 
-/* What -march=native compiles for: the ISA and the vector features that
- * change generated code (part of the target's identity). */
-static void cpu_features(char *buf, size_t cap)
-{
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    __builtin_cpu_init();
-    snprintf(buf, cap, "x86_64%s%s%s%s", __builtin_cpu_supports("avx") ? "+avx" : "", __builtin_cpu_supports("avx2") ? "+avx2" : "",
-             __builtin_cpu_supports("fma") ? "+fma" : "", __builtin_cpu_supports("avx512f") ? "+avx512f" : "");
-#elif defined(__aarch64__)
-    snprintf(buf, cap, "aarch64+neon");
-#else
-    snprintf(buf, cap, "generic");
-#endif
-}
-
 /* cpu:N is the N-th of as many CPU devices as there are online cores, each
  * with its own thread pool (`threads` workers). */
 static smelt_status cpu_open(int index, int threads, rt_device **out)
@@ -63,8 +48,8 @@ static smelt_status cpu_open(int index, int threads, rt_device **out)
         free(d);
         return diag_fail(SMELT_ERR_DEVICE, "could not start %d worker threads", threads);
     }
-    char isa[96];
-    cpu_features(isa, sizeof isa);
+    char isa[200];
+    rt_cc_cpu_isa(isa, sizeof isa);
     snprintf(d->base.name, sizeof d->base.name, "cpu:%d (%d threads)", index, rt_pool_threads(d->pool));
     snprintf(d->base.ident, sizeof d->base.ident, "cpu|%s", isa);
     *out = &d->base;

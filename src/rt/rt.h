@@ -50,6 +50,25 @@ smelt_status rt_cc_load_key(const char *key, const uint64_t digest[2], rt_so **o
  * AVX, else 4; $SMELT_VECTOR_WIDTH (4, 8 or 16) overrides it, for a SMELT_CC
  * that targets another CPU. Lowerings size register-wide steps by it (TargetInfo). */
 int rt_cc_vector_width(void);
+/* What -march=native compiles kernels for on this CPU, as text: the ISA and
+ * the extensions that change generated code by name (x86: avx, avx2, fma,
+ * avx512f, avx512bw, avx512vnni, avx512vbmi, avx512bf16, ...), then every
+ * CPUID feature word the compiler's native target is read from, in hex (x86:
+ * leaf 1 ECX/EDX, leaf 7 subleaf 0 EBX/ECX/EDX and subleaf 1 EAX, leaf
+ * 0x80000001 ECX/EDX, and XCR0, the register state the OS enables). Part of
+ * the compiled object's cache key (rt_cc_object_key) and of the CPU device's
+ * identity (the program cache's key): code compiled for one CPU may use
+ * instructions another of the same vector width lacks (the int16 k-pair and
+ * 8-bit GEMM helpers use vpdpwssd and vpdpbusd where the compiler targets
+ * AVX512-VNNI), so a cache shared between hosts must not hand it over. */
+void rt_cc_cpu_isa(char *buf, size_t cap);
+/* Whether kernels compiled by rt_cc_load have 8-bit dot products at 16 lanes:
+ * the vector width is 16 and the compiler, given the native flags, targets
+ * AVX512BW and AVX512-VNNI (vpdpbusd: uint8 x int8 quads into int32), asked of
+ * the compiler itself (its predefined macros, once per $SMELT_CC), so a
+ * SMELT_CC that turns VNNI off gets false. Lowerings choose the k-quad form
+ * of integer convolutions by it (TargetInfo.int8_dot). */
+bool rt_cc_int8_dot(void);
 /* Outputs of at least this many bytes are written around the cache by C
  * kernels that can (KIR stream loops, TargetInfo.stream_min_bytes): 16 MiB,
  * more than a core's share of the last-level cache on most CPUs, so such an

@@ -38,7 +38,8 @@ typedef struct gemm_match {
     int acc, a, b;       /* buffers */
     smelt_dtype b8;      /* B's 8-bit dtype (emit_c_gemm_int8.c), or SMELT_F32 */
     int32_t b_off;       /* and its offset */
-    bool pairs;          /* k-pairs of int16 A and B (emit_c_gemm_pairs.c) */
+    int kg;              /* k-groups: 2, pairs of int16 A and B; 4, quads of int8 A and uint8 B
+                          * (emit_c_gemm_pairs.c); 0: one k a step */
     gemm_index ca, aa, ba;
     int64_t cr, ar, ak, bk;
 } gemm_match;
@@ -99,43 +100,57 @@ static bool index_plus(const gemm_index *x, const gemm_index *y, int64_t d)
     return true;
 }
 
-/* The int16 load under a cast to float32, or NULL. */
-static const kir_value *cast_i16_load(const kir_kernel *k, kir_val v)
+/* The load of dtype dt under a cast to float32, or NULL. */
+static const kir_value *cast_load(const kir_kernel *k, kir_val v, smelt_dtype dt)
 {
     const kir_value *p = &k->vals[v];
     if (p->op != KIR_CAST || p->type != SMELT_F32) return NULL;
     const kir_value *ld = &k->vals[p->a];
-    return ld->op == KIR_LOAD && ld->type == SMELT_I16 ? ld : NULL;
+    return ld->op == KIR_LOAD && ld->type == dt ? ld : NULL;
 }
 
-/* The k-pair body (ops/gemm_packed.h, read_b_pair): prod = a0 * b0 + a1 * b1,
- * each a float32 cast of an int16 load, a1 and b1 one element past a0 and b0,
- * A moving with k two elements a step and B with j two elements a column. */
-static bool match_pairs(const kir_kernel *k, const kir_value *prod, int first, const kir_val *lv, gemm_match *m)
+/* The k-group body (ops/gemm_packed.h, read_b_group): prod = a0 * b0 + ... +
+ * a(G-1) * b(G-1) added left to right, each a float32 cast of a load (pairs:
+ * int16 both; quads: A int8, B uint8), ah and bh h elements past a0 and b0, A
+ * moving with k G elements a step and B with j G elements a column. */
+static bool match_groups(const kir_kernel *k, const kir_value *prod, int first, const kir_val *lv, gemm_match *m)
 {
-    const kir_value *mul[2] = {&k->vals[prod->a], &k->vals[prod->b]}, *la[2], *lb[2];
-    for (int h = 0; h < 2; h++) {
+    const kir_value *mul[4], *la[4], *lb[4];
+    int g = 0;
+    const kir_value *p = prod;
+    while (p->op == KIR_ADD && g < 3) { /* ((m0 + m1) + m2) + m3 */
+        mul[3 - g++] = &k->vals[p->b];
+        p = &k->vals[p->a];
+    }
+    mul[3 - g++] = p;
+    if (g != 2 && g != 4) return false;
+    for (int h = 0; h < g; h++) mul[h] = mul[4 - g + h];
+    smelt_dtype ta = g == 2 ? SMELT_I16 : SMELT_I8, tb = g == 2 ? SMELT_I16 : SMELT_U8;
+    for (int h = 0; h < g; h++) {
         if (mul[h]->op != KIR_MUL) return false;
-        la[h] = cast_i16_load(k, mul[h]->a), lb[h] = cast_i16_load(k, mul[h]->b);
+        la[h] = cast_load(k, mul[h]->a, ta), lb[h] = cast_load(k, mul[h]->b, tb);
+        if (g == 4 && (!la[h] || !lb[h])) la[h] = cast_load(k, mul[h]->b, ta), lb[h] = cast_load(k, mul[h]->a, tb);
         if (!la[h] || !lb[h]) return false;
-        if (stride(k, la[h]->a, lv[2]) != 0) {
+        if (g == 2 && stride(k, la[h]->a, lv[2]) != 0) {
             const kir_value *t = la[h];
             la[h] = lb[h], lb[h] = t;
         }
     }
-    gemm_index a1 = {0}, b1 = {0};
     m->a = la[0]->buf, m->b = lb[0]->buf;
-    if (la[1]->buf != m->a || lb[1]->buf != m->b || !split_index(k, la[0]->a, 1, first, lv, &m->aa) ||
-        !split_index(k, lb[0]->a, 1, first, lv, &m->ba) || !split_index(k, la[1]->a, 1, first, lv, &a1) ||
-        !split_index(k, lb[1]->a, 1, first, lv, &b1) || !index_plus(&m->aa, &a1, 1) || !index_plus(&m->ba, &b1, 1))
-        return false;
-    for (int h = 0; h < 2; h++) /* the loop values' strides, which split_index leaves out */
-        if (stride(k, la[h]->a, lv[0]) != 2 || stride(k, la[h]->a, lv[2]) != 0 || stride(k, lb[h]->a, lv[2]) != 2 ||
+    if (!split_index(k, la[0]->a, 1, first, lv, &m->aa) || !split_index(k, lb[0]->a, 1, first, lv, &m->ba)) return false;
+    for (int h = 1; h < g; h++) {
+        gemm_index ah = {0}, bh = {0};
+        if (la[h]->buf != m->a || lb[h]->buf != m->b || !split_index(k, la[h]->a, 1, first, lv, &ah) ||
+            !split_index(k, lb[h]->a, 1, first, lv, &bh) || !index_plus(&m->aa, &ah, h) || !index_plus(&m->ba, &bh, h))
+            return false;
+    }
+    for (int h = 0; h < g; h++) /* the loop values' strides, which split_index leaves out */
+        if (stride(k, la[h]->a, lv[0]) != g || stride(k, la[h]->a, lv[2]) != 0 || stride(k, lb[h]->a, lv[2]) != g ||
             stride(k, lb[h]->a, lv[1]) != 0 || stride(k, la[h]->a, lv[1]) != stride(k, la[0]->a, lv[1]) ||
             stride(k, lb[h]->a, lv[0]) != stride(k, lb[0]->a, lv[0]))
             return false;
-    m->ar = stride(k, la[0]->a, lv[1]), m->ak = 2, m->bk = stride(k, lb[0]->a, lv[0]);
-    m->pairs = true;
+    m->ar = stride(k, la[0]->a, lv[1]), m->ak = g, m->bk = stride(k, lb[0]->a, lv[0]);
+    m->kg = g;
     return m->ar != KIR_STRIDE_UNKNOWN && m->bk != KIR_STRIDE_UNKNOWN;
 }
 
@@ -172,7 +187,7 @@ static bool match_gemm(const kir_kernel *k, int i, gemm_match *m)
     if (prod->op == KIR_ADD) {
         m->b8 = SMELT_F32;
         const kir_buffer *bc = &k->bufs[st->buf];
-        if (!bc->workgroup || bc->type != SMELT_F32 || !match_pairs(k, prod, i, lv, m) || m->a == st->buf ||
+        if (!bc->workgroup || bc->type != SMELT_F32 || !match_groups(k, prod, i, lv, m) || m->a == st->buf ||
             m->b == st->buf || !split_index(k, st->idx, 1, i, lv, &m->ca))
             return false;
         m->acc = st->buf;
@@ -236,12 +251,12 @@ int emit_put_gemm(emitter *e, int i, int ind)
     gemm_match m;
     if (!match_gemm(e->k, i, &m)) return -1;
     sb_indent(e->sb, ind);
-    if (m.pairs) sb_printf(e->sb, "smelt_gemm_s16p_%dx%d(&b%d[", m.mr, m.nr, m.acc);
+    if (m.kg) sb_printf(e->sb, "smelt_gemm_%s_%dx%d(&b%d[", m.kg == 2 ? "s16p" : "u8q", m.mr, m.nr, m.acc);
     else sb_printf(e->sb, "smelt_gemm_f32%s_%dx%d(&b%d[", m.b8 == SMELT_F32 ? "" : m.b8 == SMELT_U8 ? "u8" : "i8", m.mr, m.nr, m.acc);
     put_index(e, &m.ca);
     sb_printf(e->sb, "], %lld, &b%d[", (long long)m.cr, m.a);
     put_index(e, &m.aa);
-    if (m.pairs) sb_printf(e->sb, "], %lld, &b%d[", (long long)m.ar, m.b); /* A's k stride is 2 */
+    if (m.kg) sb_printf(e->sb, "], %lld, &b%d[", (long long)m.ar, m.b); /* A's k stride is kg */
     else sb_printf(e->sb, "], %lld, %lld, &b%d[", (long long)m.ar, (long long)m.ak, m.b);
     put_index(e, &m.ba);
     sb_printf(e->sb, "], %lld, ", (long long)m.bk);

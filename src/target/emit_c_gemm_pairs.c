@@ -16,6 +16,18 @@
  * vpaddd, the same wrapping int32 sums). The int32 block is converted to
  * float and added to c at the end of the call.
  *
+ * The k-quads (an integer convolution whose weight is int8, ops/conv_gemm.c,
+ * where the target has 8-bit dot products, target.h int8_dot) likewise:
+ *
+ *   smelt_gemm_u8q_<mr>x<nr>(c, cr, a, ar, b, bk, kc):
+ *       c[r*cr + j] += sum over k < kc, h < 4 of a[r*ar + 4k + h] * b[k*bk + 4j + h]
+ *
+ * with A int8 and B uint8: A's quad one 32-bit word, broadcast, B's row k 16
+ * columns' quads a vector, and vpdpbusd (AVX512-VNNI) multiplies the unsigned
+ * bytes of B by the signed bytes of A and adds each quad's four products into
+ * an int32 lane (64 products an instruction). Without VNNI the helper is the
+ * plain loops (the lowering does not choose quads there).
+ *
  * Exactness: the lowering takes this form only where the operands are
  * integers and max|a| times every column's sum of |b| is at most 2^24
  * (ir.h, IR_ATTR_INT_AMAX; graph/pack_weights.c checks it against the
@@ -87,6 +99,55 @@ static void put_helper(strbuf *sb, int mr, int nr)
     sb_puts(sb, "}\n");
 }
 
+/* The k-quad helper: the AVX512-VNNI block of 16 lanes where the compiler
+ * targets it and the block fits (ops/conv_gemm.c chooses quads only there),
+ * else the plain loops. */
+static void put_quad_helper(strbuf *sb, int mr, int nr)
+{
+    sb_printf(sb,
+              "static inline void smelt_gemm_u8q_%dx%d(float *restrict c, int64_t cr, const int8_t *restrict a, int64_t ar,\n"
+              "    const uint8_t *restrict b, int64_t bk, int64_t kc)\n{\n",
+              mr, nr);
+    bool vec = block_fits(mr, nr, 16, 32);
+    if (vec) {
+        int nv = nr / 16;
+        sb_puts(sb, "#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)\n");
+        for (int r = 0; r < mr; r++)
+            for (int v = 0; v < nv; v++) sb_printf(sb, "    smelt_pi16 s%d_%d = {0};\n", r, v);
+        sb_puts(sb, "    for (int64_t k = 0; k < kc; k++) {\n        const uint8_t *bp = b + k * bk;\n");
+        for (int v = 0; v < nv; v++) sb_printf(sb, "        smelt_pi16 b%d; __builtin_memcpy(&b%d, bp + %d, 64);\n", v, v, 64 * v);
+        for (int r = 0; r < mr; r++) {
+            sb_printf(sb, "        { int32_t p; __builtin_memcpy(&p, a + %d * ar + 4 * k, 4); smelt_pi16 x = {p", r);
+            for (int l = 1; l < 16; l++) sb_puts(sb, ", p");
+            sb_puts(sb, "};");
+            for (int v = 0; v < nv; v++)
+                sb_printf(sb, " s%d_%d = (smelt_pi16)__builtin_ia32_vpdpbusd_v16si(s%d_%d, b%d, x);", r, v, r, v, v);
+            sb_puts(sb, " }\n");
+        }
+        sb_puts(sb, "    }\n");
+        for (int r = 0; r < mr; r++)
+            for (int v = 0; v < nv; v++)
+                sb_printf(sb, "    *(smelt_pf16 *)(c + %d * cr + %d) += __builtin_convertvector(s%d_%d, smelt_pf16);\n", r, v * 16, r, v);
+        sb_puts(sb, "#else\n");
+    }
+    sb_printf(sb, "    smelt_gemm_u8q_loops(c, cr, a, ar, b, bk, kc, %d, %d);\n", mr, nr);
+    if (vec) sb_puts(sb, "#endif\n");
+    sb_puts(sb, "}\n");
+}
+
+static const char quads_loops[] =
+    "static inline void smelt_gemm_u8q_loops(float *restrict c, int64_t cr, const int8_t *restrict a, int64_t ar,\n"
+    "    const uint8_t *restrict b, int64_t bk, int64_t kc, int mr, int nr)\n"
+    "{\n"
+    "    for (int r = 0; r < mr; r++)\n"
+    "        for (int j = 0; j < nr; j++) {\n"
+    "            int32_t s = 0;\n"
+    "            for (int64_t k = 0; k < kc; k++)\n"
+    "                for (int h = 0; h < 4; h++) s += a[r * ar + 4 * k + h] * b[k * bk + 4 * j + h];\n"
+    "            c[r * cr + j] += (float)s;\n"
+    "        }\n"
+    "}\n";
+
 static const char pairs_loops[] =
     "static inline void smelt_gemm_s16p_loops(float *restrict c, int64_t cr, const int16_t *restrict a, int64_t ar,\n"
     "    const int16_t *restrict b, int64_t bk, int64_t kc, int mr, int nr)\n"
@@ -103,7 +164,8 @@ static const char pairs_loops[] =
 void emit_put_gemm_pairs_helpers(strbuf *sb, const char *body)
 {
     int seen[64][2], n = emit_gemm_shapes(body, "smelt_gemm_s16p_", seen, 64);
-    if (!n) return;
+    int qseen[64][2], nq = emit_gemm_shapes(body, "smelt_gemm_u8q_", qseen, 64);
+    if (!n && !nq) return;
     sb_puts(sb, "\n#if defined(__GNUC__)\n"
                 "typedef float smelt_pf16 __attribute__((vector_size(64), aligned(4)));\n"
                 "typedef int smelt_pi16 __attribute__((vector_size(64), aligned(4)));\n"
@@ -117,6 +179,8 @@ void emit_put_gemm_pairs_helpers(strbuf *sb, const char *body)
                 "#define SMELT_PAIRS_DOT16(s, x, b) \\\n"
                 "    ((s) + (smelt_pi16)__builtin_ia32_pmaddwd512_mask((smelt_ph32)(x), (b), (smelt_pi16){0}, 0xffff))\n"
                 "#endif\n");
-    sb_puts(sb, pairs_loops);
+    if (n) sb_puts(sb, pairs_loops);
     for (int i = 0; i < n; i++) put_helper(sb, seen[i][0], seen[i][1]);
+    if (nq) sb_puts(sb, quads_loops);
+    for (int i = 0; i < nq; i++) put_quad_helper(sb, qseen[i][0], qseen[i][1]);
 }

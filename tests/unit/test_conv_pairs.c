@@ -7,6 +7,11 @@
  * and pads; the weight's k-pair rows as packed; and the float Convs that
  * must not take the pairs (no bound, a bound the weight breaks, a weight
  * that is not integral), with their results.
+ * Where the target has 8-bit dot products (rt_cc_int8_dot: 16 lanes and a
+ * compiler targeting AVX512-VNNI) a ConvInteger whose weight leaves int8 by
+ * at most 16 elements takes uint8 x int8 k-quads instead (ir.h
+ * IR_ENC_KQUADS): the same exact results, at K not a multiple of 4, with
+ * those residual elements, and x and w at the extremes of the quads' range.
  */
 #include <math.h>
 #include <stdint.h>
@@ -14,6 +19,7 @@
 #include <string.h>
 
 #include "api/program.h"
+#include "rt/rt.h"
 #include "onnx/onnx.h"
 #include "onnx_models.h"
 #include "test.h"
@@ -23,7 +29,7 @@ typedef struct ci_case {
     int64_t c, h, w, m, k, stride, pad;
     smelt_dtype xt, wt;
     int x_zp, w_zp;
-    bool pairs; /* the program runs it on smelt_gemm_s16p_ */
+    bool pairs; /* the program runs it on smelt_gemm_s16p_ (or smelt_gemm_u8q_: quads_expected) */
     int x_fill, w_fill; /* 0: the pattern q8; FILL_LO, FILL_HI: the type's least, largest value everywhere */
 } ci_case;
 
@@ -71,8 +77,69 @@ static int check_kpairs(const smelt_program *p, const ci_case *t)
     return (int)found;
 }
 
-/* ConvInteger(x, w, x_zp, w_zp) with a constant w, run compiled, equal to int64's result. */
-static void run_ci(const ci_case *t)
+/* Whether case t, which takes the k-pairs, takes the k-quads instead: 8-bit
+ * dot products on this target, at most 16 elements of w - w_zp outside int8
+ * and 255 times each channel's sum of |w - w_zp| within 2^24. */
+static bool quads_expected(const ci_case *t)
+{
+    if (!t->pairs || !rt_cc_int8_dot()) return false;
+    int64_t kk = t->c * t->k * t->k, out = 0;
+    for (int64_t r = 0; r < t->m; r++) {
+        int64_t sum = 0;
+        for (int64_t e = 0; e < kk; e++) {
+            int v = fill8(t->wt, t->w_fill, r * kk + e, 2) - t->w_zp;
+            out += v < -128 || v > 127;
+            sum += v < 0 ? -v : v;
+        }
+        if (255 * sum > (1 << 24)) return false;
+    }
+    return out <= 16;
+}
+
+/* The program's k-quad weights: their number; one of the whole K is rows
+ * [M][K rounded up to a multiple of 4] of w - w_zp clamped to int8, the pad 0,
+ * beside float32 [M + 3R]: the rows' sums, then (channel, k, w - w_zp less its
+ * clamped value) of each of the R elements outside int8. */
+static int check_kquads(const smelt_program *p, const ci_case *t)
+{
+    int64_t kk = t->c * t->k * t->k, kq = (kk + 3) / 4 * 4, found = 0;
+    for (int i = 0; i < p->g->n_nodes; i++) {
+        const ir_node *n = &p->g->nodes[i];
+        const ir_tensor *x = n->n_in > 1 && n->in[1] >= 0 ? &p->g->tensors[n->in[1]] : NULL;
+        if (n->dead || n->op != OP_Conv || !x || x->enc.kind != IR_ENC_KQUADS) continue;
+        found++;
+        const ir_tensor *sums = n->n_in == 5 && n->in[4] >= 0 ? &p->g->tensors[n->in[4]] : NULL;
+        CHECK(sums != NULL && n->in[3] >= 0);
+        if (x->enc.k != kk || !sums) continue;
+        CHECK(x->dtype == SMELT_I8 && x->shape.rank == 2 && x->shape.dim[0] == t->m && x->shape.dim[1] == kq);
+        CHECK(sums->dtype == SMELT_F32 && sums->shape.rank == 1 && (sums->shape.dim[0] - t->m) % 3 == 0);
+        const int8_t *d = x->data;
+        const float *sd = sums->data;
+        int bad = 0;
+        int64_t n_res = 0;
+        for (int64_t r = 0; r < t->m && d && sd; r++) {
+            int64_t sum = 0;
+            for (int64_t e = 0; e < kq; e++) {
+                int v = e < kk ? fill8(t->wt, t->w_fill, r * kk + e, 2) - t->w_zp : 0, c = v < -128 ? -128 : v > 127 ? 127 : v;
+                bad += d[r * kq + e] != c;
+                sum += c;
+                if (c != v) {
+                    const float *q = sd + t->m + 3 * n_res++;
+                    bad += n_res * 3 + t->m > sums->shape.dim[0] || q[0] != (float)r || q[1] != (float)e || q[2] != (float)(v - c);
+                }
+            }
+            bad += sd[r] != (float)sum;
+        }
+        CHECK_EQ_INT(bad, 0);
+        CHECK(n_res * 3 + t->m == sums->shape.dim[0]);
+    }
+    return (int)found;
+}
+
+/* ConvInteger(x, w, x_zp, w_zp) with a constant w, run compiled, equal to
+ * int64's result; without `zps` ConvInteger(x, w), its zero points 0 (t's
+ * must be 0). */
+static void run_ci_zp(const ci_case *t, bool zps)
 {
     int64_t c = t->c, h = t->h, w = t->w, m = t->m, k = t->k, kk = c * k * k;
     int64_t oh = (h + 2 * t->pad - k) / t->stride + 1, ow = (w + 2 * t->pad - k) / t->stride + 1;
@@ -87,9 +154,11 @@ static void run_ci(const ci_case *t)
             st[2] = {t->stride, t->stride};
     mb_input(&mbd, "x", t->xt, 4, dx);
     APPEND(mbd.g.initializer, mbd.g.n_initializer, tensor_raw("w", t->wt, 4, dw, wd, (size_t)(m * kk)));
-    APPEND(mbd.g.initializer, mbd.g.n_initializer, tensor_raw("xz", t->xt, 0, NULL, &xz, 1));
-    APPEND(mbd.g.initializer, mbd.g.n_initializer, tensor_raw("wz", t->wt, 0, NULL, &wz, 1));
-    Onnx__NodeProto *n = node_new(&mbd.g, "ConvInteger", "ci", "x,w,xz,wz", "y");
+    if (zps) {
+        APPEND(mbd.g.initializer, mbd.g.n_initializer, tensor_raw("xz", t->xt, 0, NULL, &xz, 1));
+        APPEND(mbd.g.initializer, mbd.g.n_initializer, tensor_raw("wz", t->wt, 0, NULL, &wz, 1));
+    }
+    Onnx__NodeProto *n = node_new(&mbd.g, "ConvInteger", "ci", zps ? "x,w,xz,wz" : "x,w", "y");
     pb_attr_ints(n, "pads", 4, pads);
     pb_attr_ints(n, "strides", 2, st);
     mb_output(&mbd, "y");
@@ -98,12 +167,19 @@ static void run_ci(const ci_case *t)
     smelt_program *p = g ? compile(g, 0) : NULL;
     CHECK(p != NULL);
     if (p) {
+        bool quads = quads_expected(t);
         bool has = p->cls[0].source && strstr(p->cls[0].source, "smelt_gemm_s16p_") != NULL;
-        if (has != t->pairs) fprintf(stderr, "  %lldx%lld %lld -> %lld: k-pair microkernel %d\n", (long long)h, (long long)w,
-                                     (long long)c, (long long)m, has);
-        CHECK(has == t->pairs);
-        int kp = check_kpairs(p, t);
-        CHECK(t->pairs ? kp >= 1 : kp == 0);
+        bool has_q = p->cls[0].source && strstr(p->cls[0].source, "smelt_gemm_u8q_") != NULL;
+        if (has != (t->pairs && !quads) || has_q != quads)
+            fprintf(stderr, "  %lldx%lld %lld -> %lld: k-pair microkernel %d, k-quad %d\n", (long long)h, (long long)w,
+                    (long long)c, (long long)m, has, has_q);
+        CHECK(has == (t->pairs && !quads));
+        CHECK(has_q == quads);
+        /* the AVX512-VNNI block in the helper exactly where quads are */
+        CHECK((p->cls[0].source && strstr(p->cls[0].source, "__builtin_ia32_vpdpbusd_v16si") != NULL) == quads);
+        int kp = check_kpairs(p, t), kq = check_kquads(p, t);
+        CHECK(t->pairs && !quads ? kp >= 1 : kp == 0);
+        CHECK(quads ? kq >= 1 : kq == 0);
         smelt_tensor in = {.name = "x", .dtype = t->xt, .rank = 4, .shape = {1, c, h, w}, .data = x};
         CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
         smelt_tensor o;
@@ -135,6 +211,8 @@ static void run_ci(const ci_case *t)
     free(x), free(wd);
 }
 
+static void run_ci(const ci_case *t) { run_ci_zp(t, true); }
+
 /* Output planes of 32 and 64 positions: a whole number of panels on either ISA's
  * tiles (16 or 32), so the positions go on N (graph_conv_on_cols). */
 TEST(conv_pairs_conv_integer_is_exact)
@@ -163,6 +241,52 @@ TEST(conv_pairs_extremes_are_exact)
         {9, 8, 8, 33, 1, 1, 0, SMELT_U8, SMELT_U8, 255, 255, true, FILL_LO, FILL_LO}, /* 1x1, K 9: -255 * -255 */
         {8, 8, 8, 40, 3, 1, 1, SMELT_I8, SMELT_I8, -128, 127, true, FILL_HI, FILL_LO}, /* K 72: 255 * -255 */
         {6, 16, 8, 37, 3, 2, 1, SMELT_U8, SMELT_I8, 128, -128, true, FILL_HI, FILL_HI}, /* stride 2: 127 * 255 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_ci(&cases[i]);
+}
+
+/* The k-quads where this target has them (else the same cases on the pairs):
+ * w - w_zp within int8 (w_zp 128 for uint8, 0 for int8) or leaving it by a
+ * few elements (w_zp 127: w = 255 gives 128; 0 with int8 x: a shift of 255),
+ * K 27, 26, 9 and 540 (not multiples of 4, the last quad's rows past K; 135
+ * quads, two KC slices), M off the row block, stride 2, x_zp 0, 128, 255. */
+TEST(conv_quads_conv_integer_is_exact)
+{
+    static const ci_case cases[] = {
+        {3, 8, 8, 32, 3, 1, 1, SMELT_U8, SMELT_U8, 128, 128, true, 0, 0},  /* K 27, no residual */
+        {26, 8, 8, 32, 1, 1, 0, SMELT_U8, SMELT_U8, 0, 127, true, 0, 0},   /* K 26, residuals (w 255) */
+        {4, 16, 8, 35, 3, 2, 1, SMELT_I8, SMELT_I8, -128, 0, true, 0, 0},  /* stride 2, M 35, shift 0 */
+        {9, 8, 8, 37, 1, 1, 0, SMELT_U8, SMELT_U8, 255, 127, true, 0, 0},  /* 1x1 K 9, x_zp 255, residuals */
+        {60, 8, 4, 42, 3, 1, 1, SMELT_U8, SMELT_U8, 0, 128, true, 0, 0},   /* K 540 */
+        {8, 8, 8, 33, 1, 1, 0, SMELT_I8, SMELT_U8, 127, 127, true, 0, 0},  /* int8 x, shift 255; M 33 */
+        {4, 8, 8, 32, 3, 1, 1, SMELT_U8, SMELT_U8, 0, 0, true, 0, 0},      /* w - 0 > 127 everywhere: pairs */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_ci(&cases[i]);
+}
+
+/* No zero points: the shift a constant, 0 for uint8 x, 128 for int8 x
+ * (whose padding then reads 128 in the quads' im2col); int8 weights fit the
+ * quads, uint8 ones above 127 leave them for the pairs. */
+TEST(conv_quads_without_zero_points_are_exact)
+{
+    static const ci_case cases[] = {
+        {3, 8, 8, 32, 3, 1, 1, SMELT_U8, SMELT_I8, 0, 0, true, 0, 0},  /* K 27 */
+        {5, 8, 8, 33, 3, 1, 1, SMELT_I8, SMELT_I8, 0, 0, true, 0, 0},  /* K 45, shift 128 */
+        {4, 8, 8, 32, 3, 1, 1, SMELT_I8, SMELT_U8, 0, 0, true, 0, 0},  /* uint8 w: pairs */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_ci_zp(&cases[i], false);
+}
+
+/* x and w at the ends of the quads' range everywhere: X + s = 255 or 0 times
+ * w - w_zp = -128 or 127 (uint8 x with x_zp 0 or 255, int8 x at 127 with
+ * x_zp -128, whose shift is 0), the padding s, K 27, 36, 72. */
+TEST(conv_quads_extremes_are_exact)
+{
+    static const ci_case cases[] = {
+        {3, 8, 8, 32, 3, 1, 1, SMELT_U8, SMELT_U8, 0, 128, true, FILL_HI, FILL_LO},    /* 255 * -128 */
+        {4, 8, 8, 35, 3, 1, 1, SMELT_U8, SMELT_U8, 255, 128, true, FILL_LO, FILL_HI},  /* -255 * 127 */
+        {8, 8, 8, 40, 3, 1, 1, SMELT_I8, SMELT_I8, -128, 0, true, FILL_HI, FILL_LO},   /* 255 * -128 */
+        {8, 8, 8, 32, 3, 1, 1, SMELT_I8, SMELT_U8, -128, 128, true, FILL_HI, FILL_HI}, /* 255 * 127 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_ci(&cases[i]);
 }

@@ -421,6 +421,48 @@ TEST(rt_device_reports_workgroup_memory)
     rt_device_close(d);
 }
 
+/* Whether the ISA text names extension `name` ("+name" ending at '+' or '|'). */
+static bool isa_names(const char *isa, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = strchr(isa, '+'); p; p = strchr(p + 1, '+'))
+        if (!strncmp(p + 1, name, len) && (p[1 + len] == '+' || p[1 + len] == '|' || !p[1 + len])) return true;
+    return false;
+}
+
+/* What the compiled objects' cache key and the CPU device's identity hold of
+ * the CPU: the extensions by name, as GCC's own CPU model (libgcc, CPUID and
+ * the OS's register state read its own way) reports them, so two AVX-512
+ * hosts that differ in VNNI never share a compiled object or program. */
+TEST(rt_cc_cpu_isa_names_the_cpus_extensions)
+{
+    char isa[256];
+    rt_cc_cpu_isa(isa, sizeof isa);
+    CHECK(strlen(isa) > 0 && strlen(isa) < sizeof isa - 1);
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    CHECK(!strncmp(isa, "x86_64", 6) && strchr(isa, '|'));
+    __builtin_cpu_init();
+    CHECK(isa_names(isa, "avx") == !!__builtin_cpu_supports("avx"));
+    CHECK(isa_names(isa, "avx2") == !!__builtin_cpu_supports("avx2"));
+    CHECK(isa_names(isa, "fma") == !!__builtin_cpu_supports("fma"));
+    CHECK(isa_names(isa, "avx512f") == !!__builtin_cpu_supports("avx512f"));
+    CHECK(isa_names(isa, "avx512bw") == !!__builtin_cpu_supports("avx512bw"));
+    CHECK(isa_names(isa, "avx512vl") == !!__builtin_cpu_supports("avx512vl"));
+    CHECK(isa_names(isa, "avx512vnni") == !!__builtin_cpu_supports("avx512vnni"));
+    CHECK(isa_names(isa, "avx512vbmi") == !!__builtin_cpu_supports("avx512vbmi"));
+    CHECK(isa_names(isa, "avx512bf16") == !!__builtin_cpu_supports("avx512bf16"));
+    /* a name is one token: avx512f is not read out of avx512fp16 */
+    CHECK(!isa_names("x86_64+avx512fp16|0", "avx512f") && isa_names("x86_64+avx512f+avx512fp16|0", "avx512f"));
+#endif
+    char again[256];
+    rt_cc_cpu_isa(again, sizeof again);
+    CHECK(!strcmp(isa, again));
+    rt_device *d = NULL;
+    CHECK(rt_device_open("cpu", 1, &d) == SMELT_OK);
+    CHECK(d && strstr(d->ident, isa) != NULL);
+    rt_device_close(d);
+}
+
 /* ---- the compile cache trusts nothing it did not write --------------------------------------- */
 
 TEST(sha256_matches_the_standard_vectors)
