@@ -354,7 +354,6 @@ static smelt_status compile_program(smelt_program *p, const smelt_model *m, cons
     for (int d = 0; d < p->devs.n; d++)
         if (p->devs.dev[d].kind == PLACE_CPU) {
             p->devs.dev[d].target.vector_width = rt_cc_vector_width();
-            p->devs.dev[d].target.int8_dot = rt_cc_int8_dot();
             p->devs.dev[d].target.stream_min_bytes = rt_cc_stream_min_bytes();
         }
     p->stage = opt->stop_after;
@@ -410,7 +409,7 @@ static smelt_status compile_graph(smelt_program *p, const smelt_options *opt, co
     if (nr > 0 && p->devs.n == 1 && !getenv("SMELT_NO_WINOGRAD")) TRY(graph_winograd(p->g, &wr));
     if (nr > 0) {
         graph_pack_cache cache = {pack_find, pack_keep, (void *)p->model}; /* the model's cache is its one mutable part */
-        TRY(graph_pack_weights(p->g, nr, p->devs.dev[cpu].target.int8_dot, p->model ? &cache : NULL, other > 0));
+        TRY(graph_pack_weights(p->g, nr, rt_cc_int8_dot, p->model ? &cache : NULL, other > 0));
     }
     TRY(graph_fold_gemm_transpose(p->g));
     if (nr > 0 && other == 0) TRY(graph_pack_recurrent_r(p->g, GRAPH_RNN_PANEL_COLS));

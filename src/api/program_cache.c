@@ -124,7 +124,9 @@ bool program_cache_key(const smelt_program *p, const smelt_options *opt, int n_i
     h = hash_str(h, p->dev[0]->name);
     h = hash_str(h, p->dev[0]->ident);
     const target_info *t = &p->devs.dev[0].target;
-    int64_t tv[3] = {t->vector_width, t->stream_min_bytes, t->int8_dot};
+    /* rt_cc_int8_dot's answer follows from the CPU (the device's ident) and
+     * SMELT_CC (the environment), both in the key already */
+    int64_t tv[2] = {t->vector_width, t->stream_min_bytes};
     h = hash_bytes(h, tv, sizeof tv);
     h = hash_bytes(h, &n_inputs, sizeof n_inputs);
     for (int i = 0; i < n_inputs; i++) {

@@ -160,7 +160,7 @@ static int kpairs_const(ir_graph *g, int t, const char *name, const graph_pack_c
 
 /* An integer convolution that takes the k-pairs (conv_wants_kpairs) takes
  * uint8 x int8 k-quads instead where the target has 8-bit dot products
- * (target.h, int8_dot: AVX512-VNNI's vpdpbusd, 64 products an instruction
+ * (graph_pack_weights's int8_dot: AVX512-VNNI's vpdpbusd, 64 products an instruction
  * against vpdpwssd's 32) and the node carries its shift (ir.h,
  * IR_ATTR_INT_AMAX: X + s is the 8-bit input as uint8). The im2col then
  * writes X + s as uint8 quads, the GEMM sums w8 * (X + s) with w8 the weight
@@ -331,8 +331,10 @@ static bool conv_wants_gemm(const ir_graph *g, const ir_node *n, int64_t nr)
     return k >= 27 && m >= 32 && graph_im2col_fits(p, k);
 }
 
-smelt_status graph_pack_weights(ir_graph *g, int64_t nr, bool int8_dot, const graph_pack_cache *cache, bool keep_plain)
+smelt_status graph_pack_weights(ir_graph *g, int64_t nr, bool (*int8_dot)(void), const graph_pack_cache *cache,
+                                bool keep_plain)
 {
+    int dot = int8_dot ? -1 : 0; /* -1: not asked yet */
     int *done = NULL; /* per tensor: its packed copy + 1 (two nodes sharing a weight share the copy) */
     int n_done = 0;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -353,7 +355,7 @@ smelt_status graph_pack_weights(ir_graph *g, int64_t nr, bool int8_dot, const gr
         if (conv && !keep_plain && b->data && b->enc.kind == IR_ENC_NONE && b->dtype == SMELT_F32 &&
             conv_wants_kpairs(g, n, nr)) {
             int64_t n_res;
-            if (int8_dot && conv_wants_kquads(g, n, &n_res)) {
+            if (dot && conv_wants_kquads(g, n, &n_res) && (dot > 0 || (dot = int8_dot() ? 1 : 0))) {
                 if (!kquads_node(g, i, n_res, cache)) goto nomem;
                 continue;
             }

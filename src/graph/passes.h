@@ -130,11 +130,15 @@ void graph_pack_int8(const float *from, void *to, int64_t k, int64_t n, int64_t 
  * A Conv with IR_ATTR_INT_AMAX (an integer convolution in float32,
  * onnx/quantized.c) whose weight holds integers within the bound gets int16
  * k-pair rows instead (ir.h IR_ENC_KPAIRS), without `keep_plain`; where
- * `int8_dot` (the target's, target.h) and its weights fit int8, int8 k-quad
- * rows (IR_ENC_KQUADS) and a fifth input, their sums (ir.h).
+ * `int8_dot` (NULL: never) answers true and its weights fit int8, int8 k-quad
+ * rows (IR_ENC_KQUADS) and a fifth input, their sums (ir.h). `int8_dot` is
+ * asked only where a Conv could take the quads (at most once a call): the C
+ * target's answer runs the compiler (rt_cc_int8_dot), which a model without
+ * integer convolutions, or a cached program, should not wait for.
  * requires: inferred graph. guarantees: the graph computes the same values;
  * the original constant is left for graph_dce when nothing else reads it. */
-smelt_status graph_pack_weights(ir_graph *g, int64_t nr, bool int8_dot, const graph_pack_cache *cache, bool keep_plain);
+smelt_status graph_pack_weights(ir_graph *g, int64_t nr, bool (*int8_dot)(void), const graph_pack_cache *cache,
+                                bool keep_plain);
 
 /* The most bytes of im2col scratch a Conv on the packed GEMM takes
  * (ops/conv_gemm.c: A^T of as many images as fit, KH*KW/(sh*sw) times X's

@@ -33,7 +33,6 @@ typedef struct target_info {
     locals_strategy locals;  /* default local-variable allocator */
     int64_t stream_min_bytes; /* outputs this large may be written by stream loops (kir.h); 0: never */
     bool host_memory;        /* its buffers are host memory: inputs and constants are bound in place, no copies */
-    bool int8_dot;           /* C: the compiler targets uint8 x int8 dot products at 16 lanes (rt_cc_int8_dot) */
 } target_info;
 
 /* The rows, with portable defaults; the caller copies one and replaces the

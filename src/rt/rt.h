@@ -67,7 +67,7 @@ void rt_cc_cpu_isa(char *buf, size_t cap);
  * AVX512BW and AVX512-VNNI (vpdpbusd: uint8 x int8 quads into int32), asked of
  * the compiler itself (its predefined macros, once per $SMELT_CC), so a
  * SMELT_CC that turns VNNI off gets false. Lowerings choose the k-quad form
- * of integer convolutions by it (TargetInfo.int8_dot). */
+ * of integer convolutions by it (graph_pack_weights asks it lazily). */
 bool rt_cc_int8_dot(void);
 /* Outputs of at least this many bytes are written around the cache by C
  * kernels that can (KIR stream loops, TargetInfo.stream_min_bytes): 16 MiB,

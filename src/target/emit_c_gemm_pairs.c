@@ -17,7 +17,7 @@
  * float and added to c at the end of the call.
  *
  * The k-quads (an integer convolution whose weight is int8, ops/conv_gemm.c,
- * where the target has 8-bit dot products, target.h int8_dot) likewise:
+ * where the C compiler targets 8-bit dot products, rt_cc_int8_dot) likewise:
  *
  *   smelt_gemm_u8q_<mr>x<nr>(c, cr, a, ar, b, bk, kc):
  *       c[r*cr + j] += sum over k < kc, h < 4 of a[r*ar + 4k + h] * b[k*bk + 4j + h]

@@ -35,7 +35,7 @@ TEST(gemm_pack_weights_lays_out_panels)
         int outs[2] = {y, y2};
         ir_graph_set_io(g, 1, &x, trans ? 1 : 2, outs);
         CHECK(graph_infer(g, lower_eval_node) == SMELT_OK);
-        CHECK(graph_pack_weights(g, nr, false, NULL, false) == SMELT_OK);
+        CHECK(graph_pack_weights(g, nr, NULL, NULL, false) == SMELT_OK);
         const ir_node *nd = &g->nodes[node_named(g, "mm")];
         const ir_tensor *p = &g->tensors[nd->in[1]];
         CHECK(nd->in[1] != b && p->enc.kind == IR_ENC_PANELS && p->enc.k == k && p->enc.n == n && p->enc.nr == nr);
@@ -652,7 +652,7 @@ TEST(gemm_pack_weights_packs_conv_weights)
     int ins[2] = {x, x3}, outs[3] = {y, y2, y3};
     ir_graph_set_io(g, 2, ins, 3, outs);
     CHECK(graph_infer(g, lower_eval_node) == SMELT_OK);
-    CHECK(graph_pack_weights(g, nr, false, NULL, false) == SMELT_OK);
+    CHECK(graph_pack_weights(g, nr, NULL, NULL, false) == SMELT_OK);
     const ir_tensor *p = &g->tensors[g->nodes[node_named(g, "conv")].in[1]];
     CHECK(p->enc.kind == IR_ENC_PANELS && p->enc.k == 72 && p->enc.n == 130 && p->enc.nr == nr);
     CHECK(p->shape.rank == 3 && p->shape.dim[0] == 9 && p->shape.dim[1] == 72 && p->shape.dim[2] == nr);
