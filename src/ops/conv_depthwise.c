@@ -9,6 +9,9 @@
  *             registers, from a zero-padded copy of the input rows it reads,
  *             and stored once, through lower_store (the region's epilogue).
  *
+ * Planes whose rows would fill half a vector or less take the lanes form
+ * (dwl_body, below): channels across the vector instead of a row's outputs.
+ *
  * A unit is RB output rows of one channel. Its input rows, padded with zeros
  * to Wp = pw + W + pw' columns, are copied once into a tile of workgroup
  * memory (each element of a fused producer computed once), with the columns

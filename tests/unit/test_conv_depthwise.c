@@ -12,7 +12,9 @@
  * two rows a step at stride 1, with an odd last row alone;
  * and the convolutions it leaves to the generic flat form: a channel
  * multiplier of 2 (M = 2C), a grouping with two channels per group, rows of
- * 3, and the narrow rows on hosts with narrower vectors.
+ * 3, and the narrow rows on hosts with narrower vectors;
+ * and its lanes form for narrow planes where C is a multiple of 8 (channels
+ * across the vector, transposing copies in and out).
  */
 #include <math.h>
 #include <stdbool.h>
