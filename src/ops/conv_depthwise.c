@@ -313,12 +313,27 @@ static void dwl_body(lower_ctx *c, const kir_val *idx, void *user)
     int tile = kir_smem_add(K, j->dt, j->hr * j->wr * j->lanes);
     int acc = kir_smem_add(K, j->dt, oh_n * ow_n * j->lanes);
     int wts = kir_smem_add(K, j->dt, taps * j->lanes);
-    /* zeros where the windows read the padding */
+    /* zeros where the windows read the padding: the tile around X's rows and columns */
     int64_t pt = w->pad_lo[0], pl = w->pad_lo[1];
     int64_t h1 = w->in[0] < j->hr - pt ? w->in[0] : j->hr - pt, w1 = w->in[1] < j->wr - pl ? w->in[1] : j->wr - pl;
-    if (pt > 0 || pl > 0 || h1 + pt < j->hr || w1 + pl < j->wr) {
-        kir_val e = kir_loop_begin_parallel(K, zero_i, kir_idx(K, j->hr * j->wr * j->lanes));
-        kir_store(K, tile, e, fzero);
+    int64_t row = j->wr * j->lanes;
+    const int64_t span[2][2] = {{0, pt * row}, {(pt + h1) * row, j->hr * row}}; /* rows above and below X's */
+    for (int sp = 0; sp < 2; sp++)
+        if (span[sp][0] < span[sp][1]) {
+            kir_val e = kir_loop_begin_parallel(K, kir_idx(K, span[sp][0]), kir_idx(K, span[sp][1]));
+            kir_store(K, tile, e, fzero);
+            kir_loop_end(K);
+        }
+    if (pl > 0 || w1 + pl < j->wr) { /* the columns left and right of X's */
+        kir_val r = kir_loop_begin(K, kir_idx(K, pt), kir_idx(K, pt + h1), one);
+        kir_val rb = kir_mul(K, r, kir_idx(K, row));
+        const int64_t cols[2][2] = {{0, pl * j->lanes}, {(pl + w1) * j->lanes, row}};
+        for (int sp = 0; sp < 2; sp++)
+            if (cols[sp][0] < cols[sp][1]) {
+                kir_val e = kir_loop_begin_parallel(K, kir_idx(K, cols[sp][0]), kir_idx(K, cols[sp][1]));
+                kir_store(K, tile, kir_add(K, rb, e), fzero);
+                kir_loop_end(K);
+            }
         kir_loop_end(K);
     }
     /* X's planes transposed into xt (position, lane), 16x8 blocks a call where the C emitter
