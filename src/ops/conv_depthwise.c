@@ -9,6 +9,9 @@
  *             registers, from a zero-padded copy of the input rows it reads,
  *             and stored once, through lower_store (the region's epilogue).
  *
+ * Planes whose rows would fill half a vector or less take the lanes form
+ * (dwl_body, below): channels across the vector instead of a row's outputs.
+ *
  * A unit is RB output rows of one channel. Its input rows, padded with zeros
  * to Wp = pw + W + pw' columns, are copied once into a tile of workgroup
  * memory (each element of a fused producer computed once), with the columns
@@ -245,9 +248,202 @@ static void dw_body(lower_ctx *c, const kir_val *idx, void *user)
     if (step == 2 && j->rb % 2) dw_rows(c, j, tile, bias, wv, off, n, ch, oh0, kir_idx(K, j->rb - 1), 1, tail);
 }
 
+/* ---- Small planes: channels across the vector ------------------------------
+ * A unit is DW_LANES channels (8 where C is not a multiple of 16) of one
+ * image, all of its output plane. The channels' input planes are copied,
+ * transposed, into a zero-padded tile of workgroup memory, element (row,
+ * column, lane), and the window's weights into DW_LANES-wide rows; then each
+ * output position is one loop over the lanes (one vector) summing its taps
+ * from whole tile vectors (any stride, no phase planes), into an accumulator
+ * plane of the same layout that the epilogue reads back transposed. Rows of 7
+ * or 14 outputs no longer leave most of a vector empty or run as a scalar
+ * remainder: the cost is the two transposing copies, one per element of X
+ * and Y against the window's taps per element of Y. */
+#define DW_LANES 16
+#define DWL_ROW_BLOCK 8     /* outputs of a row a step, at most */
+
+typedef struct dwl_job {
+    window_geom w;
+    int64_t lanes;          /* channels per unit */
+    int64_t hr, wr;         /* tile rows and columns: those the windows read */
+    smelt_dtype dt;
+    bool bias;
+} dwl_job;
+
+/* Outputs ow0 .. ow0 + u - 1 of output row oh, each one vector of lanes: the
+ * window's weights loaded once for the u, the u sums stored after all are
+ * computed, so that the C compiler loads each tile vector the u windows share
+ * (at stride 1, u + KW - 1 a window row, not u*KW) once. Each sum adds its
+ * taps in order, from the bias; the u sums are u independent chains. */
+static void dwl_outputs(lower_ctx *c, const dwl_job *j, int tile, int wts, int acc, kir_val c0, kir_val oh, kir_val ow0,
+                        int64_t u)
+{
+    const window_geom *w = &j->w;
+    kir_kernel *K = c->k;
+    kir_val lanes = kir_idx(K, j->lanes);
+    int64_t kw_n = w->kernel[1], taps = w->kernel[0] * kw_n;
+    kir_val lo = kir_loop_begin_parallel(K, kir_idx(K, 0), lanes);
+    kir_val ch = kir_add(K, c0, lo);
+    kir_val base = kir_add(K, kir_mul(K, kir_add(K, kir_mul(K, oh, kir_idx(K, w->stride[0] * j->wr)),
+                                                 kir_mul(K, ow0, kir_idx(K, w->stride[1]))), lanes), lo);
+    kir_val wv[DW_MAX_TAPS], sum[DWL_ROW_BLOCK];
+    for (int64_t t = 0; t < taps; t++) wv[t] = kir_load(K, wts, kir_add(K, kir_idx(K, t * j->lanes), lo));
+    kir_val init = j->bias ? lower_load(c, 2, &ch) : kir_const_f(K, j->dt, 0);
+    for (int64_t i = 0; i < u; i++) {
+        sum[i] = init;
+        for (int64_t t = 0; t < taps; t++) {
+            int64_t off = ((t / kw_n) * w->dilation[0] * j->wr + i * w->stride[1] + (t % kw_n) * w->dilation[1]) * j->lanes;
+            kir_val x = kir_load(K, tile, kir_add(K, base, kir_idx(K, off)));
+            sum[i] = kir_binary(K, KIR_ADD, sum[i], kir_binary(K, KIR_MUL, wv[t], x));
+        }
+    }
+    kir_val at = kir_add(K, kir_mul(K, kir_add(K, kir_mul(K, oh, kir_idx(K, w->out[1])), ow0), lanes), lo);
+    for (int64_t i = 0; i < u; i++) kir_store(K, acc, kir_add(K, at, kir_idx(K, i * j->lanes)), sum[i]);
+    kir_loop_end(K);
+}
+
+static void dwl_body(lower_ctx *c, const kir_val *idx, void *user)
+{
+    const dwl_job *j = user;
+    const window_geom *w = &j->w;
+    kir_kernel *K = c->k;
+    kir_val zero_i = kir_idx(K, 0), one = kir_idx(K, 1), fzero = kir_const_f(K, j->dt, 0);
+    kir_val lanes = kir_idx(K, j->lanes), n = idx[0], c0 = kir_mul(K, idx[1], lanes);
+    int64_t kh_n = w->kernel[0], kw_n = w->kernel[1], taps = kh_n * kw_n, oh_n = w->out[0], ow_n = w->out[1];
+    int tile = kir_smem_add(K, j->dt, j->hr * j->wr * j->lanes);
+    int acc = kir_smem_add(K, j->dt, oh_n * ow_n * j->lanes);
+    int wts = kir_smem_add(K, j->dt, taps * j->lanes);
+    /* zeros where the windows read the padding: the tile around X's rows and columns */
+    int64_t pt = w->pad_lo[0], pl = w->pad_lo[1];
+    int64_t h1 = w->in[0] < j->hr - pt ? w->in[0] : j->hr - pt, w1 = w->in[1] < j->wr - pl ? w->in[1] : j->wr - pl;
+    int64_t row = j->wr * j->lanes;
+    const int64_t span[2][2] = {{0, pt * row}, {(pt + h1) * row, j->hr * row}}; /* rows above and below X's */
+    for (int sp = 0; sp < 2; sp++)
+        if (span[sp][0] < span[sp][1]) {
+            kir_val e = kir_loop_begin_parallel(K, kir_idx(K, span[sp][0]), kir_idx(K, span[sp][1]));
+            kir_store(K, tile, e, fzero);
+            kir_loop_end(K);
+        }
+    if (pl > 0 || w1 + pl < j->wr) { /* the columns left and right of X's */
+        kir_val r = kir_loop_begin(K, kir_idx(K, pt), kir_idx(K, pt + h1), one);
+        kir_val rb = kir_mul(K, r, kir_idx(K, row));
+        const int64_t cols[2][2] = {{0, pl * j->lanes}, {(pl + w1) * j->lanes, row}};
+        for (int sp = 0; sp < 2; sp++)
+            if (cols[sp][0] < cols[sp][1]) {
+                kir_val e = kir_loop_begin_parallel(K, kir_idx(K, cols[sp][0]), kir_idx(K, cols[sp][1]));
+                kir_store(K, tile, kir_add(K, rb, e), fzero);
+                kir_loop_end(K);
+            }
+        kir_loop_end(K);
+    }
+    /* X's planes transposed into xt (position, lane), 16x8 blocks a call where the C emitter
+     * has vectors (a transpose loop, kir.h: the lanes in two halves, two stores), then each
+     * input row copied into the padded tile as one unit-stride span */
+    int64_t hw = w->in[0] * w->in[1], half = j->lanes / 2;
+    int xt = kir_smem_add(K, j->dt, hw * j->lanes);
+    kir_val p = kir_loop_begin_transpose(K, zero_i, kir_idx(K, hw));
+    kir_val l = kir_loop_begin(K, zero_i, kir_idx(K, half), one);
+    for (int64_t hf = 0; hf < 2; hf++) {
+        kir_val lh = kir_add(K, l, kir_idx(K, hf * half));
+        kir_val xi[4] = {n, kir_add(K, c0, lh), kir_binary(K, KIR_DIV, p, kir_idx(K, w->in[1])),
+                         kir_binary(K, KIR_MOD, p, kir_idx(K, w->in[1]))};
+        kir_store(K, xt, kir_add(K, kir_mul(K, p, lanes), lh), lower_load(c, 0, xi));
+    }
+    kir_loop_end(K);
+    kir_loop_end(K);
+    kir_val ih = kir_loop_begin(K, zero_i, kir_idx(K, h1), one);
+    kir_val e = kir_loop_begin_parallel(K, zero_i, kir_idx(K, w1 * j->lanes));
+    kir_val to = kir_add(K, kir_mul(K, kir_add(K, kir_mul(K, kir_add(K, ih, kir_idx(K, pt)), kir_idx(K, j->wr)), kir_idx(K, pl)), lanes), e);
+    kir_store(K, tile, to, kir_load(K, xt, kir_add(K, kir_mul(K, ih, kir_idx(K, w->in[1] * j->lanes)), e)));
+    kir_loop_end(K);
+    kir_loop_end(K);
+    for (int64_t t = 0; t < taps; t++) {
+        kir_val wl = kir_loop_begin_parallel(K, zero_i, lanes);
+        kir_val wi[4] = {kir_add(K, c0, wl), zero_i, kir_idx(K, t / kw_n), kir_idx(K, t % kw_n)};
+        kir_store(K, wts, kir_add(K, kir_idx(K, t * j->lanes), wl), lower_load(c, 1, wi));
+        kir_loop_end(K);
+    }
+    int64_t u = ow_n % DWL_ROW_BLOCK == 0 || ow_n > DWL_ROW_BLOCK ? DWL_ROW_BLOCK : ow_n;
+    for (int64_t d = DWL_ROW_BLOCK; d >= DWL_ROW_BLOCK / 2 && ow_n > DWL_ROW_BLOCK; d--)
+        if (ow_n % d == 0) {
+            u = d;
+            break;
+        }
+    kir_val oh = kir_loop_begin(K, zero_i, kir_idx(K, oh_n), one);
+    if (ow_n / u > 0) {
+        kir_val ow0 = kir_loop_begin(K, zero_i, kir_idx(K, ow_n / u * u), kir_idx(K, u));
+        dwl_outputs(c, j, tile, wts, acc, c0, oh, ow0, u);
+        kir_loop_end(K);
+    }
+    if (ow_n % u) dwl_outputs(c, j, tile, wts, acc, c0, oh, kir_idx(K, ow_n / u * u), ow_n % u);
+    kir_loop_end(K);
+    /* the accumulators transposed into (lane, position) the same way, whole blocks of 8
+     * positions, then stored through the epilogue one lane's plane at a time */
+    int64_t np_ = oh_n * ow_n, n8 = np_ / 8 * 8;
+    int acc_t = kir_smem_add(K, j->dt, np_ * j->lanes);
+    for (int part_i = 0; part_i < 2; part_i++) {
+        int64_t q0 = part_i ? n8 : 0, q1 = part_i ? np_ : n8;
+        if (q0 >= q1) continue;
+        kir_val tl = part_i ? kir_loop_begin(K, zero_i, kir_idx(K, half), one) : kir_loop_begin_transpose(K, zero_i, kir_idx(K, half));
+        kir_val q = kir_loop_begin(K, kir_idx(K, q0), kir_idx(K, q1), one);
+        for (int64_t hf = 0; hf < 2; hf++) {
+            kir_val lh = kir_add(K, tl, kir_idx(K, hf * half));
+            kir_store(K, acc_t, kir_add(K, kir_mul(K, lh, kir_idx(K, np_)), q), kir_load(K, acc, kir_add(K, kir_mul(K, q, lanes), lh)));
+        }
+        kir_loop_end(K);
+        kir_loop_end(K);
+    }
+    kir_val sl = kir_loop_begin(K, zero_i, lanes, one);
+    kir_val soh = kir_loop_begin(K, zero_i, kir_idx(K, oh_n), one);
+    kir_val sow = kir_loop_begin_parallel(K, zero_i, kir_idx(K, ow_n));
+    kir_val yi[4] = {n, kir_add(K, c0, sl), soh, sow};
+    kir_val from = kir_add(K, kir_mul(K, sl, kir_idx(K, np_)), kir_add(K, kir_mul(K, soh, kir_idx(K, ow_n)), sow));
+    lower_store(c, 0, yi, kir_load(K, acc_t, from));
+    kir_loop_end(K);
+    kir_loop_end(K);
+    kir_loop_end(K);
+}
+
+/* The lanes form for output rows of `ow` on vectors of `vw` lanes: where the
+ * row forms below would leave at least half of each vector empty. With 16
+ * lanes a row of up to 16 is one masked vector, so rows of 8 or fewer; with
+ * fewer lanes the narrow rows run in the flat form (ops/conv.c), whose rows
+ * of ow outputs in a padded row are mostly remainder, so rows of up to 16.
+ * Min of 300 runs, 1 thread, + HardSwish, the row forms -> this one, 16
+ * lanes: 512 ch 5x5 at 7x7 0.054 -> 0.037 ms, 960 ch 3x3 at 7x7 0.046-0.056
+ * -> 0.044, 256 ch 5x5 14 -> 7 s2 0.036 -> 0.029, 672 ch 5x5 14 -> 7 s2
+ * 0.094 -> 0.077, 576 ch 3x3 14 -> 7 s2 0.048 -> 0.042; rows of 14 lost
+ * (256 ch 5x5 0.059 -> 0.063, 576 ch 3x3 0.046 -> 0.072), and so did 72 ch
+ * 5x5 at 10x10 (0.011 -> 0.014) and 96 ch 3x3 at 13x13 (0.007 -> 0.013).
+ * 8 lanes: 576 ch 3x3 at 14x14 0.092 -> 0.074, 256 ch 5x5 0.066 -> 0.063,
+ * 96 ch 3x3 at 13x13 0.016 -> 0.013, 72 ch 5x5 at 10x10 a tie (0.011). */
+static bool dw_lanes_wanted(int64_t ow, int vw)
+{
+    return vw >= 16 ? ow * 2 <= vw : ow <= 16;
+}
+
+/* The lanes form where it applies: see conv_depthwise_2d. */
+static bool conv_depthwise_lanes(lower_ctx *c, const window_geom *w, int64_t batch, int64_t m, smelt_dtype dt, bool bias)
+{
+    dwl_job j = {.w = *w, .dt = dt, .bias = bias};
+    j.lanes = m % DW_LANES == 0 ? DW_LANES : m % 8 == 0 ? 8 : 0;
+    if (!j.lanes) return false;
+    j.hr = (w->out[0] - 1) * w->stride[0] + (w->kernel[0] - 1) * w->dilation[0] + 1;
+    j.wr = (w->out[1] - 1) * w->stride[1] + (w->kernel[1] - 1) * w->dilation[1] + 1;
+    int64_t elems = (j.hr * j.wr + w->in[0] * w->in[1] + 2 * w->out[0] * w->out[1] + w->kernel[0] * w->kernel[1]) * j.lanes;
+    if (elems * (int64_t)smelt_dtype_size(dt) > DW_STACK_BYTES) return false;
+    ir_shape units = {.rank = 4, .dim = {batch, m / j.lanes, 1, 1}};
+    lower_parallel_for(c, &units, 2 * j.lanes * w->out[0] * w->out[1] * w->kernel[0] * w->kernel[1], dwl_body, &j);
+    return true;
+}
+
 bool conv_depthwise_2d(lower_ctx *c, const window_geom *w, int64_t batch, int64_t cg, int64_t m, int64_t group,
                        smelt_dtype dt, bool bias)
 {
+    if (c->target->wg_size == 1 && w->nsp == 2 && cg == 1 && m == group && dt == SMELT_F32 &&
+        w->kernel[0] * w->kernel[1] <= DW_MAX_TAPS && dw_lanes_wanted(w->out[1], c->target->vector_width) &&
+        conv_depthwise_lanes(c, w, batch, m, dt, bias))
+        return true;
     /* Rows of 4 to 16 outputs: one masked vector each where the vectors have 16 lanes (emit_c_simd.c).
      * Min of 5 rounds of 200 runs, 1 thread, 3x3 pad 1 + Clip, flat form -> this kernel: 384 ch at
      * 14x14 0.058 -> 0.033 ms, 576 ch 0.088 -> 0.050, 192 ch 28 -> 14 s2 0.045 -> 0.031, 960 ch at

@@ -12,7 +12,9 @@
  * two rows a step at stride 1, with an odd last row alone;
  * and the convolutions it leaves to the generic flat form: a channel
  * multiplier of 2 (M = 2C), a grouping with two channels per group, rows of
- * 3, and the narrow rows on hosts with narrower vectors.
+ * 3, and the narrow rows on hosts with narrower vectors;
+ * and its lanes form for narrow planes where C is a multiple of 8 (channels
+ * across the vector, transposing copies in and out).
  */
 #include <math.h>
 #include <stdbool.h>
@@ -58,6 +60,92 @@ static double dw_ref(const dw_case *cc, const float *x, int64_t h, int64_t w_, c
                 s += (double)x[((n * cc->c + m / mg * cg + ci) * h + ih) * w_ + iw] * w[((m * cg + ci) * cc->k[0] + kh) * cc->k[1] + kw];
             }
     return cc->clip ? fmin(fmax(s, 0.0), 6.0) : s;
+}
+
+/* Compile case cc, check the form it took, run it and compare with dw_ref. */
+static void dw_check(int ci, const dw_case *cc)
+{
+    /* the conv's input: h x w, after the Pad when pad_in */
+    int64_t h0 = cc->h - (cc->pad_in ? PAD_IN[0] + PAD_IN[2] : 0), w0 = cc->w - (cc->pad_in ? PAD_IN[1] + PAD_IN[3] : 0);
+    int64_t oh = (cc->h + cc->pads[0] + cc->pads[2] - (cc->k[0] - 1) * cc->d[0] - 1) / cc->s[0] + 1;
+    int64_t ow = (cc->w + cc->pads[1] + cc->pads[3] - (cc->k[1] - 1) * cc->d[1] - 1) / cc->s[1] + 1;
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(4, cc->n, cc->c, h0, w0)), xin = x;
+    if (cc->pad_in) {
+        int pads = ir_tensor_add(g, "pads", SMELT_I64, &(ir_shape){.rank = 1, .dim = {8}});
+        const int64_t pv[8] = {0, 0, PAD_IN[0], PAD_IN[1], 0, 0, PAD_IN[2], PAD_IN[3]};
+        memcpy(ir_tensor_alloc_data(g, pads), pv, sizeof pv);
+        xin = op(g, "pad", OP_Pad, 3, (const int[]){x, pads, scalar(g, "pad_value", 0.5f)});
+    }
+    int wt = constant(g, "w", shp(4, cc->m, cc->c / cc->group, cc->k[0], cc->k[1]), 0.25f, -0.05f);
+    int b = constant(g, "b", shp(1, cc->m), 0.5f, 0.1f);
+    int y = op(g, "conv", OP_Conv, cc->bias ? 3 : 2, (const int[]){xin, wt, b});
+    int nd = node_named(g, "conv");
+    attr_ints(g, nd, "strides", 2, cc->s);
+    attr_ints(g, nd, "dilations", 2, cc->d);
+    attr_ints(g, nd, "pads", 4, (const int64_t[]){cc->pads[0], cc->pads[1], cc->pads[2], cc->pads[3]});
+    attr_int(g, nd, "group", cc->group);
+    if (cc->clip) y = op(g, "clip", OP_Clip, 3, (const int[]){y, scalar(g, "lo", 0.0f), scalar(g, "hi", 6.0f)});
+    ir_graph_set_io(g, 1, &x, 1, &y);
+    smelt_program *p = compile(g, 0);
+    CHECK(p != NULL);
+    if (!p) {
+        ir_graph_free(g);
+        return;
+    }
+    CHECK_EQ_INT(p->lp.n_kernels, 1); /* Pad and Clip fused */
+    bool wide = rt_cc_vector_width() >= 16;
+    bool lanes = cc->dw == 3 || (cc->dw == 4 && !wide);
+    bool dw = !lanes && (cc->dw == 1 || ((cc->dw == 2 || cc->dw == 4) && wide));
+    /* the lanes form: tile, weights, transposed X, accumulators and their transpose */
+    CHECK_EQ_INT(workgroup_tiles(p), lanes ? 5 : dw ? 1 : 2);
+    /* a stride-2 depthwise conv reading X itself (no producer fused) deinterleaves its columns */
+    char *src = NULL;
+    CHECK(emit_program(p->lp.kernels, p->lp.n_kernels, EMIT_C, LOCALS_HYBRID, (const int *const *)p->plan.in_place_of,
+                       &src) == SMELT_OK);
+    CHECK_EQ_INT(src && strstr(src, "smelt_deint2_f32(&b") != NULL, dw && cc->s[1] == 2 && !cc->pad_in);
+    /* the lanes form's copy of a plain X (no producer fused) and of its accumulators: transposes */
+    if (lanes && (h0 * w0 > 1 || oh * ow >= 8)) {
+        if (!src || !strstr(src, "smelt_trans_f32(&b")) fprintf(stderr, "  depthwise case %d: no transposes\n", ci);
+        CHECK(src && strstr(src, "smelt_trans_f32(&b"));
+    }
+    /* a row of 4 to 16 (not 8) outputs is one masked vector, and so are the last 4 to 15 (not 8) of a longer one */
+    if (dw && cc->dw >= 2 && ow < 16 && ow != 8) CHECK(src && strstr(src, "_mm512_mask_storeu_ps(&b"));
+    if (dw && ow > 16 && ow % 16 >= 4 && ow % 16 != 8 && rt_cc_vector_width() >= 16)
+        CHECK(src && strstr(src, "_mm512_mask_storeu_ps(&b"));
+    free(src);
+    int64_t nx = cc->n * cc->c * h0 * w0, nxp = cc->n * cc->c * cc->h * cc->w;
+    float *xd = malloc(sizeof(float) * (size_t)nx), *xp = malloc(sizeof(float) * (size_t)nxp);
+    for (int64_t i = 0; i < nx; i++) xd[i] = (float)((i * 13 + 5) % 17 - 8) / 2.0f;
+    for (int64_t r = 0; r < cc->n * cc->c; r++)
+        for (int64_t i = 0; i < cc->h; i++)
+            for (int64_t j = 0; j < cc->w; j++) {
+                int64_t si = i - (cc->pad_in ? PAD_IN[0] : 0), sj = j - (cc->pad_in ? PAD_IN[1] : 0);
+                bool in = si >= 0 && si < h0 && sj >= 0 && sj < w0;
+                xp[(r * cc->h + i) * cc->w + j] = in ? xd[(r * h0 + si) * w0 + sj] : 0.5f;
+            }
+    smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 4, .shape = {cc->n, cc->c, h0, w0}, .data = xd};
+    CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+    smelt_tensor out;
+    CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
+    CHECK(out.rank == 4 && out.shape[1] == cc->m && out.shape[2] == oh && out.shape[3] == ow);
+    const float *wd = g->tensors[wt].data, *bd = g->tensors[b].data, *yd = out.data;
+    int bad = 0;
+    for (int64_t n = 0; n < cc->n; n++)
+        for (int64_t m = 0; m < cc->m; m++)
+            for (int64_t i = 0; i < oh; i++)
+                for (int64_t j = 0; j < ow; j++) {
+                    double want = dw_ref(cc, xp, cc->h, cc->w, wd, bd, n, m, i, j);
+                    double got = yd[((n * cc->m + m) * oh + i) * ow + j];
+                    if (fabs(got - want) > 1e-4 * (1 + fabs(want)) && bad++ < 3)
+                        fprintf(stderr, "  depthwise case %d [%lld][%lld][%lld][%lld]: %.7g, want %.7g\n", ci,
+                                (long long)n, (long long)m, (long long)i, (long long)j, got, want);
+                }
+    CHECK_EQ_INT(bad, 0);
+    free(xp);
+    free(xd);
+    smelt_program_free(p);
+    ir_graph_free(g);
 }
 
 TEST(conv_depthwise_matches_a_direct_reference)
@@ -112,80 +200,40 @@ TEST(conv_depthwise_matches_a_direct_reference)
         {1, 9, 14, 14, 9, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 9, true, true, false, 0},
         {1, 5, 7, 7, 5, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 5, true, true, false, 0},
     };
-    for (int ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) {
-        const dw_case *cc = &cases[ci];
-        /* the conv's input: h x w, after the Pad when pad_in */
-        int64_t h0 = cc->h - (cc->pad_in ? PAD_IN[0] + PAD_IN[2] : 0), w0 = cc->w - (cc->pad_in ? PAD_IN[1] + PAD_IN[3] : 0);
-        int64_t oh = (cc->h + cc->pads[0] + cc->pads[2] - (cc->k[0] - 1) * cc->d[0] - 1) / cc->s[0] + 1;
-        int64_t ow = (cc->w + cc->pads[1] + cc->pads[3] - (cc->k[1] - 1) * cc->d[1] - 1) / cc->s[1] + 1;
-        ir_graph *g = ir_graph_new();
-        int x = input(g, "x", shp(4, cc->n, cc->c, h0, w0)), xin = x;
-        if (cc->pad_in) {
-            int pads = ir_tensor_add(g, "pads", SMELT_I64, &(ir_shape){.rank = 1, .dim = {8}});
-            const int64_t pv[8] = {0, 0, PAD_IN[0], PAD_IN[1], 0, 0, PAD_IN[2], PAD_IN[3]};
-            memcpy(ir_tensor_alloc_data(g, pads), pv, sizeof pv);
-            xin = op(g, "pad", OP_Pad, 3, (const int[]){x, pads, scalar(g, "pad_value", 0.5f)});
-        }
-        int wt = constant(g, "w", shp(4, cc->m, cc->c / cc->group, cc->k[0], cc->k[1]), 0.25f, -0.05f);
-        int b = constant(g, "b", shp(1, cc->m), 0.5f, 0.1f);
-        int y = op(g, "conv", OP_Conv, cc->bias ? 3 : 2, (const int[]){xin, wt, b});
-        int nd = node_named(g, "conv");
-        attr_ints(g, nd, "strides", 2, cc->s);
-        attr_ints(g, nd, "dilations", 2, cc->d);
-        attr_ints(g, nd, "pads", 4, (const int64_t[]){cc->pads[0], cc->pads[1], cc->pads[2], cc->pads[3]});
-        attr_int(g, nd, "group", cc->group);
-        if (cc->clip) y = op(g, "clip", OP_Clip, 3, (const int[]){y, scalar(g, "lo", 0.0f), scalar(g, "hi", 6.0f)});
-        ir_graph_set_io(g, 1, &x, 1, &y);
-        smelt_program *p = compile(g, 0);
-        CHECK(p != NULL);
-        if (!p) {
-            ir_graph_free(g);
-            continue;
-        }
-        CHECK_EQ_INT(p->lp.n_kernels, 1); /* Pad and Clip fused */
-        bool dw = cc->dw == 1 || (cc->dw == 2 && rt_cc_vector_width() >= 16);
-        CHECK_EQ_INT(workgroup_tiles(p), dw ? 1 : 2);
-        /* a stride-2 depthwise conv reading X itself (no producer fused) deinterleaves its columns */
-        char *src = NULL;
-        CHECK(emit_program(p->lp.kernels, p->lp.n_kernels, EMIT_C, LOCALS_HYBRID, (const int *const *)p->plan.in_place_of,
-                           &src) == SMELT_OK);
-        CHECK_EQ_INT(src && strstr(src, "smelt_deint2_f32(&b") != NULL, dw && cc->s[1] == 2 && !cc->pad_in);
-        /* a row of 4 to 16 (not 8) outputs is one masked vector, and so are the last 4 to 15 (not 8) of a longer one */
-        if (dw && cc->dw == 2 && ow < 16 && ow != 8) CHECK(src && strstr(src, "_mm512_mask_storeu_ps(&b"));
-        if (dw && ow > 16 && ow % 16 >= 4 && ow % 16 != 8 && rt_cc_vector_width() >= 16)
-            CHECK(src && strstr(src, "_mm512_mask_storeu_ps(&b"));
-        free(src);
-        int64_t nx = cc->n * cc->c * h0 * w0, nxp = cc->n * cc->c * cc->h * cc->w;
-        float *xd = malloc(sizeof(float) * (size_t)nx), *xp = malloc(sizeof(float) * (size_t)nxp);
-        for (int64_t i = 0; i < nx; i++) xd[i] = (float)((i * 13 + 5) % 17 - 8) / 2.0f;
-        for (int64_t r = 0; r < cc->n * cc->c; r++)
-            for (int64_t i = 0; i < cc->h; i++)
-                for (int64_t j = 0; j < cc->w; j++) {
-                    int64_t si = i - (cc->pad_in ? PAD_IN[0] : 0), sj = j - (cc->pad_in ? PAD_IN[1] : 0);
-                    bool in = si >= 0 && si < h0 && sj >= 0 && sj < w0;
-                    xp[(r * cc->h + i) * cc->w + j] = in ? xd[(r * h0 + si) * w0 + sj] : 0.5f;
-                }
-        smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 4, .shape = {cc->n, cc->c, h0, w0}, .data = xd};
-        CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
-        smelt_tensor out;
-        CHECK(smelt_program_output(p, 0, &out) == SMELT_OK);
-        CHECK(out.rank == 4 && out.shape[1] == cc->m && out.shape[2] == oh && out.shape[3] == ow);
-        const float *wd = g->tensors[wt].data, *bd = g->tensors[b].data, *yd = out.data;
-        int bad = 0;
-        for (int64_t n = 0; n < cc->n; n++)
-            for (int64_t m = 0; m < cc->m; m++)
-                for (int64_t i = 0; i < oh; i++)
-                    for (int64_t j = 0; j < ow; j++) {
-                        double want = dw_ref(cc, xp, cc->h, cc->w, wd, bd, n, m, i, j);
-                        double got = yd[((n * cc->m + m) * oh + i) * ow + j];
-                        if (fabs(got - want) > 1e-4 * (1 + fabs(want)) && bad++ < 3)
-                            fprintf(stderr, "  depthwise case %d [%lld][%lld][%lld][%lld]: %.7g, want %.7g\n", ci,
-                                    (long long)n, (long long)m, (long long)i, (long long)j, got, want);
-                    }
-        CHECK_EQ_INT(bad, 0);
-        free(xp);
-        free(xd);
-        smelt_program_free(p);
-        ir_graph_free(g);
-    }
+    for (int ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) dw_check(ci, &cases[ci]);
+}
+
+/* The lanes form (channels across the vector, rows of up to 8 outputs; up to
+ * 16 where vectors have fewer than 16 lanes): 16 channels a unit, or 8 where
+ * C is a multiple of 8 only; widths 1 to 8 (and 9 to 16 on narrower hosts),
+ * 3x3 and 5x5, strides 1 and 2, pads uneven or none, dilation 2, batch 2,
+ * with and without bias, Clip after, a Pad fused before (then the copy of X
+ * is not a plain transpose). */
+TEST(conv_depthwise_lanes_matches_a_direct_reference)
+{
+    static const dw_case cases[] = {
+        /* MobileNet's 7x7 layers: 3x3 and 5x5 pad 1/2, 32 channels (two units), batch 2 */
+        {2, 32, 7, 7, 32, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 32, true, true, false, 3},
+        {1, 16, 7, 7, 16, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 16, true, false, false, 3},
+        /* 14 -> 7 and 15 -> 8 at stride 2, 5x5 and 3x3; 24 channels (8 a unit) */
+        {1, 24, 14, 14, 24, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}, 24, true, true, false, 3},
+        {1, 16, 15, 15, 16, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 16, false, true, false, 3},
+        /* widths 1 to 6: a 1x1 plane, 2x3, 5x3 with uneven pads, 3x6 without pads, a Pad before */
+        {1, 8, 1, 1, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 8, true, false, false, 3},
+        {1, 16, 2, 3, 16, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 16, true, true, false, 3},
+        {2, 8, 5, 3, 8, {5, 5}, {1, 1}, {1, 1}, {2, 0, 1, 2}, 8, false, false, false, 3},
+        {1, 16, 5, 8, 16, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}, 16, true, false, false, 3},
+        {1, 32, 6, 5, 32, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 32, true, true, true, 3},
+        /* dilation 2 on rows of 4, stride 2 on 9 -> 5, uneven strides 2 and 1 */
+        {1, 16, 8, 8, 16, {3, 3}, {1, 1}, {2, 2}, {0, 0, 0, 0}, 16, true, false, false, 3},
+        {1, 8, 9, 9, 8, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 8, true, true, false, 3},
+        {1, 16, 9, 6, 16, {3, 3}, {2, 1}, {1, 1}, {1, 1, 1, 1}, 16, true, false, false, 3},
+        /* rows of 9 to 16: masked vectors where vectors have 16 lanes, else this form (14x14 5x5, 13x13
+         * with a Pad before, 20 -> 10 at stride 2, rows of 16) */
+        {1, 16, 14, 14, 16, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 16, true, true, false, 4},
+        {1, 8, 13, 13, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 8, true, false, true, 4},
+        {1, 16, 20, 20, 16, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 16, false, true, false, 4},
+        {1, 8, 4, 16, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 8, true, true, false, 4},
+    };
+    for (int ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) dw_check(ci, &cases[ci]);
 }
