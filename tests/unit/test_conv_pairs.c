@@ -291,6 +291,27 @@ TEST(conv_quads_extremes_are_exact)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_ci(&cases[i]);
 }
 
+/* Stride 1 with pad k/2 (output rows as long as X's): the im2col writes the
+ * rows where every tap of a group is inside as one run of positions, the
+ * edge columns after it (conv_groups_body). Kernels as tall as the plane or
+ * taller, so that some groups have no row inside (an empty run) and others
+ * a run of one row, 5x5 (two edge columns a side), one-row planes, K 50, 75
+ * and 27 (the last group's tail); pairs (uint8 w, w_zp 0) and quads (w_zp
+ * 128, or int8 w) on each shape. */
+TEST(conv_groups_flat_run_is_exact)
+{
+    static const ci_case cases[] = {
+        {2, 2, 16, 32, 5, 1, 2, SMELT_U8, SMELT_U8, 3, 0, true, 0, 0},     /* K 50, 2 rows, 5x5: pairs */
+        {2, 2, 16, 32, 5, 1, 2, SMELT_U8, SMELT_U8, 3, 128, true, 0, 0},   /* the same on quads */
+        {3, 4, 16, 33, 5, 1, 2, SMELT_I8, SMELT_I8, -7, 0, true, 0, 0},    /* K 75, 4 rows */
+        {3, 4, 16, 33, 5, 1, 2, SMELT_U8, SMELT_U8, 200, 0, true, 0, 0},   /* the same on pairs */
+        {3, 1, 32, 32, 3, 1, 1, SMELT_U8, SMELT_U8, 255, 128, true, 0, 0}, /* one row: no run for kh 0, 2 */
+        {3, 1, 32, 32, 3, 1, 1, SMELT_U8, SMELT_U8, 255, 0, true, 0, 0},   /* the same on pairs */
+        {5, 2, 32, 36, 3, 1, 1, SMELT_U8, SMELT_I8, 0, -128, true, FILL_HI, FILL_LO}, /* extremes, K 45 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_ci(&cases[i]);
+}
+
 /* A float Conv (3x3, 6 -> 37 channels at 8x8, pad 1) with weight values wv(i)
  * and, amax > 0, IR_ATTR_INT_AMAX: whether it runs on the k-pairs, and its
  * result against a double reference (exact where the values are integers). */
