@@ -127,7 +127,12 @@ static bool can_inline(const ir_graph *g, const fuse_options *opt, const uses *u
         if (!pad_fusion_allowed(g, opt, c, t)) return false;
         if (op_get(c->op)->flags & OPF_CONTROL) return false; /* a run-time If/Loop/Scan binds whole buffers */
         if (ck == OPK_CONTRACTION || ck == OPK_OPAQUE) {
-            if (cost[node] != 0) return false;
+            /* a one-element operand of a contraction (a ConvInteger's shift,
+             * ops/conv_gemm.c) is read once a block or at most once an
+             * output element: recompute its cone there where that pays */
+            bool scalar = ck == OPK_CONTRACTION && ir_tensor_numel(x) == 1 &&
+                          fuse_recompute_pays(cost[node], (int)smelt_dtype_size(x->dtype));
+            if (cost[node] != 0 && !scalar) return false;
             continue;
         }
         bool expands = false;

@@ -19,7 +19,9 @@
  *                  it instead of paying a store and a load.
  *              Contractions read each operand element many times, so only
  *              pure data movement (cost 0: transposes, reshapes, slices, pads)
- *              is inlined into them.
+ *              is inlined into them, and a one-element operand whose cone
+ *              fuse_recompute_pays (a ConvInteger's run-time shift: its own
+ *              kernel cost a dispatch for one element).
  *   epilogue   An elementwise consumer of a root's output applied at store
  *              time (bias, activation, residual add, scale): the root's
  *              output must have that consumer only, the same shape as the

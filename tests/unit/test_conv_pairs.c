@@ -139,8 +139,9 @@ static int check_kquads(const smelt_program *p, const ci_case *t)
 /* ConvInteger(x, w, x_zp, w_zp) with a constant w, run compiled, equal to
  * int64's result; without `zps` ConvInteger(x, w), its zero points 0 (t's
  * must be 0). */
-static void run_ci_zp(const ci_case *t, bool zps)
+static int run_ci_mode(const ci_case *t, bool zps, bool xz_input)
 {
+    int kernels = -1;
     int64_t c = t->c, h = t->h, w = t->w, m = t->m, k = t->k, kk = c * k * k;
     int64_t oh = (h + 2 * t->pad - k) / t->stride + 1, ow = (w + 2 * t->pad - k) / t->stride + 1;
     uint8_t *x = malloc((size_t)(c * h * w)), *wd = malloc((size_t)(m * kk)), xz, wz;
@@ -153,9 +154,10 @@ static void run_ci_zp(const ci_case *t, bool zps)
     int64_t dx[4] = {1, c, h, w}, dw[4] = {m, c, k, k}, pads[4] = {t->pad, t->pad, t->pad, t->pad},
             st[2] = {t->stride, t->stride};
     mb_input(&mbd, "x", t->xt, 4, dx);
+    if (xz_input) mb_input(&mbd, "xz", t->xt, 0, NULL);
     APPEND(mbd.g.initializer, mbd.g.n_initializer, tensor_raw("w", t->wt, 4, dw, wd, (size_t)(m * kk)));
     if (zps) {
-        APPEND(mbd.g.initializer, mbd.g.n_initializer, tensor_raw("xz", t->xt, 0, NULL, &xz, 1));
+        if (!xz_input) APPEND(mbd.g.initializer, mbd.g.n_initializer, tensor_raw("xz", t->xt, 0, NULL, &xz, 1));
         APPEND(mbd.g.initializer, mbd.g.n_initializer, tensor_raw("wz", t->wt, 0, NULL, &wz, 1));
     }
     Onnx__NodeProto *n = node_new(&mbd.g, "ConvInteger", "ci", zps ? "x,w,xz,wz" : "x,w", "y");
@@ -180,8 +182,9 @@ static void run_ci_zp(const ci_case *t, bool zps)
         int kp = check_kpairs(p, t), kq = check_kquads(p, t);
         CHECK(t->pairs && !quads ? kp >= 1 : kp == 0);
         CHECK(quads ? kq >= 1 : kq == 0);
-        smelt_tensor in = {.name = "x", .dtype = t->xt, .rank = 4, .shape = {1, c, h, w}, .data = x};
-        CHECK(smelt_program_run(p, 1, &in) == SMELT_OK);
+        smelt_tensor in[2] = {{.name = "x", .dtype = t->xt, .rank = 4, .shape = {1, c, h, w}, .data = x},
+                              {.name = "xz", .dtype = t->xt, .rank = 0, .data = &xz}};
+        CHECK(smelt_program_run(p, xz_input ? 2 : 1, in) == SMELT_OK);
         smelt_tensor o;
         CHECK(smelt_program_output(p, 0, &o) == SMELT_OK);
         CHECK(o.dtype == SMELT_I32 && smelt_tensor_numel(&o) == m * oh * ow);
@@ -204,14 +207,17 @@ static void run_ci_zp(const ci_case *t, bool zps)
                                 (long long)r, (long long)i, (long long)j, got, (long long)want);
                 }
         CHECK_EQ_INT(bad, 0);
+        kernels = p->lp.n_kernels;
         smelt_program_free(p);
     }
     ir_graph_free(g);
     pool_free();
     free(x), free(wd);
+    return kernels;
 }
 
-static void run_ci(const ci_case *t) { run_ci_zp(t, true); }
+static void run_ci_zp(const ci_case *t, bool zps) { (void)run_ci_mode(t, zps, false); }
+static void run_ci(const ci_case *t) { (void)run_ci_mode(t, true, false); }
 
 /* Output planes of 32 and 64 positions: a whole number of panels on either ISA's
  * tiles (16 or 32), so the positions go on N (graph_conv_on_cols). */
@@ -277,6 +283,24 @@ TEST(conv_quads_without_zero_points_are_exact)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_ci_zp(&cases[i], false);
 }
 
+/* x_zp a run-time input (DynamicQuantizeLinear's, in ddddocr_ocr_quant): the
+ * quads' shift is Cast(x_zp) (+ 128 for int8 x), computed inside the conv's
+ * kernels (fuse.h: a one-element operand of a contraction), as many kernels
+ * as with a constant x_zp; uint8 and int8 x, K 27 and 36, the padding s. */
+TEST(conv_quads_with_a_run_time_zero_point_are_exact)
+{
+    static const ci_case cases[] = {
+        {3, 8, 8, 32, 3, 1, 1, SMELT_U8, SMELT_U8, 77, 128, true, 0, 0},  /* K 27 */
+        {4, 8, 8, 35, 3, 1, 1, SMELT_I8, SMELT_I8, -9, 0, true, 0, 0},    /* K 36, int8 x: shift 119 */
+        {4, 8, 8, 32, 3, 1, 1, SMELT_U8, SMELT_U8, 0, 128, true, FILL_HI, FILL_LO}, /* 255 * -128 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int run_time = run_ci_mode(&cases[i], true, true), constant = run_ci_mode(&cases[i], true, false);
+        CHECK(run_time > 0);
+        CHECK_EQ_INT(run_time, constant); /* the cast is no kernel of its own */
+    }
+}
+
 /* x and w at the ends of the quads' range everywhere: X + s = 255 or 0 times
  * w - w_zp = -128 or 127 (uint8 x with x_zp 0 or 255, int8 x at 127 with
  * x_zp -128, whose shift is 0), the padding s, K 27, 36, 72. */
@@ -287,6 +311,27 @@ TEST(conv_quads_extremes_are_exact)
         {4, 8, 8, 35, 3, 1, 1, SMELT_U8, SMELT_U8, 255, 128, true, FILL_LO, FILL_HI},  /* -255 * 127 */
         {8, 8, 8, 40, 3, 1, 1, SMELT_I8, SMELT_I8, -128, 0, true, FILL_HI, FILL_LO},   /* 255 * -128 */
         {8, 8, 8, 32, 3, 1, 1, SMELT_I8, SMELT_U8, -128, 128, true, FILL_HI, FILL_HI}, /* 255 * 127 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_ci(&cases[i]);
+}
+
+/* Stride 1 with pad k/2 (output rows as long as X's): the im2col writes the
+ * rows where every tap of a group is inside as one run of positions, the
+ * edge columns after it (conv_groups_body). Kernels as tall as the plane or
+ * taller, so that some groups have no row inside (an empty run) and others
+ * a run of one row, 5x5 (two edge columns a side), one-row planes, K 50, 75
+ * and 27 (the last group's tail); pairs (uint8 w, w_zp 0) and quads (w_zp
+ * 128, or int8 w) on each shape. */
+TEST(conv_groups_flat_run_is_exact)
+{
+    static const ci_case cases[] = {
+        {2, 2, 16, 32, 5, 1, 2, SMELT_U8, SMELT_U8, 3, 0, true, 0, 0},     /* K 50, 2 rows, 5x5: pairs */
+        {2, 2, 16, 32, 5, 1, 2, SMELT_U8, SMELT_U8, 3, 128, true, 0, 0},   /* the same on quads */
+        {3, 4, 16, 33, 5, 1, 2, SMELT_I8, SMELT_I8, -7, 0, true, 0, 0},    /* K 75, 4 rows */
+        {3, 4, 16, 33, 5, 1, 2, SMELT_U8, SMELT_U8, 200, 0, true, 0, 0},   /* the same on pairs */
+        {3, 1, 32, 32, 3, 1, 1, SMELT_U8, SMELT_U8, 255, 128, true, 0, 0}, /* one row: no run for kh 0, 2 */
+        {3, 1, 32, 32, 3, 1, 1, SMELT_U8, SMELT_U8, 255, 0, true, 0, 0},   /* the same on pairs */
+        {5, 2, 32, 36, 3, 1, 1, SMELT_U8, SMELT_I8, 0, -128, true, FILL_HI, FILL_LO}, /* extremes, K 45 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_ci(&cases[i]);
 }

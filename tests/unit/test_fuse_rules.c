@@ -330,6 +330,42 @@ TEST(fuse_conv_batchnorm_relu_is_one_kernel)
     check_case(g, plan_conv_bn_relu, 1, 1, 1e-5);
 }
 
+/* ---- 10b. a one-element operand of a contraction: its cheap cone is recomputed inside -------- */
+
+static void plan_scalar_into_conv(const ir_graph *g, const fuse_plan *fp)
+{
+    /* the bias of a one-channel Conv, exp(neg(b)): inline in the conv (a
+     * ConvInteger's run-time shift, whose own kernel cost a dispatch) */
+    CHECK(region_is(g, fp, "conv", "bneg:i bexp:i conv:r", "x w b", "conv"));
+}
+
+static void plan_vector_into_conv(const ir_graph *g, const fuse_plan *fp)
+{
+    /* two channels: the bias is not one element, it is materialized */
+    CHECK(region_is(g, fp, "bexp", "bneg:i bexp:r", "b", "bexp"));
+    CHECK(region_is(g, fp, "conv", "conv:r", "x w bexp", "conv"));
+}
+
+static void scalar_operand_case(int64_t m, plan_check check, int kernels)
+{
+    ir_graph *g = ir_graph_new();
+    int x = input(g, "x", shp(4, 1, 2, 6, 5)), b = input(g, "b", shp(1, m));
+    int w = constant(g, "w", shp(4, m, 2, 3, 3), 0.3f, 0.0f);
+    int cin[] = {x, w, op1(g, "bexp", OP_Exp, op1(g, "bneg", OP_Neg, b))};
+    int c = op(g, "conv", OP_Conv, 3, cin);
+    static const int64_t pads[] = {1, 1, 1, 1};
+    attr_ints(g, g->n_nodes - 1, "pads", 4, pads);
+    int ins[] = {x, b};
+    ir_graph_set_io(g, 2, ins, 1, &c);
+    check_case(g, check, kernels, kernels, 1e-5);
+}
+
+TEST(fuse_scalar_operand_of_a_contraction_is_inlined)
+{
+    scalar_operand_case(1, plan_scalar_into_conv, 1);
+    scalar_operand_case(2, plan_vector_into_conv, 2);
+}
+
 /* ---- more edges: epilogues on reductions, dtype changes, views into contractions ---------- */
 
 static void plan_reduce_epilogue(const ir_graph *g, const fuse_plan *fp)
