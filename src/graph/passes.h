@@ -239,7 +239,7 @@ typedef struct graph_winograd_rule {
 } graph_winograd_rule;
 /* The C target's rule, measured (README, "Benchmarks"). */
 #define GRAPH_WINOGRAD_M 4
-/* C and K at least 24 (K = C per GEMM). Single 3x3 convs C -> K, pads 1, bias
+/* C and K at least 32 (K = C per GEMM). Single 3x3 convs C -> K, pads 1, bias
  * + SiLU, batch 1, ms at 1 thread, direct (im2col GEMM) / Winograd, the
  * median of 30 runs, three interleaved rounds, session 18 (Zen 4 VM, loaded):
  *               16 lanes        8 lanes (SMELT_VECTOR_WIDTH=8)
@@ -254,9 +254,14 @@ typedef struct graph_winograd_rule {
  *   48->96  32x32   0.88 / 0.56
  *   64->64  28x28   0.65-0.71 / 0.24
  * At 16 channels the GEMMs are too shallow for the transforms (bench cnn8 was
- * 1.5x slower); from 24 Winograd wins at both widths. (The floor was 64 from
- * AVX2-era measurements at 64 channels and up only.) */
-#define GRAPH_WINOGRAD_MIN_CHANNELS 24
+ * 1.5x slower); from 24 Winograd wins at both widths alone, but in
+ * ddddocr_det the 24-channel convs at 104x104 (residual add in the output
+ * transform) lost: that model ran 61 -> 66 ms at 1 thread with the floor at
+ * 24, 59-60 with it at 32 or 48 (and with 24 a later, unchanged 96-channel
+ * output transform took 1.7 ms a run instead of 0.35, for a reason not found:
+ * the same code at the same arena offsets). So the floor is 32. (It was 64,
+ * from AVX2-era measurements at 64 channels and up only.) */
+#define GRAPH_WINOGRAD_MIN_CHANNELS 32
 /* Tiles at least: 49 of 4x4 for F(4x4), else 16 of 2x2 for F(2x2), else the
  * im2col GEMM (ops/conv_gemm.c). Measured with the three-kernel form (one
  * batched GEMM, the vectorized input transform): single-conv models C -> C
