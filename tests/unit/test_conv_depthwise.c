@@ -9,7 +9,8 @@
  * rows of 4 to 16 outputs (MobileNet's 14x14 and 7x7 layers), which it takes
  * where each is one masked 16-lane vector (emit_c_simd.c; windows up to 3
  * wide, at stride 2 from 8 outputs; 5 wide at stride 1 from 11 outputs);
- * two rows a step at stride 1, with an odd last row alone;
+ * two rows a step at stride 1, with an odd last row alone, and 5 to 7 a step
+ * for windows 5 wide on rows of one masked vector;
  * and the convolutions it leaves to the generic flat form: a channel
  * multiplier of 2 (M = 2C), a grouping with two channels per group, rows of
  * 3, and the narrow rows on hosts with narrower vectors;
@@ -178,6 +179,15 @@ TEST(conv_depthwise_matches_a_direct_reference)
         {1, 2, 23, 40, 2, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 2, true, true, false, 1},
         {1, 3, 14, 14, 3, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 3, true, true, false, 2},
         {1, 17, 13, 13, 17, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 17, false, false, true, 2},
+        /* windows 5 wide on rows of one masked vector, 5 to 7 rows a step where they divide the
+         * unit's rows (dw_rows_a_step; 2 a step elsewhere): 12x12 (6) batch 2 with a Pad before, 15x15
+         * (5) with uneven pads, 60 rows of 14 in units of 30 (6), a 7x5 window dilated (2, 1) on rows
+         * of 11 (none: 2 a step), 3x5 on 14 rows of 13 (7) without bias */
+        {2, 5, 12, 12, 5, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 5, true, true, true, 2},
+        {1, 4, 15, 15, 4, {5, 5}, {1, 1}, {1, 1}, {1, 2, 3, 2}, 4, true, false, false, 2},
+        {1, 3, 60, 14, 3, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 3, true, true, false, 2},
+        {1, 2, 11, 11, 2, {7, 5}, {1, 1}, {2, 1}, {6, 2, 6, 2}, 2, true, false, false, 2},
+        {1, 3, 14, 13, 3, {3, 5}, {1, 1}, {1, 1}, {1, 2, 1, 2}, 3, false, true, false, 2},
         /* rows of 17 to 27 at stride 1, a vector and a masked one where vectors have 16 lanes (else
          * the flat form): 17 channels at 24x24, 3 channels on rows of 21 with pads 0 and 2 */
         {1, 17, 9, 24, 17, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 17, true, true, false, 2},
