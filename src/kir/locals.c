@@ -29,6 +29,7 @@ typedef struct structure {
     int *loop_of;  /* innermost LOOP_BEGIN strictly enclosing stmt i, or -1 */
     int *loop_end; /* LOOP_BEGIN i: its LOOP_END */
     int *block_of; /* innermost LOOP_BEGIN/IF_BEGIN strictly enclosing stmt i, or -1 */
+    int *trans_of; /* outermost transpose or deinterleave LOOP_BEGIN enclosing stmt i, or -1 */
 } structure;
 
 static bool is_inline(const kir_value *v)
@@ -42,12 +43,13 @@ static smelt_status structure_build(const kir_kernel *k, structure *st)
     st->loop_of = malloc(((size_t)n + 1) * sizeof(int));
     st->loop_end = malloc(((size_t)n + 1) * sizeof(int));
     st->block_of = malloc(((size_t)n + 1) * sizeof(int));
+    st->trans_of = malloc(((size_t)n + 1) * sizeof(int));
     int *stack = malloc(((size_t)n + 1) * sizeof(int));
-    if (!st->loop_of || !st->loop_end || !st->block_of || !stack) {
+    if (!st->loop_of || !st->loop_end || !st->block_of || !st->trans_of || !stack) {
         free(stack);
         return diag_fail(SMELT_ERR_NOMEM, "kernel %d: out of memory in local allocation", k->id);
     }
-    int depth = 0, loop = -1;
+    int depth = 0, loop = -1, trans = -1;
     for (int i = 0; i < n; i++) {
         kir_stmt_kind kind = k->stmts[i].kind;
         if (kind == KS_LOOP_END || kind == KS_IF_END) {
@@ -55,13 +57,16 @@ static smelt_status structure_build(const kir_kernel *k, structure *st)
             if (kind == KS_LOOP_END) {
                 st->loop_end[b] = i;
                 loop = st->loop_of[b];
+                if (b == trans) trans = -1;
             }
         }
         st->loop_of[i] = loop;
         st->block_of[i] = depth ? stack[depth - 1] : -1;
+        st->trans_of[i] = trans;
         st->loop_end[i] = -1;
         if (kind == KS_LOOP_BEGIN || kind == KS_IF_BEGIN) stack[depth++] = i;
         if (kind == KS_LOOP_BEGIN) loop = i;
+        if (kind == KS_LOOP_BEGIN && (k->stmts[i].transpose || k->stmts[i].deint) && trans < 0) trans = i;
     }
     free(stack);
     return SMELT_OK;
@@ -72,13 +77,22 @@ static void structure_free(structure *st)
     free(st->loop_of);
     free(st->loop_end);
     free(st->block_of);
+    free(st->trans_of);
 }
 
-/* Where a use at `u` of something that came into being at `d` stops being live. */
+/* Where a use at `u` of something that came into being at `d` stops being
+ * live. Inside a transpose or deinterleave loop (kir.h "Transposing copies",
+ * "Deinterleaving") a target may emit the body's copies as calls after all of
+ * the body's statements (the C emitter's in-register transposes and
+ * deinterleaves, emit_c_trans.c, emit_c_deint.c), so what the body uses lives
+ * to the loop's end (with `--locals reuse` a slot freed earlier was written
+ * again before the call read it: stride-2 depthwise convs and the lanes form
+ * computed wrong values). */
 static int use_end(const structure *st, int d, int u)
 {
     int e = u;
     for (int l = st->loop_of[u]; l >= 0 && l > d; l = st->loop_of[l]) e = st->loop_end[l];
+    if (st->trans_of[u] >= 0 && st->loop_end[st->trans_of[u]] > e) e = st->loop_end[st->trans_of[u]];
     return e;
 }
 

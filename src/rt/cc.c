@@ -451,7 +451,7 @@ int rt_cc_vector_width(void)
 static unsigned cpuid_reg(unsigned leaf, unsigned sub, int r)
 {
     unsigned v[4] = {0};
-    if (__get_cpuid_max(leaf & 0x80000000u, NULL) < leaf) return 0;
+    if ((unsigned)__get_cpuid_max(leaf & 0x80000000u, NULL) < leaf) return 0;
     __cpuid_count(leaf, sub, v[0], v[1], v[2], v[3]);
     return v[r];
 }

@@ -157,12 +157,15 @@ fuse_role role_of(const ir_graph *g, const fuse_plan *fp, const char *name)
 
 smelt_program *compile(ir_graph *g, int no_fuse) { return compile_threads(g, no_fuse, 2); }
 
-smelt_program *compile_threads(ir_graph *g, int no_fuse, int threads)
+smelt_program *compile_threads(ir_graph *g, int no_fuse, int threads) { return compile_locals(g, no_fuse, threads, -1); }
+
+smelt_program *compile_locals(ir_graph *g, int no_fuse, int threads, int locals)
 {
     smelt_options opt;
     smelt_options_init(&opt);
     opt.threads = threads;
     opt.no_fuse = no_fuse;
+    if (locals >= 0) opt.locals = (smelt_locals)locals;
     struct smelt_model model = {.g = g};
     smelt_program *p = NULL;
     smelt_status st = smelt_program_compile(&model, &opt, 0, NULL, &p);

@@ -38,6 +38,8 @@ fuse_role role_of(const ir_graph *g, const fuse_plan *fp, const char *name);
 smelt_program *compile(ir_graph *g, int no_fuse);
 /* compile with a thread pool of `threads` (compile's is 2) */
 smelt_program *compile_threads(ir_graph *g, int no_fuse, int threads);
+/* ... with smelt_options.locals = `locals` (a smelt_locals; -1: the target's default) */
+smelt_program *compile_locals(ir_graph *g, int no_fuse, int threads, int locals);
 void check_case(ir_graph *g, plan_check check, int regions, int kernels, double tol);
 int workgroup_tiles(const smelt_program *p);
 /* Statements of the program's kernels computing op `op` (after cleanup). */

@@ -421,6 +421,7 @@ TEST(rt_device_reports_workgroup_memory)
     rt_device_close(d);
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 /* Whether the ISA text names extension `name` ("+name" ending at '+' or '|'). */
 static bool isa_names(const char *isa, const char *name)
 {
@@ -429,6 +430,7 @@ static bool isa_names(const char *isa, const char *name)
         if (!strncmp(p + 1, name, len) && (p[1 + len] == '+' || p[1 + len] == '|' || !p[1 + len])) return true;
     return false;
 }
+#endif
 
 /* What the compiled objects' cache key and the CPU device's identity hold of
  * the CPU: the extensions by name, as GCC's own CPU model (libgcc, CPUID and
