@@ -160,12 +160,14 @@ static smelt_status run_captured(char *const argv[], char *out, size_t cap, int 
 }
 
 /* What we learn about a compiler command once per process: its identity (the
- * first line of `--version`, part of every cache key) and whether it accepts
- * -march=native. Keyed by the command, since SMELT_CC may change between calls. */
+ * first line of `--version`, part of every cache key), whether it accepts
+ * -march=native, and, when first asked, whether it targets VNNI there
+ * (cc_targets_vnni). Keyed by the command, since SMELT_CC may change between calls. */
 typedef struct cc_info {
     char cmd[1024];
     char ident[256];
     int native_ok;
+    int vnni; /* 1, 0, or -1: not asked yet */
 } cc_info;
 
 #define CC_INFO_SLOTS 8
@@ -199,6 +201,7 @@ static smelt_status cc_info_get(const cc_cmd *c, cc_info *out)
     snprintf(out->cmd, sizeof out->cmd, "%s", cmd);
     snprintf(out->ident, sizeof out->ident, "%.*s", (int)strcspn(text, "\n"), text);
     out->native_ok = 1;
+    out->vnni = -1;
 
     pthread_mutex_lock(&cc_info_mu);
     if (cc_n_infos < CC_INFO_SLOTS) cc_infos[cc_n_infos++] = *out;
@@ -504,20 +507,16 @@ void rt_cc_cpu_isa(char *buf, size_t cap)
 }
 
 /* Whether the compiler, with the native flags, targets AVX512BW and
- * AVX512-VNNI: its predefined macros (-dM -E), asked once per command. */
+ * AVX512-VNNI: its predefined macros (-dM -E), asked once per command and
+ * kept in its cc_info. */
 static bool cc_targets_vnni(const cc_cmd *c)
 {
-    static struct {
-        char cmd[1024];
-        bool yes;
-    } seen[CC_INFO_SLOTS];
-    static int n_seen;
-    bool found = false, yes = false;
-    pthread_mutex_lock(&cc_info_mu);
-    for (int i = 0; i < n_seen && !found; i++)
-        if (!strcmp(seen[i].cmd, c->cmd)) found = true, yes = seen[i].yes;
-    pthread_mutex_unlock(&cc_info_mu);
-    if (found) return yes;
+    cc_info info;
+    if (cc_info_get(c, &info) != SMELT_OK) {
+        diag_clear();
+        return false;
+    }
+    if (info.vnni >= 0) return info.vnni == 1;
     char *argv[CC_MAX_ARGS + CC_N_NATIVE + 6];
     int n = 0;
     for (int i = 0; i < c->argc; i++) argv[n++] = c->argv[i];
@@ -528,13 +527,11 @@ static bool cc_targets_vnni(const cc_cmd *c)
     int code = 1;
     if (!text) return false;
     if (run_captured(argv, text, cap, &code) != SMELT_OK) diag_clear(), code = 1;
-    yes = code == 0 && strstr(text, "#define __AVX512VNNI__ 1\n") && strstr(text, "#define __AVX512BW__ 1\n");
+    bool yes = code == 0 && strstr(text, "#define __AVX512VNNI__ 1\n") && strstr(text, "#define __AVX512BW__ 1\n");
     free(text);
     pthread_mutex_lock(&cc_info_mu);
-    if (n_seen < CC_INFO_SLOTS) {
-        snprintf(seen[n_seen].cmd, sizeof seen[n_seen].cmd, "%s", c->cmd);
-        seen[n_seen++].yes = yes;
-    }
+    for (int i = 0; i < cc_n_infos; i++)
+        if (!strcmp(cc_infos[i].cmd, c->cmd)) cc_infos[i].vnni = yes;
     pthread_mutex_unlock(&cc_info_mu);
     return yes;
 }
