@@ -15,7 +15,8 @@
  * multiplier of 2 (M = 2C), a grouping with two channels per group, rows of
  * 3, and the narrow rows on hosts with narrower vectors;
  * and its lanes form for narrow planes where C is a multiple of 8 (channels
- * across the vector, transposing copies in and out).
+ * across the vector, transposing copies in and out, the unit's output planes
+ * stored as one run).
  */
 #include <math.h>
 #include <stdbool.h>
@@ -109,6 +110,13 @@ static void dw_check(int ci, const dw_case *cc)
     if (lanes && (h0 * w0 > 1 || oh * ow >= 8)) {
         if (!src || !strstr(src, "smelt_trans_f32(&b")) fprintf(stderr, "  depthwise case %d: no transposes\n", ci);
         CHECK(src && strstr(src, "smelt_trans_f32(&b"));
+    }
+    /* the lanes form stores its unit's output planes (contiguous in Y) in one loop, not one per row */
+    if (lanes) {
+        char run[48];
+        snprintf(run, sizeof run, "< %lld; ++i", (long long)((cc->m % 16 == 0 ? 16 : 8) * oh * ow));
+        if (!src || !strstr(src, run)) fprintf(stderr, "  depthwise case %d: no store loop '%s'\n", ci, run);
+        CHECK(src && strstr(src, run));
     }
     /* a row of 4 to 16 (not 8) outputs is one masked vector, and so are the last 4 to 15 (not 8) of a longer one */
     if (dw && cc->dw >= 2 && ow < 16 && ow != 8) CHECK(src && strstr(src, "_mm512_mask_storeu_ps(&b"));
@@ -259,10 +267,11 @@ TEST(conv_depthwise_lanes_matches_a_direct_reference)
         {1, 8, 9, 9, 8, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 8, true, true, false, 3},
         {1, 16, 9, 6, 16, {3, 3}, {2, 1}, {1, 1}, {1, 1, 1, 1}, 16, true, false, false, 3},
         /* rows of 9 to 16: masked vectors where vectors have 16 lanes, else this form (14x14 5x5, 13x13
-         * with a Pad before, 20 -> 10 at stride 2, rows of 16) */
+         * with a Pad before, 20 -> 10 at stride 2 in units of 8 channels (16 would pass DW_STACK_BYTES),
+         * rows of 16) */
         {1, 16, 14, 14, 16, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 16, true, true, false, 4},
         {1, 8, 13, 13, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 8, true, false, true, 4},
-        {1, 16, 20, 20, 16, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 16, false, true, false, 4},
+        {1, 8, 20, 20, 8, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 8, false, true, false, 4},
         {1, 8, 4, 16, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 8, true, true, false, 4},
     };
     for (int ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) dw_check(ci, &cases[ci]);
