@@ -170,8 +170,27 @@ static void dw_row_span(lower_ctx *c, const dw_job *j, int tile, kir_val bias, c
 {
     kir_kernel *K = c->k;
     if (lo >= hi) return;
-    kir_val ow = masked ? kir_add(K, kir_loop_begin_masked(K, hi - lo), kir_idx(K, lo))
-                        : kir_loop_begin_parallel(K, kir_idx(K, lo), kir_idx(K, hi));
+    /* Whole vectors as a loop over pairs of them around a parallel loop of one vector's lanes, which
+     * the C emitter writes as intrinsics, the pair interleaved (emit_c_simd.c): a fused Clip is then
+     * one max and one min per vector, where the compiler's vectorization of the plain loop compares
+     * and blends (four compares, two blends). 3x3 pad 1, min of 3 rounds of 300 runs, 1 thread,
+     * plain loop -> pairs: 64 ch 80 -> 40 s2 + Clip 0.062 -> 0.054-0.058 ms, 32 ch 112 -> 56 s2 +
+     * HardSwish 0.062-0.065 -> 0.059-0.062, 128 ch at 40x40 + Clip 0.067 -> 0.060-0.063, 144 ch at
+     * 56x56 0.148-0.157 -> 0.135-0.144, 16 ch at 112x112 + HardSwish 0.075-0.079 -> 0.066-0.068;
+     * 32 ch at 80x80 + Clip 0.069-0.074 either way, 64 ch 56 -> 28 s2 and 144 ch 56 -> 28 s2 ties.
+     * One vector a step lost (16 ch at 112x112 0.105 ms: HardSwish's chain alone), and so did the
+     * whole row of 7 vectors as one loop of vectors (the emitter interleaves all 7: 0.104). Only
+     * where vectors have 16 lanes: on AVX2 hosts it is unmeasured. */
+    int64_t vw = c->target->vector_width, nb = masked || vw < 16 ? 0 : (hi - lo) / vw;
+    int64_t per = nb >= 2 ? 2 : 1, ng = nb / per, run = ng * per * vw;
+    kir_val ow;
+    if (ng > 0) {
+        kir_val g = kir_loop_begin(K, kir_idx(K, lo), kir_idx(K, lo + run), kir_idx(K, per * vw));
+        kir_val b = kir_loop_begin(K, kir_idx(K, 0), kir_idx(K, per * vw), kir_idx(K, vw));
+        ow = kir_add(K, kir_add(K, g, b), kir_loop_begin_parallel(K, kir_idx(K, 0), kir_idx(K, vw)));
+    } else
+        ow = masked ? kir_add(K, kir_loop_begin_masked(K, hi - lo), kir_idx(K, lo))
+                    : kir_loop_begin_parallel(K, kir_idx(K, lo), kir_idx(K, hi));
     /* One sum per window row, then those added pairwise: the chain of dependent adds per output is
      * a row's taps long, not the window's (3x3 + HardSwish, min of 3 rounds of 500 runs, 1 thread:
      * 128 ch at 28x28 0.0430 -> 0.0407 ms, 144 ch at 56x56 0.172 -> 0.165, 64 ch 56 -> 28 s2
@@ -194,6 +213,11 @@ static void dw_row_span(lower_ctx *c, const dw_job *j, int tile, kir_val bias, c
         lower_store(c, 0, yi, part[0]);
     }
     kir_loop_end(K);
+    if (ng > 0) {
+        kir_loop_end(K);
+        kir_loop_end(K);
+        dw_row_span(c, j, tile, bias, wv, off, n, ch, oh, rbase, lo + run, hi, false, rows);
+    }
 }
 
 /* `rows` output rows of the unit from its row r (oh0 + r), each a loop over
@@ -412,14 +436,17 @@ static void dwl_body(lower_ctx *c, const kir_val *idx, void *user)
         kir_loop_end(K);
         kir_loop_end(K);
     }
-    kir_val sl = kir_loop_begin(K, zero_i, lanes, one);
-    kir_val soh = kir_loop_begin(K, zero_i, kir_idx(K, oh_n), one);
-    kir_val sow = kir_loop_begin_parallel(K, zero_i, kir_idx(K, ow_n));
-    kir_val yi[4] = {n, kir_add(K, c0, sl), soh, sow};
-    kir_val from = kir_add(K, kir_mul(K, sl, kir_idx(K, np_)), kir_add(K, kir_mul(K, soh, kir_idx(K, ow_n)), sow));
-    lower_store(c, 0, yi, kir_load(K, acc_t, from));
-    kir_loop_end(K);
-    kir_loop_end(K);
+    /* the unit's output planes lie in Y as one run, as in acc_t: one loop over it (its index
+     * unravelled, which kir folds back into a stride-1 address), not a loop over rows of ow, whose
+     * 7 outputs the compiler ran as a scalar loop. + HardSwish, min of 3 rounds of 500 runs, 1
+     * thread: 512 ch 5x5 at 7x7 0.0367-0.0469 -> 0.0267-0.0365 ms (0.0366 -> 0.0267 by hand on an
+     * idle core), 256 ch 5x5 14 -> 7 s2 0.0267-0.0292 -> 0.0221-0.0230. */
+    kir_val e_y = kir_loop_begin_parallel(K, zero_i, kir_idx(K, j->lanes * np_));
+    ir_shape planes = {.rank = 3, .dim = {j->lanes, oh_n, ow_n}};
+    kir_val yi[4] = {n};
+    lower_unravel(K, &planes, e_y, yi + 1);
+    yi[1] = kir_add(K, c0, yi[1]);
+    lower_store(c, 0, yi, kir_load(K, acc_t, e_y));
     kir_loop_end(K);
 }
 

@@ -127,7 +127,9 @@ static void red_step(lower_ctx *c, const kir_val *idx, void *user)
 typedef struct red_row {
     const red_job *j;
     const kir_val *fixed;
-    int dim;
+    int dim;        /* the row's dim, or -1: the reduced dims from `flat` on as one row */
+    int flat;
+    ir_shape sub;   /* the dims from `flat` on */
 } red_row;
 
 /* Element x as part k of j adds it: x, |x|, x*x or exp(x - max). */
@@ -150,6 +152,7 @@ static void red_row_elem(lower_ctx *c, kir_val i, void *user, kir_val *out)
     kir_val idx[IR_MAX_RANK];
     for (int d = 0; d < r->j->in->rank; d++)
         idx[d] = d == r->dim ? i : (r->j->mask & (1u << d)) ? kir_idx(K, 0) : r->fixed[d];
+    if (r->dim < 0) lower_unravel(K, &r->sub, i, idx + r->flat);
     kir_val x = lower_load(c, 0, idx);
     for (int k = 0; k <= r->j->n_sib; k++) out[k] = red_term(c, r->j, k, x);
 }
@@ -221,6 +224,24 @@ static bool red_lanes_loops(lower_ctx *c, const kir_val *fixed, red_job *j)
     return true;
 }
 
+/* Where the reduced dims longer than 1 are all the input's last dims longer
+ * than 1 (a global pool's H and W), the first of them: they lie in memory as
+ * one contiguous row, which lower_reduce_vars takes in vector lanes (a 7x7 or
+ * 10x10 plane is no dim of two vectors for red_lanes_loops); else -1.
+ * GlobalAveragePool alone, --profile kernel time over 300 runs, 1 thread,
+ * serial sum -> this: 512 ch at 10x10 22.9 -> 3.9 us, at 7x7 10.9 -> 2.8. */
+static int red_flat_from(const red_job *j)
+{
+    int first = -1;
+    for (int d = 0; d < j->in->rank; d++) {
+        if (j->in->dim[d] == 1) continue;
+        bool red = j->mask & (1u << d);
+        if (red && first < 0) first = d;
+        if (!red && first >= 0) return -1;
+    }
+    return first;
+}
+
 /* Each part's variable op= every element of the row: vector lanes where the
  * parts are float and none is a product. */
 static void red_row_loops(lower_ctx *c, const kir_val *fixed, red_job *j)
@@ -229,18 +250,26 @@ static void red_row_loops(lower_ctx *c, const kir_val *fixed, red_job *j)
     bool lanes_ok = kir_is_float(j->dt);
     for (int k = 0; k <= j->n_sib; k++) lanes_ok &= part_kind(j, k) != RED_PROD;
     int dim = lanes_ok ? lower_one_long_dim(j->in, j->mask) : -1;
-    if (dim < 0) {
+    int flat = dim < 0 && lanes_ok ? red_flat_from(j) : -1;
+    if (dim < 0 && flat < 0) {
         if (!lanes_ok || !red_lanes_loops(c, fixed, j)) reduce_loops(c, j->in, j->mask, fixed, red_step, j);
         return;
     }
-    red_row r = {j, fixed, dim};
+    red_row r = {j, fixed, dim, flat, {.rank = 0}};
+    int64_t n = 1;
+    if (dim < 0) {
+        r.sub.rank = j->in->rank - flat;
+        for (int d = flat; d < j->in->rank; d++) n *= r.sub.dim[d - flat] = j->in->dim[d];
+    } else {
+        n = j->in->dim[dim];
+    }
     int var[FUSE_SIBLINGS_MAX];
     kir_op op[FUSE_SIBLINGS_MAX];
     for (int k = 0; k <= j->n_sib; k++) {
         var[k] = part_var(j, k);
         op[k] = part_op(j, k);
     }
-    lower_reduce_vars(c, j->n_sib + 1, var, op, j->dt, j->in->dim[dim], red_row_elem, &r);
+    lower_reduce_vars(c, j->n_sib + 1, var, op, j->dt, n, red_row_elem, &r);
 }
 
 /* Part k's output from its accumulated value v. */

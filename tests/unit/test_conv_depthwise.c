@@ -11,11 +11,14 @@
  * wide, at stride 2 from 8 outputs; 5 wide at stride 1 from 11 outputs);
  * two rows a step at stride 1, with an odd last row alone, and 5 to 7 a step
  * for windows 5 wide on rows of one masked vector;
+ * a row's whole vectors as AVX-512 intrinsics in pairs (and those compiled
+ * without AVX-512 and without AVX);
  * and the convolutions it leaves to the generic flat form: a channel
  * multiplier of 2 (M = 2C), a grouping with two channels per group, rows of
  * 3, and the narrow rows on hosts with narrower vectors;
  * and its lanes form for narrow planes where C is a multiple of 8 (channels
- * across the vector, transposing copies in and out).
+ * across the vector, transposing copies in and out, the unit's output planes
+ * stored as one run).
  */
 #include <math.h>
 #include <stdbool.h>
@@ -110,6 +113,20 @@ static void dw_check(int ci, const dw_case *cc)
         if (!src || !strstr(src, "smelt_trans_f32(&b")) fprintf(stderr, "  depthwise case %d: no transposes\n", ci);
         CHECK(src && strstr(src, "smelt_trans_f32(&b"));
     }
+    /* where vectors have 16 lanes, a row's whole vectors (before a masked tail) are a loop of one
+     * vector's lanes, which the C emitter writes as AVX-512 intrinsics (dw_row_span) */
+    int64_t tail = wide && ow > 16 && ow % 16 >= 4 ? ow % 16 : 0;
+    if (dw && wide && ow > 16 && ow - tail >= 16) {
+        if (!src || !strstr(src, "_mm512_storeu_ps(&b")) fprintf(stderr, "  depthwise case %d: no vector rows\n", ci);
+        CHECK(src && strstr(src, "_mm512_storeu_ps(&b"));
+    }
+    /* the lanes form stores its unit's output planes (contiguous in Y) in one loop, not one per row */
+    if (lanes) {
+        char run[48];
+        snprintf(run, sizeof run, "< %lld; ++i", (long long)((cc->m % 16 == 0 ? 16 : 8) * oh * ow));
+        if (!src || !strstr(src, run)) fprintf(stderr, "  depthwise case %d: no store loop '%s'\n", ci, run);
+        CHECK(src && strstr(src, run));
+    }
     /* a row of 4 to 16 (not 8) outputs is one masked vector, and so are the last 4 to 15 (not 8) of a longer one */
     if (dw && cc->dw >= 2 && ow < 16 && ow != 8) CHECK(src && strstr(src, "_mm512_mask_storeu_ps(&b"));
     if (dw && ow > 16 && ow % 16 >= 4 && ow % 16 != 8 && rt_cc_vector_width() >= 16)
@@ -194,6 +211,10 @@ TEST(conv_depthwise_matches_a_direct_reference)
         {1, 1, 9, 37, 1, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 1, true, false, false, 1},
         {1, 3, 11, 61, 3, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 3, true, true, true, 1},
         {1, 3, 10, 59, 3, {5, 5}, {2, 2}, {1, 1}, {2, 2, 2, 2}, 3, false, true, false, 1},
+        /* rows of whole vectors in pairs and one alone, then a masked tail where vectors have 16
+         * lanes: 53 = 2*16 + 16 + 5; stride 2, 82 -> 41 = 2*16 + 9 */
+        {1, 3, 6, 53, 3, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 3, true, true, false, 1},
+        {2, 2, 9, 82, 2, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 2, true, true, false, 1},
         /* two rows a step at stride 1: 23 rows in units of 12 and 11 (one row a step there), 5x5 on
          * rows of 14 (one masked vector each on 16-lane hosts, else flat), and of 13 (an odd last row) */
         {1, 2, 23, 40, 2, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 2, true, true, false, 1},
@@ -233,6 +254,26 @@ TEST(conv_depthwise_matches_a_direct_reference)
     for (int ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) dw_check(ci, &cases[ci]);
 }
 
+/* The row form's vector loops compiled without AVX-512 and without AVX (their
+ * scalar loops): the cases of whole vectors in pairs, one alone and a tail. */
+TEST(conv_depthwise_rows_match_without_avx512)
+{
+    static const dw_case cases[] = {
+        {1, 3, 6, 53, 3, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 3, true, true, false, 1},
+        {2, 2, 9, 82, 2, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 2, true, true, false, 1},
+    };
+    static const char *const ccs[] = {"cc -mno-avx512f", "cc -mno-avx"};
+    const char *old = getenv("SMELT_CC");
+    char *saved = old ? strdup(old) : NULL;
+    for (int k = 0; k < 2; k++) {
+        setenv("SMELT_CC", ccs[k], 1);
+        for (int ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) dw_check(ci, &cases[ci]);
+    }
+    if (saved) setenv("SMELT_CC", saved, 1);
+    else unsetenv("SMELT_CC");
+    free(saved);
+}
+
 /* The lanes form (channels across the vector, rows of up to 8 outputs; up to
  * 16 where vectors have fewer than 16 lanes): 16 channels a unit, or 8 where
  * C is a multiple of 8 only; widths 1 to 8 (and 9 to 16 on narrower hosts),
@@ -259,10 +300,11 @@ TEST(conv_depthwise_lanes_matches_a_direct_reference)
         {1, 8, 9, 9, 8, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 8, true, true, false, 3},
         {1, 16, 9, 6, 16, {3, 3}, {2, 1}, {1, 1}, {1, 1, 1, 1}, 16, true, false, false, 3},
         /* rows of 9 to 16: masked vectors where vectors have 16 lanes, else this form (14x14 5x5, 13x13
-         * with a Pad before, 20 -> 10 at stride 2, rows of 16) */
+         * with a Pad before, 20 -> 10 at stride 2 in units of 8 channels (16 would pass DW_STACK_BYTES),
+         * rows of 16) */
         {1, 16, 14, 14, 16, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, 16, true, true, false, 4},
         {1, 8, 13, 13, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 8, true, false, true, 4},
-        {1, 16, 20, 20, 16, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 16, false, true, false, 4},
+        {1, 8, 20, 20, 8, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 8, false, true, false, 4},
         {1, 8, 4, 16, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 8, true, true, false, 4},
     };
     for (int ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) dw_check(ci, &cases[ci]);

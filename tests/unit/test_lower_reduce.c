@@ -1,7 +1,7 @@
 /*
  * test_lower_reduce.c — the reduction family's CPU forms on compiled programs
  * against double references: rows in vector lanes (Softmax, one and several
- * reduced dims), the column form (a reduction or a softmax that keeps the
+ * reduced dims, a global pool's plane), the column form (a reduction or a softmax that keeps the
  * last dim), and LayerNormalization's row sums.
  */
 #include <math.h>
@@ -159,9 +159,13 @@ TEST(reductions_of_several_dims_use_vector_lanes)
                             ir_graph_free(g);
                             continue;
                         }
-                        /* a whole tensor's min or max: lanes over its flat run (the split form) */
-                        bool flat = masks[mi] == 0xf && oi < 2;
-                        CHECK((workgroup_tiles(p) > 0) == (L >= atoi(widths[wi]) || flat));
+                        /* a whole tensor's min or max: lanes over its flat run (the split form); the
+                         * last dims as one contiguous row of two vectors or more (red_flat_from), or
+                         * lanes over the innermost reduced dim of at least one vector */
+                        int64_t v = atoi(widths[wi]);
+                        bool split = masks[mi] == 0xf && oi < 2, trailing = masks[mi] != 0xa;
+                        int64_t row = masks[mi] == 0xc ? 5 * L : 2 * 3 * 5 * L;
+                        CHECK((workgroup_tiles(p) > 0) == (split || (trailing ? row >= 2 * v : L >= v)));
                         float *xd = malloc(sizeof(float) * (size_t)n);
                         for (int64_t k = 0; k < n; k++) xd[k] = (float)((k * 29) % 23 - 11) / 3.0f;
                         if (nan) xd[n / 2 + 1] = NAN;
@@ -193,6 +197,58 @@ TEST(reductions_of_several_dims_use_vector_lanes)
                         smelt_program_free(p);
                         ir_graph_free(g);
                     }
+    }
+    unsetenv("SMELT_VECTOR_WIDTH");
+}
+
+/* A global pool's plane is one contiguous row (red_flat_from): vector lanes
+ * over H*W where it holds two vectors, though neither H nor W does (3x3, 7x7,
+ * 10x10, 5x13 and 1x37 planes, with tails; GlobalAveragePool and
+ * GlobalMaxPool of a fused HardSwish, 3 channels, batch 2), for V = 8 and 16,
+ * against double. */
+TEST(global_pools_reduce_the_plane_as_one_row)
+{
+    static const char *const widths[] = {"8", "16"};
+    static const int64_t planes[][2] = {{3, 3}, {7, 7}, {10, 10}, {5, 13}, {1, 37}};
+    for (int wi = 0; wi < 2; wi++) {
+        setenv("SMELT_VECTOR_WIDTH", widths[wi], 1);
+        for (int pi = 0; pi < 5; pi++)
+            for (int mean = 0; mean < 2; mean++) {
+                int64_t h = planes[pi][0], w = planes[pi][1], hw = h * w, n = 2 * 3 * hw;
+                ir_graph *g = ir_graph_new();
+                int x = input(g, "x", shp(4, 2, 3, (int)h, (int)w));
+                int y = op1(g, "pool", mean ? OP_GlobalAveragePool : OP_GlobalMaxPool, op1(g, "hs", OP_HardSwish, x));
+                ir_graph_set_io(g, 1, &x, 1, &y);
+                smelt_program *p = compile(g, 0);
+                if (!p) {
+                    CHECK(p != NULL);
+                    ir_graph_free(g);
+                    continue;
+                }
+                CHECK((workgroup_tiles(p) > 0) == (hw >= 2 * atoi(widths[wi])));
+                float *xd = malloc(sizeof(float) * (size_t)n);
+                for (int64_t k = 0; k < n; k++) xd[k] = (float)((k * 37) % 29 - 14) / 4.0f;
+                smelt_tensor out;
+                const float *yd = run_x(p, xd, 4, (const int64_t[]){2, 3, h, w}, &out);
+                int64_t bad = 0;
+                CHECK(smelt_tensor_numel(&out) == 6);
+                for (int64_t o = 0; o < 6; o++) {
+                    double acc = mean ? 0 : -INFINITY;
+                    for (int64_t k = o * hw; k < (o + 1) * hw; k++) {
+                        double v = xd[k] * fmin(fmax(xd[k] / 6.0 + 0.5, 0.0), 1.0);
+                        acc = mean ? acc + v : fmax(acc, v);
+                    }
+                    double want = mean ? acc / (double)hw : acc;
+                    bad += !(fabs(yd[o] - want) <= 1e-5 * (1 + fabs(want)));
+                }
+                if (bad)
+                    fprintf(stderr, "  V=%s %lldx%lld mean %d: %lld wrong\n", widths[wi], (long long)h, (long long)w, mean,
+                            (long long)bad);
+                CHECK(bad == 0);
+                free(xd);
+                smelt_program_free(p);
+                ir_graph_free(g);
+            }
     }
     unsetenv("SMELT_VECTOR_WIDTH");
 }
