@@ -683,6 +683,11 @@ static smelt_status emit_body(emitter *e)
             break;
         }
         case KS_IF_BEGIN:
+            if (e->d->host_simd && (e->zero_gemm = emit_gemm_zero_if(k, i)) >= 0) {
+                e->zero_cond = s->cond;
+                while (k->stmts[i].kind != KS_IF_END) i++; /* the zeroing has no if or loop but its own */
+                break;
+            }
             sb_indent(sb, ind);
             sb_puts(sb, "if (");
             emit_put_val(e, s->cond);
@@ -759,7 +764,7 @@ smelt_status emit_kernel(strbuf *sb, const kir_kernel *k, emit_lang lang, locals
 
     arena a;
     arena_init(&a);
-    emitter e = {.sb = sb, .k = k, .alias = alias, .d = &dialects[lang], .copy = -1};
+    emitter e = {.sb = sb, .k = k, .alias = alias, .d = &dialects[lang], .copy = -1, .zero_gemm = -1};
     smelt_status st = kir_locals_assign(k, s, &a, &e.loc);
     e.loop_depth = arena_alloc(&a, ((size_t)k->n_vals + 1) * sizeof(int));
     e.uses = arena_alloc(&a, ((size_t)k->n_vals + 1) * sizeof(int));

@@ -18,6 +18,7 @@
  */
 #include "target/emit_c_impl.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,8 @@ typedef struct gemm_match {
                           * (emit_c_gemm_pairs.c); 0: one k a step */
     gemm_index ca, aa, ba;
     int64_t cr, ar, ak, bk;
+    int store;           /* the accumulator's store */
+    kir_val lv[3];       /* the loop values: k, r (0 when MR is 1), j */
 } gemm_match;
 
 static bool is_loopvar(const kir_val *lv, kir_val v) { return v && (v == lv[0] || v == lv[1] || v == lv[2]); }
@@ -173,7 +176,7 @@ static bool match_gemm(const kir_kernel *k, int i, gemm_match *m)
         if (j >= k->n_stmts || k->stmts[j].kind != KS_LOOP_END) return false;
     if (store < 0 || j >= k->n_stmts || k->stmts[j].kind != KS_LOOP_END) return false;
     kir_val lv[3] = {s->val, n_loops == 2 ? k->stmts[loops[0]].val : 0, k->stmts[loops[n_loops - 1]].val};
-    *m = (gemm_match){.end = j, .mr = 1, .kc = s->hi};
+    *m = (gemm_match){.end = j, .mr = 1, .kc = s->hi, .store = store, .lv = {lv[0], lv[1], lv[2]}};
     int64_t nr = const_trip(k, &k->stmts[loops[n_loops - 1]]), mr = n_loops == 2 ? const_trip(k, &k->stmts[loops[0]]) : 1;
     if (nr < 1 || nr > 64 || mr < 1 || mr > 16) return false;
     m->mr = (int)mr, m->nr = (int)nr;
@@ -246,6 +249,49 @@ int emit_gemm_int8_a(const kir_kernel *k, int i)
     return k->stmts[i].kind == KS_LOOP_BEGIN && match_gemm(k, i, &m) && m.b8 != SMELT_F32 ? m.a : -1;
 }
 
+/* A float 0 that is not -0 (a block so zeroed and then added to is the sum itself). */
+static bool is_plus_zero(const kir_kernel *k, kir_val v)
+{
+    const kir_value *x = &k->vals[v];
+    return x->op == KIR_CONST && x->type == SMELT_F32 && x->imm.f == 0 && !signbit(x->imm.f);
+}
+
+int emit_gemm_zero_if(const kir_kernel *k, int i)
+{
+    /* if { DEF* loop zr < R { DEF* loop zj < NR { DEF* acc[ca + zr*cr + zj] = 0 } } } DEF* gemm,
+     * the zr loop absent where R is 1 (a loop of one trip is folded away) */
+    int s = i + 1, loops[2], n_loops = 0;
+    if (k->stmts[i].kind != KS_IF_BEGIN) return -1;
+    for (; s < k->n_stmts && n_loops < 3; s++) {
+        if (k->stmts[s].kind == KS_LOOP_BEGIN && n_loops < 2) loops[n_loops++] = s;
+        else if (k->stmts[s].kind != KS_DEF) break;
+    }
+    if (!n_loops || s + n_loops + 1 >= k->n_stmts || k->stmts[s].kind != KS_STORE) return -1;
+    for (int e = 1; e <= n_loops; e++)
+        if (k->stmts[s + e].kind != KS_LOOP_END) return -1;
+    if (k->stmts[s + n_loops + 1].kind != KS_IF_END) return -1;
+    const kir_stmt *zr = n_loops == 2 ? &k->stmts[loops[0]] : NULL, *zj = &k->stmts[loops[n_loops - 1]];
+    int64_t rows = zr ? const_trip(k, zr) : 1, cols = const_trip(k, zj);
+    const kir_stmt *zs = &k->stmts[s];
+    if (rows < 1 || cols < 1 || !is_plus_zero(k, zs->val)) return -1;
+    int g = s + n_loops + 2;
+    for (; g < k->n_stmts && k->stmts[g].kind == KS_DEF; g++) { /* nothing between reads the block */
+        const kir_value *d = &k->vals[k->stmts[g].val];
+        if (d->op == KIR_LOAD && d->buf == zs->buf) return -1;
+    }
+    gemm_match m;
+    if (g >= k->n_stmts || k->stmts[g].kind != KS_LOOP_BEGIN || !match_gemm(k, g, &m) || m.kg || m.b8 != SMELT_F32 ||
+        m.acc != zs->buf || m.mr != rows || m.nr != cols)
+        return -1;
+    /* the same block: both indices over the values defined before the if */
+    const kir_val zl[3] = {0, zr ? zr->val : 0, zj->val};
+    gemm_index zx = {0}, gx = {0};
+    if (!split_index(k, zs->idx, 1, i, zl, &zx) || !split_index(k, k->stmts[m.store].idx, 1, i, m.lv, &gx) ||
+        !index_plus(&zx, &gx, 0) || stride(k, zs->idx, zj->val) != 1 || (zr && rows > 1 && stride(k, zs->idx, zr->val) != m.cr))
+        return -1;
+    return g;
+}
+
 int emit_put_gemm(emitter *e, int i, int ind)
 {
     gemm_match m;
@@ -262,7 +308,13 @@ int emit_put_gemm(emitter *e, int i, int ind)
     sb_printf(e->sb, "], %lld, ", (long long)m.bk);
     emit_put_val(e, m.kc);
     if (m.b8 != SMELT_F32) emit_put_gemm_int8_tail(e, m.a, m.b_off);
+    if (!m.kg && m.b8 == SMELT_F32) {
+        sb_puts(e->sb, ", ");
+        if (e->zero_gemm == i) emit_put_val(e, e->zero_cond);
+        else sb_puts(e->sb, "0");
+    }
     sb_puts(e->sb, ");\n");
+    e->zero_gemm = -1;
     return m.end;
 }
 
@@ -275,8 +327,12 @@ static void put_vector_block(strbuf *sb, int mr, int nr, int w)
 {
     int nv = nr / w;
     for (int r = 0; r < mr; r++)
+        for (int v = 0; v < nv; v++) sb_printf(sb, "    smelt_v%d c%d_%d = {0};\n", w, r, v);
+    sb_puts(sb, "    if (!zero) {\n");
+    for (int r = 0; r < mr; r++)
         for (int v = 0; v < nv; v++)
-            sb_printf(sb, "    smelt_v%d c%d_%d = *(const smelt_v%d *)(c + %d * cr + %d);\n", w, r, v, w, r, v * w);
+            sb_printf(sb, "        c%d_%d = *(const smelt_v%d *)(c + %d * cr + %d);\n", r, v, w, r, v * w);
+    sb_puts(sb, "    }\n");
     sb_puts(sb, "    for (int64_t k = 0; k < kc; k++) {\n        const float *bp = b + k * bk, *ap = a + k * ak;\n");
     for (int v = 0; v < nv; v++) sb_printf(sb, "        smelt_v%d b%d = *(const smelt_v%d *)(bp + %d);\n", w, v, w, v * w);
     for (int r = 0; r < mr; r++) {
@@ -291,12 +347,14 @@ static void put_vector_block(strbuf *sb, int mr, int nr, int w)
         for (int v = 0; v < nv; v++) sb_printf(sb, "    *(smelt_v%d *)(c + %d * cr + %d) = c%d_%d;\n", w, r, v * w, r, v);
 }
 
-/* smelt_gemm_f32_<mr>x<nr>: c[r*cr + j] += sum over k of a[r*ar + k*ak] * b[k*bk + j]. */
+/* smelt_gemm_f32_<mr>x<nr>: c[r*cr + j] += sum over k of a[r*ar + k*ak] *
+ * b[k*bk + j], or, with zero set, = that sum (c only written: its zeroing
+ * and the load of zeros back cost as much as the multiply-adds at K = 16). */
 static void put_helper(strbuf *sb, int mr, int nr)
 {
     sb_printf(sb,
               "static inline void smelt_gemm_f32_%dx%d(float *restrict c, int64_t cr, const float *restrict a, int64_t ar,\n"
-              "    int64_t ak, const float *restrict b, int64_t bk, int64_t kc)\n{\n",
+              "    int64_t ak, const float *restrict b, int64_t bk, int64_t kc, int zero)\n{\n",
               mr, nr);
     sb_puts(sb, "#if defined(__clang__)\n#pragma clang fp contract(fast)\n#endif\n");
     if (nr % 16 == 0 && mr * (nr / 16) + nr / 16 < 31) {
@@ -309,9 +367,9 @@ static void put_helper(strbuf *sb, int mr, int nr)
     if (nr % 8 == 0 && mr * (nr / 8) + nr / 8 < 16)
         put_vector_block(sb, mr, nr, 8);
     else
-        sb_printf(sb, "    smelt_gemm_f32_loops(c, cr, a, ar, ak, b, bk, kc, %d, %d);\n", mr, nr);
+        sb_printf(sb, "    smelt_gemm_f32_loops(c, cr, a, ar, ak, b, bk, kc, %d, %d, zero);\n", mr, nr);
     sb_puts(sb, "#else\n");
-    sb_printf(sb, "    smelt_gemm_f32_loops(c, cr, a, ar, ak, b, bk, kc, %d, %d);\n", mr, nr);
+    sb_printf(sb, "    smelt_gemm_f32_loops(c, cr, a, ar, ak, b, bk, kc, %d, %d, zero);\n", mr, nr);
     sb_puts(sb, "#endif\n}\n");
 }
 
@@ -319,8 +377,11 @@ static void put_helper(strbuf *sb, int mr, int nr)
  * their registers). */
 static const char gemm_loops[] =
     "static inline void smelt_gemm_f32_loops(float *restrict c, int64_t cr, const float *restrict a, int64_t ar,\n"
-    "    int64_t ak, const float *restrict b, int64_t bk, int64_t kc, int mr, int nr)\n"
+    "    int64_t ak, const float *restrict b, int64_t bk, int64_t kc, int mr, int nr, int zero)\n"
     "{\n"
+    "    if (zero)\n"
+    "        for (int r = 0; r < mr; r++)\n"
+    "            for (int j = 0; j < nr; j++) c[r * cr + j] = 0.0f;\n"
     "    for (int64_t k = 0; k < kc; k++)\n"
     "        for (int r = 0; r < mr; r++)\n"
     "            for (int j = 0; j < nr; j++) c[r * cr + j] += a[r * ar + k * ak] * b[k * bk + j];\n"

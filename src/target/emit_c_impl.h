@@ -57,6 +57,11 @@ typedef struct emitter {
     const char *vec_mask; /* set while writing a strip's masked last vector: its lanes' mask */
     int64_t copy_step;
     unsigned char *varies; /* per value: differs between copies (else all read copy 0's) */
+    /* The gemm loop whose accumulator block the if just skipped would have
+     * zeroed (emit_gemm_zero_if), and that if's condition: its microkernel
+     * starts from zero where the condition holds. -1: none. */
+    int zero_gemm;
+    kir_val zero_cond;
 } emitter;
 
 /* The copy whose name value v of an interleaved loop's body goes by. */
@@ -91,6 +96,12 @@ int emit_put_stream(emitter *e, int i, int ind);
  * register-blocked helper: its LOOP_END, or -1 (nothing emitted); and the
  * helpers `body` calls, with what they need. */
 int emit_put_gemm(emitter *e, int i, int ind);
+/* The if at statement i, where it only zeroes the accumulator block of the
+ * gemm loop that follows it (ops/gemm_packed.c's first K slice; DEFs may lie
+ * between): that loop's statement, else -1. The C target then writes no
+ * zeroing but starts the loop's microkernel from zero under the if's
+ * condition. */
+int emit_gemm_zero_if(const kir_kernel *k, int i);
 void emit_put_gemm_helpers(strbuf *sb, const char *body);
 /* The distinct <mr>x<nr> shapes (at most max) of the calls tok<mr>x<nr>( in body. */
 int emit_gemm_shapes(const char *body, const char *tok, int seen[][2], int max);
