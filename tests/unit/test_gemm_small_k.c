@@ -3,7 +3,8 @@
  * microkernel started from zero in place of its block's zeroing
  * (target/emit_c_gemm.c), and a conv's blocks stored one by one right after
  * their gemm loops, Y's plane written as one run where the epilogue allows it
- * (ops/gemm_packed.c store_each, ops/conv_gemm.c, lower_store_is_flat).
+ * (ops/gemm_packed.c store_each, ops/conv_gemm.c, lower_store_is_flat), on
+ * AVX-512 from the microkernel's registers (emit_put_gemm_store).
  * Convolutions and MatMuls with K = 1 .. 300 (one K slice and several),
  * output channels and positions that leave tails, with bias + Clip and
  * residual Add epilogues (the residual whole, one plane for all channels, or
@@ -15,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emit_compile.h"
 #include "fuse_cases.h"
+#include "rt/rt.h"
 #include "test.h"
 
 static int scalar(ir_graph *g, const char *name, float v) { return constant(g, name, shp(0), 0.0f, v); }
@@ -40,21 +43,22 @@ enum { EPI_CLIP, EPI_RES, EPI_RES_PLANE, EPI_RES_ROWS };
 typedef struct small_conv {
     int64_t n, c, h, w, m, k, s, p;
     int epi;
+    bool regs; /* at 16 lanes, blocks stored from the microkernel's registers (one K slice, whole panels, one run) */
 } small_conv;
 
 TEST(gemm_small_k_conv_blocks_match_a_reference)
 {
     static const small_conv cases[] = {
-        {1, 16, 8, 12, 96, 1, 1, 0, EPI_CLIP},      /* MobileNetV2's expand 16 -> 96, one K slice */
-        {2, 8, 8, 8, 37, 1, 1, 0, EPI_CLIP},        /* K = 8, a tail of 5 channels, batch 2 */
-        {1, 24, 4, 8, 40, 1, 1, 0, EPI_RES},        /* residual Add over the whole output */
-        {1, 16, 8, 8, 32, 1, 1, 0, EPI_RES_PLANE},  /* residual [OH, OW]: the same for every channel */
-        {1, 16, 8, 8, 32, 1, 1, 0, EPI_RES_ROWS},   /* residual [1, 1, 1, OW]: not one run */
-        {1, 3, 16, 16, 32, 3, 2, 1, EPI_CLIP},      /* the 3x3 s2 stem, K = 27, through the im2col */
-        {2, 3, 16, 16, 21, 3, 2, 1, EPI_RES},       /* K = 27 onto 21 channels, batch 2 */
-        {1, 8, 17, 15, 40, 1, 1, 0, EPI_CLIP},      /* 255 positions: the last panel one short */
-        {1, 300, 4, 8, 37, 1, 1, 0, EPI_CLIP},      /* K = 300, several slices: the unit stored once */
-        {1, 131, 4, 8, 44, 1, 1, 0, EPI_RES_ROWS},  /* K = 131, the rows form */
+        {1, 16, 8, 12, 96, 1, 1, 0, EPI_CLIP, true},       /* MobileNetV2's expand 16 -> 96, one K slice */
+        {2, 8, 8, 8, 37, 1, 1, 0, EPI_CLIP, true},         /* K = 8, a tail of 5 channels, batch 2 */
+        {1, 24, 4, 8, 40, 1, 1, 0, EPI_RES, true},         /* residual Add over the whole output */
+        {1, 16, 8, 8, 32, 1, 1, 0, EPI_RES_PLANE, true},   /* residual [OH, OW]: the same for every channel */
+        {1, 16, 8, 8, 32, 1, 1, 0, EPI_RES_ROWS, false},   /* residual [1, 1, 1, OW]: not one run */
+        {1, 3, 16, 16, 32, 3, 2, 1, EPI_CLIP, true},       /* the 3x3 s2 stem, K = 27, through the im2col */
+        {2, 3, 16, 16, 21, 3, 2, 1, EPI_RES, true},        /* K = 27 onto 21 channels, batch 2 */
+        {1, 8, 17, 15, 40, 1, 1, 0, EPI_CLIP, false},      /* 255 positions: the last panel one short */
+        {1, 300, 4, 8, 37, 1, 1, 0, EPI_CLIP, false},      /* K = 300, several slices: the unit stored once */
+        {1, 131, 4, 8, 44, 1, 1, 0, EPI_RES_ROWS, false},  /* K = 131, the rows form */
     };
     for (int ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) {
         const small_conv *cc = &cases[ci];
@@ -86,6 +90,8 @@ TEST(gemm_small_k_conv_blocks_match_a_reference)
         gemm_calls(p->cls[0].source, &zero, &acc);
         if (!(zero > 0 && acc == 0)) fprintf(stderr, "  case %d: %d from zero, %d accumulating\n", ci, zero, acc);
         CHECK(zero > 0 && acc == 0);
+        if (rt_cc_vector_width() == 16) CHECK((strstr(p->cls[0].source, "stored from registers") != NULL) == cc->regs);
+        if ((ci == 1 || ci == 6) && have_cc()) check_compiles_for_isas(p->cls[0].source); /* both forms, warning-free */
         int64_t nx = cc->n * cc->c * cc->h * cc->w, ny = cc->n * cc->m * oh * ow;
         float *xd = malloc(sizeof(float) * (size_t)nx);
         double *want = malloc(sizeof(double) * (size_t)ny);
