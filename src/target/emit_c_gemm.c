@@ -12,9 +12,19 @@
  * target macros) and as plain loops for any other CPU. Only the C dialect for this host uses it;
  * the interpreter and other targets run the loop as written.
  *
+ * Two forms look past the loop. An if just before it that only zeroes its
+ * block (ops/gemm_packed.c's first K slice) is not written: the helper's
+ * registers start at zero under the if's condition instead (emit_gemm_zero_if).
+ * And a store of the block right after it (a conv's store_each) is written, on
+ * AVX-512, from the registers themselves: the loop inline, the store per row
+ * and vector with the block's read replaced (emit_put_gemm_store), the helper
+ * call and the loops as written under #else. At K = 16 the zeroing, the
+ * block's load and store and its read back cost as much as the multiply-adds.
+ *
  * requires: a kernel that passes kir_verify; the C dialect (host_simd).
  * guarantees: the helper computes the loop's sum with each multiply-add
- *             contracted into an FMA where the CPU has one (kir.h allows it).
+ *             contracted into an FMA where the CPU has one (kir.h allows it);
+ *             the two forms store the same values as the statements they replace.
  */
 #include "target/emit_c_impl.h"
 
