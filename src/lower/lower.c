@@ -310,6 +310,64 @@ void lower_store(lower_ctx *c, int o, const kir_val *idx_in, kir_val v)
     c->n = saved;
 }
 
+/* Whether tensor x, read broadcast at an index of out's rank whose dims from
+ * d0 on carry one linear position, reads the element the full index would:
+ * it does not vary along those dims, or has them all as out has them and is
+ * read from its own buffer (then its address is linear in the index). */
+static bool reads_flat(const lower_ctx *c, int t, const ir_shape *out, int d0)
+{
+    const ir_tensor *x = &c->g->tensors[t];
+    if (x->data && ir_tensor_numel(x) == 1) return true;
+    bool ones = true, same = true;
+    for (int od = d0; od < out->rank; od++) {
+        int d = od - (out->rank - x->shape.rank);
+        int64_t n = d < 0 ? 1 : x->shape.dim[d];
+        ones &= n == 1;
+        same &= d >= 0 && n == out->dim[od];
+    }
+    return ones || (same && !(c->st->fp && c->st->fp->inline_of[t] >= 0));
+}
+
+bool lower_store_is_flat(const lower_ctx *c, int o, int d0)
+{
+    const fuse_plan *fp = c->st->fp;
+    const ir_node *n = c->n;
+    if (fp && c->st->region && n == &c->g->nodes[c->st->region->root])
+        for (int i = 0; i < c->st->region->n_nodes; i++) { /* side outputs are stored at the full index */
+            const ir_node *m = &c->g->nodes[c->st->region->nodes[i]];
+            for (int j = 0; j < m->n_out; j++)
+                if (m->out[j] >= 0 && fp->stored_by[m->out[j]] == c->st->region->root) return false;
+        }
+    const ir_shape out = c->g->tensors[n->out[o]].shape;
+    for (;;) {
+        int t = n->out[o];
+        const ir_tensor *x = &c->g->tensors[t];
+        if (!fp) return true;
+        if (fp->inline_of[t] >= 0) return false;
+        if (fp->insert_into[t] >= 0) {
+            const ir_node *ins = &c->g->nodes[fp->insert_into[t]];
+            const ir_tensor *y = &c->g->tensors[ins->out[0]];
+            int i = 0;
+            while (ins->in[i] != t) i++;
+            int64_t off[IR_MAX_RANK];
+            fuse_insert(c->g, ins, i, off);
+            if (y->shape.rank != x->shape.rank) return false;
+            for (int d = d0; d < x->shape.rank; d++)
+                if (off[d] || y->shape.dim[d] != x->shape.dim[d]) return false;
+            n = ins, o = 0;
+            continue;
+        }
+        if (fp->epilogue_of[t] >= 0) {
+            const ir_node *e = &c->g->nodes[fp->epilogue_of[t]];
+            for (int j = 0; j < e->n_in; j++)
+                if (e->in[j] >= 0 && e->in[j] != t && !reads_flat(c, e->in[j], &out, d0)) return false;
+            n = e, o = 0;
+            continue;
+        }
+        return true;
+    }
+}
+
 int lower_scratch(lower_ctx *c, smelt_dtype type, int64_t numel)
 {
     lower_program *p = c->st->p;

@@ -61,6 +61,15 @@ kir_val lower_load_bcast(lower_ctx *c, int i, int rank, const kir_val *idx);
 /* Store v (of output o's dtype) as element idx of output o of c->n. */
 void lower_store(lower_ctx *c, int o, const kir_val *idx, kir_val v);
 
+/* Whether lower_store of output o of c->n may be given an index whose dims
+ * from d0 on are zeros but the last, which carries the element's linear
+ * position within those dims (a run of a plane written as one loop): the
+ * store and every load of the region's epilogue then address the same
+ * elements. False where an epilogue operand varies along those dims but is
+ * computed inline or broadcast across part of them, where an insert offsets
+ * them, or where the region stores side outputs. */
+bool lower_store_is_flat(const lower_ctx *c, int o, int d0);
+
 /* Row-major linear index of idx in shape s, and the inverse. */
 kir_val lower_linear(kir_kernel *k, const ir_shape *s, const kir_val *idx);
 void lower_unravel(kir_kernel *k, const ir_shape *s, kir_val linear, kir_val *idx);

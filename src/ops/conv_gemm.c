@@ -494,6 +494,26 @@ static void conv_store_block(lower_ctx *c, const gemm_packed *g, const kir_val *
     const conv_gemm_job *j = g->user;
     kir_kernel *K = c->k;
     kir_val z = kir_idx(K, 0), one = kir_idx(K, 1), ow_n = kir_idx(K, j->w->out[1]);
+    if (j->cols && !j->kg && lower_store_is_flat(c, 0, 2)) {
+        /* per channel one run of positions, Y's plane written as one row */
+        kir_val u = kir_loop_begin(K, z, b->rows, one), m = kir_add(K, b->i0, u);
+        kir_val bias = j->bias ? lower_load(c, 2, &m) : 0;
+        /* whole vectors where the block's columns are (a loop of the vector
+         * width, which the C target writes with its intrinsics) */
+        int64_t vw = c->target->vector_width, nc = kir_is_const(K, b->cols) ? K->vals[b->cols].imm.i : 0;
+        bool vec = vw > 1 && nc > vw && nc % vw == 0;
+        kir_val t0 = vec ? kir_loop_begin(K, z, b->cols, kir_idx(K, vw)) : z;
+        kir_val t = kir_add(K, t0, kir_loop_begin_parallel(K, z, vec ? kir_idx(K, vw) : b->cols));
+        kir_val v = kir_load(K, b->acc, kir_add(K, b->at, kir_add(K, kir_mul(K, u, kir_idx(K, b->ld)), t)));
+        if (bias) v = kir_binary(K, KIR_ADD, v, bias);
+        kir_val yi[4] = {kir_add(K, bidx[0], kir_idx(K, j->n0)), m};
+        trailing_index(K, &c->g->tensors[c->n->out[0]].shape, 2, kir_add(K, b->j0, t), yi);
+        lower_store(c, 0, yi, v);
+        kir_loop_end(K);
+        if (vec) kir_loop_end(K);
+        kir_loop_end(K);
+        return;
+    }
     kir_val p0 = j->cols ? b->j0 : b->i0, np = j->cols ? b->cols : b->rows;
     kir_val i1 = kir_add(K, p0, np);
     kir_val oh0 = kir_binary(K, KIR_DIV, p0, ow_n);
@@ -520,6 +540,7 @@ static void conv_store_block(lower_ctx *c, const gemm_packed *g, const kir_val *
         bias = j->bias ? lower_load(c, 2, &m) : 0;
     }
     kir_val at = j->cols ? kir_add(K, kir_mul(K, u, kir_idx(K, b->ld)), t) : kir_add(K, kir_mul(K, t, kir_idx(K, b->ld)), u);
+    at = kir_add(K, b->at, at);
     kir_val v = kir_load(K, b->acc, at);
     if (corr) v = kir_binary(K, KIR_SUB, v, corr);
     if (bias) v = kir_binary(K, KIR_ADD, v, bias);
@@ -631,7 +652,7 @@ smelt_status conv_cols_lower(lower_ctx *c, const window_geom *w)
     gemm_packed g = {.nb = 1, .batch = {x->shape.dim[0]}, .m = wt->shape.dim[0], .n = w->out[0] * w->out[1],
                      .k = j.kg ? (j.kreal + j.kg - 1) / j.kg : j.kreal, .dt = SMELT_F32, .tl = mm_tiles_for(c->target->vector_width), .b_input = -1,
                      .b_scratch = -1, .read_a = cols_read_w, .read_b = j.flat ? cols_read_x : NULL,
-                     .store_block = conv_store_block, .user = &j};
+                     .store_block = conv_store_block, .store_each = !j.kg, .user = &j};
     if (j.flat && g.k <= CONV_COLS_SMALL_K) g.mb_max = CONV_COLS_SMALL_MB, g.nc_max = CONV_COLS_SMALL_NC;
     return conv_gemm_run(c, &g, &j);
 }

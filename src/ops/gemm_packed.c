@@ -55,24 +55,30 @@ typedef struct mm_panel {
     int ap, acc;           /* workgroup memory: packed A (-1: read in place), accumulators */
     int64_t ld, kcap;      /* accumulator row length, KC */
     kir_val kb, kc, p0, bb, p; /* K slice start and length, first panel, B's batch base, panel */
-    kir_val i0;            /* the unit's first row */
+    kir_val i0, j0;        /* the unit's first row and column */
+    bool each;             /* store each block after its gemm loop (store_each, K one slice) */
     const kir_val *bidx;
 } mm_panel;
 
 /* acc[rows of block q] += A block q (its first `rows` rows) x panel p, over
  * the K slice; in the first slice the block is zeroed just before, so the
  * microkernel's loads of it hit L1 (a pass zeroing the unit's whole
- * accumulator, 270 KiB at MC x NC = 132 x 512, went out to L2 and came back). */
+ * accumulator, 270 KiB at MC x NC = 132 x 512, went out to L2 and came back).
+ * The zeroing and the gemm loop address the block through the same values
+ * (its first row and column, defined before the if), so the C target can see
+ * that the one zeroes exactly what the other accumulates into and start the
+ * microkernel's registers at zero instead (target/emit_c_gemm.c). */
 static void gemm_rows(lower_ctx *c, const gemm_packed *g, const mm_panel *pn, kir_val q, int64_t rows)
 {
     kir_kernel *K = c->k;
     int64_t mr = g->mr, nr = g->tl.nr;
     kir_val z = kir_idx(K, 0), one = kir_idx(K, 1);
+    kir_val row0 = kir_mul(K, q, kir_idx(K, mr)), col0 = kir_mul(K, pn->p, kir_idx(K, nr));
     kir_if_begin(K, kir_binary(K, KIR_EQ, pn->kb, z));
     kir_val zr = kir_loop_begin(K, z, kir_idx(K, rows), one);
     kir_val zj = kir_loop_begin(K, z, kir_idx(K, nr), one);
-    kir_val zrow = kir_add(K, kir_mul(K, q, kir_idx(K, mr)), zr);
-    kir_store(K, pn->acc, kir_add(K, kir_add(K, kir_mul(K, zrow, kir_idx(K, pn->ld)), kir_mul(K, pn->p, kir_idx(K, nr))), zj),
+    kir_val zrow = kir_add(K, row0, zr);
+    kir_store(K, pn->acc, kir_add(K, kir_add(K, kir_mul(K, zrow, kir_idx(K, pn->ld)), col0), zj),
               kir_const_f(K, g->dt, 0));
     kir_loop_end(K);
     kir_loop_end(K);
@@ -92,8 +98,8 @@ static void gemm_rows(lower_ctx *c, const gemm_packed *g, const mm_panel *pn, ki
             kir_val t = kir_binary(K, KIR_MUL, ah[h], g->read_b_group(c, g, pn->bidx, kp, h, col));
             prod = h ? kir_binary(K, KIR_ADD, prod, t) : t;
         }
-        kir_val row = kir_add(K, kir_mul(K, q, kir_idx(K, mr)), r);
-        kir_val ci = kir_add(K, kir_add(K, kir_mul(K, row, kir_idx(K, pn->ld)), kir_mul(K, pn->p, kir_idx(K, nr))), jj);
+        kir_val row = kir_add(K, row0, r);
+        kir_val ci = kir_add(K, kir_add(K, kir_mul(K, row, kir_idx(K, pn->ld)), col0), jj);
         kir_store(K, pn->acc, ci, kir_binary(K, KIR_ADD, kir_load(K, pn->acc, ci), prod));
         kir_loop_end(K);
         if (rows > 1) kir_loop_end(K);
@@ -120,12 +126,19 @@ static void gemm_rows(lower_ctx *c, const gemm_packed *g, const mm_panel *pn, ki
         kir_val pk = kir_add(K, kir_mul(K, kir_add(K, pn->p0, pn->p), kir_idx(K, g->k)), kir_add(K, pn->kb, kk));
         bv = lower_scratch_load(c, g->b_scratch, kir_add(K, kir_add(K, pn->bb, kir_mul(K, pk, kir_idx(K, nr))), jj));
     }
-    kir_val row = kir_add(K, kir_mul(K, q, kir_idx(K, mr)), r);
-    kir_val ci = kir_add(K, kir_add(K, kir_mul(K, row, kir_idx(K, pn->ld)), kir_mul(K, pn->p, kir_idx(K, nr))), jj);
+    kir_val row = kir_add(K, row0, r);
+    kir_val ci = kir_add(K, kir_add(K, kir_mul(K, row, kir_idx(K, pn->ld)), col0), jj);
     kir_store(K, pn->acc, ci, kir_binary(K, KIR_ADD, kir_load(K, pn->acc, ci), kir_binary(K, KIR_MUL, a, bv)));
     kir_loop_end(K);
     if (rows > 1) kir_loop_end(K);
     kir_loop_end(K);
+    if (pn->each) {
+        kir_val j0 = kir_add(K, pn->j0, col0);
+        kir_val cols = g->n % nr ? min_idx(K, kir_binary(K, KIR_SUB, kir_idx(K, g->n), j0), nr) : kir_idx(K, nr);
+        gemm_c_block cb = {.acc = pn->acc, .ld = pn->ld, .at = kir_add(K, kir_mul(K, row0, kir_idx(K, pn->ld)), col0),
+                           .i0 = kir_add(K, pn->i0, row0), .rows = kir_idx(K, rows), .j0 = j0, .cols = cols};
+        g->store_block(c, g, pn->bidx, &cb);
+    }
 }
 
 /* The default A pack: element by element through load_a, k innermost. */
@@ -173,7 +186,9 @@ static void unit_body(lower_ctx *c, const kir_val *idx, void *user)
      * a microkernel of that many rows, not a full block of clamped repeats */
     int64_t tail = g->m % mr;
     kir_val nfull = g->m % mcap ? kir_binary(K, KIR_DIV, rows, kir_idx(K, mr)) : kir_idx(K, g->mb);
-    mm_panel pn = {.ap = ap, .acc = acc, .ld = ld, .kcap = kcap, .kb = kb, .kc = kc, .p0 = p0, .bb = bb, .i0 = i0, .bidx = bidx};
+    bool each = g->store_each && g->store_block && !g->read_b_group && g->k <= kcap;
+    mm_panel pn = {.ap = ap, .acc = acc, .ld = ld, .kcap = kcap, .kb = kb, .kc = kc, .p0 = p0, .bb = bb, .i0 = i0,
+                   .j0 = j0, .each = each, .bidx = bidx};
     pn.p = kir_loop_begin(K, z, npan, one);
     kir_val q = kir_loop_begin(K, z, nfull, one);
     gemm_rows(c, g, &pn, q, mr);
@@ -186,8 +201,9 @@ static void unit_body(lower_ctx *c, const kir_val *idx, void *user)
     kir_loop_end(K);
     kir_loop_end(K);
 
+    if (each) return;
     if (g->store_block) {
-        gemm_c_block cb = {.acc = acc, .ld = ld, .i0 = i0, .rows = rows, .j0 = j0, .cols = cols};
+        gemm_c_block cb = {.acc = acc, .ld = ld, .at = z, .i0 = i0, .rows = rows, .j0 = j0, .cols = cols};
         g->store_block(c, g, bidx, &cb);
         return;
     }

@@ -47,11 +47,12 @@ typedef struct gemm_a_slice {
 } gemm_a_slice;
 
 /* A unit's finished block, for a store of one's own: C[i0 + t][j0 + u] is
- * workgroup buffer acc at t*ld + u, for t < rows, u < cols. */
+ * workgroup buffer acc at at + t*ld + u, for t < rows, u < cols (at 0 for
+ * the unit's whole block; an MR x NR block's first element with store_each). */
 typedef struct gemm_c_block {
     int acc;
     int64_t ld;
-    kir_val i0, rows, j0, cols;
+    kir_val at, i0, rows, j0, cols;
 } gemm_c_block;
 
 struct gemm_packed {
@@ -98,6 +99,11 @@ struct gemm_packed {
      * a whole block written by the caller (store_block, when set) */
     void (*store)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, kir_val i, kir_val j, kir_val v);
     void (*store_block)(lower_ctx *c, const gemm_packed *g, const kir_val *bidx, const gemm_c_block *b);
+    /* store_block takes any block and, where K is one slice, is called for
+     * each MR x NR block right after its gemm loop rather than once for the
+     * unit: the block is then read back while it is in L1, and the
+     * epilogue's stores spread among the multiply-adds */
+    bool store_each;
     /* columns per unit at least this many (0: no floor): an A pack dearer than
      * a copy (an implicit im2col) is repeated per column block, so splitting
      * columns to spread a small M over the threads would multiply it */

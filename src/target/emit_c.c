@@ -615,7 +615,15 @@ static smelt_status emit_body(emitter *e)
         if (s->kind == KS_LOOP_END || s->kind == KS_IF_END || s->kind == KS_ELSE) depth--;
         int ind = 4 * (depth + 1);
         switch (s->kind) {
-        case KS_DEF: TRY(emit_put_def(e, s, ind)); break;
+        case KS_DEF:
+            if (e->fused_dead && e->fused_store > i && e->fused_dead[s->val]) { /* the plain form's alone */
+                sb_puts(sb, "#if !(defined(__GNUC__) && defined(__AVX512F__))\n");
+                TRY(emit_put_def(e, s, ind));
+                sb_puts(sb, "#endif\n");
+                break;
+            }
+            TRY(emit_put_def(e, s, ind));
+            break;
         case KS_STORE:
             sb_indent(sb, ind);
             sb_printf(sb, "b%d[", s->buf);
@@ -626,6 +634,7 @@ static smelt_status emit_body(emitter *e)
             sb_puts(sb, conv ? ");\n" : ";\n");
             break;
         case KS_LOOP_BEGIN: {
+            if (i == e->fused_store) TRY(emit_put_gemm_store(e, i, ind, depth));
             int end = s->gemm && e->d->host_simd ? emit_put_gemm(e, i, ind) : -1;
             if (end >= 0) {
                 i = end;
@@ -683,6 +692,11 @@ static smelt_status emit_body(emitter *e)
             break;
         }
         case KS_IF_BEGIN:
+            if (e->d->host_simd && (e->zero_gemm = emit_gemm_zero_if(k, i)) >= 0) {
+                e->zero_cond = s->cond;
+                while (k->stmts[i].kind != KS_IF_END) i++; /* the zeroing has no if or loop but its own */
+                break;
+            }
             sb_indent(sb, ind);
             sb_puts(sb, "if (");
             emit_put_val(e, s->cond);
@@ -702,6 +716,10 @@ static smelt_status emit_body(emitter *e)
             if (i == strip_end) {
                 sb_indent(sb, ind);
                 sb_puts(sb, "}\n");
+            }
+            if (i == e->fused_end) {
+                sb_puts(sb, "#endif\n");
+                e->fused_store = e->fused_end = -1;
             }
             break;
         case KS_VAR_SET:
@@ -759,7 +777,8 @@ smelt_status emit_kernel(strbuf *sb, const kir_kernel *k, emit_lang lang, locals
 
     arena a;
     arena_init(&a);
-    emitter e = {.sb = sb, .k = k, .alias = alias, .d = &dialects[lang], .copy = -1};
+    emitter e = {.sb = sb, .k = k, .alias = alias, .d = &dialects[lang], .copy = -1, .zero_gemm = -1,
+                 .fused_store = -1, .fused_gemm = -1, .fused_end = -1};
     smelt_status st = kir_locals_assign(k, s, &a, &e.loc);
     e.loop_depth = arena_alloc(&a, ((size_t)k->n_vals + 1) * sizeof(int));
     e.uses = arena_alloc(&a, ((size_t)k->n_vals + 1) * sizeof(int));
@@ -772,6 +791,7 @@ smelt_status emit_kernel(strbuf *sb, const kir_kernel *k, emit_lang lang, locals
         emit_header(&e);
         st = emit_body(&e);
     }
+    free(e.fused_dead);
     arena_free(&a);
     if (!st && sb->oom) st = diag_fail(SMELT_ERR_NOMEM, "kernel %d: out of memory while emitting", k->id);
     return st;

@@ -12,12 +12,23 @@
  * target macros) and as plain loops for any other CPU. Only the C dialect for this host uses it;
  * the interpreter and other targets run the loop as written.
  *
+ * Two forms look past the loop. An if just before it that only zeroes its
+ * block (ops/gemm_packed.c's first K slice) is not written: the helper's
+ * registers start at zero under the if's condition instead (emit_gemm_zero_if).
+ * And a store of the block right after it (a conv's store_each) is written, on
+ * AVX-512, from the registers themselves: the loop inline, the store per row
+ * and vector with the block's read replaced (emit_put_gemm_store), the helper
+ * call and the loops as written under #else. At K = 16 the zeroing, the
+ * block's load and store and its read back cost as much as the multiply-adds.
+ *
  * requires: a kernel that passes kir_verify; the C dialect (host_simd).
  * guarantees: the helper computes the loop's sum with each multiply-add
- *             contracted into an FMA where the CPU has one (kir.h allows it).
+ *             contracted into an FMA where the CPU has one (kir.h allows it);
+ *             the two forms store the same values as the statements they replace.
  */
 #include "target/emit_c_impl.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +53,8 @@ typedef struct gemm_match {
                           * (emit_c_gemm_pairs.c); 0: one k a step */
     gemm_index ca, aa, ba;
     int64_t cr, ar, ak, bk;
+    int store;           /* the accumulator's store */
+    kir_val lv[3];       /* the loop values: k, r (0 when MR is 1), j */
 } gemm_match;
 
 static bool is_loopvar(const kir_val *lv, kir_val v) { return v && (v == lv[0] || v == lv[1] || v == lv[2]); }
@@ -173,7 +186,7 @@ static bool match_gemm(const kir_kernel *k, int i, gemm_match *m)
         if (j >= k->n_stmts || k->stmts[j].kind != KS_LOOP_END) return false;
     if (store < 0 || j >= k->n_stmts || k->stmts[j].kind != KS_LOOP_END) return false;
     kir_val lv[3] = {s->val, n_loops == 2 ? k->stmts[loops[0]].val : 0, k->stmts[loops[n_loops - 1]].val};
-    *m = (gemm_match){.end = j, .mr = 1, .kc = s->hi};
+    *m = (gemm_match){.end = j, .mr = 1, .kc = s->hi, .store = store, .lv = {lv[0], lv[1], lv[2]}};
     int64_t nr = const_trip(k, &k->stmts[loops[n_loops - 1]]), mr = n_loops == 2 ? const_trip(k, &k->stmts[loops[0]]) : 1;
     if (nr < 1 || nr > 64 || mr < 1 || mr > 16) return false;
     m->mr = (int)mr, m->nr = (int)nr;
@@ -246,10 +259,269 @@ int emit_gemm_int8_a(const kir_kernel *k, int i)
     return k->stmts[i].kind == KS_LOOP_BEGIN && match_gemm(k, i, &m) && m.b8 != SMELT_F32 ? m.a : -1;
 }
 
+/* A float 0 that is not -0 (a block so zeroed and then added to is the sum itself). */
+static bool is_plus_zero(const kir_kernel *k, kir_val v)
+{
+    const kir_value *x = &k->vals[v];
+    return x->op == KIR_CONST && x->type == SMELT_F32 && x->imm.f == 0 && !signbit(x->imm.f);
+}
+
+int emit_gemm_zero_if(const kir_kernel *k, int i)
+{
+    /* if { DEF* loop zr < R { DEF* loop zj < NR { DEF* acc[ca + zr*cr + zj] = 0 } } } DEF* gemm,
+     * the zr loop absent where R is 1 (a loop of one trip is folded away) */
+    int s = i + 1, loops[2], n_loops = 0;
+    if (k->stmts[i].kind != KS_IF_BEGIN) return -1;
+    for (; s < k->n_stmts && n_loops < 3; s++) {
+        if (k->stmts[s].kind == KS_LOOP_BEGIN && n_loops < 2) loops[n_loops++] = s;
+        else if (k->stmts[s].kind != KS_DEF) break;
+    }
+    if (!n_loops || s + n_loops + 1 >= k->n_stmts || k->stmts[s].kind != KS_STORE) return -1;
+    for (int e = 1; e <= n_loops; e++)
+        if (k->stmts[s + e].kind != KS_LOOP_END) return -1;
+    if (k->stmts[s + n_loops + 1].kind != KS_IF_END) return -1;
+    const kir_stmt *zr = n_loops == 2 ? &k->stmts[loops[0]] : NULL, *zj = &k->stmts[loops[n_loops - 1]];
+    int64_t rows = zr ? const_trip(k, zr) : 1, cols = const_trip(k, zj);
+    const kir_stmt *zs = &k->stmts[s];
+    if (rows < 1 || cols < 1 || !is_plus_zero(k, zs->val)) return -1;
+    int g = s + n_loops + 2;
+    for (; g < k->n_stmts && k->stmts[g].kind == KS_DEF; g++) { /* nothing between reads the block */
+        const kir_value *d = &k->vals[k->stmts[g].val];
+        if (d->op == KIR_LOAD && d->buf == zs->buf) return -1;
+    }
+    gemm_match m;
+    if (g >= k->n_stmts || k->stmts[g].kind != KS_LOOP_BEGIN || !match_gemm(k, g, &m) || m.kg || m.b8 != SMELT_F32 ||
+        m.acc != zs->buf || m.mr != rows || m.nr != cols)
+        return -1;
+    /* the same block: both indices over the values defined before the if */
+    const kir_val zl[3] = {0, zr ? zr->val : 0, zj->val};
+    gemm_index zx = {0}, gx = {0};
+    if (!split_index(k, zs->idx, 1, i, zl, &zx) || !split_index(k, k->stmts[m.store].idx, 1, i, m.lv, &gx) ||
+        !index_plus(&zx, &gx, 0) || stride(k, zs->idx, zj->val) != 1 || (zr && rows > 1 && stride(k, zs->idx, zr->val) != m.cr))
+        return -1;
+    return g;
+}
+
+/* The store of a gemm loop's block that follows it (ops/gemm_packed.h
+ * store_each, ops/conv_gemm.c's runs of the plane), in the form the C target
+ * can feed from the microkernel's registers:
+ *     DEF* loop u < MR { DEF* [loop t0 < NR step 16] { loop q < 16 (parallel) {
+ *         .. acc[ca + u*cr + t0 + q] .. (the one read of the block) } } }
+ * with DEFs between that do not read the block, and the vector loop's body
+ * one emit_vec_loop takes. Only for AVX-512 helpers (NR a multiple of 16). */
+typedef struct fused_store {
+    int u, t0, q, q_end, u_end;
+    kir_val load;
+} fused_store;
+
+#define FUSED_LANES 16
+
+static bool reads_buf(const kir_kernel *k, int from, int to, int buf, kir_val except)
+{
+    for (int j = from; j < to; j++) {
+        const kir_stmt *t = &k->stmts[j];
+        if (t->kind == KS_DEF && k->vals[t->val].op == KIR_LOAD && k->vals[t->val].buf == buf && t->val != except)
+            return true;
+        if (t->kind == KS_STORE && t->buf == buf) return true;
+    }
+    return false;
+}
+
+static bool match_fused_store(const kir_kernel *k, int g, const gemm_match *m, fused_store *f)
+{
+    int w = FUSED_LANES;
+    if (m->kg || m->b8 != SMELT_F32 || m->mr < 2 || m->nr % w || !(m->mr * (m->nr / w) + m->nr / w < 31)) return false;
+    int s = m->end + 1;
+    while (s < k->n_stmts && k->stmts[s].kind == KS_DEF) s++;
+    if (s >= k->n_stmts || k->stmts[s].kind != KS_LOOP_BEGIN || const_trip(k, &k->stmts[s]) != m->mr ||
+        reads_buf(k, m->end + 1, s, m->acc, 0))
+        return false;
+    f->u = s++;
+    while (s < k->n_stmts && k->stmts[s].kind == KS_DEF) s++;
+    if (s >= k->n_stmts || k->stmts[s].kind != KS_LOOP_BEGIN) return false;
+    f->t0 = -1;
+    const kir_stmt *l = &k->stmts[s];
+    if (m->nr > w) { /* the columns in vectors: [0, NR) step 16 */
+        if (!kir_is_const(k, l->lo) || k->vals[l->lo].imm.i != 0 || !kir_is_const(k, l->hi) ||
+            k->vals[l->hi].imm.i != m->nr || !kir_is_const(k, l->step) || k->vals[l->step].imm.i != w)
+            return false;
+        f->t0 = s++;
+        if (s >= k->n_stmts || k->stmts[s].kind != KS_LOOP_BEGIN) return false;
+        l = &k->stmts[s];
+    }
+    if (!l->parallel || const_trip(k, l) != w) return false;
+    f->q = s;
+    f->q_end = emit_vec_loop(k, s);
+    if (f->q_end < 0) return false;
+    f->u_end = f->q_end + 1 + (f->t0 >= 0);
+    for (int j = f->q_end + 1; j <= f->u_end; j++)
+        if (j >= k->n_stmts || k->stmts[j].kind != KS_LOOP_END) return false;
+    /* the block's one read: acc at the gemm's block index, row u, column t0 + q */
+    f->load = 0;
+    for (int j = f->q + 1; j < f->q_end; j++) {
+        const kir_stmt *t = &k->stmts[j];
+        if (t->kind == KS_DEF && k->vals[t->val].op == KIR_LOAD && k->vals[t->val].buf == m->acc) {
+            if (f->load) return false;
+            f->load = t->val;
+        }
+    }
+    if (!f->load || reads_buf(k, f->u, f->u_end, m->acc, f->load)) return false;
+    kir_val at = k->vals[f->load].a, u = k->stmts[f->u].val, q = k->stmts[f->q].val, t0 = f->t0 >= 0 ? k->stmts[f->t0].val : 0;
+    const kir_val lv[3] = {u, t0, q};
+    gemm_index lx = {0}, gx = {0};
+    return split_index(k, at, 1, g, lv, &lx) && split_index(k, k->stmts[m->store].idx, 1, g, m->lv, &gx) &&
+           index_plus(&lx, &gx, 0) && stride(k, at, u) == m->cr && stride(k, at, q) == 1 && (!t0 || stride(k, at, t0) == 1);
+}
+
+/* The microkernel's loop into registers g<i>_c<r>_<v> declared here (the
+ * store writes them out), with explicit FMAs: kernels are compiled without
+ * contraction, and the helper's x * b + c contracts to the same one rounding. */
+static void put_register_block(emitter *e, int i, const gemm_match *m, int ind)
+{
+    strbuf *sb = e->sb;
+    int nv = m->nr / FUSED_LANES;
+    sb_indent(sb, ind);
+    sb_printf(sb, "smelt_v16 ");
+    for (int r = 0; r < m->mr; r++)
+        for (int v = 0; v < nv; v++) sb_printf(sb, "%sg%d_c%d_%d = {0}", r || v ? ", " : "", i, r, v);
+    sb_puts(sb, ";\n");
+    sb_indent(sb, ind);
+    sb_puts(sb, "{\n");
+    sb_indent(sb, ind + 4);
+    sb_printf(sb, "const float *restrict c = &b%d[", m->acc);
+    put_index(e, &m->ca);
+    sb_printf(sb, "], *restrict a = &b%d[", m->a);
+    put_index(e, &m->aa);
+    sb_printf(sb, "], *restrict b = &b%d[", m->b);
+    put_index(e, &m->ba);
+    sb_puts(sb, "];\n");
+    sb_indent(sb, ind + 4);
+    sb_printf(sb, "const int64_t kc = ");
+    emit_put_val(e, m->kc);
+    sb_puts(sb, ";\n");
+    sb_indent(sb, ind + 4);
+    sb_puts(sb, "if (!(");
+    if (e->zero_gemm == i) emit_put_val(e, e->zero_cond);
+    else sb_puts(sb, "0");
+    sb_puts(sb, ")) {\n");
+    for (int r = 0; r < m->mr; r++)
+        for (int v = 0; v < nv; v++) {
+            sb_indent(sb, ind + 8);
+            sb_printf(sb, "g%d_c%d_%d = *(const smelt_v16 *)(c + %lld);\n", i, r, v, (long long)(r * m->cr + v * FUSED_LANES));
+        }
+    sb_indent(sb, ind + 4);
+    sb_puts(sb, "}\n");
+    sb_indent(sb, ind + 4);
+    sb_printf(sb, "for (int64_t k = 0; k < kc; k++) {\n");
+    sb_indent(sb, ind + 8);
+    sb_printf(sb, "const float *bp = b + k * %lld, *ap = a + k * %lld;\n", (long long)m->bk, (long long)m->ak);
+    for (int v = 0; v < nv; v++) {
+        sb_indent(sb, ind + 8);
+        sb_printf(sb, "const __m512 b%d = _mm512_loadu_ps(bp + %d);\n", v, v * FUSED_LANES);
+    }
+    for (int r = 0; r < m->mr; r++) {
+        sb_indent(sb, ind + 8);
+        sb_printf(sb, "{ const __m512 x = _mm512_set1_ps(ap[%lld]);", (long long)(r * m->ar));
+        for (int v = 0; v < nv; v++)
+            sb_printf(sb, " g%d_c%d_%d = (smelt_v16)_mm512_fmadd_ps(x, b%d, (__m512)g%d_c%d_%d);", i, r, v, v, i, r, v);
+        sb_puts(sb, " }\n");
+    }
+    sb_indent(sb, ind + 4);
+    sb_puts(sb, "}\n");
+    sb_indent(sb, ind);
+    sb_puts(sb, "}\n");
+}
+
+static smelt_status put_fused_store(emitter *e, const gemm_match *mp, const fused_store *fp, const unsigned char *dead, int ind,
+                                    int depth);
+
+/* Marks in dead[] the values after the gemm loop that only compute the
+ * block's read address in its store (the read becomes a register): v and,
+ * down its operands, each defined there with no other use. */
+static void mark_address(const emitter *e, int gemm_end, const fused_store *f, kir_val v, unsigned char *dead)
+{
+    const kir_value *x = &e->k->vals[v];
+    if (x->op == KIR_CONST || x->op == KIR_LOOPVAR || x->def <= gemm_end || x->def >= f->u_end || e->uses[v] != 1) return;
+    dead[v] = 1;
+    int n = x->op == KIR_LOAD ? 0 : kir_op_arity(x->op);
+    const kir_val ops[3] = {x->a, x->b, x->c};
+    for (int o = 0; o < n; o++) mark_address(e, gemm_end, f, ops[o], dead);
+}
+
+smelt_status emit_put_gemm_store(emitter *e, int i, int ind, int depth)
+{
+    const kir_kernel *k = e->k;
+    gemm_match m;
+    fused_store f;
+    if (e->fused_gemm < 0 || !match_gemm(k, e->fused_gemm, &m) || !match_fused_store(k, e->fused_gemm, &m, &f) || f.u != i)
+        return diag_fail(SMELT_ERR_INTERNAL, "kernel %d: a gemm block's store changed under the emitter", k->id);
+    return put_fused_store(e, &m, &f, e->fused_dead, ind, depth);
+}
+
+static smelt_status put_fused_store(emitter *e, const gemm_match *mp, const fused_store *fp, const unsigned char *dead, int ind,
+                                    int depth)
+{
+    const kir_kernel *k = e->k;
+    const gemm_match m = *mp;
+    const fused_store f = *fp;
+    strbuf *sb = e->sb;
+    int nv = m.nr / FUSED_LANES, dt = depth + 1, dq = depth + 1 + (f.t0 >= 0);
+    e->loop_depth[k->stmts[f.u].val] = depth;
+    if (f.t0 >= 0) e->loop_depth[k->stmts[f.t0].val] = dt;
+    e->loop_depth[k->stmts[f.q].val] = dq;
+    sb_puts(sb, "#if defined(__GNUC__) && defined(__AVX512F__)\n");
+    for (int r = 0; r < m.mr; r++) {
+        sb_indent(sb, ind);
+        sb_printf(sb, "{\n");
+        sb_indent(sb, ind + 4);
+        sb_printf(sb, "const int64_t i%d = %d;\n", depth, r);
+        for (int j = f.u + 1; j < (f.t0 >= 0 ? f.t0 : f.q); j++)
+            if (!dead[k->stmts[j].val]) TRY(emit_put_def(e, &k->stmts[j], ind + 4));
+        for (int v = 0; v < nv; v++) {
+            char name[48];
+            snprintf(name, sizeof name, "g%d_c%d_%d", e->fused_gemm, r, v);
+            sb_indent(sb, ind + 4);
+            sb_puts(sb, "{\n");
+            if (f.t0 >= 0) {
+                sb_indent(sb, ind + 8);
+                sb_printf(sb, "const int64_t i%d = %d;\n", dt, v * FUSED_LANES);
+            }
+            sb_indent(sb, ind + 8);
+            sb_printf(sb, "const int64_t i%d = 0; /* lane 0 of %d */\n", dq, FUSED_LANES);
+            e->vec_sub = f.load, e->vec_sub_name = name;
+            smelt_status st = emit_put_vec_body(e, f.q, f.q_end, FUSED_LANES, dead, ind + 8);
+            e->vec_sub = 0, e->vec_sub_name = NULL;
+            TRY(st);
+            sb_indent(sb, ind + 4);
+            sb_puts(sb, "}\n");
+        }
+        sb_indent(sb, ind);
+        sb_puts(sb, "}\n");
+    }
+    sb_puts(sb, "#else\n");
+    e->fused_end = f.u_end;
+    e->fused_gemm = -1;
+    return SMELT_OK;
+}
+
 int emit_put_gemm(emitter *e, int i, int ind)
 {
     gemm_match m;
     if (!match_gemm(e->k, i, &m)) return -1;
+    fused_store f;
+    bool fused = e->copy < 0 && match_fused_store(e->k, i, &m, &f);
+    if (fused) {
+        free(e->fused_dead);
+        e->fused_dead = calloc((size_t)e->k->n_vals + 1, 1);
+        fused = e->fused_dead != NULL;
+        if (fused) mark_address(e, m.end, &f, e->k->vals[f.load].a, e->fused_dead);
+    }
+    if (fused) { /* the block stays in registers for the store that follows (emit_put_gemm_store) */
+        sb_puts(e->sb, "#if defined(__GNUC__) && defined(__AVX512F__) /* the block stored from registers */\n");
+        put_register_block(e, i, &m, ind);
+        sb_puts(e->sb, "#else\n");
+        e->fused_store = f.u, e->fused_gemm = i;
+    }
     sb_indent(e->sb, ind);
     if (m.kg) sb_printf(e->sb, "smelt_gemm_%s_%dx%d(&b%d[", m.kg == 2 ? "s16p" : "u8q", m.mr, m.nr, m.acc);
     else sb_printf(e->sb, "smelt_gemm_f32%s_%dx%d(&b%d[", m.b8 == SMELT_F32 ? "" : m.b8 == SMELT_U8 ? "u8" : "i8", m.mr, m.nr, m.acc);
@@ -262,7 +534,14 @@ int emit_put_gemm(emitter *e, int i, int ind)
     sb_printf(e->sb, "], %lld, ", (long long)m.bk);
     emit_put_val(e, m.kc);
     if (m.b8 != SMELT_F32) emit_put_gemm_int8_tail(e, m.a, m.b_off);
+    if (!m.kg && m.b8 == SMELT_F32) {
+        sb_puts(e->sb, ", ");
+        if (e->zero_gemm == i) emit_put_val(e, e->zero_cond);
+        else sb_puts(e->sb, "0");
+    }
     sb_puts(e->sb, ");\n");
+    if (fused) sb_puts(e->sb, "#endif\n");
+    e->zero_gemm = -1;
     return m.end;
 }
 
@@ -275,8 +554,12 @@ static void put_vector_block(strbuf *sb, int mr, int nr, int w)
 {
     int nv = nr / w;
     for (int r = 0; r < mr; r++)
+        for (int v = 0; v < nv; v++) sb_printf(sb, "    smelt_v%d c%d_%d = {0};\n", w, r, v);
+    sb_puts(sb, "    if (!zero) {\n");
+    for (int r = 0; r < mr; r++)
         for (int v = 0; v < nv; v++)
-            sb_printf(sb, "    smelt_v%d c%d_%d = *(const smelt_v%d *)(c + %d * cr + %d);\n", w, r, v, w, r, v * w);
+            sb_printf(sb, "        c%d_%d = *(const smelt_v%d *)(c + %d * cr + %d);\n", r, v, w, r, v * w);
+    sb_puts(sb, "    }\n");
     sb_puts(sb, "    for (int64_t k = 0; k < kc; k++) {\n        const float *bp = b + k * bk, *ap = a + k * ak;\n");
     for (int v = 0; v < nv; v++) sb_printf(sb, "        smelt_v%d b%d = *(const smelt_v%d *)(bp + %d);\n", w, v, w, v * w);
     for (int r = 0; r < mr; r++) {
@@ -291,12 +574,14 @@ static void put_vector_block(strbuf *sb, int mr, int nr, int w)
         for (int v = 0; v < nv; v++) sb_printf(sb, "    *(smelt_v%d *)(c + %d * cr + %d) = c%d_%d;\n", w, r, v * w, r, v);
 }
 
-/* smelt_gemm_f32_<mr>x<nr>: c[r*cr + j] += sum over k of a[r*ar + k*ak] * b[k*bk + j]. */
+/* smelt_gemm_f32_<mr>x<nr>: c[r*cr + j] += sum over k of a[r*ar + k*ak] *
+ * b[k*bk + j], or, with zero set, = that sum (c only written: its zeroing
+ * and the load of zeros back cost as much as the multiply-adds at K = 16). */
 static void put_helper(strbuf *sb, int mr, int nr)
 {
     sb_printf(sb,
               "static inline void smelt_gemm_f32_%dx%d(float *restrict c, int64_t cr, const float *restrict a, int64_t ar,\n"
-              "    int64_t ak, const float *restrict b, int64_t bk, int64_t kc)\n{\n",
+              "    int64_t ak, const float *restrict b, int64_t bk, int64_t kc, int zero)\n{\n",
               mr, nr);
     sb_puts(sb, "#if defined(__clang__)\n#pragma clang fp contract(fast)\n#endif\n");
     if (nr % 16 == 0 && mr * (nr / 16) + nr / 16 < 31) {
@@ -309,9 +594,9 @@ static void put_helper(strbuf *sb, int mr, int nr)
     if (nr % 8 == 0 && mr * (nr / 8) + nr / 8 < 16)
         put_vector_block(sb, mr, nr, 8);
     else
-        sb_printf(sb, "    smelt_gemm_f32_loops(c, cr, a, ar, ak, b, bk, kc, %d, %d);\n", mr, nr);
+        sb_printf(sb, "    smelt_gemm_f32_loops(c, cr, a, ar, ak, b, bk, kc, %d, %d, zero);\n", mr, nr);
     sb_puts(sb, "#else\n");
-    sb_printf(sb, "    smelt_gemm_f32_loops(c, cr, a, ar, ak, b, bk, kc, %d, %d);\n", mr, nr);
+    sb_printf(sb, "    smelt_gemm_f32_loops(c, cr, a, ar, ak, b, bk, kc, %d, %d, zero);\n", mr, nr);
     sb_puts(sb, "#endif\n}\n");
 }
 
@@ -319,8 +604,11 @@ static void put_helper(strbuf *sb, int mr, int nr)
  * their registers). */
 static const char gemm_loops[] =
     "static inline void smelt_gemm_f32_loops(float *restrict c, int64_t cr, const float *restrict a, int64_t ar,\n"
-    "    int64_t ak, const float *restrict b, int64_t bk, int64_t kc, int mr, int nr)\n"
+    "    int64_t ak, const float *restrict b, int64_t bk, int64_t kc, int mr, int nr, int zero)\n"
     "{\n"
+    "    if (zero)\n"
+    "        for (int r = 0; r < mr; r++)\n"
+    "            for (int j = 0; j < nr; j++) c[r * cr + j] = 0.0f;\n"
     "    for (int64_t k = 0; k < kc; k++)\n"
     "        for (int r = 0; r < mr; r++)\n"
     "            for (int j = 0; j < nr; j++) c[r * cr + j] += a[r * ar + k * ak] * b[k * bk + j];\n"

@@ -57,6 +57,20 @@ typedef struct emitter {
     const char *vec_mask; /* set while writing a strip's masked last vector: its lanes' mask */
     int64_t copy_step;
     unsigned char *varies; /* per value: differs between copies (else all read copy 0's) */
+    /* The gemm loop whose accumulator block the if just skipped would have
+     * zeroed (emit_gemm_zero_if), and that if's condition: its microkernel
+     * starts from zero where the condition holds. -1: none. */
+    int zero_gemm;
+    kir_val zero_cond;
+    /* A gemm loop's block stored from its registers (emit_put_gemm_store):
+     * the store loop's statement, the gemm loop's, and the store loop's
+     * LOOP_END, after which the plain form's #endif goes; -1: none. */
+    int fused_store, fused_gemm, fused_end;
+    unsigned char *fused_dead; /* per value: only the block's read address, which that form leaves out (malloc'd) */
+    /* While writing a vector body: the load written as the named vector
+     * instead (0: none). */
+    kir_val vec_sub;
+    const char *vec_sub_name;
 } emitter;
 
 /* The copy whose name value v of an interleaved loop's body goes by. */
@@ -91,6 +105,17 @@ int emit_put_stream(emitter *e, int i, int ind);
  * register-blocked helper: its LOOP_END, or -1 (nothing emitted); and the
  * helpers `body` calls, with what they need. */
 int emit_put_gemm(emitter *e, int i, int ind);
+/* The if at statement i, where it only zeroes the accumulator block of the
+ * gemm loop that follows it (ops/gemm_packed.c's first K slice; DEFs may lie
+ * between): that loop's statement, else -1. The C target then writes no
+ * zeroing but starts the loop's microkernel from zero under the if's
+ * condition. */
+int emit_gemm_zero_if(const kir_kernel *k, int i);
+/* At the store loop a gemm loop's call marked (e->fused_store): the
+ * AVX-512 form that stores the block from the microkernel's registers, the
+ * epilogue written per row and vector, and the `#else` before the plain loop
+ * (emit_c.c writes it and, at e->fused_end, the `#endif`). */
+smelt_status emit_put_gemm_store(emitter *e, int i, int ind, int depth);
 void emit_put_gemm_helpers(strbuf *sb, const char *body);
 /* The distinct <mr>x<nr> shapes (at most max) of the calls tok<mr>x<nr>( in body. */
 int emit_gemm_shapes(const char *body, const char *tok, int seen[][2], int max);
@@ -116,6 +141,10 @@ bool emit_vec_strip(const kir_kernel *k, int i);
 /* Loop i's vector form and the `#else` before its scalar form (emit_c.c writes
  * the scalar loop and the `#endif`). */
 smelt_status emit_put_vec_loop(emitter *e, int i, int end, int ind, int depth);
+/* Statements (begin, end) of vector loop `begin` (one emit_vec_loop accepts)
+ * as one vector of `lanes` lanes, its loop value read as lane 0's, but for
+ * the DEFs of values marked in skip (NULL: none). */
+smelt_status emit_put_vec_body(emitter *e, int begin, int end, int lanes, const unsigned char *skip, int ind);
 
 /* emit_c_deint.c: smelt_deint2_f32, for programs with deinterleave loops; and
  * deinterleave loop i (at nesting depth `depth`) as one call of it: its

@@ -539,6 +539,10 @@ static smelt_status put_vec_stmt(emitter *e, const kir_stmt *t, int begin, int i
     const char *bin = x->op == KIR_ADD ? "add" : x->op == KIR_SUB ? "sub" : x->op == KIR_MUL ? "mul" : "div";
     switch (x->op) {
     case KIR_LOAD:
+        if (t->val == e->vec_sub) {
+            sb_printf(sb, "(%s)%s", isa->vt, e->vec_sub_name);
+            break;
+        }
         if (kir_stride(k, x->a, k->stmts[begin].val) != 1) sb_printf(sb, "%sset1_ps(b%d[", isa->p, x->buf);
         else if (mask) sb_printf(sb, "%smaskz_loadu_ps(%s, &b%d[", isa->p, mask, x->buf);
         else sb_printf(sb, "%sloadu_ps(&b%d[", isa->p, x->buf);
@@ -612,6 +616,18 @@ static smelt_status put_vec_stmt(emitter *e, const kir_stmt *t, int begin, int i
     }
     sb_puts(sb, ";\n");
     return SMELT_OK;
+}
+
+smelt_status emit_put_vec_body(emitter *e, int begin, int end, int lanes, const unsigned char *skip, int ind)
+{
+    e->vec_lanes = lanes;
+    smelt_status st = SMELT_OK;
+    for (int j = begin + 1; j < end && !st; j++) {
+        const kir_stmt *t = &e->k->stmts[j];
+        if (!(skip && t->kind == KS_DEF && skip[t->val])) st = put_vec_stmt(e, t, begin, ind);
+    }
+    e->vec_lanes = 0;
+    return st;
 }
 
 smelt_status emit_put_vec_loop(emitter *e, int i, int end, int ind, int depth)
