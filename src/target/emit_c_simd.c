@@ -321,7 +321,15 @@ int emit_put_stream(emitter *e, int i, int ind)
  * On AVX-512 a rest of 4 or more lanes is one more vector under a mask.
  * Best of 3 --profile runs of 40 at 1 thread: ddddocr_ocr_quant's quantize
  * kernels 0.87 -> 0.82 ms per run (the compiler had vectorized part of
- * them); smart_turn_v3 (QDQ) 90.8 -> 87.0 ms (ab.sh min of 4 rounds). */
+ * them); smart_turn_v3 (QDQ) 90.8 -> 87.0 ms (ab.sh min of 4 rounds).
+ * A parallel loop whose body computes exp, tanh or erf is a strip too, over
+ * a constant count or over [lo, hi) with variable bounds (a conv's SiLU
+ * epilogue over a tile's columns), the rest under a runtime mask of its
+ * lanes on AVX-512: the compiler vectorizes mathf.inc's scalar form, but
+ * without vscalefps or the e^-y fold (its exp 0.25 ns an element at 16
+ * lanes, the helper's 0.19). nudenet_320n's 13 kernels so changed, sum of
+ * per-kernel minimums of 6 interleaved --profile rounds of 20 runs at 1
+ * thread: 87.2 -> 81.7 ms (83.4 -> 76.9 with SMELT_VECTOR_WIDTH=8). */
 
 /* Masked vector loops. A masked loop (kir.h) over [0, n) with VEC_MASKED_MIN
  * <= n < 16 and n not a row's lanes is emitted as one vector of the 16-lane
@@ -350,13 +358,15 @@ static int64_t vec_masked_lanes(const kir_kernel *k, int i)
 /* The row of vector loop i (one emit_vec_loop accepts). */
 static const vec_isa *vec_isa_of(const kir_kernel *k, int i)
 {
-    const vec_isa *r = vec_isa_for(k->vals[k->stmts[i].hi].imm.i);
+    kir_val hi = k->stmts[i].hi;
+    const vec_isa *r = kir_is_const(k, hi) ? vec_isa_for(k->vals[hi].imm.i) : NULL;
     return vec_masked_lanes(k, i) || !r ? &vec_isas[0] : r;
 }
 
 bool emit_vec_strip(const kir_kernel *k, int i)
 {
-    return !vec_masked_lanes(k, i) && !vec_isa_for(k->vals[k->stmts[i].hi].imm.i);
+    kir_val hi = k->stmts[i].hi;
+    return !vec_masked_lanes(k, i) && (!kir_is_const(k, hi) || !vec_isa_for(k->vals[hi].imm.i));
 }
 
 /* The mask of vector loop i's lanes as C, or NULL when it runs all of them. */
@@ -377,18 +387,22 @@ static bool vec_mask_val(const kir_kernel *k, kir_val v, int i)
 }
 
 /* Loop i as a vector loop: its LOOP_END, or -1. A parallel loop of more
- * lanes than a row's that is no masked loop (a strip: emit_vec_strip) is
- * taken only where its body rounds (a quantize), which the C compiler does
- * not vectorize itself; others it does, and are left to it. */
+ * lanes than a row's that is no masked loop, or over [lo, hi) with either
+ * bound a variable (a strip: emit_vec_strip), is taken only where its body
+ * rounds (a quantize), which the C compiler does not vectorize itself, or
+ * computes exp, tanh or erf, which it vectorizes from mathf.inc's scalar
+ * form without vscalefps or the e^-y fold (a conv's SiLU epilogue over a
+ * tile's columns); others it does, and are left to it. */
 int emit_vec_loop(const kir_kernel *k, int i)
 {
     const kir_stmt *s = &k->stmts[i];
-    if (s->kind != KS_LOOP_BEGIN || !s->parallel || s->stream || k->wg_size != 1 || !kir_is_const(k, s->lo) ||
-        k->vals[s->lo].imm.i != 0 || !kir_is_const(k, s->hi) || k->vals[s->hi].imm.i < 1 ||
-        !kir_is_const(k, s->step) || k->vals[s->step].imm.i != 1)
+    bool fixed = kir_is_const(k, s->lo) && kir_is_const(k, s->hi);
+    if (s->kind != KS_LOOP_BEGIN || !s->parallel || s->stream || k->wg_size != 1 ||
+        (fixed && (k->vals[s->lo].imm.i != 0 || k->vals[s->hi].imm.i < 1)) || !kir_is_const(k, s->step) ||
+        k->vals[s->step].imm.i != 1)
         return -1;
-    bool strip = emit_vec_strip(k, i), rounds = false;
-    if (strip && k->vals[s->hi].imm.i < vec_isas[0].lanes) return -1;
+    bool strip = emit_vec_strip(k, i), rounds = false, math = false;
+    if (strip && fixed && k->vals[s->hi].imm.i < vec_isas[0].lanes) return -1;
     int end = -1, f32 = 0;
     for (int j = i + 1; j < k->n_stmts && end < 0; j++) {
         const kir_stmt *t = &k->stmts[j];
@@ -429,8 +443,11 @@ int emit_vec_loop(const kir_kernel *k, int i)
             case KIR_ROUND:
                 rounds = true;
                 break;
-            case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV: case KIR_NEG: case KIR_ABS: case KIR_EXP:
-            case KIR_SQRT: case KIR_TANH: case KIR_ERF: case KIR_MIN: case KIR_MAX: case KIR_SELECT:
+            case KIR_EXP: case KIR_TANH: case KIR_ERF:
+                math = true;
+                break;
+            case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV: case KIR_NEG: case KIR_ABS:
+            case KIR_SQRT: case KIR_MIN: case KIR_MAX: case KIR_SELECT:
                 break;
             default: return -1;
             }
@@ -438,7 +455,7 @@ int emit_vec_loop(const kir_kernel *k, int i)
             return -1;
         }
     }
-    return f32 && (!strip || rounds) ? end : -1;
+    return f32 && (!strip || rounds || math) ? end : -1;
 }
 
 /* The row vector loop `begin` is being written with. */
@@ -639,6 +656,7 @@ smelt_status emit_put_vec_loop(emitter *e, int i, int end, int ind, int depth)
     sb_indent(sb, ind);
     sb_printf(sb, "{\n");
     if (emit_vec_strip(e->k, i)) {
+        const kir_stmt *lp = &e->k->stmts[i];
         /* whole vectors of each row's lanes from s<depth> under its guard, then
          * the scalar loop from where they end */
         for (int r = 0; r < N_VEC_ISAS; r++) {
@@ -649,10 +667,13 @@ smelt_status emit_put_vec_loop(emitter *e, int i, int end, int ind, int depth)
                 sb_printf(sb, "{\n");
             }
             sb_indent(sb, ind + 4);
-            sb_printf(sb, "int64_t s%d = 0;\n", depth);
+            sb_printf(sb, "int64_t s%d = ", depth);
+            emit_put_val(e, lp->lo);
+            sb_printf(sb, ";\n");
             sb_indent(sb, ind + 4);
-            sb_printf(sb, "for (; s%d + %d <= %lld; s%d += %d) {\n", depth, v->lanes,
-                      (long long)e->k->vals[e->k->stmts[i].hi].imm.i, depth, v->lanes);
+            sb_printf(sb, "for (; s%d + %d <= ", depth, v->lanes);
+            emit_put_val(e, lp->hi);
+            sb_printf(sb, "; s%d += %d) {\n", depth, v->lanes);
             sb_indent(sb, ind + 8);
             sb_printf(sb, "const int64_t i%d = s%d;\n", depth, depth);
             e->vec_lanes = v->lanes;
@@ -665,7 +686,8 @@ smelt_status emit_put_vec_loop(emitter *e, int i, int end, int ind, int depth)
             }
             sb_indent(sb, ind + 4);
             sb_printf(sb, "}\n");
-            int64_t n = e->k->vals[e->k->stmts[i].hi].imm.i, tail = n % v->lanes;
+            bool fixed = kir_is_const(e->k, lp->hi) && kir_is_const(e->k, lp->lo);
+            int64_t tail = fixed ? e->k->vals[lp->hi].imm.i % v->lanes : 0; /* lo is 0 where both are fixed */
             if (r == 0 && tail >= VEC_MASKED_MIN) { /* the rest as one vector under a mask of its lanes */
                 char mbuf[32];
                 snprintf(mbuf, sizeof mbuf, "(__mmask16)0x%llx", (unsigned long long)((1ull << tail) - 1));
@@ -685,6 +707,33 @@ smelt_status emit_put_vec_loop(emitter *e, int i, int end, int ind, int depth)
                 sb_printf(sb, "s%d += %lld;\n", depth, (long long)tail);
                 sb_indent(sb, ind + 4);
                 sb_printf(sb, "}\n");
+            } else if (r == 0 && !fixed) { /* the rest (1 to 15 lanes, if any) under a mask of them */
+                char mbuf[32];
+                snprintf(mbuf, sizeof mbuf, "sm%d", depth);
+                sb_indent(sb, ind + 4);
+                sb_printf(sb, "if (s%d < ", depth);
+                emit_put_val(e, lp->hi);
+                sb_puts(sb, ") {\n");
+                sb_indent(sb, ind + 8);
+                sb_printf(sb, "const __mmask16 sm%d = (__mmask16)((1u << (unsigned)(", depth);
+                emit_put_val(e, lp->hi);
+                sb_printf(sb, " - s%d)) - 1u);\n", depth);
+                sb_indent(sb, ind + 8);
+                sb_printf(sb, "const int64_t i%d = s%d;\n", depth, depth);
+                e->vec_mask = mbuf;
+                smelt_status st = SMELT_OK;
+                for (int j = i + 1; j < end && !st; j++) st = put_vec_stmt(e, &e->k->stmts[j], i, ind + 8);
+                e->vec_mask = NULL;
+                if (st) {
+                    e->vec_lanes = 0;
+                    return st;
+                }
+                sb_indent(sb, ind + 8);
+                sb_printf(sb, "s%d = ", depth);
+                emit_put_val(e, lp->hi);
+                sb_puts(sb, ";\n");
+                sb_indent(sb, ind + 4);
+                sb_printf(sb, "}\n");
             }
             e->vec_lanes = 0;
         }
@@ -692,7 +741,9 @@ smelt_status emit_put_vec_loop(emitter *e, int i, int end, int ind, int depth)
         sb_indent(sb, ind);
         sb_printf(sb, "{\n");
         sb_indent(sb, ind + 4);
-        sb_printf(sb, "const int64_t s%d = 0;\n#endif\n", depth);
+        sb_printf(sb, "const int64_t s%d = ", depth);
+        emit_put_val(e, lp->lo);
+        sb_puts(sb, ";\n#endif\n");
         return SMELT_OK;
     }
     sb_indent(sb, ind + 4);

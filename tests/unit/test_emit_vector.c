@@ -137,6 +137,194 @@ static void check_vector_loops(int lanes)
 TEST(emit_vector_loops_match_interpreter_avx512) { check_vector_loops(16); }
 TEST(emit_vector_loops_match_interpreter_avx2) { check_vector_loops(8); }
 
+/* One unit in the last place of the float nearest ref (subnormals: the smallest step). */
+static double ulp_of(double ref)
+{
+    float r = fabsf((float)ref);
+    if (r < 1.17549435e-38f) return ldexp(1.0, -149);
+    int e;
+    frexpf(r, &e);
+    return ldexp(1.0, e - 24);
+}
+
+/* Error of got in ulps of ref; 0 where both are the same infinity or NaN,
+ * INFINITY where only one is. */
+static double ulps_off(float got, double ref)
+{
+    if (ref != ref || got != got) return ref != ref && got != got ? 0 : INFINITY;
+    if (isinf((float)ref) || isinf(got)) return (float)ref == got ? 0 : INFINITY;
+    return fabs((double)got - ref) / ulp_of(ref);
+}
+
+/* The vector exp (2^n by vscalefps or exponent bits), tanh and a sigmoid
+ * (e^-x folded into the exp) against double-precision libm, not the
+ * interpreter: a dense sweep of exp's range (2^20 steps, both reduction ends
+ * many times), random bit patterns (subnormals, huge, NaN) and the edges, at
+ * `lanes` lanes. Bounds: exp 1 ulp (mathf.inc's 0.99), tanh 2.5, the sigmoid
+ * 3 where e^-x is finite (beyond, 1 / (1 + inf) is 0 where it is subnormal). */
+static void check_vector_exp_accuracy(int lanes)
+{
+    if (!have_cc()) return;
+    enum { WG = 64, N = 1 << 20 };
+    const int blocks = N / (WG * lanes);
+    arena a;
+    arena_init(&a);
+    kir_kernel *k = kir_kernel_new(&a, 0, WG, "vector exp accuracy");
+    int xb = kir_buffer_add(k, SMELT_F32, N, 0, true, false);
+    int ob[3];
+    for (int o = 0; o < 3; o++) ob[o] = kir_buffer_add(k, SMELT_F32, N, 1 + o, false, true);
+    kir_val blk = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, blocks), kir_idx(k, 1));
+    kir_val base = kir_mul(k, kir_add(k, kir_mul(k, kir_wg(k), kir_idx(k, blocks)), blk), kir_idx(k, lanes));
+    kir_val q = kir_loop_begin_parallel(k, kir_idx(k, 0), kir_idx(k, lanes));
+    kir_val i = kir_add(k, base, q);
+    kir_val x = kir_load(k, xb, i), one = kir_const_f(k, SMELT_F32, 1);
+    kir_store(k, ob[0], i, kir_unary(k, KIR_EXP, x));
+    kir_store(k, ob[1], i, kir_unary(k, KIR_TANH, kir_binary(k, KIR_MUL, x, kir_const_f(k, SMELT_F32, 0.125))));
+    kir_store(k, ob[2], i, kir_binary(k, KIR_DIV, one, kir_binary(k, KIR_ADD, one, kir_unary(k, KIR_EXP, kir_unary(k, KIR_NEG, x)))));
+    kir_loop_end(k);
+    kir_loop_end(k);
+    CHECK_EQ_INT(kir_verify(k), SMELT_OK);
+
+    float *in = malloc(sizeof(float) * N);
+    static const float edge[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1e-45f, -1e-45f, 1e-40f, -1e-40f,
+                                 88.72f, 88.7228394f, 88.7228470f, 89.0f, 89.5f, -87.33654f, -87.3365479f, -103.278931f,
+                                 -103.972084f, -104.0f, -104.5f, 1e30f, -1e30f, 0x1p-24f, -0x1p-24f, 0.0433216f,
+                                 -0.0433216f, 0.0866434f, 0.693147182f, -0.693147182f, 3.4e38f, -3.4e38f};
+    const int n_edge = (int)(sizeof edge / sizeof edge[0]);
+    uint32_t r = 4242;
+    for (int n = 0; n < N; n++) {
+        r = r * 1664525u + 1013904223u;
+        if (n % 8 == 7) memcpy(&in[n], &r, 4); /* any float */
+        else in[n] = -105.0f + 195.0f * (float)n / (float)N;
+        if (n < n_edge) in[n] = edge[n];
+    }
+    void *got[4] = {in, calloc(N, sizeof(float)), calloc(N, sizeof(float)), calloc(N, sizeof(float))};
+    char *src = NULL, want_s[64];
+    CHECK_EQ_INT(emit_program(&k, 1, EMIT_C, LOCALS_HYBRID, NULL, &src), SMELT_OK);
+    snprintf(want_s, sizeof want_s, "smelt_expf_v%d_neg(x", lanes);
+    CHECK(src && strstr(src, want_s));
+    rt_so *so = NULL;
+    CHECK_EQ_INT(rt_cc_load(src, &so, NULL), SMELT_OK);
+    rt_kernel_fn fn = so ? (rt_kernel_fn)rt_so_sym(so, "smelt_k0") : NULL;
+    CHECK(fn != NULL);
+    for (int wg = 0; fn && wg < WG; wg++) fn(wg, got);
+    double worst[3] = {0, 0, 0};
+    float at[3] = {0, 0, 0};
+    for (int n = 0; fn && n < N; n++) {
+        double xd = in[n], e[3];
+        e[0] = ulps_off(((float *)got[1])[n], exp(xd));
+        e[1] = ulps_off(((float *)got[2])[n], tanh((double)(in[n] * 0.125f)));
+        e[2] = xd >= -88.0 || xd != xd ? ulps_off(((float *)got[3])[n], 1.0 / (1.0 + exp(-xd))) : 0;
+        for (int o = 0; o < 3; o++)
+            if (!(e[o] <= worst[o])) worst[o] = e[o], at[o] = in[n];
+    }
+    if (!(worst[0] <= 1.0 && worst[1] <= 2.5 && worst[2] <= 3.0))
+        fprintf(stderr, "  %d lanes: exp %.3f ulp (x = %a), tanh %.3f (%a), sigmoid %.3f (%a)\n", lanes, worst[0],
+                at[0], worst[1], at[1], worst[2], at[2]);
+    CHECK(fn && worst[0] <= 1.0);
+    CHECK(fn && worst[1] <= 2.5);
+    CHECK(fn && worst[2] <= 3.0);
+    rt_so_close(so);
+    free(src);
+    for (int o = 1; o < 4; o++) free(got[o]);
+    free(in);
+    arena_free(&a);
+}
+
+TEST(emit_vector_exp_tanh_sigmoid_accuracy_avx512) { check_vector_exp_accuracy(16); }
+TEST(emit_vector_exp_tanh_sigmoid_accuracy_avx2) { check_vector_exp_accuracy(8); }
+
+/* A parallel loop that computes exp, tanh or erf over [lo, hi) with variable
+ * bounds (a conv's SiLU epilogue over a tile's columns), or over a constant
+ * count that is no row's lanes, is a strip of whole vectors with the vector
+ * helpers, then the scalar loop for the rest (emit_c_simd.c, emit_vec_loop):
+ * the interpreter's bits in every element, nothing stored outside [lo, hi).
+ * Row b runs [b, 4b + 1): lengths 1, 4, ..., 52, every remainder mod 16 and
+ * mod 8, starts unaligned. The constant loop runs 37 lanes (a masked rest on
+ * AVX-512). Run as compiled here and with AVX-512 off (the AVX2 strip). */
+static void check_math_strips(bool variable)
+{
+    if (!have_cc()) return;
+    enum { ROWS = 18, STRIDE = 128, N = ROWS * STRIDE };
+    arena a;
+    arena_init(&a);
+    kir_kernel *k = kir_kernel_new(&a, 0, 1, "math strip");
+    int xb = kir_buffer_add(k, SMELT_F32, N, 0, true, false);
+    int ob[3];
+    for (int o = 0; o < 3; o++) ob[o] = kir_buffer_add(k, SMELT_F32, N, 1 + o, false, true);
+    kir_val row = kir_loop_begin(k, kir_idx(k, 0), kir_idx(k, ROWS), kir_idx(k, 1));
+    kir_val lo = variable ? row : kir_idx(k, 0);
+    kir_val hi = variable ? kir_add(k, kir_mul(k, row, kir_idx(k, 4)), kir_idx(k, 1)) : kir_idx(k, 37);
+    kir_val q = kir_loop_begin_parallel(k, lo, hi);
+    kir_val i = kir_add(k, kir_mul(k, row, kir_idx(k, STRIDE)), q);
+    kir_val x = kir_load(k, xb, i), one = kir_const_f(k, SMELT_F32, 1);
+    kir_val sig = kir_binary(k, KIR_DIV, one, kir_binary(k, KIR_ADD, one, kir_unary(k, KIR_EXP, kir_unary(k, KIR_NEG, x))));
+    kir_store(k, ob[0], i, kir_binary(k, KIR_MUL, x, sig));
+    kir_store(k, ob[1], i, kir_unary(k, KIR_TANH, x));
+    kir_store(k, ob[2], i, kir_unary(k, KIR_ERF, x));
+    kir_loop_end(k);
+    kir_loop_end(k);
+    CHECK_EQ_INT(kir_verify(k), SMELT_OK);
+
+    float *in = malloc(sizeof(float) * N);
+    uint32_t r = 99;
+    for (int n = 0; n < N; n++) {
+        r = r * 1664525u + 1013904223u;
+        in[n] = -100.0f + 190.0f * (float)(r >> 8) / 16777216.0f;
+        if (n % 7 == 3) in[n] *= 0.01f;
+    }
+    in[STRIDE + 1] = NAN;
+    in[2 * STRIDE + 3] = -INFINITY;
+    void *want[4] = {in}, *got[4] = {in};
+    for (int o = 1; o < 4; o++) {
+        want[o] = malloc(sizeof(float) * N);
+        got[o] = malloc(sizeof(float) * N);
+        for (int n = 0; n < N; n++) ((float *)want[o])[n] = ((float *)got[o])[n] = 1234.5f;
+    }
+    CHECK_EQ_INT(kir_interpret(k, want), SMELT_OK);
+    char *src = NULL;
+    CHECK_EQ_INT(emit_program(&k, 1, EMIT_C, LOCALS_HYBRID, NULL, &src), SMELT_OK);
+    CHECK(src && strstr(src, "smelt_expf_v16_neg(") && strstr(src, "smelt_expf_v8_neg(") &&
+          strstr(src, "smelt_tanhf_v16(") && strstr(src, "smelt_erff_v8("));
+    CHECK(src && strstr(src, variable ? "s1 + 16 <= v" : "s1 + 16 <= 37;"));
+    CHECK(src && (!variable || strstr(src, "const __mmask16 sm1 = (__mmask16)((1u << (unsigned)(v")));
+    if (src) check_compiles_for_isas(src);
+    const char *old = getenv("SMELT_CC");
+    char *saved = old ? strdup(old) : NULL;
+    for (int pass = 0; pass < 2; pass++) { /* pass 1 with AVX-512 off: the AVX2 strip, where the host has AVX2 */
+        if (pass == 1) setenv("SMELT_CC", "cc -mno-avx512f", 1);
+        rt_so *so = NULL;
+        CHECK_EQ_INT(rt_cc_load(src, &so, NULL), SMELT_OK);
+        rt_kernel_fn fn = so ? (rt_kernel_fn)rt_so_sym(so, "smelt_k0") : NULL;
+        CHECK(fn != NULL);
+        for (int o = 1; o < 4; o++)
+            for (int n = 0; n < N; n++) ((float *)got[o])[n] = 1234.5f;
+        if (fn) fn(0, got);
+        int bad = 0;
+        for (int o = 1; fn && o < 4; o++)
+            for (int n = 0; n < N; n++) {
+                float w = ((float *)want[o])[n], g = ((float *)got[o])[n];
+                if (!(memcmp(&w, &g, 4) == 0 || (w != w && g != g)) && bad++ < 5)
+                    fprintf(stderr, "  pass %d output %d element %d (x = %a): %a, want %a\n", pass, o, n, in[n], g, w);
+            }
+        CHECK_EQ_INT(bad, 0);
+        rt_so_close(so);
+    }
+    if (saved) setenv("SMELT_CC", saved, 1);
+    else unsetenv("SMELT_CC");
+    free(saved);
+    free(src);
+    for (int o = 1; o < 4; o++) {
+        free(want[o]);
+        free(got[o]);
+    }
+    free(in);
+    arena_free(&a);
+}
+
+TEST(emit_math_strips_variable_bounds_match_interpreter) { check_math_strips(true); }
+TEST(emit_math_strips_of_37_match_interpreter) { check_math_strips(false); }
+
 /* A masked loop (kir.h) of fewer lanes than 16 (not 8) is one AVX-512 vector
  * under a mask of its first n lanes (emit_c_simd.c, "Masked vector loops"):
  * the interpreter's bits in those lanes, and nothing stored past them. Blocks
