@@ -570,6 +570,94 @@ typedef struct elem_job {
 
 static void elem_body(lower_ctx *c, const kir_val *idx, void *user);
 
+/* Flat trailing dims: the elements of `shape` as its leading dims and one
+ * loop over the last `k` dims together, each element's per-dim indices
+ * unravelled from that loop's value (x / 7, x % 7). Where every access
+ * is contiguous in those dims or broadcast over them, its linear index
+ * folds back to the flat value (kir_binary: (x / n) * n + x % n is x), so a
+ * 7x7 plane is one run of 49 rather than seven runs of 7. */
+typedef struct flat_job {
+    const ir_shape *shape;
+    int k;
+    lower_body_fn body;
+    void *user;
+} flat_job;
+
+static void flat_body(lower_ctx *c, const kir_val *fidx, void *user)
+{
+    const flat_job *j = user;
+    int r = j->shape->rank, lead = r - j->k;
+    kir_val idx[IR_MAX_RANK];
+    for (int d = 0; d < lead; d++) idx[d] = fidx[d];
+    ir_shape tail = {.rank = j->k};
+    for (int d = 0; d < j->k; d++) tail.dim[d] = j->shape->dim[lead + d];
+    lower_unravel(c->k, &tail, fidx[lead], idx + lead);
+    j->body(c, idx, j->user);
+}
+
+/* Whether the kernel's flat loop `var` pays: no live value divides or
+ * takes a remainder of something that depends on it (an access not
+ * contiguous over the flat dims: a transpose, a slice with steps, a pad,
+ * a broadcast over part of them), and every live load and store walks
+ * memory with stride 0 or 1 along it. */
+static bool flat_pays(const kir_kernel *k, kir_val var)
+{
+    bool *live = calloc((size_t)k->n_vals, sizeof *live);
+    if (!live) return false;
+    for (int i = 0; i < k->n_stmts; i++) {
+        const kir_stmt *s = &k->stmts[i];
+        kir_val seed[4] = {0};
+        switch (s->kind) {
+        case KS_STORE: seed[0] = s->val; seed[1] = s->idx; break;
+        case KS_PREFETCH: seed[0] = s->idx; break;
+        case KS_VAR_SET: seed[0] = s->val; break;
+        case KS_IF_BEGIN: seed[0] = s->cond; break;
+        case KS_LOOP_BEGIN: seed[0] = s->lo; seed[1] = s->hi; seed[2] = s->step; break;
+        default: break;
+        }
+        for (int q = 0; q < 4; q++)
+            if (seed[q] > 0 && seed[q] < k->n_vals) live[seed[q]] = true;
+    }
+    bool ok = true;
+    for (int v = k->n_vals - 1; v > 0 && ok; v--) {
+        if (!live[v]) continue;
+        const kir_value *x = &k->vals[v];
+        kir_val opnd[3] = {x->a, x->b, x->c};
+        for (int q = 0; q < 3; q++)
+            if (opnd[q] > 0 && opnd[q] < v) live[opnd[q]] = true;
+        if ((x->op == KIR_DIV || x->op == KIR_MOD) && !kir_is_float(x->type))
+            ok = kir_stride(k, v, var) == 0;
+        else if (x->op == KIR_LOAD && !k->bufs[x->buf].workgroup) {
+            int64_t st = kir_stride(k, x->a, var);
+            ok = st == 0 || st == 1;
+        }
+    }
+    for (int i = 0; i < k->n_stmts && ok; i++) {
+        const kir_stmt *s = &k->stmts[i];
+        if (s->kind != KS_STORE || k->bufs[s->buf].workgroup) continue;
+        int64_t st = kir_stride(k, s->idx, var);
+        ok = st == 0 || st == 1;
+    }
+    free(live);
+    return ok;
+}
+
+/* The trailing dims to try as one flat loop, outermost first: where the
+ * last dim is short (less than a tile), as many as fit one workgroup's work,
+ * then just the last two; 0 where there is nothing to merge. */
+static int flat_dims(const ir_shape *s, int tries[2])
+{
+    int r = s->rank, n = 0;
+    if (r < 2 || s->dim[r - 1] >= LOWER_TILE || s->dim[r - 2] == 1 || ir_shape_numel(s) == 0) return 0;
+    int k = 1;
+    int64_t prod = s->dim[r - 1];
+    while (k < r && prod * s->dim[r - 1 - k] <= LOWER_WG_WORK) prod *= s->dim[r - 1 - k++];
+    while (k > 2 && s->dim[r - k] == 1) k--; /* leading dims of 1 merge for free: leave them */
+    if (k >= 2) tries[n++] = k;
+    if (k > 2) tries[n++] = 2;
+    return n;
+}
+
 void lower_parallel_for(lower_ctx *c, const ir_shape *shape, int64_t work_per_elem, lower_body_fn body, void *user)
 {
     if (c->target->wg_size > 1) {
@@ -577,6 +665,19 @@ void lower_parallel_for(lower_ctx *c, const ir_shape *shape, int64_t work_per_el
         return;
     }
     int first = lower_mark(c), r = shape->rank;
+    int tries[2], n_tries = body == elem_body ? flat_dims(shape, tries) : 0; /* other bodies want their rows */
+    for (int t = 0; t < n_tries; t++) {
+        flat_job fj = {shape, tries[t], body, user};
+        ir_shape flat = *shape;
+        flat.rank = r - tries[t] + 1;
+        for (int d = r - tries[t] + 1; d < r; d++) flat.dim[r - tries[t]] *= shape->dim[d];
+        parallel_rows(c, &flat, work_per_elem, flat_body, &fj, 0);
+        kir_val var = 0;
+        for (int i = 0; lower_mark(c) == first + 1 && !c->k->oom && i < c->k->n_stmts && !var; i++)
+            if (c->k->stmts[i].kind == KS_LOOP_BEGIN && c->k->stmts[i].parallel) var = c->k->stmts[i].val;
+        if (var && flat_pays(c->k, var)) return;
+        lower_rollback(c, first); /* rebuilt below as rows of the last dim */
+    }
     parallel_rows(c, shape, work_per_elem, body, user, 0);
     if (r >= 1 && lower_mark(c) == first + 1 && !c->k->oom) {
         kir_val var = 0;

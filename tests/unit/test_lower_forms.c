@@ -501,3 +501,86 @@ TEST(recurrent_constant_weights_are_packed_once)
     CHECK(kernels[1] > 0 && kernels[1] < kernels[0]);
     for (int i = 0; i < S * 2 * B * H; i++) CHECK_NEAR(out[1][i], out[0][i], 1e-6);
 }
+
+/* Parallel loops of the program's kernels over [.., n) with a constant n. */
+static int parallel_loops_of(const smelt_program *p, int64_t n)
+{
+    int count = 0;
+    for (int i = 0; i < p->lp.n_kernels; i++) {
+        const kir_kernel *k = p->lp.kernels[i];
+        for (int st = 0; st < k->n_stmts; st++)
+            count += k->stmts[st].kind == KS_LOOP_BEGIN && k->stmts[st].parallel && kir_is_const(k, k->stmts[st].hi) &&
+                     k->vals[k->stmts[st].hi].imm.i == n;
+    }
+    return count;
+}
+
+/* Elementwise kernels over short last dims run their trailing dims as one
+ * flat loop where every access is contiguous over them or broadcast across
+ * them: x * s + z (s [1,C,1,1], z [1,1,H,W]) is a loop of H*W per channel;
+ * x + w of one shape a loop of C*H*W. Where an access is not (x * r with r
+ * [1,C,H,1], a transposed x) the rows of W stay. 7x7 and 3x5 planes, C = 5,
+ * against double and the --no-fuse compile. */
+TEST(short_trailing_dims_run_as_one_flat_loop)
+{
+    static const int64_t planes[][2] = {{7, 7}, {3, 5}};
+    for (int pi = 0; pi < 2; pi++)
+        for (int cs = 0; cs < 4; cs++) {
+            int64_t C = 5, H = planes[pi][0], W = planes[pi][1], N = C * H * W;
+            ir_graph *g = ir_graph_new();
+            bool tr = cs == 3;
+            int x = input(g, "x", tr ? shp(4, 1, (int)C, (int)W, (int)H) : shp(4, 1, (int)C, (int)H, (int)W));
+            int s = constant(g, "s", shp(4, 1, (int)C, 1, 1), 0.5f, -1.0f);
+            int z = constant(g, "z", shp(4, 1, 1, (int)H, (int)W), 0.25f, 0.5f);
+            int w = constant(g, "w", shp(4, 1, (int)C, (int)H, (int)W), 0.125f, -2.0f);
+            int r = constant(g, "r", shp(4, 1, (int)C, (int)H, 1), 0.75f, 0.25f);
+            int y;
+            if (cs == 0) y = op2(g, "add", OP_Add, op2(g, "mul", OP_Mul, x, s), z);
+            else if (cs == 1) y = op2(g, "add", OP_Add, x, w);
+            else if (cs == 2) y = op2(g, "mul", OP_Mul, x, r);
+            else {
+                int t = op1(g, "tr", OP_Transpose, x);
+                attr_ints(g, node_named(g, "tr"), "perm", 4, (const int64_t[]){0, 1, 3, 2});
+                y = op2(g, "mul", OP_Mul, op1(g, "sig", OP_Sigmoid, t), s);
+            }
+            ir_graph_set_io(g, 1, &x, 1, &y);
+            smelt_program *p = compile(g, 0), *q = compile(g, 1);
+            if (p && q) {
+                int64_t flat = cs == 0 ? H * W : cs == 1 ? N : 0;
+                if (flat) {
+                    CHECK(parallel_loops_of(p, flat) >= 1);
+                    CHECK_EQ_INT(parallel_loops_of(p, W), 0);
+                } else {
+                    CHECK(parallel_loops_of(p, W) >= 1);
+                    CHECK_EQ_INT(parallel_loops_of(p, H * W), 0);
+                }
+                const float *sd = g->tensors[s].data, *zd = g->tensors[z].data, *wd = g->tensors[w].data,
+                            *rd = g->tensors[r].data;
+                float *xd = malloc(sizeof(float) * (size_t)N);
+                double *ref = malloc(sizeof(double) * (size_t)N);
+                for (int64_t k = 0; k < N; k++) xd[k] = (float)((k * 37) % 23 - 11) / 7.0f;
+                for (int64_t c = 0; c < C; c++)
+                    for (int64_t h = 0; h < H; h++)
+                        for (int64_t v = 0; v < W; v++) {
+                            int64_t k = (c * H + h) * W + v;
+                            double xv = xd[k];
+                            ref[k] = cs == 0   ? xv * sd[c] + zd[h * W + v]
+                                     : cs == 1 ? xv + wd[k]
+                                     : cs == 2 ? xv * rd[c * H + h]
+                                               : sd[c] / (1.0 + exp(-(double)xd[(c * W + v) * H + h]));
+                        }
+                int64_t shape[4] = {1, C, tr ? W : H, tr ? H : W};
+                smelt_tensor out;
+                const float *yd = run_x(p, xd, 4, shape, &out);
+                CHECK_EQ_INT(smelt_tensor_numel(&out), N);
+                CHECK(count_far(yd, ref, N, 1e-6, pi * 4 + cs) == 0);
+                const float *yq = run_x(q, xd, 4, shape, NULL);
+                CHECK(count_far(yq, ref, N, 1e-6, pi * 4 + cs) == 0);
+                free(ref);
+                free(xd);
+            }
+            smelt_program_free(p);
+            smelt_program_free(q);
+            ir_graph_free(g);
+        }
+}
