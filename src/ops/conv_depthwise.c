@@ -77,7 +77,8 @@
  * column on, is not) instead of across cache lines at the 2 * ceil(wp / 2) stride: 3x3 s2 pad 1 +
  * Clip, the emitted kernel alone in a harness, min of 2000 runs, 1 thread, three rounds: 144 ch
  * 56 -> 28 (planes 29 -> 32) 77.6-80.4 -> 73.4-74.0 us, 96 ch 112 -> 56 (57 -> 64) 169.7-173.9
- * -> 155.4-168.4 */
+ * -> 155.4-168.4; inside MobileNetV2 (each kernel's fastest of 150 runs, three rounds, where
+ * its input comes from L3) less: 78-82 -> 77-79, 168-171 -> 167-169, 192 ch 28 -> 14 29-30 -> 28 */
 #define DW_PLANE_ALIGN 16
 #define DW_ROW_OUTPUTS 512    /* outputs per unit, about */
 #define DW_MIN_ROW 28         /* narrower output rows take the flat form (measured above), */
