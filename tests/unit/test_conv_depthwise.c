@@ -103,6 +103,16 @@ static void dw_check(int ci, const dw_case *cc)
     bool dw = !lanes && (cc->dw == 1 || ((cc->dw == 2 || cc->dw == 4) && wide));
     /* the lanes form: tile, weights, transposed X, accumulators and their transpose */
     CHECK_EQ_INT(workgroup_tiles(p), lanes ? 5 : dw ? 1 : 2);
+    /* at stride 2 the tile's phase planes start 16 floats apart (DW_PLANE_ALIGN): its hr rows (odd
+     * for an odd window) of two planes each are a multiple of 32 floats only so */
+    if (dw && cc->s[1] == 2)
+        for (int b = 0; b < p->lp.kernels[0]->n_bufs; b++)
+            if (p->lp.kernels[0]->bufs[b].workgroup) {
+                if (p->lp.kernels[0]->bufs[b].numel % 32)
+                    fprintf(stderr, "  depthwise case %d: tile of %lld floats\n", ci,
+                            (long long)p->lp.kernels[0]->bufs[b].numel);
+                CHECK_EQ_INT(p->lp.kernels[0]->bufs[b].numel % 32, 0);
+            }
     /* a stride-2 depthwise conv reading X itself (no producer fused) deinterleaves its columns */
     char *src = NULL;
     CHECK(emit_program(p->lp.kernels, p->lp.n_kernels, EMIT_C, LOCALS_HYBRID, (const int *const *)p->plan.in_place_of,
@@ -202,6 +212,10 @@ TEST(conv_depthwise_matches_a_direct_reference)
         /* stride 2 pad 1, batch 2, 5 channels, odd width 67: the columns both phase planes read
          * as one deinterleave loop (smelt_deint2_f32 in the C), the rest per plane */
         {2, 5, 12, 67, 5, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 5, true, true, false, 1},
+        /* stride 2 pad 1 on planes of 33 columns (65 -> 32: stored 48 apart, the most padding) and
+         * of 32 (64 -> 31 + a tail of 15: none), batch 2 */
+        {2, 3, 9, 63, 3, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 3, true, true, false, 1},
+        {2, 3, 8, 62, 3, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 3, true, true, false, 1},
         /* stride 2 with pads 0 left, 2 right and a 5x5 window, no bias */
         {1, 3, 11, 72, 3, {5, 5}, {2, 2}, {1, 1}, {2, 0, 1, 2}, 3, false, false, false, 1},
         /* rows of more than 16 outputs whose last 4 to 15 are one masked vector where vectors have 16
