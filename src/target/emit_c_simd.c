@@ -647,6 +647,19 @@ smelt_status emit_put_vec_body(emitter *e, int begin, int end, int lanes, const 
     return st;
 }
 
+/* The body of vector loop i (to `end`) once more at s<depth>, its lanes under
+ * the mask named by C expression `mask`: a row's rest after its whole vectors. */
+static smelt_status put_masked_rest(emitter *e, int i, int end, int ind, int depth, const char *mask)
+{
+    sb_indent(e->sb, ind);
+    sb_printf(e->sb, "const int64_t i%d = s%d;\n", depth, depth);
+    e->vec_mask = mask;
+    smelt_status st = SMELT_OK;
+    for (int j = i + 1; j < end && !st; j++) st = put_vec_stmt(e, &e->k->stmts[j], i, ind);
+    e->vec_mask = NULL;
+    return st;
+}
+
 smelt_status emit_put_vec_loop(emitter *e, int i, int end, int ind, int depth)
 {
     strbuf *sb = e->sb;
@@ -691,14 +704,9 @@ smelt_status emit_put_vec_loop(emitter *e, int i, int end, int ind, int depth)
             if (r == 0 && tail >= VEC_MASKED_MIN) { /* the rest as one vector under a mask of its lanes */
                 char mbuf[32];
                 snprintf(mbuf, sizeof mbuf, "(__mmask16)0x%llx", (unsigned long long)((1ull << tail) - 1));
-                e->vec_mask = mbuf;
                 sb_indent(sb, ind + 4);
                 sb_printf(sb, "{\n");
-                sb_indent(sb, ind + 8);
-                sb_printf(sb, "const int64_t i%d = s%d;\n", depth, depth);
-                smelt_status st = SMELT_OK;
-                for (int j = i + 1; j < end && !st; j++) st = put_vec_stmt(e, &e->k->stmts[j], i, ind + 8);
-                e->vec_mask = NULL;
+                smelt_status st = put_masked_rest(e, i, end, ind + 8, depth, mbuf);
                 if (st) {
                     e->vec_lanes = 0;
                     return st;
@@ -718,12 +726,7 @@ smelt_status emit_put_vec_loop(emitter *e, int i, int end, int ind, int depth)
                 sb_printf(sb, "const __mmask16 sm%d = (__mmask16)((1u << (unsigned)(", depth);
                 emit_put_val(e, lp->hi);
                 sb_printf(sb, " - s%d)) - 1u);\n", depth);
-                sb_indent(sb, ind + 8);
-                sb_printf(sb, "const int64_t i%d = s%d;\n", depth, depth);
-                e->vec_mask = mbuf;
-                smelt_status st = SMELT_OK;
-                for (int j = i + 1; j < end && !st; j++) st = put_vec_stmt(e, &e->k->stmts[j], i, ind + 8);
-                e->vec_mask = NULL;
+                smelt_status st = put_masked_rest(e, i, end, ind + 8, depth, mbuf);
                 if (st) {
                     e->vec_lanes = 0;
                     return st;
